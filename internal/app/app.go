@@ -1,0 +1,216 @@
+// Package app is the gemini-mcp-server command: flag handling, the stdio
+// server's lifetime, and the doctor subcommand.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
+)
+
+// IO is what the command talks through.
+type IO struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+const usageHeader = `gemini-mcp-server: Google Gemini as MCP tools, through the Gemini CLI.
+
+Usage:
+  gemini-mcp-server [flags]          serve MCP over stdio (what MCP clients run)
+  gemini-mcp-server doctor [flags]   check the Gemini CLI, its auth and settings
+  gemini-mcp-server --version        print the version
+
+Tools: chat {prompt, model, systemPrompt, cwd} starts a Gemini session;
+chat-reply {prompt, sessionId, model, systemPrompt, cwd} continues one.
+The Gemini CLI must be installed (npm install -g @google/gemini-cli) and
+authenticated: a paid Gemini API key (GEMINI_API_KEY), Vertex AI, or a Code
+Assist Standard/Enterprise seat. Free, Google AI Pro and Ultra accounts lost
+Gemini CLI access on 2026-06-18. Logs go to stderr; stdout carries MCP only.
+
+Flags (each also read from the environment variable in parentheses):
+`
+
+// Run runs the command with args (without the program name) and returns
+// its exit code.
+func Run(ctx context.Context, version string, args []string, sio IO) int {
+	if version == "" {
+		version = buildVersion()
+	}
+	if sio.Getenv == nil {
+		sio.Getenv = os.Getenv
+	}
+	sub := ""
+	if len(args) > 0 {
+		switch args[0] {
+		case "doctor", "serve":
+			sub, args = args[0], args[1:]
+		case "version":
+			fmt.Fprintln(sio.Stdout, "gemini-mcp-server", version)
+			return 0
+		case "help":
+			args = []string{"--help"}
+		}
+	}
+	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, sio.Getenv, sio.Stderr)
+	if errors.Is(err, config.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(sio.Stderr, "gemini-mcp-server:", err)
+		return 2
+	}
+	if cfg.ShowVersion {
+		fmt.Fprintln(sio.Stdout, "gemini-mcp-server", version)
+		return 0
+	}
+	log := slog.New(slog.NewTextHandler(sio.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if sub == "doctor" {
+		return Doctor(ctx, cfg, version, sio.Stdout, sio.Getenv)
+	}
+	if err := serveStdio(ctx, cfg, version, sio, log); err != nil {
+		log.Error("server stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// NewDeps builds the tools' dependencies from the configuration.
+func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
+	stateDir := cfg.StateDir
+	if stateDir == "" {
+		d, err := session.DefaultDir()
+		if err != nil {
+			return nil, fmt.Errorf("finding a state directory (set --state-dir): %w", err)
+		}
+		stateDir = d
+	}
+	store, err := session.Open(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	cwd := cfg.Cwd
+	if cwd == "" {
+		if cwd, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("finding the working directory (set --cwd): %w", err)
+		}
+	}
+	runner := gemini.NewRunner(gemini.Options{
+		Gemini:                cfg.Gemini,
+		ApprovalMode:          cfg.ApprovalMode,
+		Sandbox:               cfg.Sandbox,
+		SkipTrust:             cfg.SkipTrust,
+		IncludeDirectories:    cfg.IncludeDirectories,
+		Extensions:            cfg.Extensions,
+		AllowedMCPServerNames: cfg.AllowedMCPServerNames,
+		Timeout:               cfg.Timeout,
+		MaxOutputBytes:        cfg.MaxOutputBytes,
+	}, log)
+	return &tools.Deps{Runner: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log}, nil
+}
+
+// serveStdio serves one MCP session on stdin/stdout until the client closes
+// stdin or ctx ends. Every call's context ends with the server's, so that
+// shutting down stops the CLI processes still running.
+func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
+	deps, err := NewDeps(cfg, log)
+	if err != nil {
+		return err
+	}
+	if _, err := gemini.Resolve(cfg.Gemini); err != nil {
+		log.Warn("calls will fail until this is fixed", "err", err)
+	}
+	// The SDK waits for running handlers before a session ends, so every
+	// call's context also ends with this lifetime: on a signal (ctx) or
+	// when the client closes stdin.
+	life, endLife := context.WithCancel(ctx)
+	defer endLife()
+	deps.Lifetime = life
+	srv := server.New(version, deps, log)
+	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd, "state", deps.Store.Dir())
+	in := sio.Stdin
+	if in == nil {
+		in = os.Stdin
+	}
+	out := sio.Stdout
+	if out == nil {
+		out = os.Stdout
+	}
+	t := &mcp.IOTransport{Reader: &eofReader{r: in, onEOF: endLife}, Writer: nopWriteCloser{out}}
+	err = srv.Run(life, t)
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// eofReader calls onEOF when its reader ends: for stdio, the client has
+// gone.
+type eofReader struct {
+	r     io.Reader
+	onEOF func()
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.onEOF()
+	}
+	return n, err
+}
+
+func (e *eofReader) Close() error {
+	if c, ok := e.r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// buildVersion is the module version Go recorded at build time: the tag
+// for `go install ...@vX`, else the VCS revision of a local build.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return "devel+" + rev
+}

@@ -1,0 +1,234 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+)
+
+// report collects doctor's findings.
+type report struct {
+	w     io.Writer
+	fails int
+}
+
+func (r *report) ok(format string, a ...any)   { fmt.Fprintf(r.w, "ok    "+format+"\n", a...) }
+func (r *report) warn(format string, a ...any) { fmt.Fprintf(r.w, "WARN  "+format+"\n", a...) }
+func (r *report) fail(format string, a ...any) {
+	r.fails++
+	fmt.Fprintf(r.w, "FAIL  "+format+"\n", a...)
+}
+
+// Doctor checks what a call needs and prints one line per finding. It exits
+// 1 when a problem would make every call fail.
+func Doctor(ctx context.Context, cfg *config.Config, version string, w io.Writer, getenv func(string) string) int {
+	r := &report{w: w}
+	fmt.Fprintf(w, "gemini-mcp-server %s doctor\n", version)
+
+	cmd, err := gemini.Resolve(cfg.Gemini)
+	if err != nil {
+		r.fail("%v", err)
+	} else {
+		r.ok("gemini CLI: %s", cmd)
+		vctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		v, err := gemini.NewRunner(gemini.Options{Gemini: cfg.Gemini}, nil).Version(vctx)
+		cancel()
+		if err != nil {
+			r.fail("gemini --version failed: %v", err)
+		} else {
+			r.ok("gemini version %s", v)
+		}
+	}
+
+	home := geminiHome(getenv)
+	cwd := cfg.Cwd
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	user := readSettings(r, filepath.Join(home, "settings.json"))
+	workspace := readSettings(r, filepath.Join(cwd, ".gemini", "settings.json"))
+	checkAuth(r, getenv, home, user, workspace)
+	checkRetention(r, home, user, workspace)
+	if getenv("GEMINI_SYSTEM_MD") != "" {
+		r.warn("GEMINI_SYSTEM_MD=%s is set: it replaces the CLI's system prompt on every call that passes no systemPrompt", getenv("GEMINI_SYSTEM_MD"))
+	}
+
+	stateDir := cfg.StateDir
+	if stateDir == "" {
+		stateDir, _ = session.DefaultDir()
+	}
+	if st, err := session.Open(stateDir); err != nil {
+		r.fail("session records: %v (set --state-dir)", err)
+	} else if err := checkWritable(st.Dir()); err != nil {
+		r.fail("session records in %s are not writable: %v", st.Dir(), err)
+	} else {
+		r.ok("session records: %s", st.Dir())
+	}
+	if _, err := gemini.ResolveDir(cwd, cwd); err != nil {
+		r.fail("default working directory: %v", err)
+	} else {
+		r.ok("default working directory: %s", cwd)
+	}
+
+	if r.fails > 0 {
+		fmt.Fprintf(w, "%d blocking problem(s): calls will fail until they are fixed.\n", r.fails)
+		return 1
+	}
+	fmt.Fprintln(w, "No blocking problems found.")
+	return 0
+}
+
+// geminiHome is the CLI's own settings directory.
+func geminiHome(getenv func(string) string) string {
+	if h := getenv("GEMINI_CLI_HOME"); h != "" {
+		return filepath.Join(h, ".gemini")
+	}
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return filepath.Join(home, ".gemini")
+}
+
+// settings is the part of the CLI's settings.json that doctor reads.
+type settings struct {
+	Security struct {
+		Auth struct {
+			SelectedType string `json:"selectedType"`
+		} `json:"auth"`
+	} `json:"security"`
+	General struct {
+		SessionRetention struct {
+			Enabled *bool `json:"enabled"`
+		} `json:"sessionRetention"`
+	} `json:"general"`
+}
+
+func readSettings(r *report, path string) *settings {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var s settings
+	if err := json.Unmarshal(stripJSONComments(data), &s); err != nil {
+		r.warn("cannot read %s: %v", path, err)
+		return nil
+	}
+	return &s
+}
+
+func checkAuth(r *report, getenv func(string) string, home string, user, workspace *settings) {
+	selected := ""
+	for _, s := range []*settings{workspace, user} {
+		if s != nil && s.Security.Auth.SelectedType != "" {
+			selected = s.Security.Auth.SelectedType
+			break
+		}
+	}
+	var found []string
+	for _, k := range []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"} {
+		if getenv(k) != "" {
+			found = append(found, k)
+		}
+	}
+	isTrue := func(k string) bool { v := strings.ToLower(getenv(k)); return v == "true" || v == "1" }
+	if isTrue("GOOGLE_GENAI_USE_VERTEXAI") {
+		found = append(found, "GOOGLE_GENAI_USE_VERTEXAI")
+		if getenv("GOOGLE_API_KEY") == "" && (getenv("GOOGLE_CLOUD_PROJECT") == "" || getenv("GOOGLE_CLOUD_LOCATION") == "") {
+			r.fail("Vertex AI is selected but neither GOOGLE_API_KEY nor GOOGLE_CLOUD_PROJECT with GOOGLE_CLOUD_LOCATION is set")
+		}
+	}
+	if isTrue("GOOGLE_GENAI_USE_GCA") {
+		found = append(found, "GOOGLE_GENAI_USE_GCA")
+	}
+	if _, err := os.Stat(filepath.Join(home, "oauth_creds.json")); err == nil {
+		found = append(found, "a Google login ("+filepath.Join(home, "oauth_creds.json")+")")
+	}
+	if selected != "" {
+		found = append(found, "settings security.auth.selectedType="+selected)
+	}
+	if len(found) == 0 {
+		r.fail("no Gemini credentials found in this environment. %s", gemini.AuthHelp)
+		return
+	}
+	r.ok("credentials: %s", strings.Join(found, ", "))
+	if selected == "oauth-personal" || selected == "LOGIN_WITH_GOOGLE" {
+		r.warn("the CLI logs in with a Google account: free, Google AI Pro and Ultra accounts lost Gemini CLI access on 2026-06-18; only Code Assist Standard/Enterprise seats still work that way")
+	}
+}
+
+// checkRetention warns about google-gemini/gemini-cli#27368: with session
+// retention on, resuming a session in a later minute leaves a stray file,
+// and the next start-up's clean-up deletes the real session with it.
+func checkRetention(r *report, home string, user, workspace *settings) {
+	for _, s := range []*settings{workspace, user} {
+		if s != nil && s.General.SessionRetention.Enabled != nil {
+			if !*s.General.SessionRetention.Enabled {
+				r.ok("session retention is off (protects resumed sessions from upstream bug #27368)")
+				return
+			}
+			break
+		}
+	}
+	r.warn("session retention is on: the CLI's clean-up can delete a resumed session (upstream bug google-gemini/gemini-cli#27368). "+
+		"Add {\"general\":{\"sessionRetention\":{\"enabled\":false}}} to %s", filepath.Join(home, "settings.json"))
+}
+
+func checkWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".doctor-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// stripJSONComments removes // and /* */ comments outside strings: the
+// CLI's settings files allow them.
+func stripJSONComments(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	inStr, esc := false, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inStr:
+			out = append(out, c)
+			if esc {
+				esc = false
+			} else if c == '\\' {
+				esc = true
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+			out = append(out, c)
+		case c == '/' && i+1 < len(b) && b[i+1] == '/':
+			for i < len(b) && b[i] != '\n' {
+				i++
+			}
+			if i < len(b) {
+				out = append(out, '\n')
+			}
+		case c == '/' && i+1 < len(b) && b[i+1] == '*':
+			i += 2
+			for i+1 < len(b) && !(b[i] == '*' && b[i+1] == '/') {
+				i++
+			}
+			i++
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,289 @@
+// Package config reads the server's configuration from flags and
+// GEMINI_MCP_* environment variables. A flag wins over its variable; a
+// variable wins over the default. Everything here is the operator's choice:
+// none of it can be set through tool arguments.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration.
+type Config struct {
+	Gemini                string
+	StateDir              string
+	Cwd                   string
+	ApprovalMode          string
+	Sandbox               bool
+	SkipTrust             bool
+	IncludeDirectories    []string
+	Extensions            []string
+	AllowedMCPServerNames []string
+	Timeout               time.Duration
+	MaxPromptBytes        int
+	MaxOutputBytes        int
+	LogLevel              slog.Level
+	ShowVersion           bool
+}
+
+// Defaults.
+const (
+	DefaultTimeout        = 300 * time.Second
+	DefaultMaxPromptBytes = 1 << 20
+	DefaultMaxOutputBytes = 32 << 20
+)
+
+// ApprovalModes are the CLI's --approval-mode values.
+var ApprovalModes = []string{"default", "auto_edit", "yolo", "plan"}
+
+// ErrHelp is returned when the user asked for help; usage was printed.
+var ErrHelp = flag.ErrHelp
+
+// Parse reads args (without the program name or subcommand) and the
+// environment through getenv. Errors, and for -h/--help the header followed
+// by the flag list, go to w; help returns ErrHelp.
+func Parse(name, header string, args []string, getenv func(string) string, w io.Writer) (*Config, error) {
+	c := &Config{}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(w)
+	var envErrs []error
+	env := func(key string) (string, bool) {
+		v := strings.TrimSpace(getenv(key))
+		return v, v != ""
+	}
+	str := func(p *string, flagName, key, def, usage string) {
+		*p = def
+		if v, ok := env(key); ok {
+			*p = v
+		}
+		fs.StringVar(p, flagName, *p, usage+" ("+key+")")
+	}
+	boolean := func(p *bool, flagName, key, usage string) {
+		if v, ok := env(key); ok {
+			b, err := parseBool(v)
+			if err != nil {
+				envErrs = append(envErrs, fmt.Errorf("%s: %w", key, err))
+			}
+			*p = b
+		}
+		fs.BoolVar(p, flagName, *p, usage+" ("+key+")")
+	}
+	list := func(p *[]string, flagName, key, usage string) {
+		l := &listValue{p: p}
+		if v, ok := env(key); ok {
+			*p = splitList(v)
+			l.fromEnv = true
+		}
+		fs.Var(l, flagName, usage+"; comma-separated or repeated ("+key+")")
+	}
+	size := func(p *int, flagName, key string, def int, usage string) {
+		*p = def
+		if v, ok := env(key); ok {
+			n, err := parseSize(v)
+			if err != nil {
+				envErrs = append(envErrs, fmt.Errorf("%s: %w", key, err))
+			}
+			*p = n
+		}
+		fs.Var(&sizeValue{p: p}, flagName, usage+" ("+key+")")
+	}
+
+	str(&c.Gemini, "gemini", "GEMINI_MCP_GEMINI", "gemini", "the Gemini CLI executable: a name looked up in PATH, or a path")
+	str(&c.StateDir, "state-dir", "GEMINI_MCP_STATE_DIR", "", "where session records are kept (default: $XDG_STATE_HOME/gemini-mcp-server, ~/.local/state/gemini-mcp-server, or the user config directory on macOS and Windows)")
+	str(&c.Cwd, "cwd", "GEMINI_MCP_CWD", "", "working directory for calls that give no cwd (default: the server's own)")
+	str(&c.ApprovalMode, "approval-mode", "GEMINI_MCP_APPROVAL_MODE", "", "the CLI's --approval-mode for every call: default, auto_edit, yolo or plan (default: not passed, so the CLI's headless default applies: tools that need approval are refused)")
+	boolean(&c.Sandbox, "sandbox", "GEMINI_MCP_SANDBOX", "run the CLI's tools in its sandbox (--sandbox)")
+	boolean(&c.SkipTrust, "skip-trust", "GEMINI_MCP_SKIP_TRUST", "trust every working directory for the call (--skip-trust) instead of failing on untrusted folders")
+	list(&c.IncludeDirectories, "include-directories", "GEMINI_MCP_INCLUDE_DIRECTORIES", "extra directories the CLI may read (--include-directories)")
+	list(&c.Extensions, "extensions", "GEMINI_MCP_EXTENSIONS", "the only CLI extensions to load, or none (--extensions)")
+	list(&c.AllowedMCPServerNames, "allowed-mcp-server-names", "GEMINI_MCP_ALLOWED_MCP_SERVER_NAMES", "the only MCP servers the CLI may use (--allowed-mcp-server-names)")
+	c.Timeout = DefaultTimeout
+	if v, ok := env("GEMINI_MCP_TIMEOUT"); ok {
+		d, err := parseDuration(v)
+		if err != nil {
+			envErrs = append(envErrs, fmt.Errorf("GEMINI_MCP_TIMEOUT: %w", err))
+		}
+		c.Timeout = d
+	}
+	fs.Var(&durationValue{p: &c.Timeout}, "timeout", "per-call limit, e.g. 300s or 10m; 0 for none (GEMINI_MCP_TIMEOUT)")
+	size(&c.MaxPromptBytes, "max-prompt-bytes", "GEMINI_MCP_MAX_PROMPT_BYTES", DefaultMaxPromptBytes, "largest prompt or system prompt accepted, in bytes (suffixes KiB, MiB)")
+	size(&c.MaxOutputBytes, "max-output-bytes", "GEMINI_MCP_MAX_OUTPUT_BYTES", DefaultMaxOutputBytes, "largest CLI output read before a call is stopped, in bytes")
+	level := "info"
+	if v, ok := env("GEMINI_MCP_LOG_LEVEL"); ok {
+		level = v
+	}
+	fs.StringVar(&level, "log-level", level, "log level on stderr: debug, info, warn or error (GEMINI_MCP_LOG_LEVEL)")
+	fs.BoolVar(&c.ShowVersion, "version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprint(w, header)
+		fs.PrintDefaults()
+	}
+
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	if err := errors.Join(envErrs...); err != nil {
+		return nil, err
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", level)
+	}
+	return c, c.validate()
+}
+
+func (c *Config) validate() error {
+	if c.ApprovalMode != "" && !contains(ApprovalModes, c.ApprovalMode) {
+		return fmt.Errorf("--approval-mode: %q is not one of %s", c.ApprovalMode, strings.Join(ApprovalModes, ", "))
+	}
+	for _, l := range []struct {
+		name string
+		vals []string
+	}{{"--include-directories", c.IncludeDirectories}, {"--extensions", c.Extensions}, {"--allowed-mcp-server-names", c.AllowedMCPServerNames}} {
+		for _, v := range l.vals {
+			if strings.HasPrefix(v, "-") || strings.ContainsAny(v, "\x00\n") {
+				return fmt.Errorf("%s: invalid value %q", l.name, v)
+			}
+		}
+	}
+	if c.Timeout < 0 {
+		return errors.New("--timeout must not be negative")
+	}
+	if c.MaxPromptBytes <= 0 || c.MaxOutputBytes <= 0 {
+		return errors.New("--max-prompt-bytes and --max-output-bytes must be positive")
+	}
+	if c.Gemini == "" {
+		return errors.New("--gemini must not be empty")
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not a boolean (true or false)", v)
+}
+
+// parseDuration accepts Go durations (90s, 5m) and plain seconds (300).
+func parseDuration(v string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		if n < 0 || n > 1e6 {
+			return 0, fmt.Errorf("%q is out of range", v)
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as 300s or 10m", v)
+	}
+	return d, nil
+}
+
+// parseSize accepts bytes with an optional KiB/MiB/GiB (or K/M/G) suffix.
+func parseSize(v string) (int, error) {
+	s := strings.ToUpper(strings.TrimSpace(v))
+	mult := 1
+	for _, u := range []struct {
+		suffix string
+		m      int
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.m
+			break
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("%q is not a positive size such as 1048576 or 1MiB", v)
+	}
+	return n * mult, nil
+}
+
+type listValue struct {
+	p       *[]string
+	fromEnv bool
+}
+
+func (l *listValue) String() string {
+	if l == nil || l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, ",")
+}
+
+func (l *listValue) Set(v string) error {
+	if l.fromEnv {
+		// A flag replaces the environment's list rather than adding to it.
+		*l.p, l.fromEnv = nil, false
+	}
+	*l.p = append(*l.p, splitList(v)...)
+	return nil
+}
+
+type durationValue struct{ p *time.Duration }
+
+func (d *durationValue) String() string {
+	if d == nil || d.p == nil {
+		return ""
+	}
+	return d.p.String()
+}
+
+func (d *durationValue) Set(v string) error {
+	x, err := parseDuration(v)
+	if err != nil {
+		return err
+	}
+	*d.p = x
+	return nil
+}
+
+type sizeValue struct{ p *int }
+
+func (s *sizeValue) String() string {
+	if s == nil || s.p == nil {
+		return ""
+	}
+	return strconv.Itoa(*s.p)
+}
+
+func (s *sizeValue) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	*s.p = n
+	return nil
+}

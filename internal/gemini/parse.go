@@ -1,0 +1,174 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strings"
+)
+
+// Output is the object `gemini --output-format json` prints: on stdout when
+// the call succeeds, on stderr (after free-text noise) when it fails.
+type Output struct {
+	SessionID string          `json:"session_id,omitempty"`
+	Response  *string         `json:"response,omitempty"`
+	Stats     json.RawMessage `json:"stats,omitempty"`
+	Error     *OutputError    `json:"error,omitempty"`
+	Warnings  []string        `json:"warnings,omitempty"`
+}
+
+// OutputError is the CLI's description of a failure.
+type OutputError struct {
+	Type    string          `json:"type"`
+	Message string          `json:"message"`
+	Code    json.RawMessage `json:"code,omitempty"`
+}
+
+// errNoJSON says that no JSON object of the CLI's output shape was found.
+var errNoJSON = errors.New("no JSON object found")
+
+// ParseOutput reads the CLI's JSON output. The object is normally the whole
+// of stdout, but the CLI (and things it loads) may print other lines first,
+// and on failure it prints the object to stderr after a stack trace,
+// sometimes twice, so the last object that looks like CLI output wins.
+func ParseOutput(b []byte) (Output, error) {
+	var out Output
+	trimmed := bytes.TrimSpace(b)
+	if len(trimmed) == 0 {
+		return out, errNoJSON
+	}
+	if trimmed[0] == '{' && json.Unmarshal(trimmed, &out) == nil && out.looksValid() {
+		return out, nil
+	}
+	// Candidates start with '{' at the beginning of a line; try them from
+	// the last one back, decoding only the first value at each.
+	for end := len(b); end > 0; {
+		i := bytes.LastIndexByte(b[:end], '{')
+		if i < 0 {
+			break
+		}
+		end = i
+		if i > 0 && b[i-1] != '\n' && b[i-1] != '\r' {
+			continue
+		}
+		var cand Output
+		dec := json.NewDecoder(bytes.NewReader(b[i:]))
+		if dec.Decode(&cand) == nil && cand.looksValid() {
+			return cand, nil
+		}
+	}
+	return Output{}, errNoJSON
+}
+
+// looksValid tells the CLI's output object apart from any other JSON that
+// may appear in its streams (an API error body, a log record).
+func (o *Output) looksValid() bool {
+	return o.Response != nil || o.SessionID != "" || (o.Error != nil && (o.Error.Message != "" || o.Error.Type != ""))
+}
+
+// CodeInt returns the error's numeric code, if it has one. The CLI uses
+// numbers for exit codes and HTTP statuses, but the field is not typed
+// upstream, so strings holding numbers are accepted too.
+func (e *OutputError) CodeInt() (int, bool) {
+	if e == nil || len(e.Code) == 0 {
+		return 0, false
+	}
+	var n json.Number
+	if json.Unmarshal(e.Code, &n) != nil {
+		var s string
+		if json.Unmarshal(e.Code, &s) != nil {
+			return 0, false
+		}
+		n = json.Number(s)
+	}
+	i, err := n.Int64()
+	if err != nil || i < 0 || i > 1<<20 {
+		return 0, false
+	}
+	return int(i), true
+}
+
+// apiErrorBody is the Google API error envelope. The CLI passes it through as
+// the text of its own error message for API failures.
+type apiErrorBody struct {
+	Error struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Status  string `json:"status"`
+	} `json:"error"`
+}
+
+// splitAPIMessage unwraps an error message that is itself a Google API error
+// body, returning its message and status (such as RESOURCE_EXHAUSTED).
+func splitAPIMessage(msg string) (text, status string, code int) {
+	m := strings.TrimSpace(msg)
+	if !strings.HasPrefix(m, "{") {
+		// Some errors wrap the body: `[API Error: {...}]`, `got status: 429. {...}`.
+		if i := strings.Index(m, `{"error"`); i >= 0 {
+			m = m[i:]
+		} else {
+			return msg, "", 0
+		}
+	}
+	var body apiErrorBody
+	if err := json.NewDecoder(strings.NewReader(m)).Decode(&body); err != nil || body.Error.Message == "" {
+		return msg, "", 0
+	}
+	return body.Error.Message, body.Error.Status, body.Error.Code
+}
+
+// ListedSession is one line of `gemini --list-sessions`.
+type ListedSession struct {
+	Index int
+	Title string
+	When  string
+	ID    string
+}
+
+var listLineRE = regexp.MustCompile(`^\s*([0-9]+)\.\s(.*)\s\(([^()]*)\)\s+\[([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\]\s*$`)
+
+// ParseSessionList reads the text of `gemini --list-sessions`: a header
+// line, then `  <i>. <title> (<when>) [<uuid>]` per session, oldest first.
+// "No previous sessions found" gives an empty list and no error; text with
+// neither a header nor session lines is an error.
+func ParseSessionList(text string) ([]ListedSession, error) {
+	var out []ListedSession
+	sawHeader := false
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if strings.Contains(line, "No previous sessions found") {
+			sawHeader = true
+			continue
+		}
+		if strings.HasPrefix(strings.TrimSpace(line), "Available sessions for this project") {
+			sawHeader = true
+			continue
+		}
+		m := listLineRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		idx := 0
+		for _, c := range m[1] {
+			idx = idx*10 + int(c-'0')
+			if idx > 1<<24 {
+				break
+			}
+		}
+		out = append(out, ListedSession{Index: idx, Title: m[2], When: m[3], ID: strings.ToLower(m[4])})
+	}
+	if !sawHeader && len(out) == 0 {
+		return nil, errors.New("unrecognised --list-sessions output")
+	}
+	return out, nil
+}
+
+// Newest returns the most recently started session of a list, which the
+// CLI prints last.
+func Newest(list []ListedSession) (ListedSession, bool) {
+	if len(list) == 0 {
+		return ListedSession{}, false
+	}
+	return list[len(list)-1], true
+}

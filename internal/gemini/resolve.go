@@ -1,0 +1,97 @@
+package gemini
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+)
+
+// Command is the resolved way to start the CLI: an executable and the
+// arguments that come before the CLI's own.
+type Command struct {
+	Path string
+	Args []string
+}
+
+// String shows the command as a person would type it.
+func (c Command) String() string {
+	return strings.Join(append([]string{c.Path}, c.Args...), " ")
+}
+
+// Resolve finds the gemini executable named by name (a bare name looked up
+// in PATH, or a path). On Windows, npm installs the CLI as a `gemini.cmd`
+// batch shim; running it would route the prompt through cmd.exe's argument
+// parsing, which no quoting makes safe for arbitrary text. The shim is
+// therefore resolved to `node <the CLI's script>`, which takes its
+// arguments verbatim.
+func Resolve(name string) (Command, error) {
+	if name == "" {
+		name = "gemini"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return Command{}, &Error{Kind: KindNotFound, ExitCode: -1,
+				Reason: fmt.Sprintf("the gemini CLI was not found (looked for %q). %s", name, InstallHelp)}
+		}
+		return Command{}, &Error{Kind: KindNotFound, ExitCode: -1,
+			Reason: fmt.Sprintf("the gemini CLI %q cannot be run: %v. %s", name, err, InstallHelp)}
+	}
+	if runtime.GOOS == "windows" && isBatch(path) {
+		return resolveCmdShim(path, exec.LookPath)
+	}
+	return Command{Path: path}, nil
+}
+
+func isBatch(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	return ext == ".cmd" || ext == ".bat"
+}
+
+// shimScriptRE finds the script path in an npm cmd-shim: the quoted
+// argument relative to the shim's own directory (%dp0% or %~dp0).
+var shimScriptRE = regexp.MustCompile(`"%~?dp0%?\\([^"%]+)"`)
+
+// parseCmdShim returns the script path, relative to the shim's directory,
+// that an npm cmd-shim runs with node.
+func parseCmdShim(content string) (string, bool) {
+	for _, m := range shimScriptRE.FindAllStringSubmatch(content, -1) {
+		rel := m[1]
+		if strings.EqualFold(filepath.Base(strings.ReplaceAll(rel, `\`, "/")), "node.exe") {
+			continue
+		}
+		return rel, true
+	}
+	return "", false
+}
+
+// resolveCmdShim turns an npm cmd-shim into node plus the script it runs.
+// lookPath is exec.LookPath, replaceable in tests.
+func resolveCmdShim(shim string, lookPath func(string) (string, error)) (Command, error) {
+	data, err := os.ReadFile(shim)
+	if err != nil {
+		return Command{}, &Error{Kind: KindNotFound, ExitCode: -1, Reason: fmt.Sprintf("cannot read the gemini shim %s: %v", shim, err)}
+	}
+	rel, ok := parseCmdShim(string(data))
+	if !ok {
+		return Command{}, &Error{Kind: KindNotFound, ExitCode: -1, Reason: fmt.Sprintf(
+			"%s is a batch file but not an npm shim this server understands, and running it through cmd.exe would not pass prompts safely. "+
+				"Install the CLI with npm (npm install -g @google/gemini-cli), whose gemini.cmd shim this server reads", shim)}
+	}
+	dir := filepath.Dir(shim)
+	script := filepath.Join(dir, filepath.FromSlash(strings.ReplaceAll(rel, `\`, "/")))
+	node := filepath.Join(dir, "node.exe")
+	if _, err := os.Stat(node); err != nil {
+		node, err = lookPath("node")
+		if err != nil {
+			return Command{}, &Error{Kind: KindNotFound, ExitCode: -1, Reason: fmt.Sprintf(
+				"the gemini shim %s needs node, which was not found in PATH: %v", shim, err)}
+		}
+	}
+	return Command{Path: node, Args: []string{script}}, nil
+}

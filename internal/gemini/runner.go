@@ -1,0 +1,400 @@
+// Package gemini runs the Gemini CLI: it is the only package that starts
+// processes. It builds the command line, runs the CLI headless with
+// `--output-format json`, parses what it prints, and turns failures into
+// typed errors that say what to do.
+package gemini
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Options is the operator's configuration of every CLI call. None of it is
+// reachable from tool arguments.
+type Options struct {
+	Gemini string // executable name or path; "" means "gemini" in PATH
+	Env    []string
+
+	ApprovalMode          string // "" leaves the CLI's headless default
+	Sandbox               bool
+	SkipTrust             bool
+	IncludeDirectories    []string
+	Extensions            []string
+	AllowedMCPServerNames []string
+
+	Timeout        time.Duration // per call; 0 means none
+	KillGrace      time.Duration // from interrupt to kill; 0 means DefaultKillGrace
+	MaxOutputBytes int           // stdout cap; 0 means DefaultMaxOutputBytes
+}
+
+// Defaults for Options fields left zero.
+const (
+	DefaultKillGrace      = 1500 * time.Millisecond
+	DefaultMaxOutputBytes = 32 << 20
+	stderrKeep            = 64 << 10 // stderr tail kept for parsing
+	stderrShow            = 4 << 10  // stderr tail shown in errors
+)
+
+// ArgPromptMax is the largest prompt passed in argv; larger ones go on
+// stdin. Linux caps one argv string at 128 KiB; Windows caps the whole
+// command line at 32,767 UTF-16 units, and quoting can double a prompt.
+var ArgPromptMax = func() int {
+	if runtime.GOOS == "windows" {
+		return 8 << 10
+	}
+	return 100 << 10
+}()
+
+// Call is one prompt to the CLI.
+type Call struct {
+	Prompt       string
+	Model        string // "" for the CLI's default
+	SystemPrompt string // "" for the CLI's own system prompt
+	Dir          string // absolute working directory, already checked
+	Resume       string // "" starts a new session; else latest, an index or a UUID
+}
+
+// Result is a successful call.
+type Result struct {
+	SessionID string // "" only when no way of learning it worked
+	Response  string
+	Output    Output
+	// SessionIDSource says how the id was learned: "json", "preselected",
+	// "resumed" or "list-sessions".
+	SessionIDSource string
+}
+
+// Runner runs CLI calls. It is safe for concurrent use.
+type Runner struct {
+	opts Options
+	log  *slog.Logger
+	// sessionIDFlag caches whether the CLI accepts --session-id:
+	// 0 not yet known, 1 yes, 2 no.
+	sessionIDFlag atomic.Int32
+}
+
+// NewRunner returns a Runner with opts, logging to log.
+func NewRunner(opts Options, log *slog.Logger) *Runner {
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = DefaultKillGrace
+	}
+	if opts.MaxOutputBytes <= 0 {
+		opts.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{opts: opts, log: log}
+}
+
+var (
+	errTimeout     = errors.New("timeout")
+	errOutputLimit = errors.New("output limit")
+)
+
+// Run makes one call. A failure is always an *Error.
+func (r *Runner) Run(ctx context.Context, c Call) (*Result, error) {
+	cmd, err := Resolve(r.opts.Gemini)
+	if err != nil {
+		return nil, err
+	}
+	env := append(os.Environ(), r.opts.Env...)
+	if c.SystemPrompt != "" {
+		// The system prompt lives in a private directory for exactly the
+		// length of this call; RemoveAll runs on every way out, panics
+		// included.
+		dir, err := os.MkdirTemp("", "gemini-mcp-")
+		if err != nil {
+			return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "cannot create a temporary directory for the system prompt: " + err.Error()}
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "SYSTEM.md")
+		if err := os.WriteFile(path, []byte(c.SystemPrompt), 0o600); err != nil {
+			return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "cannot write the system prompt file: " + err.Error()}
+		}
+		env = setEnv(env, "GEMINI_SYSTEM_MD", path)
+	}
+
+	preselect := ""
+	if c.Resume == "" && r.sessionIDFlag.Load() != 2 {
+		preselect = NewUUID()
+	}
+	res := r.exec(ctx, cmd, r.args(c, preselect), c.Dir, env, c.Prompt)
+	if preselect != "" && res.exit == 1 && strings.Contains(res.stderr, "Unknown argument") && strings.Contains(res.stderr, "session-id") {
+		// An older CLI without --session-id: remember, and let it pick.
+		r.sessionIDFlag.Store(2)
+		r.log.Info("gemini does not accept --session-id; taking session ids from its output instead")
+		preselect = ""
+		res = r.exec(ctx, cmd, r.args(c, ""), c.Dir, env, c.Prompt)
+	}
+	out, err := r.interpret(res, c)
+	if err != nil {
+		return nil, err
+	}
+	if preselect != "" {
+		r.sessionIDFlag.CompareAndSwap(0, 1)
+	}
+	result := &Result{Response: *out.Response, Output: out, SessionID: strings.ToLower(out.SessionID), SessionIDSource: "json"}
+	switch {
+	case result.SessionID != "":
+		if preselect != "" && result.SessionID != preselect {
+			r.log.Warn("gemini reported a different session id than the one it was given", "given", preselect, "reported", result.SessionID)
+		}
+	case preselect != "":
+		result.SessionID, result.SessionIDSource = preselect, "preselected"
+	case IsUUID(c.Resume):
+		result.SessionID, result.SessionIDSource = strings.ToLower(c.Resume), "resumed"
+	default:
+		id, err := r.newestSession(ctx, cmd, c.Dir, env)
+		if err != nil {
+			r.log.Warn("could not learn the session id", "dir", c.Dir, "err", err)
+		} else {
+			result.SessionID, result.SessionIDSource = id, "list-sessions"
+		}
+	}
+	return result, nil
+}
+
+// args builds the CLI's argument list. Values that could start with '-'
+// are passed as one `--flag=value` string; the prompt is always
+// `--prompt=TEXT` (or stdin), never a positional argument, which the CLI
+// would read as a flag when it starts with '-', or as a subcommand when it
+// is a word such as "mcp".
+func (r *Runner) args(c Call, sessionID string) []string {
+	var a []string
+	if c.Model != "" {
+		a = append(a, "-m", c.Model)
+	}
+	switch {
+	case c.Resume != "":
+		a = append(a, "-r", c.Resume)
+	case sessionID != "":
+		a = append(a, "--session-id", sessionID)
+	}
+	a = append(a, "--output-format", "json")
+	if r.opts.ApprovalMode != "" {
+		a = append(a, "--approval-mode="+r.opts.ApprovalMode)
+	}
+	if r.opts.Sandbox {
+		a = append(a, "--sandbox")
+	}
+	if r.opts.SkipTrust {
+		a = append(a, "--skip-trust")
+	}
+	for _, d := range r.opts.IncludeDirectories {
+		a = append(a, "--include-directories="+d)
+	}
+	for _, e := range r.opts.Extensions {
+		a = append(a, "--extensions="+e)
+	}
+	for _, n := range r.opts.AllowedMCPServerNames {
+		a = append(a, "--allowed-mcp-server-names="+n)
+	}
+	if len(c.Prompt) <= ArgPromptMax {
+		a = append(a, "--prompt="+c.Prompt)
+	}
+	return a
+}
+
+// execResult is what one process left behind.
+type execResult struct {
+	stdout    []byte
+	stderr    string
+	exit      int
+	startErr  error
+	timedOut  bool
+	overflow  bool
+	cancelled bool
+	elapsed   time.Duration
+}
+
+// exec runs the CLI once and waits for it and everything it started. The
+// prompt goes on stdin when it is too large for argv; otherwise stdin is
+// /dev/null, since an open pipe that never closes costs the CLI a wait.
+func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string, env []string, prompt string) execResult {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if r.opts.Timeout > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(runCtx, r.opts.Timeout, errTimeout)
+		defer stop()
+	}
+	stdout := &cappedBuffer{max: r.opts.MaxOutputBytes, onOverflow: func() { cancel(errOutputLimit) }}
+	stderr := &tailBuffer{max: stderrKeep}
+
+	cmd := exec.CommandContext(runCtx, c.Path, append(append([]string{}, c.Args...), args...)...)
+	cmd.Dir = dir
+	cmd.Env = env
+	if len(prompt) > ArgPromptMax {
+		cmd.Stdin = strings.NewReader(prompt)
+	}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	setProcessGroup(cmd)
+	cmd.Cancel = func() error { return interruptGroup(cmd.Process) }
+	cmd.WaitDelay = r.opts.KillGrace
+
+	r.log.Debug("starting gemini", "path", c.Path, "args", redactPrompt(args), "dir", dir, "promptBytes", len(prompt), "promptOnStdin", cmd.Stdin != nil)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return execResult{startErr: err, exit: -1}
+	}
+	waitErr := cmd.Wait()
+	// The CLI re-spawns itself; whatever of its process group outlived it
+	// goes now.
+	_ = killGroup(cmd.Process)
+	res := execResult{stdout: stdout.Bytes(), stderr: stderr.String(), elapsed: time.Since(start), exit: cmd.ProcessState.ExitCode()}
+	var ee *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &ee) && !errors.Is(waitErr, exec.ErrWaitDelay) {
+		r.log.Debug("waiting for gemini", "err", waitErr)
+	}
+	switch cause := context.Cause(runCtx); {
+	case stdout.Overflowed() || errors.Is(cause, errOutputLimit):
+		res.overflow = true
+	case errors.Is(cause, errTimeout):
+		res.timedOut = true
+	case ctx.Err() != nil:
+		res.cancelled = true
+	}
+	r.log.Debug("gemini finished", "exit", res.exit, "elapsed", res.elapsed, "stdoutBytes", len(res.stdout))
+	return res
+}
+
+// interpret turns a finished process into the CLI's output object or an
+// *Error.
+func (r *Runner) interpret(res execResult, c Call) (Output, error) {
+	tail := strings.TrimSpace(lastBytes(res.stderr, stderrShow))
+	fail := func(kind Kind, reason string) (Output, error) {
+		return Output{}, &Error{Kind: kind, Reason: reason, ExitCode: res.exit, Stderr: tail, Ran: res.startErr == nil}
+	}
+	switch {
+	case res.startErr != nil:
+		if errors.Is(res.startErr, exec.ErrNotFound) || errors.Is(res.startErr, os.ErrNotExist) {
+			return fail(KindNotFound, fmt.Sprintf("the gemini CLI could not be started: %v. %s", res.startErr, InstallHelp))
+		}
+		return fail(KindStart, fmt.Sprintf("the gemini CLI could not be started in %s: %v", c.Dir, res.startErr))
+	case res.overflow:
+		return fail(KindOutputTooBig, fmt.Sprintf("gemini's output passed the %d-byte limit and the call was stopped", r.opts.MaxOutputBytes))
+	case res.timedOut:
+		return fail(KindTimeout, fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped", r.opts.Timeout))
+	case res.cancelled:
+		return fail(KindCancelled, "the call was cancelled before gemini finished, and gemini was stopped")
+	}
+	if res.exit != 0 {
+		var errOut *Output
+		if o, err := ParseOutput([]byte(res.stderr)); err == nil {
+			errOut = &o
+		}
+		e := classify(res.exit, errOut, tail, c.Resume, c.Dir)
+		return Output{}, e
+	}
+	out, err := ParseOutput(res.stdout)
+	if err != nil {
+		return fail(KindBadOutput, fmt.Sprintf("gemini exited 0 but did not print the expected JSON (stdout began: %q)", clip(strings.TrimSpace(string(res.stdout)), 200)))
+	}
+	if out.Error != nil {
+		e := classify(1, &out, tail, c.Resume, c.Dir)
+		e.ExitCode = 0
+		return Output{}, e
+	}
+	if out.Response == nil || strings.TrimSpace(*out.Response) == "" {
+		return fail(KindEmpty, "gemini returned an empty answer (the model produced no text; its loop detector also blanks answers that repeat themselves)")
+	}
+	return out, nil
+}
+
+// newestSession asks the CLI for the newest session in dir. It is the
+// fallback for a CLI whose JSON output carries no session_id, and it is
+// slow: before listing, the CLI asks the model to title the newest
+// untitled session.
+func (r *Runner) newestSession(ctx context.Context, cmd Command, dir string, env []string) (string, error) {
+	res := r.exec(ctx, cmd, []string{"--list-sessions"}, dir, env, "")
+	stdout, err := r.interpretPlain(res, "--list-sessions")
+	if err != nil {
+		return "", err
+	}
+	list, err := ParseSessionList(string(stdout))
+	if err != nil {
+		return "", err
+	}
+	s, ok := Newest(list)
+	if !ok {
+		return "", errors.New("gemini lists no sessions in this directory")
+	}
+	return s.ID, nil
+}
+
+// setEnv returns env with key set to value, replacing any earlier entry.
+func setEnv(env []string, key, value string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok && (k == key || (runtime.GOOS == "windows" && strings.EqualFold(k, key))) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, key+"="+value)
+}
+
+// redactPrompt replaces the prompt in an argument list with its length,
+// for logs.
+func redactPrompt(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.HasPrefix(a, "--prompt=") {
+			a = fmt.Sprintf("--prompt=<%d bytes>", len(a)-len("--prompt="))
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	for i := 0; i < len(s) && i < 4; i++ {
+		if s[i]&0xC0 != 0x80 {
+			return s[i:]
+		}
+	}
+	return s
+}
+
+// Version runs `gemini --version` and returns what it prints.
+func (r *Runner) Version(ctx context.Context) (string, error) {
+	cmd, err := Resolve(r.opts.Gemini)
+	if err != nil {
+		return "", err
+	}
+	res := r.exec(ctx, cmd, []string{"--version"}, "", append(os.Environ(), r.opts.Env...), "")
+	if _, err := r.interpretPlain(res, "--version"); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(res.stdout)), nil
+}
+
+// interpretPlain checks a run of a non-prompt command.
+func (r *Runner) interpretPlain(res execResult, what string) ([]byte, error) {
+	tail := strings.TrimSpace(lastBytes(res.stderr, stderrShow))
+	switch {
+	case res.startErr != nil:
+		return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: fmt.Sprintf("gemini %s could not be started: %v", what, res.startErr)}
+	case res.timedOut:
+		return nil, &Error{Kind: KindTimeout, ExitCode: res.exit, Ran: true, Stderr: tail, Reason: fmt.Sprintf("gemini %s timed out", what)}
+	case res.cancelled:
+		return nil, &Error{Kind: KindCancelled, ExitCode: res.exit, Ran: true, Stderr: tail, Reason: fmt.Sprintf("gemini %s was cancelled", what)}
+	case res.exit != 0:
+		return nil, &Error{Kind: KindFailed, ExitCode: res.exit, Ran: true, Stderr: tail, Reason: fmt.Sprintf("gemini %s exited %d: %s", what, res.exit, cliMessage(nil, tail))}
+	}
+	return res.stdout, nil
+}

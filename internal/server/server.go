@@ -1,0 +1,27 @@
+// Package server builds the MCP server: its identity, its instructions and
+// its tools.
+package server
+
+import (
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
+)
+
+// Name is the server's name in the MCP handshake.
+const Name = "gemini-mcp-server"
+
+const instructions = "Gives you Google Gemini through the Gemini CLI. " +
+	"Call chat to start a conversation (a second opinion, a review, research, a long-context question) " +
+	"and chat-reply with the returned _meta.sessionId to continue it. " +
+	"A call takes seconds to minutes."
+
+// New returns the MCP server with its tools registered.
+func New(version string, d *tools.Deps, log *slog.Logger) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "Gemini (via the Gemini CLI)", Version: version},
+		&mcp.ServerOptions{Instructions: instructions, Logger: log})
+	tools.Register(s, d)
+	return s
+}

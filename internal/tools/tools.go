@@ -1,0 +1,337 @@
+// Package tools defines the MCP tools this server offers: chat and
+// chat-reply. Register lists them explicitly.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+)
+
+// Runner runs one CLI call; *gemini.Runner is the real one.
+type Runner interface {
+	Run(ctx context.Context, c gemini.Call) (*gemini.Result, error)
+}
+
+// Deps is what the tools need.
+type Deps struct {
+	Runner         Runner
+	Store          *session.Store
+	DefaultCwd     string // where calls without cwd run
+	MaxPromptBytes int
+	Log            *slog.Logger
+	Now            func() time.Time
+	// Lifetime, when set, ends every call when it ends: the server is
+	// shutting down or its client has gone.
+	Lifetime context.Context
+}
+
+// ErrorPrefix starts the text of every failed call, as the tool
+// specification requires.
+const ErrorPrefix = "Error executing gemini: "
+
+// Register adds chat and chat-reply to s.
+func Register(s *mcp.Server, d *Deps) {
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	mcp.AddTool(s, chatTool(), d.chat)
+	mcp.AddTool(s, replyTool(), d.chatReply)
+}
+
+// Descriptions of the shared properties.
+const (
+	descModel        = "Optional: the Gemini model to use (e.g. 'gemini-3-pro', 'gemini-3-flash'). Omit to use the Gemini CLI's default."
+	descSystemPrompt = "Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt."
+	descCwd          = "Optional: the working directory the Gemini CLI runs in (absolute, or relative to the server's directory). Gemini can read files there. Sessions belong to the directory they were started in."
+)
+
+func stringProp(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Description: desc}
+}
+
+// The schemas are written out rather than inferred so that they match the
+// tool specification exactly and carry nothing the Gemini CLI's schema
+// sanitizer strips (additionalProperties, $schema).
+func chatTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name: "chat",
+		Description: "Start a new conversation with Google Gemini (through the Gemini CLI) and return its answer. " +
+			"Use it for a second opinion, a review, research or a long-context question. " +
+			"The result's _meta.sessionId identifies the conversation: pass it to chat-reply to continue it with its history.",
+		InputSchema: &jsonschema.Schema{
+			Type: "object",
+			Properties: map[string]*jsonschema.Schema{
+				"prompt":       stringProp("The prompt that starts the session."),
+				"model":        stringProp(descModel),
+				"systemPrompt": stringProp(descSystemPrompt),
+				"cwd":          stringProp(descCwd),
+			},
+			Required: []string{"prompt"},
+		},
+		Annotations: &mcp.ToolAnnotations{Title: "Chat with Gemini", OpenWorldHint: ptr(true)},
+	}
+}
+
+func replyTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name: "chat-reply",
+		Description: "Continue an existing Gemini conversation: Gemini sees the session's earlier turns. " +
+			"Pass the sessionId from an earlier chat or chat-reply result. Without sessionId it continues the session this server used most recently " +
+			"(in cwd, when cwd is given).",
+		InputSchema: &jsonschema.Schema{
+			Type: "object",
+			Properties: map[string]*jsonschema.Schema{
+				"prompt":       stringProp("The prompt that continues the conversation."),
+				"sessionId":    stringProp("The session to continue: a sessionId from an earlier result, \"latest\", or a Gemini CLI session index. Omit it to continue the session this server used most recently."),
+				"model":        stringProp("Optional: the Gemini model to use for this turn (e.g. 'gemini-3-pro', 'gemini-3-flash')."),
+				"systemPrompt": stringProp(descSystemPrompt),
+				"cwd":          stringProp("Optional: the working directory of the session. A session recorded by this server runs in its own directory when cwd is omitted."),
+			},
+			Required: []string{"prompt"},
+		},
+		Annotations: &mcp.ToolAnnotations{Title: "Continue a Gemini chat", OpenWorldHint: ptr(true)},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// ChatInput is chat's arguments.
+type ChatInput struct {
+	Prompt       string `json:"prompt"`
+	Model        string `json:"model,omitempty"`
+	SystemPrompt string `json:"systemPrompt,omitempty"`
+	Cwd          string `json:"cwd,omitempty"`
+}
+
+// ReplyInput is chat-reply's arguments.
+type ReplyInput struct {
+	Prompt       string `json:"prompt"`
+	SessionID    string `json:"sessionId,omitempty"`
+	Model        string `json:"model,omitempty"`
+	SystemPrompt string `json:"systemPrompt,omitempty"`
+	Cwd          string `json:"cwd,omitempty"`
+}
+
+func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput) (*mcp.CallToolResult, any, error) {
+	if err := checkArgs(req, "prompt", "model", "systemPrompt", "cwd"); err != nil {
+		return failure(err), nil, nil
+	}
+	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
+		return failure(err), nil, nil
+	}
+	dir, err := d.resolveCwd(in.Cwd)
+	if err != nil {
+		return failure(err), nil, nil
+	}
+	return d.run(ctx, gemini.Call{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt, Dir: dir}), nil, nil
+}
+
+func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
+	if err := checkArgs(req, "prompt", "sessionId", "model", "systemPrompt", "cwd"); err != nil {
+		return failure(err), nil, nil
+	}
+	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
+		return failure(err), nil, nil
+	}
+	call := gemini.Call{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
+	if err := d.target(&call, in.SessionID, in.Cwd); err != nil {
+		return failure(err), nil, nil
+	}
+	return d.run(ctx, call), nil, nil
+}
+
+// target decides which session chat-reply continues and where it runs.
+//
+//   - A UUID this server recorded runs in its recorded cwd. A cwd that
+//     names another directory is an error: the CLI could not find the
+//     session there.
+//   - A UUID this server never saw needs cwd: it may be a session a person
+//     started with the CLI, and only its directory can find it.
+//   - "latest" and indexes mean what they mean to the CLI, in cwd (or the
+//     server's directory).
+//   - No sessionId means the session this server used most recently (in
+//     cwd, when cwd is given), so that a person's own interactive session
+//     is not continued by surprise. Only when this server has none does it
+//     fall back to the CLI's "latest", as the tool specification says.
+func (d *Deps) target(call *gemini.Call, sessionID, cwd string) error {
+	var dir string
+	if cwd != "" {
+		var err error
+		if dir, err = d.resolveCwd(cwd); err != nil {
+			return err
+		}
+	}
+	if strings.TrimSpace(sessionID) == "" {
+		rec, ok, err := d.Store.Latest(dir)
+		if err != nil {
+			d.Log.Warn("reading session records", "err", err)
+		}
+		if ok {
+			call.Resume = rec.ID
+			call.Dir = rec.Cwd
+			return d.checkRecordedDir(rec)
+		}
+		call.Resume = "latest"
+		if dir == "" {
+			var err error
+			if dir, err = d.resolveCwd(""); err != nil {
+				return err
+			}
+		}
+		call.Dir = dir
+		return nil
+	}
+	ref, err := gemini.ParseSessionRef(sessionID)
+	if err != nil {
+		return err
+	}
+	call.Resume = ref.Value
+	if ref.Kind != gemini.RefUUID {
+		if dir == "" {
+			if dir, err = d.resolveCwd(""); err != nil {
+				return err
+			}
+		}
+		call.Dir = dir
+		return nil
+	}
+	rec, ok, err := d.Store.Get(ref.Value)
+	if err != nil {
+		d.Log.Warn("reading session record", "id", ref.Value, "err", err)
+	}
+	switch {
+	case ok && dir != "" && dir != rec.Cwd:
+		return fmt.Errorf("session %s was started in %s, not %s; the Gemini CLI can only resume a session in the directory it was started in: omit cwd or pass %s",
+			ref.Value, rec.Cwd, dir, rec.Cwd)
+	case ok:
+		call.Dir = rec.Cwd
+		return d.checkRecordedDir(rec)
+	case dir == "":
+		return fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result, or pass cwd with the directory the session was started in to continue a session started outside this server", ref.Value)
+	}
+	call.Dir = dir
+	return nil
+}
+
+// checkRecordedDir makes sure a recorded session's directory still exists.
+func (d *Deps) checkRecordedDir(rec session.Record) error {
+	if _, err := gemini.ResolveDir(rec.Cwd, "/"); err != nil {
+		return fmt.Errorf("session %s belongs to %s, which cannot be used any more: %v", rec.ID, rec.Cwd, err)
+	}
+	return nil
+}
+
+func (d *Deps) resolveCwd(cwd string) (string, error) {
+	if cwd == "" {
+		return gemini.ResolveDir(d.DefaultCwd, d.DefaultCwd)
+	}
+	return gemini.ResolveDir(cwd, d.DefaultCwd)
+}
+
+func (d *Deps) checkCommon(prompt, model, systemPrompt string) error {
+	if strings.TrimSpace(prompt) == "" {
+		return errors.New("prompt is empty")
+	}
+	if err := gemini.ValidateText("prompt", prompt, d.MaxPromptBytes); err != nil {
+		return err
+	}
+	if err := gemini.ValidateText("systemPrompt", systemPrompt, d.MaxPromptBytes); err != nil {
+		return err
+	}
+	if model != "" {
+		return gemini.ValidateModel(model)
+	}
+	return nil
+}
+
+// run makes the call, records the session and builds the tool result.
+func (d *Deps) run(ctx context.Context, call gemini.Call) *mcp.CallToolResult {
+	if d.Lifetime != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(d.Lifetime, cancel)()
+	}
+	start := time.Now()
+	res, err := d.Runner.Run(ctx, call)
+	if err != nil {
+		d.Log.Info("gemini call failed", "dir", call.Dir, "resume", call.Resume, "elapsed", time.Since(start), "err", err)
+		return failure(err)
+	}
+	d.Log.Info("gemini call done", "dir", call.Dir, "resume", call.Resume, "session", res.SessionID, "via", res.SessionIDSource, "elapsed", time.Since(start))
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Response}}}
+	if res.SessionID != "" {
+		out.Meta = mcp.Meta{"sessionId": res.SessionID}
+		if _, err := d.Store.Touch(res.SessionID, call.Dir, call.Model, d.Now()); err != nil {
+			d.Log.Warn("recording the session", "session", res.SessionID, "err", err)
+		}
+	}
+	return out
+}
+
+// failure builds the isError result: the prefix, the reason and, when the
+// CLI ran, the tail of its stderr.
+func failure(err error) *mcp.CallToolResult {
+	text := ErrorPrefix + err.Error()
+	var ge *gemini.Error
+	if errors.As(err, &ge) && ge.Ran {
+		text += "\nStderr: " + ge.Stderr
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// checkArgs refuses arguments the tool does not define. The schema leaves
+// additionalProperties out (the Gemini CLI strips it), so a misspelt
+// argument such as session_id would otherwise be silently ignored.
+func checkArgs(req *mcp.CallToolRequest, known ...string) error {
+	if req == nil || req.Params == nil || len(req.Params.Arguments) == 0 {
+		return nil
+	}
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+		return nil // the SDK has validated the shape already
+	}
+	var unknown []string
+	for k := range args {
+		if !contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	return fmt.Errorf("unknown argument %s; this tool takes %s", quoteAll(unknown), strings.Join(known, ", "))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
