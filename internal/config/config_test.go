@@ -1,0 +1,91 @@
+package config
+
+import (
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	c, err := Parse("x", "", nil, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Gemini != "gemini" || c.Timeout != DefaultTimeout || c.MaxPromptBytes != DefaultMaxPromptBytes ||
+		c.ApprovalMode != "" || c.Sandbox || c.SkipTrust || c.IncludeDirectories != nil {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestEnvAndFlagPrecedence(t *testing.T) {
+	env := envOf(map[string]string{
+		"GEMINI_MCP_GEMINI":              "/opt/gemini",
+		"GEMINI_MCP_APPROVAL_MODE":       "plan",
+		"GEMINI_MCP_SANDBOX":             "true",
+		"GEMINI_MCP_INCLUDE_DIRECTORIES": "/a, /b",
+		"GEMINI_MCP_EXTENSIONS":          "none",
+		"GEMINI_MCP_TIMEOUT":             "90",
+		"GEMINI_MCP_MAX_PROMPT_BYTES":    "2MiB",
+		"GEMINI_MCP_LOG_LEVEL":           "debug",
+	})
+	c, err := Parse("x", "", nil, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Gemini != "/opt/gemini" || c.ApprovalMode != "plan" || !c.Sandbox || c.Timeout != 90*time.Second ||
+		c.MaxPromptBytes != 2<<20 || !reflect.DeepEqual(c.IncludeDirectories, []string{"/a", "/b"}) ||
+		!reflect.DeepEqual(c.Extensions, []string{"none"}) || c.LogLevel.String() != "DEBUG" {
+		t.Fatalf("from env: %+v", c)
+	}
+	c, err = Parse("x", "", []string{"--gemini", "/usr/bin/gemini", "--approval-mode=yolo", "--sandbox=false",
+		"--include-directories", "/c", "--include-directories=/d,/e", "--timeout", "10m"}, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Gemini != "/usr/bin/gemini" || c.ApprovalMode != "yolo" || c.Sandbox || c.Timeout != 10*time.Minute ||
+		!reflect.DeepEqual(c.IncludeDirectories, []string{"/c", "/d", "/e"}) {
+		t.Fatalf("flags over env: %+v", c)
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--approval-mode", "always"}, nil, "approval-mode"},
+		{nil, map[string]string{"GEMINI_MCP_SANDBOX": "maybe"}, "GEMINI_MCP_SANDBOX"},
+		{nil, map[string]string{"GEMINI_MCP_TIMEOUT": "soon"}, "GEMINI_MCP_TIMEOUT"},
+		{[]string{"--max-prompt-bytes", "0"}, nil, "max-prompt-bytes"},
+		{[]string{"--include-directories", "--evil"}, nil, "include-directories"},
+		{[]string{"--log-level", "loud"}, nil, "log-level"},
+		{[]string{"stray"}, nil, "unexpected argument"},
+		{[]string{"--no-such-flag"}, nil, "no-such-flag"},
+	}
+	for _, c := range cases {
+		var out strings.Builder
+		_, err := Parse("x", "", c.args, envOf(c.env), &out)
+		if err == nil || !strings.Contains(err.Error()+out.String(), c.want) {
+			t.Errorf("Parse(%q, %v) = %v (output %q), want an error about %q", c.args, c.env, err, out.String(), c.want)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var out strings.Builder
+	_, err := Parse("x", "HEADER\n", []string{"--help"}, envOf(nil), &out)
+	if !errors.Is(err, ErrHelp) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{"HEADER", "-approval-mode", "GEMINI_MCP_TIMEOUT", "-state-dir", "-skip-trust"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package session
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	idA = "b9aadb6c-5aca-4c65-b929-02b095cc2b94"
+	idB = "a11a840f-092c-4b40-bb38-f8efd2d5e0b5"
+	idC = "83762da1-bb59-4a1e-b6df-4c014f7112fe"
+)
+
+func TestTouchGetSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	if _, err := s.Touch(idA, "/w1", "gemini-x", t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Touch(idA, "/w1", "", t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// A new Store on the same directory is a restarted server.
+	s2, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok, err := s2.Get("B9AADB6C-5ACA-4C65-B929-02B095CC2B94")
+	if err != nil || !ok {
+		t.Fatalf("get: %v %v", ok, err)
+	}
+	want := Record{ID: idA, Cwd: "/w1", Model: "gemini-x", Created: t0, Updated: t0.Add(time.Minute), Turns: 2}
+	if !r.Created.Equal(want.Created) || !r.Updated.Equal(want.Updated) || r.ID != want.ID || r.Cwd != want.Cwd || r.Model != want.Model || r.Turns != want.Turns {
+		t.Fatalf("got %+v\nwant %+v", r, want)
+	}
+	fi, err := os.Stat(s.Dir())
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("store dir mode %v %v", fi.Mode(), err)
+	}
+	if _, ok, err := s2.Get(idB); ok || err != nil {
+		t.Fatalf("unknown id: %v %v", ok, err)
+	}
+	if _, _, err := s2.Get("../../etc/passwd"); err == nil {
+		t.Fatal("a path was accepted as an id")
+	}
+}
+
+func TestLatest(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.Latest(""); ok || err != nil {
+		t.Fatalf("empty store: %v %v", ok, err)
+	}
+	t0 := time.Now()
+	s.Touch(idA, "/w1", "", t0)
+	s.Touch(idB, "/w2", "", t0.Add(time.Second))
+	s.Touch(idC, "/w1", "", t0.Add(2*time.Second))
+	s.Touch(idA, "/w1", "", t0.Add(3*time.Second))
+	if r, ok, _ := s.Latest(""); !ok || r.ID != idA {
+		t.Fatalf("latest overall: %+v", r)
+	}
+	if r, ok, _ := s.Latest("/w2"); !ok || r.ID != idB {
+		t.Fatalf("latest in /w2: %+v", r)
+	}
+	if _, ok, _ := s.Latest("/w3"); ok {
+		t.Fatal("latest in a directory with no sessions")
+	}
+	// Stray and corrupt files are passed over.
+	os.WriteFile(filepath.Join(s.Dir(), "notes.txt"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(s.Dir(), idB+".json"), []byte("{broken"), 0o600)
+	if r, ok, _ := s.Latest("/w1"); !ok || r.ID != idA {
+		t.Fatalf("with stray files: %+v", r)
+	}
+	// A corrupt record is replaced by the next turn, not left blocking.
+	if r, err := s.Touch(idB, "/w2", "", t0.Add(4*time.Second)); err != nil || r.Turns != 1 {
+		t.Fatalf("touch over corrupt: %+v %v", r, err)
+	}
+}
+
+func TestConcurrentTouchCountsEveryTurn(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Touch(idA, "/w", "", time.Now()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	r, _, _ := s.Get(idA)
+	if r.Turns != 20 {
+		t.Fatalf("turns = %d, want 20", r.Turns)
+	}
+	entries, _ := os.ReadDir(s.Dir())
+	if len(entries) != 1 {
+		t.Fatalf("left %d files, want 1 (no temp files)", len(entries))
+	}
+}
+
+func TestDefaultDir(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", "/x/state")
+	if d, err := DefaultDir(); err != nil || d != filepath.Join("/x/state", "gemini-mcp-server") {
+		t.Fatalf("got %q %v", d, err)
+	}
+}
