@@ -1,0 +1,62 @@
+package geminitest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// FakePackage is the import path of the fake Gemini CLI's main package.
+const FakePackage = "github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakegemini"
+
+// BuildFake compiles the fake Gemini CLI into a new temporary directory and returns the path of
+// the executable. The file is named gemini (gemini.exe on Windows), so putting its directory first
+// in PATH makes it the gemini that a wrapper finds. cleanup removes the directory; call it once no
+// process started from the executable is still running.
+//
+// BuildFake runs the go command found in PATH (go test puts its own first) in the current
+// directory, which must lie inside this module; go test runs tests in their package's directory.
+func BuildFake() (path string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "fake-gemini-")
+	if err != nil {
+		return "", nil, fmt.Errorf("building fake gemini: %w", err)
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	name := "gemini"
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	path = filepath.Join(dir, name)
+
+	cmd := exec.Command("go", "build", "-o", path, FakePackage)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Run(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("building fake gemini: go build %s: %w\n%s", FakePackage, err, out.Bytes())
+	}
+	return path, cleanup, nil
+}
+
+// RunWithFake builds the fake Gemini CLI, stores the executable's path in *path, runs the tests
+// and removes the executable again. It returns the exit code for os.Exit; when the build fails it
+// prints why on stderr and returns 1 without running any test. Use it from TestMain:
+//
+//	var fakeGemini string
+//
+//	func TestMain(m *testing.M) { os.Exit(geminitest.RunWithFake(m, &fakeGemini)) }
+func RunWithFake(m *testing.M, path *string) int {
+	built, cleanup, err := BuildFake()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	*path = built
+	return m.Run()
+}
