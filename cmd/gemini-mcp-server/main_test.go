@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+)
+
+var (
+	fakeGemini string
+	serverBin  string
+)
+
+// TestMain builds the fake CLI and this command once for the package.
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		fake, cleanup, err := geminitest.BuildFake()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer cleanup()
+		fakeGemini = fake
+		dir, err := os.MkdirTemp("", "gemini-mcp-server-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		serverBin = filepath.Join(dir, "gemini-mcp-server")
+		if runtime.GOOS == "windows" {
+			serverBin += ".exe"
+		}
+		build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7-test", "-o", serverBin, ".")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building the server:", err)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+type env struct {
+	log, state, work string
+	vars             []string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	work, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{log: filepath.Join(dir, "inv.jsonl"), state: filepath.Join(dir, "state"), work: work}
+	e.vars = append(os.Environ(),
+		geminitest.EnvHome+"="+filepath.Join(dir, "fakehome"),
+		geminitest.EnvLog+"="+e.log,
+		geminitest.EnvSelfTimeout+"=30s",
+		"GEMINI_MCP_STATE_DIR="+e.state,
+		"GEMINI_MCP_GEMINI="+fakeGemini,
+	)
+	return e
+}
+
+func (e *env) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(serverBin, args...)
+	cmd.Env = e.vars
+	cmd.Dir = e.work
+	return cmd
+}
+
+func connect(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", stderr.String())
+		}
+	})
+	return cs
+}
+
+func TestStdioChatAndReply(t *testing.T) {
+	e := newEnv(t)
+	cs := connect(t, e.command())
+	init := cs.InitializeResult()
+	if init.ServerInfo.Name != "gemini-mcp-server" || init.ServerInfo.Version != "v9.8.7-test" {
+		t.Fatalf("serverInfo %+v", init.ServerInfo)
+	}
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(tools.Tools) != 2 {
+		t.Fatalf("tools/list: %v %v", tools, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "mcp", "model": "gemini-x"}})
+	if err != nil || res.IsError {
+		t.Fatalf("chat: %v %+v", err, res)
+	}
+	if got, want := res.Content[0].(*mcp.TextContent).Text, geminitest.Answer(1, "gemini-x", "", "mcp"); got != want {
+		t.Fatalf("chat text %q, want %q", got, want)
+	}
+	id, _ := res.Meta["sessionId"].(string)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": "more", "sessionId": id}})
+	if err != nil || res.IsError || res.Meta["sessionId"] != id {
+		t.Fatalf("chat-reply: %v %+v", err, res)
+	}
+	inv, _ := geminitest.ReadLog(e.log)
+	if len(inv) != 2 || inv[1].Cwd != e.work {
+		t.Fatalf("invocations %+v", inv)
+	}
+}
+
+// TestStdioEOFStopsRunningCall closes the server's stdin while a call
+// runs, as a client that goes away does: the server must stop the CLI
+// (which here ignores SIGINT and SIGTERM), remove its temp files and exit 0
+// within 5 s. It speaks raw JSON-RPC, because the SDK client's Close waits
+// for calls in flight.
+func TestStdioEOFStopsRunningCall(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("process checks use /proc")
+	}
+	e := newEnv(t)
+	tmp := t.TempDir()
+	e.vars = append(e.vars, "TMPDIR="+tmp)
+	cmd := e.command()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"chat","arguments":{"prompt":"[[ignoreterm]] [[child]]","systemPrompt":"S"}}}
+`)
+	var inv geminitest.Invocation
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && inv.ChildPid == 0; time.Sleep(10 * time.Millisecond) {
+		all, _ := geminitest.ReadLog(e.log)
+		for _, i := range all {
+			if i.ChildPid != 0 {
+				inv = i
+			}
+		}
+	}
+	if inv.ChildPid == 0 {
+		t.Fatalf("the CLI never started\nstderr: %s", stderr.String())
+	}
+	start := time.Now()
+	stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("server exited with %v\nstderr: %s", err, stderr.String())
+		}
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("server still running 5 s after EOF\nstderr: %s", stderr.String())
+	}
+	t.Logf("server exited %v after EOF", time.Since(start).Round(time.Millisecond))
+	for _, pid := range []int{inv.Pid, inv.ChildPid} {
+		if alive(pid) {
+			t.Errorf("pid %d outlived the server", pid)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(tmp, "gemini-mcp-*")); len(m) != 0 {
+		t.Fatalf("left behind: %v", m)
+	}
+}
+
+// alive reports whether pid is a running (not zombie) process.
+func alive(pid int) bool {
+	return !isZombie(pid)
+}
+
+func isZombie(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+func TestHelpVersionAndBadFlags(t *testing.T) {
+	e := newEnv(t)
+	out, err := e.command("--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Usage:") || !strings.Contains(string(out), "GEMINI_MCP_TIMEOUT") || !strings.Contains(string(out), "doctor") {
+		t.Fatalf("--help: %v\n%s", err, out)
+	}
+	out, err = e.command("--version").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "gemini-mcp-server v9.8.7-test" {
+		t.Fatalf("--version: %v %q", err, out)
+	}
+	cmd := e.command("--approval-mode", "always")
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "approval-mode") {
+		t.Fatalf("bad flag: exit %d %q", cmd.ProcessState.ExitCode(), out)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	e := newEnv(t)
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".gemini"), 0o700)
+	os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(`{
+  // comments are allowed here
+  "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "general": {"sessionRetention": {"enabled": false}}
+}`), 0o600)
+	e.vars = append(e.vars, "HOME="+home, "GEMINI_API_KEY=k", geminitest.EnvVersion+"=0.61.0")
+	cmd := e.command("doctor")
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 0 || !strings.Contains(string(out), "gemini version 0.61.0") ||
+		!strings.Contains(string(out), "GEMINI_API_KEY") || !strings.Contains(string(out), "session retention is off") {
+		t.Fatalf("healthy doctor: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	// No CLI and no credentials: blocking, with the fixes named.
+	bare := []string{"PATH=/nonexistent", "HOME=" + t.TempDir(), "GEMINI_MCP_STATE_DIR=" + e.state}
+	cmd = exec.Command(serverBin, "doctor", "--gemini", "gemini")
+	cmd.Env = bare
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "npm install -g @google/gemini-cli") ||
+		!strings.Contains(string(out), "no Gemini credentials") || !strings.Contains(string(out), "sessionRetention") {
+		t.Fatalf("broken doctor: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+}

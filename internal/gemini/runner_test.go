@@ -1,0 +1,313 @@
+package gemini
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+)
+
+var fakeGemini string
+
+func TestMain(m *testing.M) { os.Exit(geminitest.RunWithFake(m, &fakeGemini)) }
+
+// fakeEnv gives the fake a private home and log, and returns the log path.
+func fakeEnv(t *testing.T, extra ...string) ([]string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "invocations.jsonl")
+	env := append([]string{
+		geminitest.EnvHome + "=" + filepath.Join(dir, "home"),
+		geminitest.EnvLog + "=" + log,
+		geminitest.EnvSelfTimeout + "=30s",
+	}, extra...)
+	return env, log
+}
+
+func newTestRunner(t *testing.T, opts Options, extraEnv ...string) (*Runner, string) {
+	t.Helper()
+	env, log := fakeEnv(t, extraEnv...)
+	opts.Gemini = fakeGemini
+	opts.Env = append(env, opts.Env...)
+	return NewRunner(opts, nil), log
+}
+
+func workDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func invocations(t *testing.T, log string) []geminitest.Invocation {
+	t.Helper()
+	inv, err := geminitest.ReadLog(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestRunNewSession(t *testing.T) {
+	r, log := newTestRunner(t, Options{})
+	dir := workDir(t)
+	res, err := r.Run(ctxT(t), Call{Prompt: "-h mcp", Model: "gemini-x", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := geminitest.Answer(1, "gemini-x", "", "-h mcp"); res.Response != want {
+		t.Fatalf("response %q, want %q", res.Response, want)
+	}
+	inv := invocations(t, log)
+	if len(inv) != 1 {
+		t.Fatalf("%d invocations", len(inv))
+	}
+	got := inv[0]
+	if got.Cwd != dir || got.StdinKind != geminitest.StdinDevNull || got.Prompt != "-h mcp" {
+		t.Fatalf("invocation %+v", got)
+	}
+	want := []string{"-m", "gemini-x", "--session-id", res.SessionID, "--output-format", "json", "--prompt=-h mcp"}
+	if strings.Join(got.Argv, "\x00") != strings.Join(want, "\x00") {
+		t.Fatalf("argv %q, want %q", got.Argv, want)
+	}
+	if !IsUUID(res.SessionID) || res.SessionIDSource != "json" {
+		t.Fatalf("session %q via %q", res.SessionID, res.SessionIDSource)
+	}
+	// The session exists where the CLI keeps it, and can be resumed.
+	res2, err := r.Run(ctxT(t), Call{Prompt: "again", Dir: dir, Resume: res.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.SessionID != res.SessionID || !strings.HasPrefix(res2.Response, "fake-gemini turn=2 ") {
+		t.Fatalf("resume: %+v", res2)
+	}
+}
+
+func TestRunLargePromptOnStdin(t *testing.T) {
+	r, log := newTestRunner(t, Options{})
+	var b strings.Builder
+	for i := 0; b.Len() < 300<<10; i++ {
+		b.WriteString("line ")
+		b.WriteString(strings.Repeat(string(rune('a'+i%26)), i%7+1))
+		b.WriteString(" — varied text\n")
+	}
+	prompt := "-" + b.String()
+	res, err := r.Run(ctxT(t), Call{Prompt: prompt, Dir: workDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := geminitest.Answer(1, geminitest.DefaultModel, "", prompt); res.Response != want {
+		t.Fatalf("response %q, want %q", res.Response, want)
+	}
+	inv := invocations(t, log)[0]
+	if inv.StdinKind != geminitest.StdinPipe || inv.StdinBytes != len(prompt) {
+		t.Fatalf("stdin %s %d bytes", inv.StdinKind, inv.StdinBytes)
+	}
+	for _, a := range inv.Argv {
+		if strings.HasPrefix(a, "--prompt") || strings.HasPrefix(a, "-p") {
+			t.Fatalf("prompt also in argv: %q", a)
+		}
+	}
+}
+
+func TestRunSystemPromptFileIsPrivateAndRemoved(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	r, log := newTestRunner(t, Options{})
+	dir := workDir(t)
+	type seen struct {
+		dirMode, fileMode os.FileMode
+		err               error
+	}
+	got := make(chan seen, 1)
+	go func() {
+		// Look at the file while the call runs.
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			m, _ := filepath.Glob(filepath.Join(tmp, "gemini-mcp-*", "SYSTEM.md"))
+			if len(m) == 1 {
+				fi, err1 := os.Stat(m[0])
+				di, err2 := os.Stat(filepath.Dir(m[0]))
+				if err1 == nil && err2 == nil {
+					got <- seen{di.Mode().Perm(), fi.Mode().Perm(), nil}
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		got <- seen{err: errors.New("SYSTEM.md never appeared")}
+	}()
+	res, err := r.Run(ctxT(t), Call{Prompt: "hi [[sleep:700]]", SystemPrompt: "You are MARK.\nSecond line.", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-got
+	if s.err != nil || s.dirMode != 0o700 || s.fileMode != 0o600 {
+		t.Fatalf("while running: dir %v file %v err %v", s.dirMode, s.fileMode, s.err)
+	}
+	if !strings.Contains(res.Response, "system=You are MARK.") {
+		t.Fatalf("response %q", res.Response)
+	}
+	inv := invocations(t, log)[0]
+	if inv.SystemMd != "You are MARK.\nSecond line." || inv.Env["GEMINI_SYSTEM_MD"] != inv.SystemMdPath {
+		t.Fatalf("invocation %+v", inv)
+	}
+	assertNoTempDirs(t, tmp)
+	// Failure and timeout paths remove it too.
+	r.opts.Timeout = 300 * time.Millisecond
+	for _, p := range []string{"[[exit:41]]", "[[hang]]"} {
+		if _, err := r.Run(ctxT(t), Call{Prompt: p, SystemPrompt: "S", Dir: dir}); err == nil {
+			t.Fatalf("%s succeeded", p)
+		}
+		assertNoTempDirs(t, tmp)
+	}
+}
+
+func assertNoTempDirs(t *testing.T, tmp string) {
+	t.Helper()
+	if m, _ := filepath.Glob(filepath.Join(tmp, "gemini-mcp-*")); len(m) > 0 {
+		t.Fatalf("left behind: %v", m)
+	}
+}
+
+func TestRunOlderCLIWithoutSessionIDFlag(t *testing.T) {
+	r, log := newTestRunner(t, Options{}, geminitest.EnvNoSessionIDFlag+"=1")
+	dir := workDir(t)
+	res, err := r.Run(ctxT(t), Call{Prompt: "one", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsUUID(res.SessionID) || res.SessionIDSource != "json" {
+		t.Fatalf("session %q via %s", res.SessionID, res.SessionIDSource)
+	}
+	if _, err := r.Run(ctxT(t), Call{Prompt: "two", Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	inv := invocations(t, log)
+	// One refused try, then two runs without the flag: it is asked once.
+	if len(inv) != 3 || !contains(inv[0].Argv, "--session-id") || contains(inv[1].Argv, "--session-id") || contains(inv[2].Argv, "--session-id") {
+		for _, i := range inv {
+			t.Log(i.Argv)
+		}
+		t.Fatalf("%d invocations", len(inv))
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRunSessionIDFallbacks(t *testing.T) {
+	r, log := newTestRunner(t, Options{})
+	dir := workDir(t)
+	res, err := r.Run(ctxT(t), Call{Prompt: "first [[nosession]]", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SessionIDSource != "preselected" || !IsUUID(res.SessionID) {
+		t.Fatalf("new: %q via %s", res.SessionID, res.SessionIDSource)
+	}
+	res2, err := r.Run(ctxT(t), Call{Prompt: "second [[nosession]]", Dir: dir, Resume: res.SessionID})
+	if err != nil || res2.SessionID != res.SessionID || res2.SessionIDSource != "resumed" {
+		t.Fatalf("resume by id: %+v %v", res2, err)
+	}
+	// With "latest" nothing but the CLI's list says which session ran.
+	res3, err := r.Run(ctxT(t), Call{Prompt: "third [[nosession]]", Dir: dir, Resume: "latest"})
+	if err != nil || res3.SessionID != res.SessionID || res3.SessionIDSource != "list-sessions" {
+		t.Fatalf("resume latest: %+v %v", res3, err)
+	}
+	inv := invocations(t, log)
+	if last := inv[len(inv)-1]; !contains(last.Argv, "--list-sessions") {
+		t.Fatalf("last invocation %q", last.Argv)
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	r, _ := newTestRunner(t, Options{})
+	dir := workDir(t)
+	cases := []struct {
+		prompt, resume string
+		kind           Kind
+		want           []string
+	}{
+		{"[[exit:41]]", "", KindAuth, []string{"exit 41", "GEMINI_API_KEY"}},
+		{"x", "b9aadb6c-5aca-4c65-b929-02b095cc2b94", KindSession, []string{"b9aadb6c-5aca-4c65-b929-02b095cc2b94", dir, "Invalid session identifier"}},
+		{"[[exit:53]]", "", KindTurnLimit, []string{"turn limit"}},
+		{"[[exit:55]]", "", KindUntrusted, []string{"--skip-trust"}},
+		{"[[exit:144]]", "", KindAPI, []string{"400", "fake api error 400"}},
+		{"[[exit:173]]", "", KindAPI, []string{"429", "quota"}},
+		{"[[exit:1]]", "", KindFailed, []string{"exited with code 1", "fake failure with exit 1"}},
+		{"[[badjson]]", "", KindBadOutput, []string{"this is not json"}},
+		{"[[empty]]", "", KindEmpty, []string{"empty answer"}},
+	}
+	for _, c := range cases {
+		t.Run(c.prompt, func(t *testing.T) {
+			_, err := r.Run(ctxT(t), Call{Prompt: c.prompt, Dir: dir, Resume: c.resume})
+			var e *Error
+			if !errors.As(err, &e) || e.Kind != c.kind || !e.Ran {
+				t.Fatalf("got %v (%T)", err, err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(e.Reason+e.Stderr, w) {
+					t.Errorf("%q lacks %q", e.Reason, w)
+				}
+			}
+			if len(e.Stderr) > stderrShow {
+				t.Errorf("stderr tail of %d bytes", len(e.Stderr))
+			}
+		})
+	}
+}
+
+func TestRunStderrTailIsBounded(t *testing.T) {
+	r, _ := newTestRunner(t, Options{})
+	_, err := r.Run(ctxT(t), Call{Prompt: "[[stderr:500000]] [[exit:1]]", Dir: workDir(t)})
+	var e *Error
+	if !errors.As(err, &e) || len(e.Stderr) > stderrShow || !strings.Contains(e.Reason, "fake failure") {
+		t.Fatalf("got %v, stderr %d bytes", err, len(e.Stderr))
+	}
+}
+
+func TestRunOutputCap(t *testing.T) {
+	r, _ := newTestRunner(t, Options{MaxOutputBytes: 64 << 10})
+	_, err := r.Run(ctxT(t), Call{Prompt: "[[stdout:1000000]]", Dir: workDir(t)})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindOutputTooBig {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestRunNotFound(t *testing.T) {
+	r := NewRunner(Options{Gemini: filepath.Join(t.TempDir(), "gemini")}, nil)
+	_, err := r.Run(ctxT(t), Call{Prompt: "x", Dir: workDir(t)})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindNotFound || e.Ran {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	r, _ := newTestRunner(t, Options{}, geminitest.EnvVersion+"=9.9.9")
+	v, err := r.Version(ctxT(t))
+	if err != nil || v != "9.9.9" {
+		t.Fatalf("got %q %v", v, err)
+	}
+}

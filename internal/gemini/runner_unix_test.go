@@ -1,0 +1,99 @@
+//go:build linux
+
+package gemini
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+)
+
+// alive reports whether pid is a live (not zombie) process.
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// waitForChild waits until the fake has logged the pid of its [[child]].
+func waitForChild(t *testing.T, log string) geminitest.Invocation {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		inv, _ := geminitest.ReadLog(log)
+		for _, i := range inv {
+			if i.ChildPid != 0 {
+				return i
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the fake never started its child")
+	return geminitest.Invocation{}
+}
+
+// TestCancelKillsProcessGroup cancels a call whose CLI has started a child
+// (as the real CLI re-spawns itself) and one that ignores SIGINT and
+// SIGTERM: every process must be gone within 2 s of the cancel.
+func TestCancelKillsProcessGroup(t *testing.T) {
+	for _, prompt := range []string{"[[child]]", "[[ignoreterm]] [[child]]"} {
+		t.Run(prompt, func(t *testing.T) {
+			r, log := newTestRunner(t, Options{})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := r.Run(ctx, Call{Prompt: prompt, Dir: workDir(t)})
+				done <- err
+			}()
+			inv := waitForChild(t, log)
+			if !alive(inv.Pid) || !alive(inv.ChildPid) {
+				t.Fatal("processes not running before the cancel")
+			}
+			start := time.Now()
+			cancel()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run did not return after cancel")
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Kind != KindCancelled {
+				t.Fatalf("got %v", err)
+			}
+			for time.Since(start) < 2*time.Second && (alive(inv.Pid) || alive(inv.ChildPid)) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if alive(inv.Pid) || alive(inv.ChildPid) {
+				t.Fatalf("still running 2 s after cancel: cli %v child %v", alive(inv.Pid), alive(inv.ChildPid))
+			}
+		})
+	}
+}
+
+func TestTimeoutStopsTheCall(t *testing.T) {
+	r, log := newTestRunner(t, Options{Timeout: 500 * time.Millisecond})
+	_, err := r.Run(context.Background(), Call{Prompt: "[[child]]", Dir: workDir(t)})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindTimeout || !strings.Contains(e.Reason, "timed out after 500ms") {
+		t.Fatalf("got %v", err)
+	}
+	inv := waitForChild(t, log)
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && (alive(inv.Pid) || alive(inv.ChildPid)) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(inv.Pid) || alive(inv.ChildPid) {
+		t.Fatal("processes outlived the timeout")
+	}
+}

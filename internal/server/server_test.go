@@ -1,0 +1,344 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
+)
+
+var (
+	update     = flag.Bool("update", false, "rewrite the tool schema snapshots in testdata/toolsnaps")
+	fakeGemini string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(geminitest.RunWithFake(m, &fakeGemini))
+}
+
+// harness is a server on the fake CLI and an SDK client connected to it in
+// memory.
+type harness struct {
+	t        *testing.T
+	client   *mcp.ClientSession
+	log      string // the fake's invocation log
+	stateDir string
+	env      []string
+	home     string // the server's default cwd
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	h := &harness{t: t, log: filepath.Join(dir, "inv.jsonl"), stateDir: filepath.Join(dir, "state"), home: realDir(t, t.TempDir())}
+	h.env = []string{
+		geminitest.EnvHome + "=" + filepath.Join(dir, "fakehome"),
+		geminitest.EnvLog + "=" + h.log,
+		geminitest.EnvSelfTimeout + "=30s",
+	}
+	h.connect()
+	return h
+}
+
+// connect starts a server (again, as a client restarting it would) and
+// connects a client.
+func (h *harness) connect() {
+	t := h.t
+	store, err := session.Open(h.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: 20 * time.Second}, nil)
+	srv := New("test", &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20}, nil)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	h.client = cs
+}
+
+func realDir(t *testing.T, d string) string {
+	r, err := filepath.EvalSymlinks(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (h *harness) call(name string, args map[string]any) (text string, sessionID string, isError bool) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := h.client.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		h.t.Fatalf("%s: protocol error %v", name, err)
+	}
+	if len(res.Content) != 1 {
+		h.t.Fatalf("%s: %d content items", name, len(res.Content))
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		h.t.Fatalf("%s: content is %T", name, res.Content[0])
+	}
+	id, _ := res.Meta["sessionId"].(string)
+	return tc.Text, id, res.IsError
+}
+
+func (h *harness) invocations() []geminitest.Invocation {
+	inv, err := geminitest.ReadLog(h.log)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return inv
+}
+
+func TestToolSchemasSnapshot(t *testing.T) {
+	h := newHarness(t)
+	res, err := h.client.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, tool := range res.Tools {
+		names[tool.Name] = true
+		got, err := json.MarshalIndent(tool, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, '\n')
+		path := filepath.Join("testdata", "toolsnaps", tool.Name+".json")
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("no snapshot for %s (run go test ./internal/server -run Snapshot -update): %v", tool.Name, err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("tool %s differs from %s (rerun with -update if intended):\n%s", tool.Name, path, got)
+		}
+	}
+	if len(names) != 2 || !names["chat"] || !names["chat-reply"] {
+		t.Fatalf("tools %v", names)
+	}
+}
+
+// TestToolsPassGeminiCLIRules checks what the Gemini CLI, as an MCP
+// client, requires of tool names and schemas: names of at most 63
+// characters from [a-zA-Z0-9_.-], and no schema keyword its sanitizer
+// strips.
+func TestToolsPassGeminiCLIRules(t *testing.T) {
+	h := newHarness(t)
+	res, err := h.client.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nameRE := regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,63}$`)
+	for _, tool := range res.Tools {
+		if !nameRE.MatchString(tool.Name) {
+			t.Errorf("tool name %q", tool.Name)
+		}
+		raw, _ := json.Marshal(tool.InputSchema)
+		for _, banned := range []string{"additionalProperties", "$schema", "anyOf", "oneOf", "allOf", "$ref", `"null"`} {
+			if strings.Contains(string(raw), banned) {
+				t.Errorf("%s schema has %s: %s", tool.Name, banned, raw)
+			}
+		}
+		if tool.Description == "" {
+			t.Errorf("%s has no description", tool.Name)
+		}
+	}
+}
+
+func TestChatAndReply(t *testing.T) {
+	h := newHarness(t)
+	work := realDir(t, t.TempDir())
+	text, id, isErr := h.call("chat", map[string]any{"prompt": "Hello, who are you?", "model": "gemini-3-flash", "systemPrompt": "You are a helpful coding assistant.", "cwd": work})
+	if isErr {
+		t.Fatal(text)
+	}
+	if want := geminitest.Answer(1, "gemini-3-flash", "You are a helpful coding assistant.", "Hello, who are you?"); text != want {
+		t.Fatalf("text %q, want %q", text, want)
+	}
+	if !gemini.IsUUID(id) {
+		t.Fatalf("sessionId %q", id)
+	}
+	// No cwd: the session's recorded cwd is used.
+	text, id2, isErr := h.call("chat-reply", map[string]any{"prompt": "Can you explain more about that?", "sessionId": id})
+	if isErr || id2 != id || !strings.HasPrefix(text, "fake-gemini turn=2 ") {
+		t.Fatalf("reply: %q %q %v", text, id2, isErr)
+	}
+	inv := h.invocations()
+	if last := inv[len(inv)-1]; last.Cwd != work || !contains(last.Argv, "-r") || !contains(last.Argv, id) {
+		t.Fatalf("reply ran %q in %s", last.Argv, last.Cwd)
+	}
+	// A restarted server still knows the session and where it lives.
+	h.connect()
+	text, id3, isErr := h.call("chat-reply", map[string]any{"prompt": "and after a restart?", "sessionId": id})
+	if isErr || id3 != id || !strings.HasPrefix(text, "fake-gemini turn=3 ") {
+		t.Fatalf("after restart: %q %q %v", text, id3, isErr)
+	}
+	st, _ := session.Open(h.stateDir)
+	rec, ok, err := st.Get(id)
+	if err != nil || !ok || rec.Turns != 3 || rec.Cwd != work || rec.Model != "gemini-3-flash" {
+		t.Fatalf("record %+v %v %v", rec, ok, err)
+	}
+}
+
+func TestReplyWithoutSessionID(t *testing.T) {
+	h := newHarness(t)
+	// With no session of its own, the server uses the CLI's latest in the
+	// default cwd, as the specification says.
+	text, _, isErr := h.call("chat-reply", map[string]any{"prompt": "nothing yet"})
+	if !isErr || !strings.Contains(text, `could not resume session "latest"`) {
+		t.Fatalf("no sessions at all: %q", text)
+	}
+	if inv := h.invocations(); len(inv) != 1 || !contains(inv[0].Argv, "latest") || inv[0].Cwd != h.home {
+		t.Fatalf("invocations %+v", inv)
+	}
+	w1, w2 := realDir(t, t.TempDir()), realDir(t, t.TempDir())
+	_, a, _ := h.call("chat", map[string]any{"prompt": "a", "cwd": w1})
+	_, b, _ := h.call("chat", map[string]any{"prompt": "b", "cwd": w2})
+	// Its own most recent session, wherever it is...
+	if _, id, isErr := h.call("chat-reply", map[string]any{"prompt": "c"}); isErr || id != b {
+		t.Fatalf("latest overall = %q, want %q", id, b)
+	}
+	// ...or its most recent in cwd.
+	if _, id, isErr := h.call("chat-reply", map[string]any{"prompt": "d", "cwd": w1}); isErr || id != a {
+		t.Fatalf("latest in w1 = %q, want %q", id, a)
+	}
+	// "latest" is the CLI's own latest in cwd.
+	if _, id, isErr := h.call("chat-reply", map[string]any{"prompt": "e", "sessionId": "latest", "cwd": w1}); isErr || id != a {
+		t.Fatalf("CLI latest in w1 = %q, want %q", id, a)
+	}
+	if _, id, isErr := h.call("chat-reply", map[string]any{"prompt": "f", "sessionId": "1", "cwd": w2}); isErr || id != b {
+		t.Fatalf("index 1 in w2 = %q, want %q", id, b)
+	}
+}
+
+func TestReplySessionErrors(t *testing.T) {
+	h := newHarness(t)
+	w1, w2 := realDir(t, t.TempDir()), realDir(t, t.TempDir())
+	_, a, _ := h.call("chat", map[string]any{"prompt": "a", "cwd": w1})
+	before := len(h.invocations())
+
+	unknown := "b9aadb6c-5aca-4c65-b929-02b095cc2b94"
+	text, _, isErr := h.call("chat-reply", map[string]any{"prompt": "x", "sessionId": unknown})
+	if !isErr || !strings.HasPrefix(text, "Error executing gemini: unknown sessionId "+unknown) || strings.Contains(text, "Stderr:") {
+		t.Fatalf("unknown id: %q", text)
+	}
+	text, _, isErr = h.call("chat-reply", map[string]any{"prompt": "x", "sessionId": a, "cwd": w2})
+	if !isErr || !strings.Contains(text, "was started in "+w1) {
+		t.Fatalf("wrong cwd: %q", text)
+	}
+	if n := len(h.invocations()); n != before {
+		t.Fatalf("bad references reached the CLI (%d calls)", n-before)
+	}
+	// An unknown id with a cwd is tried there: it may be a person's session.
+	text, _, isErr = h.call("chat-reply", map[string]any{"prompt": "x", "sessionId": unknown, "cwd": w2})
+	if !isErr || !strings.Contains(text, "could not resume session \""+unknown+"\" in "+w2) || !strings.Contains(text, "\nStderr: ") {
+		t.Fatalf("unknown id with cwd: %q", text)
+	}
+}
+
+func TestBadInputNeverReachesTheCLI(t *testing.T) {
+	h := newHarness(t)
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o600)
+	cases := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"chat", map[string]any{"prompt": "  \n"}, "prompt is empty"},
+		{"chat", map[string]any{"prompt": "x", "model": "--yolo"}, "invalid model"},
+		{"chat", map[string]any{"prompt": "x", "model": "a/../b"}, "invalid model"},
+		{"chat", map[string]any{"prompt": "x", "cwd": "/no/such/dir"}, "does not exist"},
+		{"chat", map[string]any{"prompt": "x", "cwd": file}, "not a directory"},
+		{"chat", map[string]any{"prompt": strings.Repeat("x", 1<<20+1)}, "too large"},
+		{"chat", map[string]any{"prompt": "x", "systemPrompt": "a\x00b"}, "NUL"},
+		{"chat", map[string]any{"prompt": "x", "session_id": "y"}, `unknown argument "session_id"`},
+		{"chat-reply", map[string]any{"prompt": "x", "sessionId": "--help"}, "invalid sessionId"},
+		{"chat-reply", map[string]any{"prompt": "x", "sessionId": "b9aadb6c"}, "invalid sessionId"},
+		{"chat-reply", map[string]any{"prompt": ""}, "prompt is empty"},
+	}
+	for _, c := range cases {
+		text, _, isErr := h.call(c.tool, c.args)
+		if !isErr || !strings.HasPrefix(text, tools.ErrorPrefix) || !strings.Contains(text, c.want) {
+			t.Errorf("%s %v: %q, want an error containing %q", c.tool, truncArgs(c.args), text, c.want)
+		}
+	}
+	// A missing prompt is refused by schema validation.
+	res, err := h.client.CallTool(context.Background(), &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"model": "x"}})
+	if err == nil && !res.IsError {
+		t.Error("a call without prompt was accepted")
+	}
+	if inv := h.invocations(); len(inv) != 0 {
+		t.Fatalf("%d invalid calls reached the CLI", len(inv))
+	}
+}
+
+func truncArgs(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		if s, ok := v.(string); ok && len(s) > 40 {
+			v = s[:40] + "…"
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func TestFailureFormat(t *testing.T) {
+	h := newHarness(t)
+	text, id, isErr := h.call("chat", map[string]any{"prompt": "[[exit:144]]"})
+	if !isErr || id != "" {
+		t.Fatalf("isError %v id %q", isErr, id)
+	}
+	reason, stderr, ok := strings.Cut(text, "\nStderr: ")
+	if !ok || !strings.HasPrefix(reason, "Error executing gemini: Gemini API error 400 Bad Request (exit 144): fake api error 400") {
+		t.Fatalf("text %q", text)
+	}
+	if !strings.Contains(stderr, `"code": 400`) {
+		t.Fatalf("stderr tail %q", stderr)
+	}
+	text, _, _ = h.call("chat", map[string]any{"prompt": "[[exit:41]]"})
+	if !strings.Contains(text, "2026-06-18") || !strings.Contains(text, "GEMINI_API_KEY") {
+		t.Fatalf("auth: %q", text)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
