@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# scripts/test.sh: the whole test suite, on a fresh machine.
+#
+# It installs what the tests need (Go modules, and the real Gemini CLI pinned
+# in e2e/npm/package-lock.json, into a cache directory), then runs gofmt,
+# go vet, cross-compiles for Linux, macOS and Windows, runs every test under
+# the race detector (the end-to-end suite against the real CLI included:
+# it FAILS, never skips, when the CLI cannot run), and gives each fuzz target
+# a short burst.
+#
+# Environment:
+#   GEMINI_MCP_CACHE   where the pinned npm tools go (default: $XDG_CACHE_HOME
+#                      or ~/.cache, then /gemini-mcp-server)
+#   FUZZTIME           fuzzing burst per target (default 5s; 0 skips bursts)
+#   GO_TEST_FLAGS      extra flags for go test (e.g. -v, -run X)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\n== %s\n' "$*"; }
+
+command -v go >/dev/null || { echo "test.sh: Go is required (https://go.dev/dl/)" >&2; exit 1; }
+command -v npm >/dev/null || { echo "test.sh: Node.js 20+ with npm is required for the end-to-end suite" >&2; exit 1; }
+
+say "Go modules"
+go mod download
+go mod verify
+
+say "The real Gemini CLI (pinned)"
+cache="${GEMINI_MCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gemini-mcp-server}"
+lockhash=$(cat e2e/npm/package.json e2e/npm/package-lock.json | sha256sum | cut -c1-16)
+tools="$cache/npm-$lockhash"
+if [ ! -x "$tools/node_modules/.bin/gemini" ]; then
+	rm -rf "$tools.tmp"
+	mkdir -p "$tools.tmp"
+	cp e2e/npm/package.json e2e/npm/package-lock.json "$tools.tmp/"
+	(cd "$tools.tmp" && npm ci --no-audit --no-fund --loglevel=error)
+	rm -rf "$tools"
+	mv "$tools.tmp" "$tools"
+fi
+export GEMINI_MCP_E2E_GEMINI="$tools/node_modules/.bin/gemini"
+export GEMINI_MCP_E2E_REQUIRED=1
+echo "gemini $("$GEMINI_MCP_E2E_GEMINI" --version </dev/null) at $GEMINI_MCP_E2E_GEMINI"
+
+say "gofmt and go vet"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go vet ./...
+
+say "Cross-compile"
+for os in linux darwin windows; do
+	GOOS=$os GOARCH=amd64 go build -o /dev/null ./cmd/gemini-mcp-server
+	GOOS=$os GOARCH=amd64 go vet ./...
+	echo "$os ok"
+done
+
+say "Tests (race detector; fuzz seed corpora included)"
+# GODEBUG=execwait=2 makes the runtime report a started process that is
+# never waited for.
+GODEBUG=execwait=2 go test -race -count=1 -timeout 30m ${GO_TEST_FLAGS:-} ./...
+
+fuzztime="${FUZZTIME:-5s}"
+if [ "$fuzztime" != "0" ]; then
+	say "Fuzzing bursts ($fuzztime each)"
+	for pkg in $(go list ./...); do
+		for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+			echo "$pkg $target"
+			if ! out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" 2>&1); then
+				echo "$out" >&2
+				exit 1
+			fi
+		done
+	done
+fi
+
+say "All tests passed"
