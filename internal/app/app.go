@@ -118,9 +118,10 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 		Extensions:            cfg.Extensions,
 		AllowedMCPServerNames: cfg.AllowedMCPServerNames,
 		Timeout:               cfg.Timeout,
+		MaxConcurrent:         cfg.MaxConcurrent,
 		MaxOutputBytes:        cfg.MaxOutputBytes,
 	}, log)
-	return &tools.Deps{Runner: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log}, nil
+	return &tools.Deps{Runner: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval}, nil
 }
 
 // serveStdio serves one MCP session on stdin/stdout until the client closes

@@ -27,6 +27,8 @@ type Config struct {
 	Extensions            []string
 	AllowedMCPServerNames []string
 	Timeout               time.Duration
+	MaxConcurrent         int
+	ProgressInterval      time.Duration
 	MaxPromptBytes        int
 	MaxOutputBytes        int
 	LogLevel              slog.Level
@@ -35,9 +37,11 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultTimeout        = 300 * time.Second
-	DefaultMaxPromptBytes = 1 << 20
-	DefaultMaxOutputBytes = 32 << 20
+	DefaultTimeout          = 300 * time.Second
+	DefaultMaxConcurrent    = 4
+	DefaultProgressInterval = 5 * time.Second
+	DefaultMaxPromptBytes   = 1 << 20
+	DefaultMaxOutputBytes   = 32 << 20
 )
 
 // ApprovalModes are the CLI's --approval-mode values.
@@ -95,6 +99,17 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 		fs.Var(&sizeValue{p: p}, flagName, usage+" ("+key+")")
 	}
 
+	duration := func(p *time.Duration, flagName, key string, def time.Duration, usage string) {
+		*p = def
+		if v, ok := env(key); ok {
+			d, err := parseDuration(v)
+			if err != nil {
+				envErrs = append(envErrs, fmt.Errorf("%s: %w", key, err))
+			}
+			*p = d
+		}
+		fs.Var(&durationValue{p: p}, flagName, usage+" ("+key+")")
+	}
 	str(&c.Gemini, "gemini", "GEMINI_MCP_GEMINI", "gemini", "the Gemini CLI executable: a name looked up in PATH, or a path")
 	str(&c.StateDir, "state-dir", "GEMINI_MCP_STATE_DIR", "", "where session records are kept (default: $XDG_STATE_HOME/gemini-mcp-server, ~/.local/state/gemini-mcp-server, or the user config directory on macOS and Windows)")
 	str(&c.Cwd, "cwd", "GEMINI_MCP_CWD", "", "working directory for calls that give no cwd (default: the server's own)")
@@ -104,15 +119,17 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	list(&c.IncludeDirectories, "include-directories", "GEMINI_MCP_INCLUDE_DIRECTORIES", "extra directories the CLI may read (--include-directories)")
 	list(&c.Extensions, "extensions", "GEMINI_MCP_EXTENSIONS", "the only CLI extensions to load, or none (--extensions)")
 	list(&c.AllowedMCPServerNames, "allowed-mcp-server-names", "GEMINI_MCP_ALLOWED_MCP_SERVER_NAMES", "the only MCP servers the CLI may use (--allowed-mcp-server-names)")
-	c.Timeout = DefaultTimeout
-	if v, ok := env("GEMINI_MCP_TIMEOUT"); ok {
-		d, err := parseDuration(v)
+	duration(&c.Timeout, "timeout", "GEMINI_MCP_TIMEOUT", DefaultTimeout, "per-call limit, e.g. 300s or 10m; 0 for none")
+	duration(&c.ProgressInterval, "progress-interval", "GEMINI_MCP_PROGRESS_INTERVAL", DefaultProgressInterval, "how often a running call reports progress to clients that ask for it")
+	c.MaxConcurrent = DefaultMaxConcurrent
+	if v, ok := env("GEMINI_MCP_MAX_CONCURRENT"); ok {
+		n, err := strconv.Atoi(v)
 		if err != nil {
-			envErrs = append(envErrs, fmt.Errorf("GEMINI_MCP_TIMEOUT: %w", err))
+			envErrs = append(envErrs, fmt.Errorf("GEMINI_MCP_MAX_CONCURRENT: %q is not a number", v))
 		}
-		c.Timeout = d
+		c.MaxConcurrent = n
 	}
-	fs.Var(&durationValue{p: &c.Timeout}, "timeout", "per-call limit, e.g. 300s or 10m; 0 for none (GEMINI_MCP_TIMEOUT)")
+	fs.IntVar(&c.MaxConcurrent, "max-concurrent", c.MaxConcurrent, "most gemini processes at once; further calls wait in arrival order (GEMINI_MCP_MAX_CONCURRENT)")
 	size(&c.MaxPromptBytes, "max-prompt-bytes", "GEMINI_MCP_MAX_PROMPT_BYTES", DefaultMaxPromptBytes, "largest prompt or system prompt accepted, in bytes (suffixes KiB, MiB)")
 	size(&c.MaxOutputBytes, "max-output-bytes", "GEMINI_MCP_MAX_OUTPUT_BYTES", DefaultMaxOutputBytes, "largest CLI output read before a call is stopped, in bytes")
 	level := "info"
@@ -157,6 +174,12 @@ func (c *Config) validate() error {
 	}
 	if c.Timeout < 0 {
 		return errors.New("--timeout must not be negative")
+	}
+	if c.MaxConcurrent < 1 || c.MaxConcurrent > 1024 {
+		return fmt.Errorf("--max-concurrent must be between 1 and 1024, not %d", c.MaxConcurrent)
+	}
+	if c.ProgressInterval < 100*time.Millisecond {
+		return errors.New("--progress-interval must be at least 100ms")
 	}
 	if c.MaxPromptBytes <= 0 || c.MaxOutputBytes <= 0 {
 		return errors.New("--max-prompt-bytes and --max-output-bytes must be positive")

@@ -13,9 +13,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 )
 
 // Options is the operator's configuration of every CLI call. None of it is
@@ -31,6 +34,7 @@ type Options struct {
 	Extensions            []string
 	AllowedMCPServerNames []string
 
+	MaxConcurrent  int           // CLI processes at once; 0 means DefaultMaxConcurrent
 	Timeout        time.Duration // per call; 0 means none
 	KillGrace      time.Duration // from interrupt to kill; 0 means DefaultKillGrace
 	MaxOutputBytes int           // stdout cap; 0 means DefaultMaxOutputBytes
@@ -39,6 +43,7 @@ type Options struct {
 // Defaults for Options fields left zero.
 const (
 	DefaultKillGrace      = 1500 * time.Millisecond
+	DefaultMaxConcurrent  = 4
 	DefaultMaxOutputBytes = 32 << 20
 	stderrKeep            = 64 << 10 // stderr tail kept for parsing
 	stderrShow            = 4 << 10  // stderr tail shown in errors
@@ -61,6 +66,17 @@ type Call struct {
 	SystemPrompt string // "" for the CLI's own system prompt
 	Dir          string // absolute working directory, already checked
 	Resume       string // "" starts a new session; else latest, an index or a UUID
+	Observer     Observer
+}
+
+// Observer hears what a call is doing, for progress reports. Its methods
+// are called from the goroutine running the call.
+type Observer interface {
+	// Queued says the call waits for a free process slot, with ahead calls
+	// before it; it is called again as the line moves.
+	Queued(ahead int)
+	// Started says the CLI is running.
+	Started()
 }
 
 // Result is a successful call.
@@ -75,8 +91,9 @@ type Result struct {
 
 // Runner runs CLI calls. It is safe for concurrent use.
 type Runner struct {
-	opts Options
-	log  *slog.Logger
+	opts  Options
+	log   *slog.Logger
+	slots *queue.Sem
 	// sessionIDFlag caches whether the CLI accepts --session-id:
 	// 0 not yet known, 1 yes, 2 no.
 	sessionIDFlag atomic.Int32
@@ -90,10 +107,13 @@ func NewRunner(opts Options, log *slog.Logger) *Runner {
 	if opts.MaxOutputBytes <= 0 {
 		opts.MaxOutputBytes = DefaultMaxOutputBytes
 	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = DefaultMaxConcurrent
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{opts: opts, log: log}
+	return &Runner{opts: opts, log: log, slots: queue.NewSem(opts.MaxConcurrent)}
 }
 
 var (
@@ -106,6 +126,20 @@ func (r *Runner) Run(ctx context.Context, c Call) (*Result, error) {
 	cmd, err := Resolve(r.opts.Gemini)
 	if err != nil {
 		return nil, err
+	}
+	// A call holds its slot from the first process it starts to the last,
+	// so that at most MaxConcurrent CLI processes run at once.
+	var queued func(int)
+	if c.Observer != nil {
+		queued = c.Observer.Queued
+	}
+	release, err := r.slots.Acquire(ctx, queued)
+	if err != nil {
+		return nil, &Error{Kind: KindCancelled, ExitCode: -1, Reason: "the call was cancelled while waiting for a free gemini slot (--max-concurrent)"}
+	}
+	defer release()
+	if c.Observer != nil {
+		c.Observer.Started()
 	}
 	env := append(os.Environ(), r.opts.Env...)
 	if c.SystemPrompt != "" {
@@ -284,7 +318,7 @@ func (r *Runner) interpret(res execResult, c Call) (Output, error) {
 	case res.overflow:
 		return fail(KindOutputTooBig, fmt.Sprintf("gemini's output passed the %d-byte limit and the call was stopped", r.opts.MaxOutputBytes))
 	case res.timedOut:
-		return fail(KindTimeout, fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped", r.opts.Timeout))
+		return fail(KindTimeout, fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped", seconds(r.opts.Timeout)))
 	case res.cancelled:
 		return fail(KindCancelled, "the call was cancelled before gemini finished, and gemini was stopped")
 	}
@@ -330,6 +364,11 @@ func (r *Runner) newestSession(ctx context.Context, cmd Command, dir string, env
 		return "", errors.New("gemini lists no sessions in this directory")
 	}
 	return s.ID, nil
+}
+
+// seconds formats a duration for messages: "300 s", or "1.5 s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
 }
 
 // setEnv returns env with key set to value, replacing any earlier entry.

@@ -85,7 +85,7 @@ func TestTimeoutStopsTheCall(t *testing.T) {
 	r, log := newTestRunner(t, Options{Timeout: 500 * time.Millisecond})
 	_, err := r.Run(context.Background(), Call{Prompt: "[[child]]", Dir: workDir(t)})
 	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindTimeout || !strings.Contains(e.Reason, "timed out after 500ms") {
+	if !errors.As(err, &e) || e.Kind != KindTimeout || !strings.Contains(e.Reason, "timed out after 0.5 s") {
 		t.Fatalf("got %v", err)
 	}
 	inv := waitForChild(t, log)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
@@ -26,7 +28,16 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(geminitest.RunWithFake(m, &fakeGemini))
+	code := geminitest.RunWithFake(m, &fakeGemini)
+	if code == 0 {
+		// Every call's goroutines (progress reporters, process waiters,
+		// queue waiters) must have ended with the tests.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // harness is a server on the fake CLI and an SDK client connected to it in
@@ -38,12 +49,27 @@ type harness struct {
 	stateDir string
 	env      []string
 	home     string // the server's default cwd
+	opts     options
 }
 
-func newHarness(t *testing.T) *harness {
+// options tune a harness; the zero value is the defaults used by most tests.
+type options struct {
+	timeout          time.Duration
+	maxConcurrent    int
+	progressInterval time.Duration
+	client           *mcp.ClientOptions
+}
+
+func newHarness(t *testing.T, opts ...options) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	h := &harness{t: t, log: filepath.Join(dir, "inv.jsonl"), stateDir: filepath.Join(dir, "state"), home: realDir(t, t.TempDir())}
+	if len(opts) > 0 {
+		h.opts = opts[0]
+	}
+	if h.opts.timeout == 0 {
+		h.opts.timeout = 20 * time.Second
+	}
 	h.env = []string{
 		geminitest.EnvHome + "=" + filepath.Join(dir, "fakehome"),
 		geminitest.EnvLog + "=" + h.log,
@@ -61,15 +87,15 @@ func (h *harness) connect() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: 20 * time.Second}, nil)
-	srv := New("test", &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20}, nil)
+	runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout, MaxConcurrent: h.opts.maxConcurrent}, nil)
+	srv := New("test", &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20, ProgressInterval: h.opts.progressInterval}, nil)
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, h.opts.client).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

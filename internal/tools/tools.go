@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -35,6 +36,12 @@ type Deps struct {
 	// Lifetime, when set, ends every call when it ends: the server is
 	// shutting down or its client has gone.
 	Lifetime context.Context
+	// ProgressInterval is how often progress is reported to clients that
+	// ask for it; 0 means DefaultProgressInterval.
+	ProgressInterval time.Duration
+	// sessions orders calls on the same session: the CLI appends to one
+	// session file, so two turns must not run at once.
+	sessions queue.Locks
 }
 
 // ErrorPrefix starts the text of every failed call, as the tool
@@ -138,7 +145,7 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 	if err != nil {
 		return failure(err), nil, nil
 	}
-	return d.run(ctx, gemini.Call{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt, Dir: dir}), nil, nil
+	return d.run(ctx, req, gemini.Call{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt, Dir: dir}), nil, nil
 }
 
 func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
@@ -152,7 +159,7 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 	if err := d.target(&call, in.SessionID, in.Cwd); err != nil {
 		return failure(err), nil, nil
 	}
-	return d.run(ctx, call), nil, nil
+	return d.run(ctx, req, call), nil, nil
 }
 
 // target decides which session chat-reply continues and where it runs.
@@ -260,12 +267,24 @@ func (d *Deps) checkCommon(prompt, model, systemPrompt string) error {
 }
 
 // run makes the call, records the session and builds the tool result.
-func (d *Deps) run(ctx context.Context, call gemini.Call) *mcp.CallToolResult {
+func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call gemini.Call) *mcp.CallToolResult {
 	if d.Lifetime != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(d.Lifetime, cancel)()
+	}
+	p := startProgress(ctx, req, d.ProgressInterval)
+	defer p.finish()
+	if p != nil {
+		call.Observer = p
+	}
+	if key := sessionKey(call); key != "" {
+		unlock, err := d.sessions.Lock(ctx, key, func(ahead int) { p.waitingForSession(call.Resume, ahead) })
+		if err != nil {
+			return failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Resume))
+		}
+		defer unlock()
 	}
 	start := time.Now()
 	res, err := d.Runner.Run(ctx, call)
@@ -282,6 +301,20 @@ func (d *Deps) run(ctx context.Context, call gemini.Call) *mcp.CallToolResult {
 		}
 	}
 	return out
+}
+
+// sessionKey names the session a call continues, for ordering calls on it.
+// A new session needs no ordering: no one else knows its id yet. "latest"
+// and indexes are ordered per directory, since which session they mean is
+// only known to the CLI.
+func sessionKey(c gemini.Call) string {
+	switch {
+	case c.Resume == "":
+		return ""
+	case gemini.IsUUID(c.Resume):
+		return "id:" + c.Resume
+	}
+	return "dir:" + c.Dir
 }
 
 // failure builds the isError result: the prefix, the reason and, when the

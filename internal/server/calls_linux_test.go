@@ -1,0 +1,255 @@
+package server
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+)
+
+// liveFakes counts running (not zombie) processes of the fake CLI.
+func liveFakes() int {
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || exe != fakeGemini {
+			continue
+		}
+		if alive(pid) {
+			n++
+		}
+	}
+	return n
+}
+
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// peakSampler records the most fake CLI processes alive at once.
+type peakSampler struct {
+	peak atomic.Int32
+	stop chan struct{}
+	done chan struct{}
+}
+
+func samplePeak() *peakSampler {
+	p := &peakSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for {
+			if n := int32(liveFakes()); n > p.peak.Load() {
+				p.peak.Store(n)
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return p
+}
+
+func (p *peakSampler) finish() int {
+	close(p.stop)
+	<-p.done
+	return int(p.peak.Load())
+}
+
+func TestProgressCadence(t *testing.T) {
+	var mu sync.Mutex
+	var msgs []string
+	var values []float64
+	h := newHarness(t, options{progressInterval: 100 * time.Millisecond, client: &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			msgs = append(msgs, req.Params.Message)
+			values = append(values, req.Params.Progress)
+			mu.Unlock()
+		},
+	}})
+	params := &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "[[sleep:1500]] slow"}}
+	params.SetProgressToken("tok-1")
+	res, err := h.client.CallTool(context.Background(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// 1.5 s at one report per 100 ms, plus the changes of state.
+	if len(msgs) < 10 {
+		t.Fatalf("%d progress notifications in 1.5 s: %q", len(msgs), msgs)
+	}
+	for i := 1; i < len(values); i++ {
+		if values[i] <= values[i-1] {
+			t.Fatalf("progress went from %v to %v", values[i-1], values[i])
+		}
+	}
+	if !strings.Contains(strings.Join(msgs, "\n"), "gemini is running (1s elapsed)") {
+		t.Fatalf("messages %q", msgs)
+	}
+	// A call without a token gets no notifications.
+	n := len(msgs)
+	mu.Unlock()
+	h.call("chat", map[string]any{"prompt": "[[sleep:300]] quiet"})
+	mu.Lock()
+	if len(msgs) != n {
+		t.Fatalf("%d notifications for a call without a progress token", len(msgs)-n)
+	}
+}
+
+// TestClientCancelKillsCLI cancels a call from the client side
+// (notifications/cancelled): the CLI and its child must be gone within 2 s.
+func TestClientCancelKillsCLI(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.client.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "[[ignoreterm]] [[child]]", "systemPrompt": "S"}})
+	}()
+	var inv geminitest.Invocation
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && inv.ChildPid == 0; time.Sleep(10 * time.Millisecond) {
+		for _, i := range h.invocations() {
+			if i.ChildPid != 0 {
+				inv = i
+			}
+		}
+	}
+	if inv.ChildPid == 0 {
+		t.Fatal("the CLI never started its child")
+	}
+	start := time.Now()
+	cancel()
+	<-done
+	for time.Since(start) < 2*time.Second && (alive(inv.Pid) || alive(inv.ChildPid)) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(inv.Pid) || alive(inv.ChildPid) {
+		t.Fatalf("CLI (%v) or child (%v) alive 2 s after the client cancelled", alive(inv.Pid), alive(inv.ChildPid))
+	}
+	// The server stays usable, with nothing left over.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m, _ := filepath.Glob(filepath.Join(tmp, "gemini-mcp-*")); len(m) == 0 {
+			break
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(tmp, "gemini-mcp-*")); len(m) != 0 {
+		t.Fatalf("left behind: %v", m)
+	}
+	if text, _, isErr := h.call("chat", map[string]any{"prompt": "after"}); isErr {
+		t.Fatalf("after cancel: %s", text)
+	}
+}
+
+func TestTimeoutMessage(t *testing.T) {
+	h := newHarness(t, options{timeout: 700 * time.Millisecond})
+	text, _, isErr := h.call("chat", map[string]any{"prompt": "[[stderr:100]] [[hang]]"})
+	if !isErr || !strings.HasPrefix(text, "Error executing gemini: gemini timed out after 0.7 s") || !strings.Contains(text, "\nStderr: ") {
+		t.Fatalf("text %q", text)
+	}
+	if n := liveFakes(); n != 0 {
+		t.Fatalf("%d fake processes alive after the timeout", n)
+	}
+}
+
+// TestConcurrencyLimit runs 16 calls of 400 ms with at most 4 processes:
+// never more than 4 alive, and four waves' worth of time.
+func TestConcurrencyLimit(t *testing.T) {
+	var queued atomic.Int32
+	h := newHarness(t, options{maxConcurrent: 4, progressInterval: time.Second, client: &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if strings.HasPrefix(req.Params.Message, "queued: ") {
+				queued.Add(1)
+			}
+		},
+	}})
+	sampler := samplePeak()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			params := &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "[[sleep:400]] call " + strconv.Itoa(i)}}
+			params.SetProgressToken(i + 1)
+			res, err := h.client.CallTool(context.Background(), params)
+			if err != nil || res.IsError {
+				t.Errorf("call %d: %v %+v", i, err, res)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	peak := sampler.finish()
+	if peak > 4 {
+		t.Fatalf("%d CLI processes at once with a limit of 4", peak)
+	}
+	if peak < 2 {
+		t.Fatalf("peak %d: calls did not run in parallel", peak)
+	}
+	if elapsed < 4*400*time.Millisecond {
+		t.Fatalf("16 calls of 400 ms took %v with 4 slots: fewer than four waves", elapsed)
+	}
+	if queued.Load() == 0 {
+		t.Fatal("no call reported that it was queued")
+	}
+	t.Logf("16 × 400 ms, limit 4: %v, peak %d processes", elapsed.Round(time.Millisecond), peak)
+}
+
+// TestSessionOrdering: two turns on one session never overlap; turns on
+// different sessions do.
+func TestSessionOrdering(t *testing.T) {
+	h := newHarness(t, options{maxConcurrent: 8})
+	_, a, _ := h.call("chat", map[string]any{"prompt": "a"})
+	_, b, _ := h.call("chat", map[string]any{"prompt": "b"})
+	run := func(ids ...string) int {
+		sampler := samplePeak()
+		var wg sync.WaitGroup
+		for _, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := h.client.CallTool(context.Background(), &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": "[[sleep:500]] turn", "sessionId": id}})
+				if err != nil || res.IsError {
+					t.Errorf("reply on %s: %v %+v", id, err, res)
+				}
+			}()
+		}
+		wg.Wait()
+		return sampler.finish()
+	}
+	if peak := run(a, a, a); peak != 1 {
+		t.Fatalf("same session: %d turns ran at once", peak)
+	}
+	if peak := run(a, b); peak != 2 {
+		t.Fatalf("different sessions: peak %d, want 2", peak)
+	}
+	// Every turn landed in the session: 1 + 3 + 1.
+	if text, _, _ := h.call("chat-reply", map[string]any{"prompt": "count", "sessionId": a}); !strings.HasPrefix(text, "fake-gemini turn=6 ") {
+		t.Fatalf("turns lost: %q", text)
+	}
+}

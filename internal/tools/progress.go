@@ -1,0 +1,127 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultProgressInterval is how often a call reports progress while
+// nothing changes. MCP clients that reset their timeout on progress (most
+// give up on a silent call after 60 s) need it well under that.
+const DefaultProgressInterval = 5 * time.Second
+
+// progress reports a call's state to a client that asked for progress
+// (the request carried a progress token): at once on every change, and
+// every interval in between, with the time elapsed. A nil *progress does
+// nothing, so calls without a token pay nothing.
+type progress struct {
+	ctx    context.Context
+	req    *mcp.CallToolRequest
+	token  any
+	start  time.Time
+	mu     sync.Mutex
+	state  string
+	last   float64
+	wake   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	onSend func(msg string) // for logging; may be nil
+}
+
+// startProgress starts reporting for req, if it carries a token. The caller
+// must call finish.
+func startProgress(ctx context.Context, req *mcp.CallToolRequest, interval time.Duration) *progress {
+	if req == nil || req.Params == nil || req.Session == nil {
+		return nil
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil
+	}
+	if interval <= 0 {
+		interval = DefaultProgressInterval
+	}
+	p := &progress{ctx: ctx, req: req, token: token, start: time.Now(), state: "starting",
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go p.loop(interval)
+	return p
+}
+
+func (p *progress) loop(interval time.Duration) {
+	defer close(p.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.ctx.Done():
+			return
+		case <-p.wake:
+		case <-t.C:
+		}
+		p.send()
+	}
+}
+
+func (p *progress) send() {
+	p.mu.Lock()
+	elapsed := time.Since(p.start)
+	// Progress must increase with every notification.
+	v := elapsed.Seconds()
+	if v <= p.last {
+		v = p.last + 0.001
+	}
+	p.last = v
+	msg := fmt.Sprintf("%s (%ds elapsed)", p.state, int(elapsed.Seconds()))
+	p.mu.Unlock()
+	_ = p.req.Session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: v, Message: msg})
+	if p.onSend != nil {
+		p.onSend(msg)
+	}
+}
+
+// set changes the state and reports it at once.
+func (p *progress) set(state string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.state = state
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// finish stops reporting and waits for the reporter to end.
+func (p *progress) finish() {
+	if p == nil {
+		return
+	}
+	close(p.stop)
+	<-p.done
+}
+
+// Queued and Started make progress a gemini.Observer.
+
+func (p *progress) Queued(ahead int) {
+	if ahead == 0 {
+		p.set("queued: next in line for a free gemini slot")
+		return
+	}
+	p.set(fmt.Sprintf("queued: %d call(s) ahead, waiting for a free gemini slot", ahead))
+}
+
+func (p *progress) Started() { p.set("gemini is running") }
+
+// waitingForSession reports a call that waits for an earlier call on the
+// same session.
+func (p *progress) waitingForSession(session string, ahead int) {
+	p.set(fmt.Sprintf("waiting for %d earlier call(s) on session %s to finish", ahead+1, session))
+}
