@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,6 +140,21 @@ func TestStdioChatAndReply(t *testing.T) {
 // within 5 s. It speaks raw JSON-RPC, because the SDK client's Close waits
 // for calls in flight.
 func TestStdioEOFStopsRunningCall(t *testing.T) {
+	testShutdownDuringCall(t, func(cmd *exec.Cmd, stdin io.Closer) { stdin.Close() })
+}
+
+// TestSignalStopsRunningCall sends SIGTERM or SIGINT while a call runs:
+// the server stops taking calls, cancels the one in flight, reaps the CLI
+// and exits 0 within 5 s.
+func TestSignalStopsRunningCall(t *testing.T) {
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		t.Run(sig.String(), func(t *testing.T) {
+			testShutdownDuringCall(t, func(cmd *exec.Cmd, _ io.Closer) { cmd.Process.Signal(sig) })
+		})
+	}
+}
+
+func testShutdownDuringCall(t *testing.T, stop func(cmd *exec.Cmd, stdin io.Closer)) {
 	if runtime.GOOS == "windows" {
 		t.Skip("process checks use /proc")
 	}
@@ -172,7 +188,7 @@ func TestStdioEOFStopsRunningCall(t *testing.T) {
 		t.Fatalf("the CLI never started\nstderr: %s", stderr.String())
 	}
 	start := time.Now()
-	stdin.Close()
+	stop(cmd, stdin)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -185,7 +201,7 @@ func TestStdioEOFStopsRunningCall(t *testing.T) {
 		<-done
 		t.Fatalf("server still running 5 s after EOF\nstderr: %s", stderr.String())
 	}
-	t.Logf("server exited %v after EOF", time.Since(start).Round(time.Millisecond))
+	t.Logf("server exited %v after the stop", time.Since(start).Round(time.Millisecond))
 	for _, pid := range []int{inv.Pid, inv.ChildPid} {
 		if alive(pid) {
 			t.Errorf("pid %d outlived the server", pid)
