@@ -121,7 +121,7 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 		MaxConcurrent:         cfg.MaxConcurrent,
 		MaxOutputBytes:        cfg.MaxOutputBytes,
 	}, log)
-	return &tools.Deps{Runner: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval}, nil
+	return &tools.Deps{Runner: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes}, nil
 }
 
 // serveStdio serves one MCP session on stdin/stdout until the client closes

@@ -31,6 +31,7 @@ type Config struct {
 	ProgressInterval      time.Duration
 	MaxPromptBytes        int
 	MaxOutputBytes        int
+	MaxAnswerBytes        int
 	LogLevel              slog.Level
 	ShowVersion           bool
 }
@@ -42,6 +43,7 @@ const (
 	DefaultProgressInterval = 5 * time.Second
 	DefaultMaxPromptBytes   = 1 << 20
 	DefaultMaxOutputBytes   = 32 << 20
+	DefaultMaxAnswerBytes   = 60000
 )
 
 // ApprovalModes are the CLI's --approval-mode values.
@@ -132,6 +134,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	fs.IntVar(&c.MaxConcurrent, "max-concurrent", c.MaxConcurrent, "most gemini processes at once; further calls wait in arrival order (GEMINI_MCP_MAX_CONCURRENT)")
 	size(&c.MaxPromptBytes, "max-prompt-bytes", "GEMINI_MCP_MAX_PROMPT_BYTES", DefaultMaxPromptBytes, "largest prompt or system prompt accepted, in bytes (suffixes KiB, MiB)")
 	size(&c.MaxOutputBytes, "max-output-bytes", "GEMINI_MCP_MAX_OUTPUT_BYTES", DefaultMaxOutputBytes, "largest CLI output read before a call is stopped, in bytes")
+	size(&c.MaxAnswerBytes, "max-answer-bytes", "GEMINI_MCP_MAX_ANSWER_BYTES", DefaultMaxAnswerBytes, "largest answer returned in one result; longer answers come in pages fetched with the chat-page tool")
 	level := "info"
 	if v, ok := env("GEMINI_MCP_LOG_LEVEL"); ok {
 		level = v
@@ -181,8 +184,8 @@ func (c *Config) validate() error {
 	if c.ProgressInterval < 100*time.Millisecond {
 		return errors.New("--progress-interval must be at least 100ms")
 	}
-	if c.MaxPromptBytes <= 0 || c.MaxOutputBytes <= 0 {
-		return errors.New("--max-prompt-bytes and --max-output-bytes must be positive")
+	if c.MaxPromptBytes <= 0 || c.MaxOutputBytes <= 0 || c.MaxAnswerBytes < 1000 {
+		return errors.New("--max-prompt-bytes and --max-output-bytes must be positive, --max-answer-bytes at least 1000")
 	}
 	if c.Gemini == "" {
 		return errors.New("--gemini must not be empty")

@@ -57,6 +57,7 @@ type options struct {
 	timeout          time.Duration
 	maxConcurrent    int
 	progressInterval time.Duration
+	maxAnswerBytes   int
 	client           *mcp.ClientOptions
 }
 
@@ -88,7 +89,7 @@ func (h *harness) connect() {
 		t.Fatal(err)
 	}
 	runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout, MaxConcurrent: h.opts.maxConcurrent}, nil)
-	srv := New("test", &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20, ProgressInterval: h.opts.progressInterval}, nil)
+	srv := New("test", &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20, ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes}, nil)
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)
@@ -113,6 +114,13 @@ func realDir(t *testing.T, d string) string {
 
 func (h *harness) call(name string, args map[string]any) (text string, sessionID string, isError bool) {
 	h.t.Helper()
+	text, meta, isError := h.callMeta(name, args)
+	id, _ := meta["sessionId"].(string)
+	return text, id, isError
+}
+
+func (h *harness) callMeta(name string, args map[string]any) (text string, meta mcp.Meta, isError bool) {
+	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := h.client.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
@@ -126,8 +134,7 @@ func (h *harness) call(name string, args map[string]any) (text string, sessionID
 	if !ok {
 		h.t.Fatalf("%s: content is %T", name, res.Content[0])
 	}
-	id, _ := res.Meta["sessionId"].(string)
-	return tc.Text, id, res.IsError
+	return tc.Text, res.Meta, res.IsError
 }
 
 func (h *harness) invocations() []geminitest.Invocation {
@@ -170,7 +177,7 @@ func TestToolSchemasSnapshot(t *testing.T) {
 			t.Errorf("tool %s differs from %s (rerun with -update if intended):\n%s", tool.Name, path, got)
 		}
 	}
-	if len(names) != 2 || !names["chat"] || !names["chat-reply"] {
+	if len(names) != 3 || !names["chat"] || !names["chat-reply"] || !names["chat-page"] {
 		t.Fatalf("tools %v", names)
 	}
 }
@@ -367,4 +374,47 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func TestLongAnswersArePaged(t *testing.T) {
+	full := newHarness(t)
+	whole, _, isErr := full.call("chat", map[string]any{"prompt": "[[stdout:3500]] long"})
+	if isErr || len(whole) != 3500 {
+		t.Fatalf("unpaged: %d bytes, isError %v", len(whole), isErr)
+	}
+	h := newHarness(t, options{maxAnswerBytes: 1000})
+	text, meta, isErr := h.callMeta("chat", map[string]any{"prompt": "[[stdout:3500]] long"})
+	if isErr {
+		t.Fatal(text)
+	}
+	id, _ := meta["answerId"].(string)
+	pages, _ := meta["pages"].(float64)
+	if id == "" || pages != 4 || !gemini.IsUUID(fmt.Sprint(meta["sessionId"])) {
+		t.Fatalf("meta %v", meta)
+	}
+	var got strings.Builder
+	for page := 1; page <= 4; page++ {
+		if page > 1 {
+			text, meta, isErr = h.callMeta("chat-page", map[string]any{"answerId": id, "page": page})
+			if isErr || meta["page"].(float64) != float64(page) {
+				t.Fatalf("page %d: %q %v", page, text, meta)
+			}
+		}
+		body, note, ok := strings.Cut(text, "\n\n[gemini-mcp-server: ")
+		if !ok || len(body) > 1000 {
+			t.Fatalf("page %d: %d bytes, note %v", page, len(body), ok)
+		}
+		if page < 4 && !strings.Contains(note, fmt.Sprintf("page %d of 4", page)) {
+			t.Fatalf("page %d note %q", page, note)
+		}
+		got.WriteString(body)
+	}
+	if got.String() != whole {
+		t.Fatal("the pages do not add up to the answer")
+	}
+	for _, bad := range []map[string]any{{"answerId": id, "page": 5}, {"answerId": id, "page": 0}, {"answerId": "nope", "page": 2}} {
+		if text, _, isErr := h.callMeta("chat-page", bad); !isErr || !strings.HasPrefix(text, tools.ErrorPrefix) {
+			t.Errorf("chat-page %v: %q", bad, text)
+		}
+	}
 }

@@ -1,5 +1,6 @@
 // Package tools defines the MCP tools this server offers: chat and
-// chat-reply. Register lists them explicitly.
+// chat-reply, and chat-page for answers too long for one result. Register
+// lists them explicitly.
 package tools
 
 import (
@@ -39,6 +40,10 @@ type Deps struct {
 	// ProgressInterval is how often progress is reported to clients that
 	// ask for it; 0 means DefaultProgressInterval.
 	ProgressInterval time.Duration
+	// MaxAnswerBytes is the largest answer returned in one result; longer
+	// ones are paged (see chat-page). 0 means DefaultMaxAnswerBytes.
+	MaxAnswerBytes int
+	pages          pager
 	// sessions orders calls on the same session: the CLI appends to one
 	// session file, so two turns must not run at once.
 	sessions queue.Locks
@@ -48,7 +53,7 @@ type Deps struct {
 // specification requires.
 const ErrorPrefix = "Error executing gemini: "
 
-// Register adds chat and chat-reply to s.
+// Register adds chat, chat-reply and chat-page to s.
 func Register(s *mcp.Server, d *Deps) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
@@ -56,8 +61,12 @@ func Register(s *mcp.Server, d *Deps) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.MaxAnswerBytes <= 0 {
+		d.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
 	mcp.AddTool(s, chatTool(), d.chat)
 	mcp.AddTool(s, replyTool(), d.chatReply)
+	mcp.AddTool(s, pageTool(), d.chatPage)
 }
 
 // Descriptions of the shared properties.
@@ -293,12 +302,22 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call gemini.Ca
 		return failure(err)
 	}
 	d.Log.Info("gemini call done", "dir", call.Dir, "resume", call.Resume, "session", res.SessionID, "via", res.SessionIDSource, "elapsed", time.Since(start))
-	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Response}}}
 	if res.SessionID != "" {
-		out.Meta = mcp.Meta{"sessionId": res.SessionID}
 		if _, err := d.Store.Touch(res.SessionID, call.Dir, call.Model, d.Now()); err != nil {
 			d.Log.Warn("recording the session", "session", res.SessionID, "err", err)
 		}
+	}
+	if len(res.Response) > d.MaxAnswerBytes {
+		// Never cut silently: the rest waits for chat-page.
+		pages := splitPages(res.Response, d.MaxAnswerBytes)
+		id := d.pages.put(res.SessionID, pages)
+		d.Log.Info("answer paged", "answer", id, "bytes", len(res.Response), "pages", len(pages))
+		a, _ := d.pages.get(id)
+		return pageResult(id, a, 1)
+	}
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Response}}}
+	if res.SessionID != "" {
+		out.Meta = mcp.Meta{"sessionId": res.SessionID}
 	}
 	return out
 }
