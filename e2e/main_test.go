@@ -1,0 +1,230 @@
+// Package e2e runs the real Gemini CLI behind the real gemini-mcp-server
+// binary, driven over stdio by the Go SDK's MCP client, with the CLI talking
+// to a fake Gemini API on 127.0.0.1 (internal/geminitest/fakeapi).
+//
+// The CLI is the one named by $GEMINI_MCP_E2E_GEMINI, e.g.
+//
+//	npm install --prefix ~/.cache/gmcp-e2e @google/gemini-cli@0.61.0
+//	GEMINI_MCP_E2E_GEMINI=~/.cache/gmcp-e2e/node_modules/.bin/gemini go test -race -v ./e2e/
+//
+// Without it the tests skip, except in CI ($CI set) or with
+// GEMINI_MCP_E2E_REQUIRED=1, where they fail. The suite takes about four
+// minutes: the CLI retries an HTTP 500 for more than three. With -short the
+// CLI is told to try only twice, and the suite takes under a minute.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+)
+
+// serverBin is the server binary TestMain built; "" when the suite is
+// skipped for want of a CLI.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	flag.Parse()
+	// The HTTP 500 scenario waits minutes for the CLI's retries while the
+	// others run; unless told otherwise, let them all run at once even on a
+	// machine with one or two CPUs.
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet && runtime.GOMAXPROCS(0) < 8 {
+		flag.Set("test.parallel", "8")
+	}
+	if os.Getenv(fakeapi.EnvGemini) != "" {
+		dir, err := os.MkdirTemp("", "gmcp-e2e-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		serverBin = filepath.Join(dir, "gemini-mcp-server")
+		if err := buildServer(serverBin); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// buildServer builds ./cmd/gemini-mcp-server into bin, with -race when the
+// tests have it.
+func buildServer(bin string) error {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	args = append(args, "./cmd/gemini-mcp-server")
+	cmd := exec.Command(goTool, args...)
+	cmd.Dir = ".." // the module root; go test runs in the package directory
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out.Bytes())
+	}
+	fmt.Fprintf(os.Stderr, "e2e: built the server (race=%v) in %v\n", raceEnabled, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// harness is one server process with its own fake API, CLI home, state
+// directory and TMPDIR, and an MCP client session to it.
+type harness struct {
+	gemini   string
+	api      *fakeapi.Server
+	home     string // the CLI's HOME
+	stateDir string // the server's --state-dir
+	tmpDir   string // the server's (and so the CLI's) TMPDIR
+	cliEnv   []string
+	cmd      *exec.Cmd
+	stderr   *lockedBuffer
+	session  *mcp.ClientSession
+	closed   bool
+}
+
+// start starts the server behind a fresh fake API. The server and the API
+// stop when the test ends.
+func start(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{gemini: fakeapi.RealCLI(t)}
+	if serverBin == "" {
+		t.Fatal("the server binary was not built")
+	}
+	h.api = fakeapi.New()
+	t.Cleanup(h.api.Close)
+	h.home, h.stateDir, h.tmpDir = t.TempDir(), t.TempDir(), t.TempDir()
+	serverDir := t.TempDir() // the server's own directory: the default cwd
+
+	h.cliEnv = append([]string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + h.tmpDir}, h.api.Home(t, h.home)...)
+	if testing.Short() {
+		// The CLI's general.maxAttempts (default 10, at most 10) bounds its
+		// retries of an HTTP 500: 2 attempts take seconds, not 4 minutes.
+		setGeneral(t, h.home, "maxAttempts", 2)
+	}
+	h.cmd = exec.Command(serverBin, "--gemini", h.gemini, "--state-dir", h.stateDir,
+		"--timeout", serverTimeout, "--log-level", "debug")
+	// GODEBUG=execwait=2 makes the server report an exec.Cmd it never waited for.
+	h.cmd.Env = append(append([]string{}, h.cliEnv...), "GODEBUG=execwait=2")
+	h.cmd.Dir = serverDir
+	h.stderr = &lockedBuffer{}
+	h.cmd.Stderr = h.stderr
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "gemini-mcp-server-e2e", Version: "0"}, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: h.cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting to the server: %v\nserver stderr:\n%s", err, h.stderr)
+	}
+	h.session = s
+	t.Cleanup(func() {
+		if !h.closed {
+			h.session.Close()
+		}
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", h.stderr)
+		}
+	})
+	return h
+}
+
+// shutdown closes the client session, which closes the server's stdin, and
+// checks that the server exited cleanly with nothing suspicious on stderr.
+func (h *harness) shutdown(t *testing.T) {
+	t.Helper()
+	h.closed = true
+	start := time.Now()
+	if err := h.session.Close(); err != nil {
+		t.Errorf("server did not exit cleanly after stdin closed: %v", err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("server took %v to exit after stdin closed", d)
+	}
+	for _, bad := range []string{"DATA RACE", "panic:", "leaked exec.Cmd", "fatal error:"} {
+		if strings.Contains(h.stderr.String(), bad) {
+			t.Errorf("server stderr contains %q", bad)
+		}
+	}
+}
+
+// call calls a tool and fails the test on a protocol error.
+func (h *harness) call(t *testing.T, timeout time.Duration, tool string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	start := time.Now()
+	res, err := h.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error after %v: %v", tool, time.Since(start).Round(time.Millisecond), err)
+	}
+	t.Logf("%s answered in %v (isError=%v)", tool, time.Since(start).Round(time.Millisecond), res.IsError)
+	return res
+}
+
+// setGeneral sets general.<key> in the CLI's settings.json under home.
+func setGeneral(t *testing.T, home, key string, value any) {
+	t.Helper()
+	path := filepath.Join(home, ".gemini", "settings.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var settings map[string]any
+	if err := json.Unmarshal(b, &settings); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	general, _ := settings["general"].(map[string]any)
+	if general == nil {
+		general = map[string]any{}
+	}
+	general[key] = value
+	settings["general"] = general
+	if b, err = json.Marshal(settings); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

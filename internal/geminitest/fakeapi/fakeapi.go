@@ -1,0 +1,383 @@
+// Package fakeapi is a fake Gemini API for tests that run the real Gemini CLI
+// offline.
+//
+// A Server listens on 127.0.0.1 only and answers the two calls the CLI makes:
+//
+//   - POST /v1beta/models/<model>:streamGenerateContent?alt=sse, the turn
+//     itself, answered with one server-sent event whose text is
+//     deterministic (see [Answer]);
+//   - POST /v1beta/models/<model>:generateContent, used by the CLI's model
+//     router and for session titles, answered with the router's JSON
+//     ([RouterAnswer]).
+//
+// Every request is recorded ([Server.Requests]). The text of the last user
+// content of a streamGenerateContent request may carry directives:
+//
+//   - [[status:N]] answers HTTP N with a Google API error body whose message
+//     is "fake error N" (see [ErrorMessage]);
+//   - [[sleep:MS]] waits MS milliseconds (or until the request is cancelled)
+//     before answering.
+//
+// [Home] prepares a throwaway home directory in which the CLI talks to a
+// Server and to nothing else, and [RealCLI] finds the real CLI for tests
+// that need it.
+package fakeapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// Methods of the Gemini API that the Server answers, as recorded in
+// [Request.Method].
+const (
+	MethodStream   = "streamGenerateContent"
+	MethodGenerate = "generateContent"
+)
+
+// RouterAnswer is the text of every generateContent answer. It satisfies the
+// CLI's model router (which wants a complexity_score of at least 1) and makes
+// an acceptable, if odd, session title.
+const RouterAnswer = `{"reasoning":"r","complexity_reasoning":"r","complexity_score":50,"model_choice":"flash"}`
+
+// Request is one API call as the Server saw it.
+type Request struct {
+	// Method is MethodStream or MethodGenerate.
+	Method string
+	// Model is the model name from the URL path.
+	Model string
+	// SystemInstruction is the text of systemInstruction's parts, joined
+	// with newlines; empty when the request has none.
+	SystemInstruction string
+	// NumContents is the number of entries in contents (the history plus
+	// the new turn).
+	NumContents int
+	// LastUserText is the text of the last content whose role is "user",
+	// its text parts joined with newlines, leaving out the part the CLI
+	// adds to the first turn that starts with "<session_context>". On a
+	// turn started with a prompt it is that prompt.
+	LastUserText string
+	// Status is the HTTP status the Server answered with.
+	Status int
+	// Answer is the text the Server answered with (the error message when
+	// Status is not 200).
+	Answer string
+	// Body is the raw request body.
+	Body []byte
+	// Time is when the request arrived.
+	Time time.Time
+}
+
+// Server is a fake Gemini API. Its methods are safe for concurrent use.
+type Server struct {
+	ts *httptest.Server
+
+	mu   sync.Mutex
+	reqs []Request
+
+	closeOnce sync.Once
+}
+
+// New starts a Server on 127.0.0.1 with a random port. The caller must Close
+// it (in tests: t.Cleanup(s.Close)).
+func New() *Server {
+	s := &Server{}
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("fakeapi: listen on 127.0.0.1: %v", err))
+	}
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	s.ts = ts
+	return s
+}
+
+// URL returns the base URL, http://127.0.0.1:PORT, to put in
+// GOOGLE_GEMINI_BASE_URL.
+func (s *Server) URL() string { return s.ts.URL }
+
+// Requests returns a copy of the requests seen so far, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.reqs))
+	copy(out, s.reqs)
+	return out
+}
+
+// Close stops the Server, cutting any request still running. It may be
+// called more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.ts.CloseClientConnections()
+		s.ts.Close()
+	})
+}
+
+// Answer returns the text the Server streams back for a turn: it names the
+// model, the number of contents, whether a system instruction was present,
+// and the first 40 runes of the last user text.
+func Answer(model string, numContents int, system, lastUserText string) string {
+	sys := "no"
+	if system != "" {
+		sys = "yes"
+	}
+	return fmt.Sprintf("fake-api answer: model=%s contents=%d system=%s last=%s",
+		model, numContents, sys, firstRunes(lastUserText, 40))
+}
+
+// ErrorMessage returns the message of the error the Server answers for
+// [[status:N]].
+func ErrorMessage(status int) string { return fmt.Sprintf("fake error %d", status) }
+
+// Settings is the settings.json [Home] writes: API-key auth (required with
+// GOOGLE_GEMINI_BASE_URL), no folder trust prompts, no telemetry or usage
+// statistics, no update checks, no IDE, and no session cleanup (which hits
+// upstream bug google-gemini/gemini-cli#27368).
+const Settings = `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}},` +
+	`"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},` +
+	`"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"sessionRetention":{"enabled":false}},` +
+	`"ide":{"enabled":false}}`
+
+// Home makes dir a Gemini CLI home that talks to the API at baseURL: it
+// writes dir/.gemini/settings.json ([Settings]) and returns the environment
+// entries HOME=dir, GEMINI_API_KEY and GOOGLE_GEMINI_BASE_URL=baseURL. The
+// CLI then keeps its sessions under dir/.gemini/tmp.
+func Home(tb testing.TB, dir, baseURL string) []string {
+	tb.Helper()
+	gdir := filepath.Join(dir, ".gemini")
+	if err := os.MkdirAll(gdir, 0o755); err != nil {
+		tb.Fatalf("fakeapi: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(gdir, "settings.json"), []byte(Settings+"\n"), 0o644); err != nil {
+		tb.Fatalf("fakeapi: %v", err)
+	}
+	return []string{
+		"HOME=" + dir,
+		"GEMINI_API_KEY=fakeapi-key",
+		"GOOGLE_GEMINI_BASE_URL=" + baseURL,
+	}
+}
+
+// Home is [Home] for this Server's URL.
+func (s *Server) Home(tb testing.TB, dir string) []string {
+	tb.Helper()
+	return Home(tb, dir, s.URL())
+}
+
+var (
+	pathRE   = regexp.MustCompile(`^/v1(?:beta|alpha|)/models/([^/:]+):(streamGenerateContent|generateContent)$`)
+	statusRE = regexp.MustCompile(`\[\[status:(\d{3})\]\]`)
+	sleepRE  = regexp.MustCompile(`\[\[sleep:(\d+)\]\]`)
+)
+
+type part struct {
+	Text string `json:"text"`
+}
+
+type content struct {
+	Role  string `json:"role"`
+	Parts []part `json:"parts"`
+}
+
+type apiRequest struct {
+	SystemInstruction *content  `json:"systemInstruction"`
+	Contents          []content `json:"contents"`
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := Request{Time: time.Now()}
+	m := pathRE.FindStringSubmatch(r.URL.Path)
+	if r.Method != http.MethodPost || m == nil {
+		rec.Method = r.Method + " " + r.URL.Path
+		s.fail(w, rec, http.StatusNotFound, "fakeapi: no such method")
+		return
+	}
+	rec.Model, rec.Method = m[1], m[2]
+	body, err := io.ReadAll(r.Body)
+	rec.Body = body
+	if err != nil {
+		s.fail(w, rec, http.StatusBadRequest, "fakeapi: read body: "+err.Error())
+		return
+	}
+	var req apiRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		s.fail(w, rec, http.StatusBadRequest, "fakeapi: bad JSON: "+err.Error())
+		return
+	}
+	if req.SystemInstruction != nil {
+		rec.SystemInstruction = joinParts(req.SystemInstruction.Parts)
+	}
+	rec.NumContents = len(req.Contents)
+	for i := len(req.Contents) - 1; i >= 0; i-- {
+		if req.Contents[i].Role == "user" {
+			rec.LastUserText = joinParts(withoutContext(req.Contents[i].Parts))
+			break
+		}
+	}
+
+	if rec.Method == MethodGenerate {
+		rec.Status, rec.Answer = http.StatusOK, RouterAnswer
+		s.record(rec)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(responseJSON(RouterAnswer))
+		return
+	}
+
+	if sm := sleepRE.FindStringSubmatch(rec.LastUserText); sm != nil {
+		ms, _ := strconv.Atoi(sm[1])
+		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+	}
+	if sm := statusRE.FindStringSubmatch(rec.LastUserText); sm != nil {
+		code, _ := strconv.Atoi(sm[1])
+		if code != http.StatusOK {
+			s.fail(w, rec, code, ErrorMessage(code))
+			return
+		}
+	}
+
+	rec.Status = http.StatusOK
+	rec.Answer = Answer(rec.Model, rec.NumContents, rec.SystemInstruction, rec.LastUserText)
+	s.record(rec)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "data: %s\n\n", responseJSON(rec.Answer))
+}
+
+// fail records rec and answers with a Google API error.
+func (s *Server) fail(w http.ResponseWriter, rec Request, code int, msg string) {
+	rec.Status, rec.Answer = code, msg
+	s.record(rec)
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"code": code, "message": msg, "status": statusName(code),
+	}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(b)
+}
+
+func (s *Server) record(rec Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = append(s.reqs, rec)
+}
+
+// responseJSON is a GenerateContentResponse with one candidate saying text.
+func responseJSON(text string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"candidates": []any{map[string]any{
+			"content":      map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}},
+			"finishReason": "STOP",
+			"index":        0,
+		}},
+		"usageMetadata": map[string]any{"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+	})
+	return b
+}
+
+// statusName is the google.rpc.Code name Google's APIs pair with an HTTP
+// status.
+func statusName(code int) string {
+	switch code {
+	case 400:
+		return "INVALID_ARGUMENT"
+	case 401:
+		return "UNAUTHENTICATED"
+	case 403:
+		return "PERMISSION_DENIED"
+	case 404:
+		return "NOT_FOUND"
+	case 429:
+		return "RESOURCE_EXHAUSTED"
+	case 500:
+		return "INTERNAL"
+	case 503:
+		return "UNAVAILABLE"
+	case 504:
+		return "DEADLINE_EXCEEDED"
+	}
+	return "UNKNOWN"
+}
+
+// withoutContext drops the <session_context> part the CLI puts before the
+// first prompt of a session.
+func withoutContext(ps []part) []part {
+	out := make([]part, 0, len(ps))
+	for _, p := range ps {
+		if !strings.HasPrefix(p.Text, "<session_context>") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func joinParts(ps []part) string {
+	texts := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+func firstRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for k := 0; k < n; k++ {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i]
+}
+
+// Environment variables that gate the tests running the real Gemini CLI.
+const (
+	// EnvGemini holds the path of the real gemini executable.
+	EnvGemini = "GEMINI_MCP_E2E_GEMINI"
+	// EnvRequired set to 1 turns a missing EnvGemini into a failure.
+	EnvRequired = "GEMINI_MCP_E2E_REQUIRED"
+)
+
+// RealCLI returns the path of the real Gemini CLI named by $GEMINI_MCP_E2E_GEMINI.
+// When that is unset it skips the test, except in CI ($CI non-empty) or when
+// $GEMINI_MCP_E2E_REQUIRED=1, where it fails it: such tests must never be
+// skipped silently in CI.
+func RealCLI(tb testing.TB) string {
+	tb.Helper()
+	path := os.Getenv(EnvGemini)
+	if path == "" {
+		msg := EnvGemini + " is not set: it must name the real Gemini CLI " +
+			"(e.g. npm install --prefix DIR @google/gemini-cli@0.61.0; " + EnvGemini + "=DIR/node_modules/.bin/gemini)"
+		if os.Getenv("CI") != "" || os.Getenv(EnvRequired) == "1" {
+			tb.Fatalf("%s; required because CI or %s=1 is set", msg, EnvRequired)
+		}
+		tb.Skip(msg)
+	}
+	if _, err := os.Stat(path); err != nil {
+		tb.Fatalf("%s: %v", EnvGemini, err)
+	}
+	return path
+}

@@ -1,0 +1,331 @@
+package fakeapi
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// post sends body to the Server's method for model and returns the answer.
+func post(t *testing.T, s *Server, model, method, body string) (*http.Response, []byte) {
+	t.Helper()
+	u := fmt.Sprintf("%s/v1beta/models/%s:%s", s.URL(), model, method)
+	if method == MethodStream {
+		u += "?alt=sse"
+	}
+	resp, err := http.Post(u, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// reqBody builds a request with a system instruction (if non-empty) and the
+// given user turns, a model answer between each two.
+func reqBody(t *testing.T, system string, turns ...string) string {
+	t.Helper()
+	var contents []any
+	for i, turn := range turns {
+		if i > 0 {
+			contents = append(contents, map[string]any{"role": "model", "parts": []any{map[string]any{"text": "ok"}}})
+		}
+		parts := []any{map[string]any{"text": turn}}
+		if i == 0 {
+			parts = append([]any{map[string]any{"text": "<session_context>\nThis is the Gemini CLI.\n</session_context>"}}, parts...)
+		}
+		contents = append(contents, map[string]any{"role": "user", "parts": parts})
+	}
+	m := map[string]any{"contents": contents, "tools": []any{}}
+	if system != "" {
+		m["systemInstruction"] = map[string]any{"role": "user", "parts": []any{map[string]any{"text": system}}}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// sseText returns the candidate text of each data frame.
+func sseText(t *testing.T, body []byte) []string {
+	t.Helper()
+	var texts []string
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			if sc.Text() != "" {
+				t.Errorf("unexpected SSE line %q", sc.Text())
+			}
+			continue
+		}
+		texts = append(texts, candidateText(t, []byte(line)))
+	}
+	return texts
+}
+
+func candidateText(t *testing.T, b []byte) string {
+	t.Helper()
+	var r struct {
+		Candidates []struct {
+			Content struct {
+				Role  string
+				Parts []struct{ Text string }
+			}
+			FinishReason string
+		}
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("bad response %s: %v", b, err)
+	}
+	if len(r.Candidates) != 1 || r.Candidates[0].Content.Role != "model" ||
+		len(r.Candidates[0].Content.Parts) != 1 || r.Candidates[0].FinishReason != "STOP" {
+		t.Fatalf("unexpected response shape %s", b)
+	}
+	return r.Candidates[0].Content.Parts[0].Text
+}
+
+func newServer(t *testing.T) *Server {
+	s := New()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestStreamAnswerAndRecord(t *testing.T) {
+	s := newServer(t)
+	before := time.Now()
+	resp, body := post(t, s, "gemini-unit", MethodStream, reqBody(t, "be brief", "first", "second question"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	want := "fake-api answer: model=gemini-unit contents=3 system=yes last=second question"
+	if got := sseText(t, body); len(got) != 1 || got[0] != want {
+		t.Errorf("answer = %q, want [%q]", got, want)
+	}
+	if !strings.HasSuffix(string(body), "\n\n") {
+		t.Errorf("SSE frame not ended by a blank line: %q", body)
+	}
+
+	reqs := s.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("got %d requests, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Method != MethodStream || r.Model != "gemini-unit" || r.SystemInstruction != "be brief" ||
+		r.NumContents != 3 || r.LastUserText != "second question" || r.Status != 200 || r.Answer != want {
+		t.Errorf("recorded %+v", r)
+	}
+	if r.Time.Before(before) || r.Time.After(time.Now()) {
+		t.Errorf("Time = %v, not during the call", r.Time)
+	}
+	if !strings.Contains(string(r.Body), "second question") {
+		t.Errorf("Body not recorded: %q", r.Body)
+	}
+}
+
+func TestStreamFirstTurnSkipsSessionContext(t *testing.T) {
+	s := newServer(t)
+	_, body := post(t, s, "m", MethodStream, reqBody(t, "", "héllo wörld, this prompt is longer than forty runes for sure"))
+	want := "fake-api answer: model=m contents=1 system=no last=héllo wörld, this prompt is longer than "
+	if got := sseText(t, body); len(got) != 1 || got[0] != want {
+		t.Errorf("answer = %q, want %q", got, want)
+	}
+	if r := s.Requests()[0]; r.LastUserText != "héllo wörld, this prompt is longer than forty runes for sure" || r.SystemInstruction != "" {
+		t.Errorf("recorded %+v", r)
+	}
+}
+
+func TestGenerateContentRouterAnswer(t *testing.T) {
+	s := newServer(t)
+	resp, body := post(t, s, "gemini-router", MethodGenerate, reqBody(t, "route", "[[status:400]] only for streams"))
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	text := candidateText(t, body)
+	var router struct {
+		ComplexityScore     int    `json:"complexity_score"`
+		ComplexityReasoning string `json:"complexity_reasoning"`
+	}
+	if err := json.Unmarshal([]byte(text), &router); err != nil || router.ComplexityScore < 1 || router.ComplexityReasoning == "" {
+		t.Errorf("router answer %q: %+v %v", text, router, err)
+	}
+	if r := s.Requests()[0]; r.Method != MethodGenerate || r.Model != "gemini-router" || r.Status != 200 {
+		t.Errorf("recorded %+v", r)
+	}
+}
+
+func TestStatusDirective(t *testing.T) {
+	s := newServer(t)
+	for _, code := range []int{400, 429, 500, 503} {
+		resp, body := post(t, s, "m", MethodStream, reqBody(t, "", fmt.Sprintf("please fail [[status:%d]] now", code)))
+		if resp.StatusCode != code {
+			t.Errorf("status = %d, want %d", resp.StatusCode, code)
+		}
+		var e struct {
+			Error struct {
+				Code    int
+				Message string
+				Status  string
+			}
+		}
+		if err := json.Unmarshal(body, &e); err != nil {
+			t.Fatalf("error body %s: %v", body, err)
+		}
+		if e.Error.Code != code || e.Error.Message != ErrorMessage(code) || e.Error.Status == "" {
+			t.Errorf("error body %s", body)
+		}
+		if got := ErrorMessage(code); got != fmt.Sprintf("fake error %d", code) {
+			t.Errorf("ErrorMessage(%d) = %q", code, got)
+		}
+	}
+	// A directive in an earlier turn does not fail the new one.
+	resp, _ := post(t, s, "m", MethodStream, reqBody(t, "", "[[status:400]]", "fine now"))
+	if resp.StatusCode != 200 {
+		t.Errorf("directive in history: status %d", resp.StatusCode)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 5 || reqs[0].Status != 400 || reqs[0].Answer != "fake error 400" || reqs[4].Status != 200 {
+		t.Errorf("recorded %+v", reqs)
+	}
+}
+
+func TestSleepDirective(t *testing.T) {
+	s := newServer(t)
+	start := time.Now()
+	resp, _ := post(t, s, "m", MethodStream, reqBody(t, "", "slow [[sleep:300]] answer"))
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("answered after %v, want at least 300ms", d)
+	}
+	if resp.StatusCode != 200 {
+		t.Errorf("status %d", resp.StatusCode)
+	}
+
+	// Close does not wait for a sleeping request.
+	s2 := New()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		u := s2.URL() + "/v1beta/models/m:streamGenerateContent?alt=sse"
+		if resp, err := http.Post(u, "application/json", strings.NewReader(reqBody(t, "", "[[sleep:60000]]"))); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // let the request reach the handler
+	closed := time.Now()
+	s2.Close()
+	s2.Close() // idempotent
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("client still waiting 10s after Close")
+	}
+	if d := time.Since(closed); d > 5*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	s := newServer(t)
+	for _, tc := range []struct {
+		method, path string
+		body         string
+		want         int
+	}{
+		{"GET", "/v1beta/models/m:streamGenerateContent", "", 404},
+		{"POST", "/v1beta/models/m:countTokens", "{}", 404},
+		{"POST", "/v1beta/models/m:generateContent", "not json", 400},
+	} {
+		req, _ := http.NewRequest(tc.method, s.URL()+tc.path, strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s %s: status %d, want %d", tc.method, tc.path, resp.StatusCode, tc.want)
+		}
+	}
+	if n := len(s.Requests()); n != 3 {
+		t.Errorf("recorded %d requests, want 3", n)
+	}
+}
+
+func TestLoopbackOnly(t *testing.T) {
+	s := newServer(t)
+	u, err := url.Parse(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Scheme != "http" || u.Hostname() != "127.0.0.1" || u.Port() == "" {
+		t.Errorf("URL() = %q, want http://127.0.0.1:PORT", s.URL())
+	}
+}
+
+func TestRequestsConcurrentAndCopied(t *testing.T) {
+	s := newServer(t)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			post(t, s, "m", MethodStream, reqBody(t, "", fmt.Sprintf("prompt %d", i)))
+			_ = s.Requests()
+		}()
+	}
+	wg.Wait()
+	reqs := s.Requests()
+	if len(reqs) != 20 {
+		t.Fatalf("got %d requests, want 20", len(reqs))
+	}
+	reqs[0].Model = "changed"
+	if s.Requests()[0].Model == "changed" {
+		t.Error("Requests returned the Server's own slice")
+	}
+}
+
+func TestHome(t *testing.T) {
+	s := newServer(t)
+	dir := t.TempDir()
+	env := s.Home(t, dir)
+	want := []string{"HOME=" + dir, "GEMINI_API_KEY=fakeapi-key", "GOOGLE_GEMINI_BASE_URL=" + s.URL()}
+	if strings.Join(env, "\n") != strings.Join(want, "\n") {
+		t.Errorf("env = %q, want %q", env, want)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ".gemini", "settings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var settings struct {
+		Security struct {
+			Auth        struct{ SelectedType string }
+			FolderTrust struct{ Enabled bool }
+		}
+		General struct {
+			SessionRetention struct{ Enabled *bool }
+		}
+	}
+	if err := json.Unmarshal(b, &settings); err != nil {
+		t.Fatalf("settings.json: %v", err)
+	}
+	if settings.Security.Auth.SelectedType != "gemini-api-key" || settings.Security.FolderTrust.Enabled ||
+		settings.General.SessionRetention.Enabled == nil || *settings.General.SessionRetention.Enabled {
+		t.Errorf("settings.json = %s", b)
+	}
+}
