@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"runtime/debug"
+	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -32,6 +35,7 @@ const usageHeader = `gemini-mcp-server: Google Gemini as MCP tools, through the 
 
 Usage:
   gemini-mcp-server [flags]          serve MCP over stdio (what MCP clients run)
+  gemini-mcp-server --http ADDR      serve MCP over HTTP: /mcp, /sse, /healthz
   gemini-mcp-server doctor [flags]   check the Gemini CLI, its auth and settings
   gemini-mcp-server --version        print the version
 
@@ -82,7 +86,11 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	if sub == "doctor" {
 		return Doctor(ctx, cfg, version, sio.Stdout, sio.Getenv)
 	}
-	if err := serveStdio(ctx, cfg, version, sio, log); err != nil {
+	serve := serveStdio
+	if cfg.HTTP != "" {
+		serve = serveHTTP
+	}
+	if err := serve(ctx, cfg, version, sio, log); err != nil {
 		log.Error("server stopped", "err", err)
 		return 1
 	}
@@ -179,6 +187,68 @@ func (e *eofReader) Close() error {
 		return c.Close()
 	}
 	return nil
+}
+
+// serveHTTP serves MCP over HTTP until ctx ends (SIGINT, SIGTERM).
+func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
+	tokens, err := loadTokens(cfg)
+	if err != nil {
+		return err
+	}
+	if err := server.CheckBind(cfg.HTTP, tokens, cfg.AllowInsecureRemote); err != nil {
+		return err
+	}
+	deps, err := NewDeps(cfg, log)
+	if err != nil {
+		return err
+	}
+	if _, err := gemini.Resolve(cfg.Gemini); err != nil {
+		log.Warn("calls will fail until this is fixed", "err", err)
+	}
+	life, endLife := context.WithCancel(ctx)
+	defer endLife()
+	deps.Lifetime = life
+	srv := server.New(version, deps, log)
+	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins,
+		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), Log: log,
+		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Timeout)})
+	ln, err := net.Listen("tcp", cfg.HTTP)
+	if err != nil {
+		return err
+	}
+	// The address line goes to stderr (never stdout) so that scripts and
+	// tests binding port 0 can learn the port.
+	log.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+server.PathMCP,
+		"sse", "http://"+ln.Addr().String()+server.PathSSE, "auth", len(tokens) > 0, "stateless", cfg.Stateless, "version", version)
+	return server.ServeHTTP(life, life, ln, h, 5*time.Second, log)
+}
+
+// loadTokens gathers bearer tokens from GEMINI_MCP_TOKENS and --token-file.
+func loadTokens(cfg *config.Config) ([]string, error) {
+	tokens := append([]string(nil), cfg.Tokens...)
+	if cfg.TokenFile == "" {
+		return tokens, nil
+	}
+	data, err := os.ReadFile(cfg.TokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("--token-file: %w", err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if len(line) < 16 {
+			return nil, fmt.Errorf("--token-file %s: every token must be at least 16 characters", cfg.TokenFile)
+		}
+		tokens = append(tokens, line)
+		n++
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("--token-file %s holds no token", cfg.TokenFile)
+	}
+	return tokens, nil
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -34,6 +34,14 @@ type Config struct {
 	MaxAnswerBytes        int
 	LogLevel              slog.Level
 	ShowVersion           bool
+
+	HTTP                string // serve HTTP on this address instead of stdio
+	Tokens              []string
+	TokenFile           string
+	AllowedOrigins      []string
+	Stateless           bool
+	AllowInsecureRemote bool
+	MaxBodyBytes        int
 }
 
 // Defaults.
@@ -135,6 +143,15 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	size(&c.MaxPromptBytes, "max-prompt-bytes", "GEMINI_MCP_MAX_PROMPT_BYTES", DefaultMaxPromptBytes, "largest prompt or system prompt accepted, in bytes (suffixes KiB, MiB)")
 	size(&c.MaxOutputBytes, "max-output-bytes", "GEMINI_MCP_MAX_OUTPUT_BYTES", DefaultMaxOutputBytes, "largest CLI output read before a call is stopped, in bytes")
 	size(&c.MaxAnswerBytes, "max-answer-bytes", "GEMINI_MCP_MAX_ANSWER_BYTES", DefaultMaxAnswerBytes, "largest answer returned in one result; longer answers come in pages fetched with the chat-page tool")
+	str(&c.HTTP, "http", "GEMINI_MCP_HTTP", "", "serve MCP over HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio: Streamable HTTP at /mcp, SSE at /sse, /healthz")
+	if v, ok := env("GEMINI_MCP_TOKENS"); ok {
+		c.Tokens = splitList(v)
+	}
+	str(&c.TokenFile, "token-file", "GEMINI_MCP_TOKEN_FILE", "", "file of accepted bearer tokens for HTTP, one per line; GEMINI_MCP_TOKENS takes a comma-separated list")
+	list(&c.AllowedOrigins, "allowed-origins", "GEMINI_MCP_ALLOWED_ORIGINS", "browser origins allowed to call the HTTP server besides loopback ones, e.g. https://app.example.com")
+	boolean(&c.Stateless, "stateless", "GEMINI_MCP_STATELESS", "serve Streamable HTTP without sessions, for several replicas behind a load balancer (SSE is then off)")
+	boolean(&c.AllowInsecureRemote, "allow-insecure-remote", "GEMINI_MCP_ALLOW_INSECURE_REMOTE", "allow --http on a non-loopback address without tokens")
+	size(&c.MaxBodyBytes, "max-body-bytes", "GEMINI_MCP_MAX_BODY_BYTES", 0, "largest HTTP request body (default: 4 MiB, or more to fit --max-prompt-bytes)")
 	level := "info"
 	if v, ok := env("GEMINI_MCP_LOG_LEVEL"); ok {
 		level = v
@@ -186,6 +203,14 @@ func (c *Config) validate() error {
 	}
 	if c.MaxPromptBytes <= 0 || c.MaxOutputBytes <= 0 || c.MaxAnswerBytes < 1000 {
 		return errors.New("--max-prompt-bytes and --max-output-bytes must be positive, --max-answer-bytes at least 1000")
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = max(4<<20, 2*c.MaxPromptBytes+64<<10)
+	}
+	for _, t := range c.Tokens {
+		if len(t) < 16 {
+			return errors.New("GEMINI_MCP_TOKENS: every token must be at least 16 characters")
+		}
 	}
 	if c.Gemini == "" {
 		return errors.New("--gemini must not be empty")

@@ -59,6 +59,7 @@ type options struct {
 	progressInterval time.Duration
 	maxAnswerBytes   int
 	client           *mcp.ClientOptions
+	noConnect        bool // build the harness without an in-memory client
 }
 
 func newHarness(t *testing.T, opts ...options) *harness {
@@ -76,7 +77,9 @@ func newHarness(t *testing.T, opts ...options) *harness {
 		geminitest.EnvLog + "=" + h.log,
 		geminitest.EnvSelfTimeout + "=30s",
 	}
-	h.connect()
+	if !h.opts.noConnect {
+		h.connect()
+	}
 	return h
 }
 
@@ -84,12 +87,7 @@ func newHarness(t *testing.T, opts ...options) *harness {
 // connects a client.
 func (h *harness) connect() {
 	t := h.t
-	store, err := session.Open(h.stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout, MaxConcurrent: h.opts.maxConcurrent}, nil)
-	srv := New("test", &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20, ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes}, nil)
+	srv := h.newServer()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)
@@ -102,6 +100,17 @@ func (h *harness) connect() {
 	}
 	t.Cleanup(func() { cs.Close(); ss.Wait() })
 	h.client = cs
+}
+
+// newServer builds a server on the fake CLI with the harness's options.
+func (h *harness) newServer() *mcp.Server {
+	store, err := session.Open(h.stateDir)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout, MaxConcurrent: h.opts.maxConcurrent}, nil)
+	return New("test", &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20,
+		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes}, nil)
 }
 
 func realDir(t *testing.T, d string) string {

@@ -1,0 +1,220 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// HTTPOptions configures the HTTP transports.
+type HTTPOptions struct {
+	Version string
+	// Tokens are the accepted bearer tokens; none means no auth, which is
+	// allowed only on loopback addresses unless AllowInsecureRemote.
+	Tokens []string
+	// AllowedOrigins are browser origins (scheme://host[:port]) allowed
+	// besides loopback ones.
+	AllowedOrigins []string
+	// Stateless serves Streamable HTTP without sessions, for replicas
+	// behind a load balancer; the SSE transport, which needs a session per
+	// stream, is then off.
+	Stateless    bool
+	MaxBodyBytes int64
+	// SessionIdleTimeout closes sessions that sent no request for this
+	// long, so that clients that vanish without ending their session do
+	// not leave it behind; 0 means DefaultSessionIdleTimeout.
+	SessionIdleTimeout time.Duration
+	Log                *slog.Logger
+}
+
+// DefaultSessionIdleTimeout is long enough for any call to finish.
+const DefaultSessionIdleTimeout = time.Hour
+
+// Paths served over HTTP.
+const (
+	PathMCP     = "/mcp"
+	PathSSE     = "/sse"
+	PathHealthz = "/healthz"
+)
+
+// NewHTTPHandler serves srv over Streamable HTTP at /mcp and the legacy
+// SSE transport at /sse (its message endpoint is /sse?sessionid=…), with
+// /healthz for liveness checks. Both MCP endpoints check the Origin header
+// and, when tokens are configured, the bearer token.
+func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.SessionIdleTimeout <= 0 {
+		o.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	get := func(*http.Request) *mcp.Server { return srv }
+	streamable := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Stateless:           o.Stateless,
+		MaxRequestBodyBytes: o.MaxBodyBytes,
+		Logger:              o.Log,
+		SessionTimeout:      o.SessionIdleTimeout,
+		// A dropped POST can no longer carry the answer: stop the CLI.
+		PropagateRequestCancellation: true,
+	})
+	guard := newGuard(o)
+	mux := http.NewServeMux()
+	mux.Handle(PathMCP, guard.wrap(streamable))
+	if o.Stateless {
+		mux.HandleFunc(PathSSE, func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "the SSE transport needs sessions and is off in stateless mode; use "+PathMCP, http.StatusNotFound)
+		})
+	} else {
+		mux.Handle(PathSSE, guard.wrap(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: o.MaxBodyBytes})))
+	}
+	mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]string{"status": "ok", "name": Name, "version": o.Version})
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, fmt.Sprintf("not found: MCP is served at %s (Streamable HTTP) and %s (SSE)", PathMCP, PathSSE), http.StatusNotFound)
+	})
+	return mux
+}
+
+// guard checks what every MCP request must pass: its Origin (against DNS
+// rebinding and cross-site requests from browsers) and its bearer token.
+type guard struct {
+	tokens  [][sha256.Size]byte
+	origins map[string]bool
+	log     *slog.Logger
+}
+
+func newGuard(o HTTPOptions) *guard {
+	g := &guard{origins: map[string]bool{}, log: o.Log}
+	for _, t := range o.Tokens {
+		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
+	}
+	for _, origin := range o.AllowedOrigins {
+		g.origins[strings.ToLower(strings.TrimRight(origin, "/"))] = true
+	}
+	return g
+}
+
+func (g *guard) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
+			g.log.Warn("refused a request from a foreign origin", "origin", origin, "remote", r.RemoteAddr)
+			http.Error(w, "origin not allowed: "+origin, http.StatusForbidden)
+			return
+		}
+		if len(g.tokens) > 0 {
+			if err := g.checkToken(r); err != nil {
+				challenge := `Bearer realm="gemini-mcp-server"`
+				if r.Header.Get("Authorization") != "" {
+					challenge += `, error="invalid_token"`
+				}
+				w.Header().Set("WWW-Authenticate", challenge)
+				http.Error(w, err.Error(), http.StatusUnauthorized)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// originAllowed accepts loopback origins and the configured ones.
+func (g *guard) originAllowed(origin string) bool {
+	if g.origins[strings.ToLower(strings.TrimRight(origin, "/"))] {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return IsLoopbackHost(u.Hostname())
+}
+
+// checkToken compares the request's bearer token with every configured
+// token in constant time (hashes of equal length, no early exit), so that
+// timing reveals neither a token nor how many there are.
+func (g *guard) checkToken(r *http.Request) error {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		return errors.New("missing bearer token: send Authorization: Bearer <token>")
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	match := 0
+	for i := range g.tokens {
+		match |= subtle.ConstantTimeCompare(sum[:], g.tokens[i][:])
+	}
+	if match != 1 {
+		return errors.New("invalid bearer token")
+	}
+	return nil
+}
+
+// IsLoopbackHost reports whether host (a name or an IP, without port) is
+// this machine's loopback.
+func IsLoopbackHost(host string) bool {
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CheckBind refuses to serve on a non-loopback address without tokens,
+// unless the operator said so explicitly.
+func CheckBind(addr string, tokens []string, allowInsecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %q: %v (use host:port, e.g. 127.0.0.1:8080)", addr, err)
+	}
+	if IsLoopbackHost(host) || len(tokens) > 0 || allowInsecure {
+		return nil
+	}
+	if host == "" {
+		host = "all interfaces"
+	}
+	return fmt.Errorf("--http %s listens on %s without authentication: anyone who can reach it could run Gemini on this machine's account. "+
+		"Set bearer tokens (GEMINI_MCP_TOKENS or --token-file), bind 127.0.0.1, or pass --allow-insecure-remote", addr, host)
+}
+
+// ServeHTTP serves h on ln until ctx ends, then shuts down: new
+// connections are refused, and requests in flight get up to grace to end
+// (their contexts derive from base, which the caller cancels to stop
+// streams and tool calls).
+func ServeHTTP(ctx context.Context, base context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger) error {
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = hs.Close()
+	}
+	<-errc
+	return err
+}
