@@ -119,6 +119,7 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 	}
 	runner := gemini.NewRunner(gemini.Options{
 		Gemini:                cfg.Gemini,
+		DefaultModel:          cfg.Model,
 		ApprovalMode:          cfg.ApprovalMode,
 		Sandbox:               cfg.Sandbox,
 		SkipTrust:             cfg.SkipTrust,

@@ -13,11 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 )
 
 // Config is the whole configuration.
 type Config struct {
 	Gemini                string
+	Model                 string
 	StateDir              string
 	Cwd                   string
 	ApprovalMode          string
@@ -121,6 +124,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 		fs.Var(&durationValue{p: p}, flagName, usage+" ("+key+")")
 	}
 	str(&c.Gemini, "gemini", "GEMINI_MCP_GEMINI", "gemini", "the Gemini CLI executable: a name looked up in PATH, or a path")
+	str(&c.Model, "model", "GEMINI_MCP_MODEL", "", "model for calls that name none (e.g. gemini-2.5-flash); saves the CLI's model-router round trip but turns off its automatic choice (default: the CLI decides)")
 	str(&c.StateDir, "state-dir", "GEMINI_MCP_STATE_DIR", "", "where session records are kept (default: $XDG_STATE_HOME/gemini-mcp-server, ~/.local/state/gemini-mcp-server, or the user config directory on macOS and Windows)")
 	str(&c.Cwd, "cwd", "GEMINI_MCP_CWD", "", "working directory for calls that give no cwd (default: the server's own)")
 	str(&c.ApprovalMode, "approval-mode", "GEMINI_MCP_APPROVAL_MODE", "", "the CLI's --approval-mode for every call: default, auto_edit, yolo or plan (default: not passed, so the CLI's headless default applies: tools that need approval are refused)")
@@ -210,6 +214,11 @@ func (c *Config) validate() error {
 	for _, t := range c.Tokens {
 		if len(t) < 16 {
 			return errors.New("GEMINI_MCP_TOKENS: every token must be at least 16 characters")
+		}
+	}
+	if c.Model != "" {
+		if err := gemini.ValidateModel(c.Model); err != nil {
+			return fmt.Errorf("--model: %w", err)
 		}
 	}
 	if c.Gemini == "" {

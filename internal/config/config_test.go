@@ -16,7 +16,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Gemini != "gemini" || c.Timeout != DefaultTimeout || c.MaxPromptBytes != DefaultMaxPromptBytes ||
+	if c.Gemini != "gemini" || c.Model != "" || c.Timeout != DefaultTimeout || c.MaxPromptBytes != DefaultMaxPromptBytes ||
 		c.ApprovalMode != "" || c.Sandbox || c.SkipTrust || c.IncludeDirectories != nil {
 		t.Fatalf("defaults: %+v", c)
 	}
@@ -65,6 +65,9 @@ func TestInvalid(t *testing.T) {
 		{[]string{"--max-prompt-bytes", "0"}, nil, "max-prompt-bytes"},
 		{[]string{"--include-directories", "--evil"}, nil, "include-directories"},
 		{[]string{"--log-level", "loud"}, nil, "log-level"},
+		{[]string{"--model", "-x"}, nil, "--model"},
+		{nil, map[string]string{"GEMINI_MCP_MAX_CONCURRENT": "0"}, "max-concurrent"},
+		{nil, map[string]string{"GEMINI_MCP_TOKENS": "short"}, "16 characters"},
 		{[]string{"stray"}, nil, "unexpected argument"},
 		{[]string{"--no-such-flag"}, nil, "no-such-flag"},
 	}

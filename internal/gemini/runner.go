@@ -26,6 +26,10 @@ import (
 type Options struct {
 	Gemini string // executable name or path; "" means "gemini" in PATH
 	Env    []string
+	// DefaultModel is passed as -m when a call names no model, sparing the
+	// CLI's model router its extra API round trip; "" leaves the choice to
+	// the CLI.
+	DefaultModel string
 
 	ApprovalMode          string // "" leaves the CLI's headless default
 	Sandbox               bool
@@ -141,7 +145,10 @@ func (r *Runner) Run(ctx context.Context, c Call) (*Result, error) {
 	if c.Observer != nil {
 		c.Observer.Started()
 	}
-	env := append(os.Environ(), r.opts.Env...)
+	env := r.childEnv()
+	if c.Model == "" {
+		c.Model = r.opts.DefaultModel
+	}
 	if c.SystemPrompt != "" {
 		// The system prompt lives in a private directory for exactly the
 		// length of this call; RemoveAll runs on every way out, panics
@@ -366,6 +373,23 @@ func (r *Runner) newestSession(ctx context.Context, cmd Command, dir string, env
 	return s.ID, nil
 }
 
+// childEnv is the CLI's environment: the server's own, the configured
+// additions, and GEMINI_CLI_NO_RELAUNCH=true unless either sets it. Without
+// it the CLI re-spawns itself at every start, only to raise Node's heap
+// limit to half the machine's memory (and, in interactive use, to restart
+// after a settings change): a second Node start-up, about 1 s per call,
+// and a grandchild that ignores SIGINT. A one-shot headless call fits the
+// default heap.
+func (r *Runner) childEnv() []string {
+	env := append(os.Environ(), r.opts.Env...)
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GEMINI_CLI_NO_RELAUNCH=") {
+			return env
+		}
+	}
+	return append(env, "GEMINI_CLI_NO_RELAUNCH=true")
+}
+
 // seconds formats a duration for messages: "300 s", or "1.5 s".
 func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
@@ -415,7 +439,7 @@ func (r *Runner) Version(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	res := r.exec(ctx, cmd, []string{"--version"}, "", append(os.Environ(), r.opts.Env...), "")
+	res := r.exec(ctx, cmd, []string{"--version"}, "", r.childEnv(), "")
 	if _, err := r.interpretPlain(res, "--version"); err != nil {
 		return "", err
 	}

@@ -311,3 +311,33 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("got %q %v", v, err)
 	}
 }
+
+func TestRunSkipsTheRelaunchUnlessTold(t *testing.T) {
+	r, log := newTestRunner(t, Options{})
+	if _, err := r.Run(ctxT(t), Call{Prompt: "a", Dir: workDir(t)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := invocations(t, log)[0].Env["GEMINI_CLI_NO_RELAUNCH"]; got != "true" {
+		t.Fatalf("GEMINI_CLI_NO_RELAUNCH = %q, want true by default", got)
+	}
+	r, log = newTestRunner(t, Options{Env: []string{"GEMINI_CLI_NO_RELAUNCH="}})
+	if _, err := r.Run(ctxT(t), Call{Prompt: "a", Dir: workDir(t)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := invocations(t, log)[0].Env["GEMINI_CLI_NO_RELAUNCH"]; !ok || got != "" {
+		t.Fatalf("the operator's GEMINI_CLI_NO_RELAUNCH was overridden: %q %v", got, ok)
+	}
+}
+
+func TestRunDefaultModel(t *testing.T) {
+	r, _ := newTestRunner(t, Options{DefaultModel: "gemini-default"})
+	dir := workDir(t)
+	res, err := r.Run(ctxT(t), Call{Prompt: "a", Dir: dir})
+	if err != nil || !strings.Contains(res.Response, "model=gemini-default ") {
+		t.Fatalf("%v %+v", err, res)
+	}
+	res, err = r.Run(ctxT(t), Call{Prompt: "b", Model: "gemini-chosen", Dir: dir})
+	if err != nil || !strings.Contains(res.Response, "model=gemini-chosen ") {
+		t.Fatalf("the call's model must win: %v %+v", err, res)
+	}
+}

@@ -16,7 +16,17 @@
 //   - [[status:N]] answers HTTP N with a Google API error body whose message
 //     is "fake error N" (see [ErrorMessage]);
 //   - [[sleep:MS]] waits MS milliseconds (or until the request is cancelled)
-//     before answering.
+//     before answering;
+//   - [[call:NAME:{JSON}]] answers with a functionCall part instead of text:
+//     the model calls the function NAME (letters, digits, '_', '.', '-') with
+//     the JSON object as its arguments. NAME must be one the request offers
+//     in tools (see [Request.Tools]); the CLI then runs the tool and sends
+//     its result back in a functionResponse part.
+//
+// A request whose last content carries functionResponse parts (the results
+// of the function calls the model asked for) is answered with text that
+// holds them (see [FunctionResultAnswer]) and is recorded with them in
+// [Request.FunctionResponses]; directives do not apply to it.
 //
 // [Home] prepares a throwaway home directory in which the CLI talks to a
 // Server and to nothing else, and [RealCLI] finds the real CLI for tests
@@ -24,6 +34,7 @@
 package fakeapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -70,6 +81,17 @@ type Request struct {
 	// adds to the first turn that starts with "<session_context>". On a
 	// turn started with a prompt it is that prompt.
 	LastUserText string
+	// Tools are the names of the function declarations the request offers
+	// the model, in the order of its tools entries.
+	Tools []string
+	// FunctionResponses are the functionResponse parts of the request's
+	// last content: the results of the function calls the model asked for
+	// in its previous answer. LastUserText is then usually "", as that
+	// content has no text.
+	FunctionResponses []FunctionResponse
+	// FunctionCall is the function call the Server answered with
+	// ([[call:NAME:{JSON}]]); nil when it answered with text.
+	FunctionCall *FunctionCall
 	// Status is the HTTP status the Server answered with.
 	Status int
 	// Answer is the text the Server answered with (the error message when
@@ -79,6 +101,21 @@ type Request struct {
 	Body []byte
 	// Time is when the request arrived.
 	Time time.Time
+}
+
+// FunctionCall is a functionCall part: the model asks the CLI to run the
+// function (tool) Name with Args.
+type FunctionCall struct {
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// FunctionResponse is a functionResponse part: the result the CLI sends back
+// for the function call Name. Response is the response object as sent.
+type FunctionResponse struct {
+	ID       string          `json:"id,omitempty"`
+	Name     string          `json:"name"`
+	Response json.RawMessage `json:"response"`
 }
 
 // Server is a fake Gemini API. Its methods are safe for concurrent use.
@@ -141,6 +178,23 @@ func Answer(model string, numContents int, system, lastUserText string) string {
 		model, numContents, sys, firstRunes(lastUserText, 40))
 }
 
+// FunctionResultAnswer returns the text the Server streams back for a
+// request that carries the results of function calls: each call's name and
+// its response object, as compact JSON, one per line.
+func FunctionResultAnswer(responses []FunctionResponse) string {
+	var b strings.Builder
+	b.WriteString("fake-api answer: function results:")
+	for _, r := range responses {
+		resp := r.Response
+		var buf bytes.Buffer
+		if json.Compact(&buf, resp) == nil {
+			resp = buf.Bytes()
+		}
+		fmt.Fprintf(&b, "\n%s returned %s", r.Name, resp)
+	}
+	return b.String()
+}
+
 // ErrorMessage returns the message of the error the Server answers for
 // [[status:N]].
 func ErrorMessage(status int) string { return fmt.Sprintf("fake error %d", status) }
@@ -184,10 +238,12 @@ var (
 	pathRE   = regexp.MustCompile(`^/v1(?:beta|alpha|)/models/([^/:]+):(streamGenerateContent|generateContent)$`)
 	statusRE = regexp.MustCompile(`\[\[status:(\d{3})\]\]`)
 	sleepRE  = regexp.MustCompile(`\[\[sleep:(\d+)\]\]`)
+	callRE   = regexp.MustCompile(`(?s)\[\[call:([A-Za-z0-9_.-]+):(\{.*?\})\]\]`)
 )
 
 type part struct {
-	Text string `json:"text"`
+	Text             string            `json:"text"`
+	FunctionResponse *FunctionResponse `json:"functionResponse"`
 }
 
 type content struct {
@@ -198,6 +254,11 @@ type content struct {
 type apiRequest struct {
 	SystemInstruction *content  `json:"systemInstruction"`
 	Contents          []content `json:"contents"`
+	Tools             []struct {
+		FunctionDeclarations []struct {
+			Name string `json:"name"`
+		} `json:"functionDeclarations"`
+	} `json:"tools"`
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -224,6 +285,18 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.SystemInstruction = joinParts(req.SystemInstruction.Parts)
 	}
 	rec.NumContents = len(req.Contents)
+	for _, t := range req.Tools {
+		for _, fd := range t.FunctionDeclarations {
+			rec.Tools = append(rec.Tools, fd.Name)
+		}
+	}
+	if n := len(req.Contents); n > 0 {
+		for _, p := range req.Contents[n-1].Parts {
+			if p.FunctionResponse != nil {
+				rec.FunctionResponses = append(rec.FunctionResponses, *p.FunctionResponse)
+			}
+		}
+	}
 	for i := len(req.Contents) - 1; i >= 0; i-- {
 		if req.Contents[i].Role == "user" {
 			rec.LastUserText = joinParts(withoutContext(req.Contents[i].Parts))
@@ -236,6 +309,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.record(rec)
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(responseJSON(RouterAnswer))
+		return
+	}
+
+	if len(rec.FunctionResponses) > 0 {
+		rec.Status = http.StatusOK
+		rec.Answer = FunctionResultAnswer(rec.FunctionResponses)
+		s.record(rec)
+		s.stream(w, responseJSON(rec.Answer))
 		return
 	}
 
@@ -256,12 +337,30 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	if cm := callRE.FindStringSubmatch(rec.LastUserText); cm != nil {
+		var args map[string]any
+		if err := json.Unmarshal([]byte(cm[2]), &args); err != nil {
+			s.fail(w, rec, http.StatusBadRequest, "fakeapi: [[call]] arguments are not a JSON object: "+err.Error())
+			return
+		}
+		rec.Status = http.StatusOK
+		rec.FunctionCall = &FunctionCall{Name: cm[1], Args: json.RawMessage(cm[2])}
+		s.record(rec)
+		s.stream(w, functionCallJSON(*rec.FunctionCall))
+		return
+	}
+
 	rec.Status = http.StatusOK
 	rec.Answer = Answer(rec.Model, rec.NumContents, rec.SystemInstruction, rec.LastUserText)
 	s.record(rec)
+	s.stream(w, responseJSON(rec.Answer))
+}
+
+// stream answers with one server-sent event holding frame.
+func (s *Server) stream(w http.ResponseWriter, frame []byte) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "data: %s\n\n", responseJSON(rec.Answer))
+	fmt.Fprintf(w, "data: %s\n\n", frame)
 }
 
 // fail records rec and answers with a Google API error.
@@ -284,9 +383,19 @@ func (s *Server) record(rec Request) {
 
 // responseJSON is a GenerateContentResponse with one candidate saying text.
 func responseJSON(text string) []byte {
+	return candidateJSON(map[string]any{"text": text})
+}
+
+// functionCallJSON is a GenerateContentResponse with one candidate calling a
+// function.
+func functionCallJSON(fc FunctionCall) []byte {
+	return candidateJSON(map[string]any{"functionCall": fc})
+}
+
+func candidateJSON(part map[string]any) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"candidates": []any{map[string]any{
-			"content":      map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}},
+			"content":      map[string]any{"role": "model", "parts": []any{part}},
 			"finishReason": "STOP",
 			"index":        0,
 		}},
