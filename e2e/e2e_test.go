@@ -34,8 +34,21 @@ var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 
 // TestE2E shares one server process between every scenario; the scenarios
 // run in parallel, and the checks that need them all finished come after.
+// backends are the server's ways of running the CLI; every scenario runs
+// through each, and TestE2EBackendsAgree compares their results.
+var backends = []string{"oneshot", "warm"}
+
 func TestE2E(t *testing.T) {
-	h := start(t)
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			testBackend(t, backend)
+		})
+	}
+}
+
+func testBackend(t *testing.T, backend string) {
+	h := start(t, "--backend", backend)
 	t.Run("calls", func(t *testing.T) {
 		t.Run("status_500", h.testStatus500) // the long one first
 		t.Run("chat_then_reply", h.testChatThenReply)
@@ -46,12 +59,25 @@ func TestE2E(t *testing.T) {
 		t.Run("status_400", h.testStatus400)
 		t.Run("reply_latest_of_cli", h.testReplyLatestOfCLI)
 	})
-	t.Run("nothing_left_behind", func(t *testing.T) {
-		h.checkTmpDir(t)
-		h.checkNoCLIProcesses(t)
-	})
+	if backend == "oneshot" {
+		// One-shot calls leave nothing running between calls. The warm
+		// backend keeps its processes (and their system prompt files)
+		// until the server exits, so it is checked after the exit.
+		t.Run("nothing_left_behind", func(t *testing.T) {
+			h.checkTmpDir(t)
+			h.checkNoCLIProcesses(t)
+		})
+	}
 	h.shutdown(t)
 	t.Run("no_temp_leftovers_after_exit", h.checkTmpDir)
+	t.Run("no_processes_after_exit", func(t *testing.T) {
+		if _, err := os.Stat("/proc/self/environ"); err != nil {
+			t.Skip("needs /proc")
+		}
+		if left := h.cliProcesses(t); len(left) > 0 {
+			t.Fatalf("still running after the server exited: %v", left)
+		}
+	})
 }
 
 // text returns the one text content of res.

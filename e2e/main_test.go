@@ -108,7 +108,7 @@ type harness struct {
 
 // start starts the server behind a fresh fake API. The server and the API
 // stop when the test ends.
-func start(t *testing.T) *harness {
+func start(t *testing.T, extraArgs ...string) *harness {
 	t.Helper()
 	h := &harness{gemini: fakeapi.RealCLI(t)}
 	if serverBin == "" {
@@ -125,8 +125,8 @@ func start(t *testing.T) *harness {
 		// retries of an HTTP 500: 2 attempts take seconds, not 4 minutes.
 		setGeneral(t, h.home, "maxAttempts", 2)
 	}
-	h.cmd = exec.Command(serverBin, "--gemini", h.gemini, "--state-dir", h.stateDir,
-		"--timeout", serverTimeout, "--log-level", "debug")
+	h.cmd = exec.Command(serverBin, append([]string{"--gemini", h.gemini, "--state-dir", h.stateDir,
+		"--timeout", serverTimeout, "--log-level", "debug"}, extraArgs...)...)
 	// GODEBUG=execwait=2 makes the server report an exec.Cmd it never waited for.
 	h.cmd.Env = append(append([]string{}, h.cliEnv...), "GODEBUG=execwait=2")
 	h.cmd.Dir = serverDir

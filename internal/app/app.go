@@ -117,7 +117,12 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 			return nil, fmt.Errorf("finding the working directory (set --cwd): %w", err)
 		}
 	}
+	var warm *gemini.WarmOptions
+	if cfg.Backend == "warm" {
+		warm = &gemini.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes)}
+	}
 	runner := gemini.NewRunner(gemini.Options{
+		Warm:                  warm,
 		Gemini:                cfg.Gemini,
 		DefaultModel:          cfg.Model,
 		ApprovalMode:          cfg.ApprovalMode,
@@ -130,7 +135,7 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 		MaxConcurrent:         cfg.MaxConcurrent,
 		MaxOutputBytes:        cfg.MaxOutputBytes,
 	}, log)
-	return &tools.Deps{Runner: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes}, nil
+	return &tools.Deps{Runner: runner, Closer: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes}, nil
 }
 
 // serveStdio serves one MCP session on stdin/stdout until the client closes
@@ -150,6 +155,9 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 	life, endLife := context.WithCancel(ctx)
 	defer endLife()
 	deps.Lifetime = life
+	if deps.Closer != nil {
+		defer deps.Closer.Close()
+	}
 	srv := server.New(version, deps, log)
 	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd, "state", deps.Store.Dir())
 	in := sio.Stdin
@@ -209,6 +217,9 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	life, endLife := context.WithCancel(ctx)
 	defer endLife()
 	deps.Lifetime = life
+	if deps.Closer != nil {
+		defer deps.Closer.Close()
+	}
 	srv := server.New(version, deps, log)
 	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins,
 		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), Log: log,

@@ -38,6 +38,11 @@ type Config struct {
 	LogLevel              slog.Level
 	ShowVersion           bool
 
+	Backend         string // "oneshot" or "warm"
+	WarmProcesses   int
+	WarmMaxPrompts  int
+	WarmMaxRSSBytes int
+
 	HTTP                string // serve HTTP on this address instead of stdio
 	Tokens              []string
 	TokenFile           string
@@ -147,6 +152,21 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	size(&c.MaxPromptBytes, "max-prompt-bytes", "GEMINI_MCP_MAX_PROMPT_BYTES", DefaultMaxPromptBytes, "largest prompt or system prompt accepted, in bytes (suffixes KiB, MiB)")
 	size(&c.MaxOutputBytes, "max-output-bytes", "GEMINI_MCP_MAX_OUTPUT_BYTES", DefaultMaxOutputBytes, "largest CLI output read before a call is stopped, in bytes")
 	size(&c.MaxAnswerBytes, "max-answer-bytes", "GEMINI_MCP_MAX_ANSWER_BYTES", DefaultMaxAnswerBytes, "largest answer returned in one result; longer answers come in pages fetched with the chat-page tool")
+	str(&c.Backend, "backend", "GEMINI_MCP_BACKEND", "oneshot", "how calls run: oneshot (a gemini process per call) or warm (a pool of long-lived gemini --acp processes: milliseconds per call; falls back to oneshot where it cannot serve)")
+	intFlag := func(p *int, flagName, key string, def int, usage string) {
+		*p = def
+		if v, ok := env(key); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				envErrs = append(envErrs, fmt.Errorf("%s: %q is not a number", key, v))
+			}
+			*p = n
+		}
+		fs.IntVar(p, flagName, *p, usage+" ("+key+")")
+	}
+	intFlag(&c.WarmProcesses, "warm-processes", "GEMINI_MCP_WARM_PROCESSES", gemini.DefaultWarmProcesses, "warm backend: most gemini --acp processes (about 220 MB each)")
+	intFlag(&c.WarmMaxPrompts, "warm-max-prompts", "GEMINI_MCP_WARM_MAX_PROMPTS", gemini.DefaultWarmMaxPrompts, "warm backend: recycle a process after this many prompts")
+	size(&c.WarmMaxRSSBytes, "warm-max-rss", "GEMINI_MCP_WARM_MAX_RSS", gemini.DefaultWarmMaxRSS, "warm backend: recycle a process past this resident memory (e.g. 700MiB)")
 	str(&c.HTTP, "http", "GEMINI_MCP_HTTP", "", "serve MCP over HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio: Streamable HTTP at /mcp, SSE at /sse, /healthz")
 	if v, ok := env("GEMINI_MCP_TOKENS"); ok {
 		c.Tokens = splitList(v)
@@ -215,6 +235,12 @@ func (c *Config) validate() error {
 		if len(t) < 16 {
 			return errors.New("GEMINI_MCP_TOKENS: every token must be at least 16 characters")
 		}
+	}
+	if c.Backend != "oneshot" && c.Backend != "warm" {
+		return fmt.Errorf("--backend: %q is not oneshot or warm", c.Backend)
+	}
+	if c.WarmProcesses < 1 || c.WarmProcesses > 64 || c.WarmMaxPrompts < 1 {
+		return errors.New("--warm-processes must be 1 to 64, --warm-max-prompts at least 1")
 	}
 	if c.Model != "" {
 		if err := gemini.ValidateModel(c.Model); err != nil {

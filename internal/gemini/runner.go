@@ -42,6 +42,9 @@ type Options struct {
 	Timeout        time.Duration // per call; 0 means none
 	KillGrace      time.Duration // from interrupt to kill; 0 means DefaultKillGrace
 	MaxOutputBytes int           // stdout cap; 0 means DefaultMaxOutputBytes
+	// Warm, when set, serves calls from a pool of long-lived `gemini --acp`
+	// processes where it can (see pool.go); the rest run one-shot.
+	Warm *WarmOptions
 }
 
 // Defaults for Options fields left zero.
@@ -98,6 +101,7 @@ type Runner struct {
 	opts  Options
 	log   *slog.Logger
 	slots *queue.Sem
+	pool  *pool // nil unless Options.Warm
 	// sessionIDFlag caches whether the CLI accepts --session-id:
 	// 0 not yet known, 1 yes, 2 no.
 	sessionIDFlag atomic.Int32
@@ -117,7 +121,18 @@ func NewRunner(opts Options, log *slog.Logger) *Runner {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{opts: opts, log: log, slots: queue.NewSem(opts.MaxConcurrent)}
+	r := &Runner{opts: opts, log: log, slots: queue.NewSem(opts.MaxConcurrent)}
+	if opts.Warm != nil {
+		r.pool = newPool(r, *opts.Warm)
+	}
+	return r
+}
+
+// Close stops the warm processes, if any, and waits for them.
+func (r *Runner) Close() {
+	if r.pool != nil {
+		r.pool.close()
+	}
 }
 
 var (
@@ -145,6 +160,23 @@ func (r *Runner) Run(ctx context.Context, c Call) (*Result, error) {
 	if c.Observer != nil {
 		c.Observer.Started()
 	}
+	if r.pool != nil {
+		res, err := r.pool.run(ctx, cmd, c)
+		if !errors.Is(err, errNotWarm) {
+			return res, err
+		}
+	}
+	res, err := r.runOneShot(ctx, cmd, c)
+	if err == nil && r.pool != nil {
+		// The turn went to disk without the warm process that may hold the
+		// session: that process must never serve it again.
+		r.pool.release(res.SessionID)
+	}
+	return res, err
+}
+
+// runOneShot runs the call as one `gemini ... --output-format json` process.
+func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, error) {
 	env := r.childEnv()
 	if c.Model == "" {
 		c.Model = r.opts.DefaultModel
@@ -222,6 +254,16 @@ func (r *Runner) args(c Call, sessionID string) []string {
 		a = append(a, "--session-id", sessionID)
 	}
 	a = append(a, "--output-format", "json")
+	a = append(a, r.operatorArgs()...)
+	if len(c.Prompt) <= ArgPromptMax {
+		a = append(a, "--prompt="+c.Prompt)
+	}
+	return a
+}
+
+// operatorArgs are the operator's flags, passed to every CLI process.
+func (r *Runner) operatorArgs() []string {
+	var a []string
 	if r.opts.ApprovalMode != "" {
 		a = append(a, "--approval-mode="+r.opts.ApprovalMode)
 	}
@@ -239,9 +281,6 @@ func (r *Runner) args(c Call, sessionID string) []string {
 	}
 	for _, n := range r.opts.AllowedMCPServerNames {
 		a = append(a, "--allowed-mcp-server-names="+n)
-	}
-	if len(c.Prompt) <= ArgPromptMax {
-		a = append(a, "--prompt="+c.Prompt)
 	}
 	return a
 }

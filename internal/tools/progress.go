@@ -120,6 +120,10 @@ func (p *progress) Queued(ahead int) {
 
 func (p *progress) Started() { p.set("gemini is running") }
 
+// Activity makes progress a gemini.ActivityObserver: what Gemini is doing,
+// where the backend can tell (the warm backend can).
+func (p *progress) Activity(msg string) { p.set(msg) }
+
 // waitingForSession reports a call that waits for an earlier call on the
 // same session.
 func (p *progress) waitingForSession(session string, ahead int) {

@@ -29,6 +29,7 @@ type Runner interface {
 // Deps is what the tools need.
 type Deps struct {
 	Runner         Runner
+	Closer         interface{ Close() } // ends what Runner keeps running; may be nil
 	Store          *session.Store
 	DefaultCwd     string // where calls without cwd run
 	MaxPromptBytes int

@@ -1,0 +1,474 @@
+package gemini
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// This file speaks the Agent Client Protocol (ACP) to one long-lived
+// `gemini --acp` process: newline-delimited JSON-RPC 2.0 over its stdin and
+// stdout. One process serves many sessions, so a prompt costs milliseconds
+// instead of a Node start-up. The measured behaviour it relies on, bugs
+// included, is described in the README's "Warm backend" section.
+
+// rpcMessage is any JSON-RPC 2.0 message.
+type rpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+type rpcError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+
+// errProcessGone says the ACP process ended while a request waited.
+var errProcessGone = errors.New("the warm gemini process exited")
+
+// maxACPLine bounds one message from the agent (an answer chunk, a replay).
+const maxACPLine = 64 << 20
+
+// acpProc is one `gemini --acp` process.
+type acpProc struct {
+	key     string // the system prompt it was started with ("" for none)
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	sysDir  string // temp dir holding SYSTEM.md; removed when the process ends
+	log     *slog.Logger
+	allow   bool // answer permission requests with allow (approval mode yolo)
+	started time.Time
+
+	writeMu sync.Mutex
+	nextID  atomic.Int64
+	newMu   sync.Mutex // session/new (and load) one at a time: they contend on projects.json
+
+	mu           sync.Mutex
+	pending      map[int64]chan rpcMessage
+	subs         map[string]*promptSub // by session id, while a prompt runs
+	models       map[string]string     // session id → the model set on it ("" = the agent's default)
+	defaultModel string                // currentModelId of a new session
+	prompts      int                   // prompts answered
+	inflight     int
+	draining     bool
+
+	dead    chan struct{} // closed when the process has exited and been reaped
+	deadErr error
+}
+
+// promptSub collects a running prompt's session/update notifications.
+type promptSub struct {
+	mu     sync.Mutex
+	text   strings.Builder
+	obs    Observer
+	update time.Time
+}
+
+// startACP starts `gemini --acp` and completes the initialize handshake.
+func startACP(ctx context.Context, cmdline Command, args []string, env []string, key, sysDir string, allow bool, log *slog.Logger) (*acpProc, error) {
+	cmd := exec.Command(cmdline.Path, append(append([]string{}, cmdline.Args...), args...)...)
+	cmd.Env = env
+	setProcessGroup(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr := &tailBuffer{max: stderrKeep}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &acpProc{key: key, cmd: cmd, stdin: stdin, sysDir: sysDir, log: log, allow: allow, started: time.Now(),
+		pending: map[int64]chan rpcMessage{}, subs: map[string]*promptSub{}, models: map[string]string{}, dead: make(chan struct{})}
+	go p.readLoop(stdout, stderr)
+	var init struct {
+		ProtocolVersion int `json:"protocolVersion"`
+		AgentInfo       struct {
+			Version string `json:"version"`
+		} `json:"agentInfo"`
+	}
+	// No fs capability: the agent then reads and writes the local disk
+	// itself (advertising readTextFile breaks write_file to new files).
+	err = p.call(ctx, "initialize", map[string]any{
+		"protocolVersion":    1,
+		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false},
+		"clientInfo":         map[string]any{"name": "gemini-mcp-server", "version": "1"},
+	}, &init)
+	if err != nil {
+		p.kill()
+		return nil, fmt.Errorf("gemini --acp did not initialize: %w (stderr: %s)", err, strings.TrimSpace(lastBytes(stderr.String(), 500)))
+	}
+	log.Info("warm gemini process started", "pid", cmd.Process.Pid, "agentVersion", init.AgentInfo.Version, "systemPrompt", key != "", "startup", time.Since(p.started).Round(time.Millisecond))
+	return p, nil
+}
+
+// readLoop dispatches everything the agent sends until it exits.
+func (p *acpProc) readLoop(stdout io.Reader, stderr *tailBuffer) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), maxACPLine)
+	for sc.Scan() {
+		var m rpcMessage
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			p.log.Debug("ignoring a line from gemini --acp that is not JSON-RPC", "line", clip(sc.Text(), 200))
+			continue
+		}
+		switch {
+		case m.Method != "" && len(m.ID) > 0:
+			go p.answerRequest(m)
+		case m.Method != "":
+			p.notification(m)
+		case len(m.ID) > 0:
+			id, err := strconv.ParseInt(string(m.ID), 10, 64)
+			if err != nil {
+				continue
+			}
+			p.mu.Lock()
+			ch := p.pending[id]
+			delete(p.pending, id)
+			p.mu.Unlock()
+			if ch != nil {
+				ch <- m
+			}
+		}
+	}
+	if sc.Err() != nil {
+		// A line past maxACPLine: the stream cannot be followed any more.
+		p.log.Warn("stopping a warm gemini process whose output cannot be read", "err", sc.Err())
+		_ = killGroup(p.cmd.Process)
+	}
+	err := p.cmd.Wait()
+	_ = killGroup(p.cmd.Process)
+	if p.sysDir != "" {
+		os.RemoveAll(p.sysDir)
+	}
+	p.mu.Lock()
+	p.deadErr = fmt.Errorf("%w (%v; stderr: %s)", errProcessGone, err, strings.TrimSpace(lastBytes(stderr.String(), 500)))
+	for id, ch := range p.pending {
+		close(ch)
+		delete(p.pending, id)
+	}
+	p.mu.Unlock()
+	close(p.dead)
+}
+
+func (p *acpProc) alive() bool {
+	select {
+	case <-p.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *acpProc) write(m any) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	_, err = p.stdin.Write(append(b, '\n'))
+	return err
+}
+
+// call sends a request and waits for its response, ctx, or the process's
+// end. result may be nil.
+func (p *acpProc) call(ctx context.Context, method string, params any, result any) error {
+	id := p.nextID.Add(1)
+	ch := make(chan rpcMessage, 1)
+	p.mu.Lock()
+	if !p.alive() {
+		p.mu.Unlock()
+		return p.deadErr
+	}
+	p.pending[id] = ch
+	p.mu.Unlock()
+	raw, _ := json.Marshal(params)
+	if err := p.write(rpcMessage{JSONRPC: "2.0", ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method, Params: raw}); err != nil {
+		p.forgetPending(id)
+		return fmt.Errorf("%w: %v", errProcessGone, err)
+	}
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			return p.deadErr
+		}
+		if m.Error != nil {
+			return m.Error
+		}
+		if result != nil && len(m.Result) > 0 {
+			return json.Unmarshal(m.Result, result)
+		}
+		return nil
+	case <-ctx.Done():
+		p.forgetPending(id)
+		return ctx.Err()
+	}
+}
+
+func (p *acpProc) forgetPending(id int64) {
+	p.mu.Lock()
+	delete(p.pending, id)
+	p.mu.Unlock()
+}
+
+func (p *acpProc) notify(method string, params any) error {
+	raw, _ := json.Marshal(params)
+	return p.write(rpcMessage{JSONRPC: "2.0", Method: method, Params: raw})
+}
+
+// sessionUpdate is the part of a session/update notification used here.
+type sessionUpdate struct {
+	SessionID string `json:"sessionId"`
+	Update    struct {
+		SessionUpdate string `json:"sessionUpdate"`
+		Content       struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		Title  string `json:"title"`
+		Kind   string `json:"kind"`
+		Status string `json:"status"`
+	} `json:"update"`
+}
+
+func (p *acpProc) notification(m rpcMessage) {
+	if m.Method != "session/update" {
+		return
+	}
+	var u sessionUpdate
+	if json.Unmarshal(m.Params, &u) != nil {
+		return
+	}
+	p.mu.Lock()
+	sub := p.subs[u.SessionID]
+	p.mu.Unlock()
+	if sub == nil {
+		return // a replay after session/load, or an update between prompts
+	}
+	sub.mu.Lock()
+	sub.update = time.Now()
+	obs := sub.obs
+	switch u.Update.SessionUpdate {
+	case "agent_message_chunk":
+		if u.Update.Content.Type == "" || u.Update.Content.Type == "text" {
+			sub.text.WriteString(u.Update.Content.Text)
+		}
+		n := sub.text.Len()
+		sub.mu.Unlock()
+		activity(obs, fmt.Sprintf("gemini is answering (%d bytes so far)", n))
+		return
+	case "tool_call":
+		sub.mu.Unlock()
+		activity(obs, "gemini is running a tool: "+clip(u.Update.Title, 120))
+		return
+	}
+	sub.mu.Unlock()
+}
+
+// answerRequest answers the agent's requests: permission by the server's
+// policy, anything else (file system, terminal: not offered) with an error.
+func (p *acpProc) answerRequest(m rpcMessage) {
+	reply := rpcMessage{JSONRPC: "2.0", ID: m.ID}
+	switch m.Method {
+	case "session/request_permission":
+		var req struct {
+			SessionID string `json:"sessionId"`
+			ToolCall  struct {
+				Title string `json:"title"`
+			} `json:"toolCall"`
+			Options []struct {
+				OptionID string `json:"optionId"`
+				Kind     string `json:"kind"`
+			} `json:"options"`
+		}
+		_ = json.Unmarshal(m.Params, &req)
+		outcome := map[string]any{"outcome": "cancelled"}
+		want := map[string]bool{"reject_once": true, "reject_always": true}
+		if p.allow {
+			want = map[string]bool{"allow_once": true}
+		}
+		for _, o := range req.Options {
+			if want[o.Kind] || (!p.allow && o.OptionID == "cancel") || (p.allow && o.OptionID == "proceed_once") {
+				outcome = map[string]any{"outcome": "selected", "optionId": o.OptionID}
+				break
+			}
+		}
+		p.log.Info("answered a permission request", "tool", req.ToolCall.Title, "allowed", p.allow, "outcome", outcome)
+		reply.Result, _ = json.Marshal(map[string]any{"outcome": outcome})
+	default:
+		reply.Error = &rpcError{Code: -32601, Message: "not offered by gemini-mcp-server: " + m.Method}
+	}
+	_ = p.write(reply)
+}
+
+func activity(obs Observer, msg string) {
+	if a, ok := obs.(ActivityObserver); ok {
+		a.Activity(msg)
+	}
+}
+
+// ActivityObserver is an Observer that also hears what Gemini is doing
+// (answering, running a tool), where the backend can tell.
+type ActivityObserver interface {
+	Observer
+	Activity(msg string)
+}
+
+// newSession creates a session in dir and returns its id.
+func (p *acpProc) newSession(ctx context.Context, dir string) (string, error) {
+	p.newMu.Lock()
+	defer p.newMu.Unlock()
+	var res struct {
+		SessionID string `json:"sessionId"`
+		Models    struct {
+			CurrentModelID string `json:"currentModelId"`
+		} `json:"models"`
+	}
+	if err := p.call(ctx, "session/new", map[string]any{"cwd": dir, "mcpServers": []any{}}, &res); err != nil {
+		return "", err
+	}
+	if !IsUUID(res.SessionID) {
+		return "", fmt.Errorf("gemini --acp returned an invalid session id %q", res.SessionID)
+	}
+	id := strings.ToLower(res.SessionID)
+	p.mu.Lock()
+	if p.defaultModel == "" {
+		p.defaultModel = res.Models.CurrentModelID
+	}
+	p.models[id] = ""
+	p.mu.Unlock()
+	return id, nil
+}
+
+// setModel makes model ("" for the agent's default) the session's model,
+// if it is not already.
+func (p *acpProc) setModel(ctx context.Context, id, model string) error {
+	p.mu.Lock()
+	cur, def := p.models[id], p.defaultModel
+	p.mu.Unlock()
+	if cur == model {
+		return nil
+	}
+	target := model
+	if target == "" {
+		if def == "" {
+			return nil
+		}
+		target = def
+	}
+	if err := p.call(ctx, "session/set_model", map[string]any{"sessionId": id, "modelId": target}, nil); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.models[id] = model
+	p.mu.Unlock()
+	return nil
+}
+
+// prompt runs one turn on session id and returns the answer text. When ctx
+// ends it cancels the turn (session/cancel) and gives the agent grace to
+// confirm; an agent that does not is killed.
+func (p *acpProc) prompt(ctx context.Context, id, text string, obs Observer, grace time.Duration) (string, error) {
+	sub := &promptSub{obs: obs}
+	p.mu.Lock()
+	p.subs[id] = sub
+	p.inflight++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.subs, id)
+		p.inflight--
+		p.prompts++
+		p.mu.Unlock()
+	}()
+	type result struct {
+		StopReason string `json:"stopReason"`
+	}
+	done := make(chan error, 1)
+	var res result
+	// The request runs on its own context: ending ctx must cancel the turn
+	// through the protocol, not abandon the response.
+	callCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		done <- p.call(callCtx, "session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": text}}}, &res)
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = p.notify("session/cancel", map[string]any{"sessionId": id})
+		select {
+		case <-done:
+		case <-time.After(grace):
+			p.log.Warn("warm gemini process ignored session/cancel; stopping it", "pid", p.cmd.Process.Pid)
+			p.kill()
+			<-done
+		}
+		return "", ctx.Err()
+	}
+	if err != nil {
+		return "", err
+	}
+	if res.StopReason == "cancelled" {
+		return "", errors.New("the turn was cancelled by gemini")
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.text.String(), nil
+}
+
+// kill stops the process (its whole group) and waits for it.
+func (p *acpProc) kill() {
+	_ = p.stdin.Close()
+	_ = interruptGroup(p.cmd.Process)
+	select {
+	case <-p.dead:
+		return
+	case <-time.After(DefaultKillGrace):
+	}
+	_ = killGroup(p.cmd.Process)
+	<-p.dead
+}
+
+// rss is the process's resident memory in bytes, where the system tells
+// (Linux); 0 elsewhere.
+func (p *acpProc) rss() int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}

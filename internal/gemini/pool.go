@@ -1,0 +1,379 @@
+package gemini
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// WarmOptions configures the warm backend: a small pool of long-lived
+// `gemini --acp` processes that answer in milliseconds instead of paying a
+// Node start-up per call.
+type WarmOptions struct {
+	Processes  int   // most processes at once; 0 means DefaultWarmProcesses
+	MaxPrompts int   // recycle a process after this many prompts; 0 means DefaultWarmMaxPrompts
+	MaxRSS     int64 // recycle a process past this resident size in bytes; 0 means DefaultWarmMaxRSS
+}
+
+// Defaults of the warm backend. A process is about 220 MB idle and grows
+// about 0.13 MB per prompt and 0.3 MB per session, never freeing sessions.
+const (
+	DefaultWarmProcesses  = 2
+	DefaultWarmMaxPrompts = 500
+	DefaultWarmMaxRSS     = 700 << 20
+)
+
+// pool owns the warm processes and knows which process holds which
+// session. A session lives in the process that created it: no other
+// process, and no one-shot run, may touch it while that process holds it,
+// since both would append to one session file and neither would see the
+// other's turns. A session leaves its process (is released) when the
+// process goes (recycled, crashed) or when a one-shot run has to serve it
+// (a different system prompt, "latest", an index); it is never routed to
+// that process again, and continues through one-shot resume (`-r`), its
+// history being on disk.
+type pool struct {
+	r    *Runner
+	opts WarmOptions
+
+	mu       sync.Mutex
+	procs    []*acpProc
+	starting map[string]*startWait // system prompt key → a start in progress
+	owner    map[string]*acpProc   // session id → the process holding it
+	closed   bool
+}
+
+type startWait struct {
+	done chan struct{}
+	p    *acpProc
+	err  error
+}
+
+func newPool(r *Runner, o WarmOptions) *pool {
+	if o.Processes <= 0 {
+		o.Processes = DefaultWarmProcesses
+	}
+	if o.MaxPrompts <= 0 {
+		o.MaxPrompts = DefaultWarmMaxPrompts
+	}
+	if o.MaxRSS <= 0 {
+		o.MaxRSS = DefaultWarmMaxRSS
+	}
+	return &pool{r: r, opts: o, starting: map[string]*startWait{}, owner: map[string]*acpProc{}}
+}
+
+func systemKey(systemPrompt string) string {
+	if systemPrompt == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(systemPrompt))
+	return hex.EncodeToString(sum[:])
+}
+
+// errNotWarm says a call cannot run warm and takes the one-shot path.
+var errNotWarm = errors.New("not served warm")
+
+// run serves c warm if it can. It returns errNotWarm when the call must
+// take the one-shot path; any other error is the call's result.
+func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
+	key := systemKey(c.SystemPrompt)
+	var p *acpProc
+	var id string
+	switch {
+	case c.Resume == "":
+		var err error
+		if p, err = pl.process(ctx, cmd, key, c.SystemPrompt); err != nil {
+			return nil, err
+		}
+		if p == nil {
+			return nil, errNotWarm
+		}
+		if id, err = p.newSession(ctx, c.Dir); err != nil {
+			return nil, pl.failure(p, err, c)
+		}
+		pl.mu.Lock()
+		pl.owner[id] = p
+		pl.mu.Unlock()
+	case IsUUID(c.Resume):
+		id = strings.ToLower(c.Resume)
+		pl.mu.Lock()
+		p = pl.owner[id]
+		usable := p != nil && p.alive() && p.key == key && !p.isDraining()
+		pl.mu.Unlock()
+		if !usable {
+			pl.release(id)
+			return nil, errNotWarm
+		}
+	default:
+		return nil, errNotWarm // "latest" and indexes mean what the CLI says
+	}
+	model := c.Model
+	if model == "" {
+		model = pl.r.opts.DefaultModel
+	}
+	if err := p.setModel(ctx, id, model); err != nil {
+		return nil, pl.failure(p, err, c)
+	}
+	text, err := p.prompt(ctx, id, c.Prompt, c.Observer, pl.r.opts.KillGrace)
+	pl.afterPrompt(p)
+	if err != nil {
+		return nil, pl.failure(p, err, c)
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil, &Error{Kind: KindEmpty, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "gemini returned an empty answer (the model produced no text; its loop detector also blanks answers that repeat themselves)"}
+	}
+	resp := text
+	return &Result{SessionID: id, Response: text, Output: Output{SessionID: id, Response: &resp}, SessionIDSource: "warm"}, nil
+}
+
+// process returns a live process started with key, starting one when the
+// pool has room (or can make room by retiring an idle process started with
+// another system prompt). It returns nil when no process can serve now.
+func (pl *pool) process(ctx context.Context, cmd Command, key, systemPrompt string) (*acpProc, error) {
+	for {
+		pl.mu.Lock()
+		if pl.closed {
+			pl.mu.Unlock()
+			return nil, nil
+		}
+		var best *acpProc
+		live := 0
+		for _, p := range pl.procs {
+			if !p.alive() {
+				continue
+			}
+			live++
+			if p.key == key && !p.isDraining() && (best == nil || p.load() < best.load()) {
+				best = p
+			}
+		}
+		if best != nil {
+			pl.mu.Unlock()
+			return best, nil
+		}
+		if w := pl.starting[key]; w != nil {
+			pl.mu.Unlock()
+			select {
+			case <-w.done:
+				if w.err != nil {
+					return nil, w.err
+				}
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if live+len(pl.starting) >= pl.opts.Processes {
+			victim := pl.idleOtherKey(key)
+			pl.mu.Unlock()
+			if victim == nil {
+				return nil, nil // full: this call goes one-shot
+			}
+			pl.retire(victim)
+			continue
+		}
+		w := &startWait{done: make(chan struct{})}
+		pl.starting[key] = w
+		pl.mu.Unlock()
+
+		w.p, w.err = pl.start(ctx, cmd, key, systemPrompt)
+		pl.mu.Lock()
+		delete(pl.starting, key)
+		if w.p != nil {
+			pl.procs = append(pl.procs, w.p)
+			go pl.watch(w.p)
+		}
+		pl.mu.Unlock()
+		close(w.done)
+		if w.err != nil {
+			return nil, w.err
+		}
+	}
+}
+
+// idleOtherKey finds a process started with another system prompt and
+// running nothing; pl.mu must be held.
+func (pl *pool) idleOtherKey(key string) *acpProc {
+	for _, p := range pl.procs {
+		if p.alive() && p.key != key && p.load() == 0 {
+			return p
+		}
+	}
+	return nil
+}
+
+func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string) (*acpProc, error) {
+	env := pl.r.childEnv()
+	sysDir := ""
+	if systemPrompt != "" {
+		// The system prompt is per process: it lives as long as the process.
+		dir, err := os.MkdirTemp("", "gemini-mcp-")
+		if err != nil {
+			return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "cannot create a temporary directory for the system prompt: " + err.Error()}
+		}
+		path := filepath.Join(dir, "SYSTEM.md")
+		if err := os.WriteFile(path, []byte(systemPrompt), 0o600); err != nil {
+			os.RemoveAll(dir)
+			return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "cannot write the system prompt file: " + err.Error()}
+		}
+		env = setEnv(env, "GEMINI_SYSTEM_MD", path)
+		sysDir = dir
+	}
+	args := append([]string{"--acp"}, pl.r.operatorArgs()...)
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	p, err := startACP(sctx, cmd, args, env, key, sysDir, pl.r.opts.ApprovalMode == "yolo", pl.r.log)
+	if err != nil {
+		if sysDir != "" {
+			os.RemoveAll(sysDir)
+		}
+		return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "the warm gemini process could not start: " + err.Error()}
+	}
+	return p, nil
+}
+
+// watch removes a process from the pool when it exits, releasing its
+// sessions to one-shot resume.
+func (pl *pool) watch(p *acpProc) {
+	<-p.dead
+	pl.mu.Lock()
+	for i, q := range pl.procs {
+		if q == p {
+			pl.procs = append(pl.procs[:i:i], pl.procs[i+1:]...)
+			break
+		}
+	}
+	for id, q := range pl.owner {
+		if q == p {
+			delete(pl.owner, id)
+		}
+	}
+	pl.mu.Unlock()
+	if !p.isDraining() {
+		pl.r.log.Warn("a warm gemini process exited; its sessions continue through one-shot resume", "pid", p.cmd.Process.Pid, "err", p.deadErr)
+	}
+}
+
+// release takes session id away from the process holding it, for good.
+func (pl *pool) release(id string) {
+	pl.mu.Lock()
+	delete(pl.owner, strings.ToLower(id))
+	pl.mu.Unlock()
+}
+
+// afterPrompt recycles a process that has served enough prompts or grown
+// too big: it takes no new work, and ends once its prompts in flight end.
+func (pl *pool) afterPrompt(p *acpProc) {
+	p.mu.Lock()
+	over := p.prompts >= pl.opts.MaxPrompts
+	p.mu.Unlock()
+	if !over {
+		if rss := p.rss(); rss > pl.opts.MaxRSS {
+			over = true
+			pl.r.log.Info("recycling a warm gemini process past its memory limit", "pid", p.cmd.Process.Pid, "rssMB", rss>>20)
+		}
+	} else {
+		pl.r.log.Info("recycling a warm gemini process after its prompt limit", "pid", p.cmd.Process.Pid, "prompts", pl.opts.MaxPrompts)
+	}
+	if over {
+		pl.retire(p)
+	}
+}
+
+// retire drains p: no new work; it is stopped when its last prompt ends.
+func (pl *pool) retire(p *acpProc) {
+	p.mu.Lock()
+	p.draining = true
+	idle := p.inflight == 0
+	p.mu.Unlock()
+	if idle {
+		go p.kill()
+		return
+	}
+	go func() {
+		for {
+			select {
+			case <-p.dead:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if p.load() == 0 {
+				p.kill()
+				return
+			}
+		}
+	}()
+}
+
+// failure turns a warm error into the call's *Error.
+func (pl *pool) failure(p *acpProc, err error, c Call) error {
+	var re *rpcError
+	switch {
+	case errors.As(err, &re):
+		return classifyRPC(re, c)
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Kind: KindTimeout, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped", seconds(pl.r.opts.Timeout))}
+	case errors.Is(err, context.Canceled):
+		return &Error{Kind: KindCancelled, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "the call was cancelled before gemini finished, and gemini was stopped"}
+	case errors.Is(err, errProcessGone):
+		return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "the warm gemini process exited during the call: " + err.Error() + ". Its sessions continue through one-shot resume; try again"}
+	}
+	return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "gemini --acp failed: " + err.Error()}
+}
+
+// warmStderr stands where a one-shot failure shows the CLI's stderr: a
+// warm process's stderr is shared by every session it serves, so none of
+// it goes into one call's result (it is in the server's log at debug).
+const warmStderr = "(none: the call ran in a warm gemini --acp process)"
+
+// classifyRPC maps an ACP error to the same kinds and reasons as the
+// one-shot path. API failures carry the HTTP status as their code, and the
+// one-shot path's exit code for them is that status modulo 256.
+func classifyRPC(re *rpcError, c Call) *Error {
+	if re.Code < 100 || re.Code > 599 {
+		return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "gemini --acp failed: " + re.Error()}
+	}
+	out := &Output{Error: &OutputError{Type: "Error", Message: re.Message, Code: []byte(fmt.Sprint(re.Code))}}
+	e := classify(re.Code%256, out, warmStderr, c.Resume, c.Dir)
+	e.ExitCode = -1
+	return e
+}
+
+func (p *acpProc) isDraining() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.draining
+}
+
+func (p *acpProc) load() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inflight
+}
+
+// close stops every process and waits for them.
+func (pl *pool) close() {
+	pl.mu.Lock()
+	pl.closed = true
+	procs := append([]*acpProc(nil), pl.procs...)
+	pl.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.mu.Lock()
+			p.draining = true
+			p.mu.Unlock()
+			p.kill()
+		}()
+	}
+	wg.Wait()
+}
