@@ -161,7 +161,13 @@ func (r *Runner) Run(ctx context.Context, c Call) (*Result, error) {
 		c.Observer.Started()
 	}
 	if r.pool != nil {
-		res, err := r.pool.run(ctx, cmd, c)
+		wctx := ctx
+		if r.opts.Timeout > 0 {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, r.opts.Timeout)
+			defer cancel()
+		}
+		res, err := r.pool.run(wctx, cmd, c)
 		if !errors.Is(err, errNotWarm) {
 			return res, err
 		}
