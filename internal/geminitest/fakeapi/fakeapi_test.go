@@ -329,3 +329,113 @@ func TestHome(t *testing.T) {
 		t.Errorf("settings.json = %s", b)
 	}
 }
+
+// toolBody is a request that offers the functions names and whose contents
+// are given as is.
+func toolBody(t *testing.T, names []string, contents ...any) string {
+	t.Helper()
+	var decls []any
+	for _, n := range names {
+		decls = append(decls, map[string]any{"name": n, "description": "d", "parametersJsonSchema": map[string]any{"type": "object"}})
+	}
+	b, err := json.Marshal(map[string]any{
+		"contents": contents,
+		"tools":    []any{map[string]any{"functionDeclarations": decls[:1]}, map[string]any{"functionDeclarations": decls[1:]}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func userText(text string) any {
+	return map[string]any{"role": "user", "parts": []any{map[string]any{"text": text}}}
+}
+
+func TestCallDirectiveAndFunctionResponse(t *testing.T) {
+	s := newServer(t)
+	tools := []string{"read_file", "mcp_gemini_chat", "mcp_gemini_chat-reply"}
+	prompt := `ask [[call:mcp_gemini_chat:{"prompt":"hi [there]","n":2}]] please`
+	resp, body := post(t, s, "m", MethodStream, toolBody(t, tools, userText(prompt)))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	frame, ok := strings.CutPrefix(strings.TrimSuffix(string(body), "\n\n"), "data: ")
+	if !ok {
+		t.Fatalf("not one SSE frame: %q", body)
+	}
+	var r struct {
+		Candidates []struct {
+			Content struct {
+				Role  string
+				Parts []struct {
+					Text         string
+					FunctionCall *struct {
+						Name string
+						Args map[string]any
+					}
+				}
+			}
+			FinishReason string
+		}
+	}
+	if err := json.Unmarshal([]byte(frame), &r); err != nil {
+		t.Fatalf("frame %s: %v", frame, err)
+	}
+	if len(r.Candidates) != 1 || len(r.Candidates[0].Content.Parts) != 1 || r.Candidates[0].Content.Role != "model" {
+		t.Fatalf("unexpected response shape %s", frame)
+	}
+	fc := r.Candidates[0].Content.Parts[0].FunctionCall
+	if fc == nil || fc.Name != "mcp_gemini_chat" || fc.Args["prompt"] != "hi [there]" || fc.Args["n"] != float64(2) {
+		t.Errorf("functionCall = %+v in %s", fc, frame)
+	}
+	first := s.Requests()[0]
+	if first.FunctionCall == nil || first.FunctionCall.Name != "mcp_gemini_chat" ||
+		string(first.FunctionCall.Args) != `{"prompt":"hi [there]","n":2}` || first.Answer != "" || first.Status != 200 {
+		t.Errorf("recorded %+v", first)
+	}
+	if strings.Join(first.Tools, ",") != strings.Join(tools, ",") {
+		t.Errorf("Tools = %q, want %q", first.Tools, tools)
+	}
+
+	// The CLI sends the function's result back; the answer holds it, and
+	// the directive in the history does not fire again.
+	result := map[string]any{"output": "the answer\nwith \"quotes\""}
+	resp, body = post(t, s, "m", MethodStream, toolBody(t, tools,
+		userText(prompt),
+		map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "mcp_gemini_chat", "args": map[string]any{"prompt": "hi"}}}}},
+		map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"id": "c1", "name": "mcp_gemini_chat", "response": result}}}},
+	))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	second := s.Requests()[1]
+	want := FunctionResultAnswer(second.FunctionResponses)
+	if got := sseText(t, body); len(got) != 1 || got[0] != want {
+		t.Errorf("answer = %q, want [%q]", got, want)
+	}
+	if want != "fake-api answer: function results:\nmcp_gemini_chat returned {\"output\":\"the answer\\nwith \\\"quotes\\\"\"}" {
+		t.Errorf("FunctionResultAnswer = %q", want)
+	}
+	if len(second.FunctionResponses) != 1 || second.FunctionResponses[0].Name != "mcp_gemini_chat" || second.FunctionResponses[0].ID != "c1" ||
+		second.FunctionCall != nil || second.LastUserText != "" || second.NumContents != 3 {
+		t.Errorf("recorded %+v", second)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(second.FunctionResponses[0].Response, &got); err != nil || got["output"] != result["output"] {
+		t.Errorf("Response = %s (%v)", second.FunctionResponses[0].Response, err)
+	}
+}
+
+func TestCallDirectiveBadArguments(t *testing.T) {
+	s := newServer(t)
+	resp, body := post(t, s, "m", MethodStream, reqBody(t, "", `[[call:f:{not json}]]`))
+	if resp.StatusCode != 400 || !strings.Contains(string(body), "not a JSON object") {
+		t.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	// Without a JSON object it is no directive at all.
+	resp, body = post(t, s, "m", MethodStream, reqBody(t, "", `[[call:f:"x"]]`))
+	if got := sseText(t, body); resp.StatusCode != 200 || len(got) != 1 || !strings.HasPrefix(got[0], "fake-api answer: model=m") {
+		t.Errorf("status %d: %q", resp.StatusCode, got)
+	}
+}
