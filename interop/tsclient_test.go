@@ -118,9 +118,14 @@ func TestTypeScriptSDK(t *testing.T) {
 		} else if c.GoneAfterMs != nil {
 			t.Errorf("stateless: the cancelled call's CLI ended %d ms after the abort: cancellation works now; set statelessCancelWorks", *c.GoneAfterMs)
 		} else {
-			time.Sleep(time.Second) // the client has exited too: its POST is gone
+			// The client has exited, and with it the POST that carried
+			// the call: the server must stop the CLI now.
+			deadline := time.Now().Add(2 * time.Second)
+			for alive(c.Pid) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
 			if alive(c.Pid) {
-				t.Logf("stateless: the cancelled call's CLI (pid %d) still runs 2 s after the abort and 1 s after the client exited (known limitation, statelessCancelWorks)", c.Pid)
+				t.Errorf("stateless: the cancelled call's CLI (pid %d) still runs 2 s after its client, and its POST, went away", c.Pid)
 			}
 		}
 		s.stop(t)
@@ -144,15 +149,13 @@ func TestTypeScriptSDK(t *testing.T) {
 	})
 }
 
-// statelessCancelWorks says whether cancelling a call stops its CLI when the
-// server runs --stateless. It does not: the go-sdk's stateless Streamable
-// HTTP handles each POST in a session of its own, so the
-// notifications/cancelled POST cannot reach the call, and
-// PropagateRequestCancellation (which would stop the call when its POST is
-// dropped) applies only to clients on protocol 2026-07-28 or later; the
-// TypeScript SDK 1.32.2 speaks 2025-11-25. The CLI then runs until
-// --timeout or the server's shutdown. Set it to true once the server
-// handles this.
+// statelessCancelWorks says whether a client's notifications/cancelled
+// stops the call when the server runs --stateless. It does not: each
+// stateless POST is a session of its own, so the notification cannot reach
+// the call, and the TypeScript SDK 1.32.2 sends only the notification,
+// keeping the call's POST open. What does stop the call is its POST going
+// away (the server ties each call to its HTTP request), which the test
+// checks once the client has exited.
 const statelessCancelWorks = false
 
 // checkTSReport judges a report of client.mjs, all but how soon the

@@ -169,8 +169,17 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 		out = os.Stdout
 	}
 	t := &mcp.IOTransport{Reader: &eofReader{r: in, onEOF: endLife}, Writer: nopWriteCloser{out}}
-	err = srv.Run(life, t)
+	ss, err := srv.Connect(life, t, nil)
+	if err != nil {
+		return err
+	}
+	// The session ends when the client closes stdin; a signal (ctx) ends
+	// it from this side. Either way the calls' contexts end with life.
+	stop := context.AfterFunc(life, func() { ss.Close() })
+	defer stop()
+	err = ss.Wait()
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		log.Info("client disconnected; server stopping")
 		return nil
 	}
 	return err
@@ -220,8 +229,10 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	if deps.Closer != nil {
 		defer deps.Closer.Close()
 	}
+	requests := server.NewRequestContexts()
+	deps.RequestContext = requests.Lookup
 	srv := server.New(version, deps, log)
-	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins,
+	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins, Requests: requests,
 		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), Log: log,
 		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Timeout)})
 	ln, err := net.Listen("tcp", cfg.HTTP)

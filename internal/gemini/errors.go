@@ -75,6 +75,9 @@ func classify(exit int, out *Output, stderr string, resume string, dir string) *
 	if status == 0 && exit >= 144 && exit <= 255 {
 		status = exit + 256
 	}
+	// The CLI's message may end with a full stop; the help that follows
+	// brings its own.
+	msg = strings.TrimRight(msg, ". ")
 	with := func(s string) string {
 		if msg == "" {
 			return s

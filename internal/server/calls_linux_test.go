@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -288,4 +291,78 @@ func TestHTTPCancelStopsCLI(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHTTPDroppedRequestStopsCLI drops the POST that carries a call, as a
+// client that goes away does: with or without sessions, nobody can receive
+// the answer any more, so the CLI must stop.
+func TestHTTPDroppedRequestStopsCLI(t *testing.T) {
+	for _, stateless := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
+			h := newHTTPHarness(t, HTTPOptions{Stateless: stateless, Requests: NewRequestContexts()})
+			sessionID := ""
+			if !stateless {
+				resp, err := rawPost(context.Background(), h.url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sessionID = resp.Header.Get("Mcp-Session-Id")
+				resp.Body.Close()
+				r2, err := rawPost(context.Background(), h.url, sessionID, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r2.Body.Close()
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				resp, err := rawPost(ctx, h.url, sessionID, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"chat","arguments":{"prompt":"[[hang]]"}}}`)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}()
+			var pid int
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && pid == 0; time.Sleep(10 * time.Millisecond) {
+				if inv := h.invocations(); len(inv) > 0 {
+					pid = inv[0].Pid
+				}
+			}
+			if pid == 0 {
+				t.Fatal("the CLI never started")
+			}
+			start := time.Now()
+			cancel()
+			<-done
+			for time.Since(start) < 2*time.Second && alive(pid) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if alive(pid) {
+				t.Fatal("the CLI still runs 2 s after its request was dropped")
+			}
+			if sessionID != "" {
+				del, _ := http.NewRequest("DELETE", h.url+PathMCP, nil)
+				del.Header.Set("Mcp-Session-Id", sessionID)
+				if r, err := http.DefaultClient.Do(del); err == nil {
+					r.Body.Close()
+				}
+			}
+		})
+	}
+}
+
+func rawPost(ctx context.Context, base, sessionID, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", base+PathMCP, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	if sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", sessionID)
+	}
+	return http.DefaultClient.Do(req)
 }

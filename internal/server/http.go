@@ -12,9 +12,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 )
 
 // HTTPOptions configures the HTTP transports.
@@ -35,7 +38,49 @@ type HTTPOptions struct {
 	// long, so that clients that vanish without ending their session do
 	// not leave it behind; 0 means DefaultSessionIdleTimeout.
 	SessionIdleTimeout time.Duration
-	Log                *slog.Logger
+	// Requests, when set, records each /mcp request's context so that a
+	// call ends when its HTTP request does (see RequestContexts).
+	Requests *RequestContexts
+	Log      *slog.Logger
+}
+
+// RequestContexts ties tool calls to the HTTP requests that carry them. A
+// Streamable HTTP call's answer goes back on its own POST, so when that
+// POST is gone (the client dropped it, or went away) no one can receive
+// the answer and the call should stop. The SDK does this itself only for
+// clients of protocol 2026-07-28 or later, and a stateless server never
+// sees a cancellation notification, which arrives on a POST of its own.
+// The middleware stamps each request with an id in a header (replacing any
+// the client sent) and the tool handler looks its context up by that id.
+type RequestContexts struct{ m sync.Map }
+
+// headerRequestID carries the id from the middleware to the handler.
+const headerRequestID = "X-Gemini-Mcp-Server-Request"
+
+// NewRequestContexts returns an empty registry.
+func NewRequestContexts() *RequestContexts { return &RequestContexts{} }
+
+func (rc *RequestContexts) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := gemini.NewUUID()
+		r.Header.Set(headerRequestID, id)
+		rc.m.Store(id, r.Context())
+		defer rc.m.Delete(id)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Lookup returns the context of the HTTP request that carried req, or nil
+// (stdio, SSE, or a request no longer running).
+func (rc *RequestContexts) Lookup(req *mcp.CallToolRequest) context.Context {
+	if rc == nil || req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return nil
+	}
+	v, ok := rc.m.Load(req.Extra.Header.Get(headerRequestID))
+	if !ok {
+		return nil
+	}
+	return v.(context.Context)
 }
 
 // DefaultSessionIdleTimeout is long enough for any call to finish.
@@ -70,7 +115,11 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	})
 	guard := newGuard(o)
 	mux := http.NewServeMux()
-	mux.Handle(PathMCP, guard.wrap(streamable))
+	var mcpHandler http.Handler = streamable
+	if o.Requests != nil {
+		mcpHandler = o.Requests.wrap(streamable)
+	}
+	mux.Handle(PathMCP, guard.wrap(mcpHandler))
 	if o.Stateless {
 		mux.HandleFunc(PathSSE, func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "the SSE transport needs sessions and is off in stateless mode; use "+PathMCP, http.StatusNotFound)

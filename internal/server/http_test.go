@@ -33,6 +33,11 @@ func newHTTPHarness(t *testing.T, o HTTPOptions, opts ...options) *httpHarness {
 	h := newHarness(t, ho)
 	srv := h.newServer()
 	o.Version = "test"
+	if o.Requests != nil {
+		// Calls end with their HTTP request, as in the binary.
+		h.requestContext = o.Requests.Lookup
+		srv = h.newServer()
+	}
 	ts := httptest.NewServer(NewHTTPHandler(srv, o))
 	t.Cleanup(ts.Close)
 	return &httpHarness{harness: h, url: ts.URL}

@@ -50,6 +50,8 @@ type harness struct {
 	env      []string
 	home     string // the server's default cwd
 	opts     options
+	// requestContext, when set, ties calls to their HTTP requests.
+	requestContext func(*mcp.CallToolRequest) context.Context
 }
 
 // options tune a harness; the zero value is the defaults used by most tests.
@@ -110,7 +112,7 @@ func (h *harness) newServer() *mcp.Server {
 	}
 	runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout, MaxConcurrent: h.opts.maxConcurrent}, nil)
 	return New("test", &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20,
-		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes}, nil)
+		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes, RequestContext: h.requestContext}, nil)
 }
 
 func realDir(t *testing.T, d string) string {

@@ -38,6 +38,9 @@ type Deps struct {
 	// Lifetime, when set, ends every call when it ends: the server is
 	// shutting down or its client has gone.
 	Lifetime context.Context
+	// RequestContext, when set, returns the context of the HTTP request
+	// that carries a call (nil if none): the call ends when it ends.
+	RequestContext func(*mcp.CallToolRequest) context.Context
 	// ProgressInterval is how often progress is reported to clients that
 	// ask for it; 0 means DefaultProgressInterval.
 	ProgressInterval time.Duration
@@ -283,6 +286,14 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call gemini.Ca
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(d.Lifetime, cancel)()
+	}
+	if d.RequestContext != nil {
+		if rc := d.RequestContext(req); rc != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(rc, cancel)()
+		}
 	}
 	p := startProgress(ctx, req, d.ProgressInterval)
 	defer p.finish()
