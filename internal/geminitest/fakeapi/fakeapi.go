@@ -122,8 +122,9 @@ type FunctionResponse struct {
 type Server struct {
 	ts *httptest.Server
 
-	mu   sync.Mutex
-	reqs []Request
+	mu      sync.Mutex
+	reqs    []Request
+	arrived []Request // as they came in, before any answer or delay
 
 	closeOnce sync.Once
 }
@@ -147,6 +148,18 @@ func New() *Server {
 // URL returns the base URL, http://127.0.0.1:PORT, to put in
 // GOOGLE_GEMINI_BASE_URL.
 func (s *Server) URL() string { return s.ts.URL }
+
+// Arrived returns the requests received so far, in arrival order, as they
+// were when they came in (no Status or Answer yet): unlike Requests it
+// includes those still waiting on a [[sleep:MS]] directive, so a test can
+// tell that a client is waiting on the API.
+func (s *Server) Arrived() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.arrived))
+	copy(out, s.arrived)
+	return out
+}
 
 // Requests returns a copy of the requests seen so far, oldest first.
 func (s *Server) Requests() []Request {
@@ -303,6 +316,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
+
+	s.mu.Lock()
+	s.arrived = append(s.arrived, rec)
+	s.mu.Unlock()
 
 	if rec.Method == MethodGenerate {
 		rec.Status, rec.Answer = http.StatusOK, RouterAnswer

@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestE2ECancelKillsNode cancels a call while the real CLI waits for the
+// API: every node process the CLI started (it re-spawns itself) must be
+// gone within 2 s.
+func TestE2ECancelKillsNode(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("needs /proc")
+	}
+	begin := time.Now()
+	h := start(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := h.session.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "e2e:cancel [[sleep:60000]]", "model": "gemini-e2e-model"}})
+		done <- res
+	}()
+	// Wait until the CLI has asked the API: it is running for real.
+	arrived := func() bool {
+		for _, r := range h.api.Arrived() {
+			if strings.Contains(r.LastUserText, "e2e:cancel") {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(90 * time.Second); !arrived(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the CLI never reached the API")
+		}
+	}
+	t.Logf("the CLI reached the API after %v", time.Since(begin).Round(time.Millisecond))
+	pids := h.cliProcesses(t)
+	var node bool
+	for _, cmd := range pids {
+		node = node || strings.Contains(cmd, "node")
+	}
+	if !node {
+		t.Fatalf("no node process found among %v: the check would prove nothing", pids)
+	}
+	start := time.Now()
+	cancel()
+	<-done
+	for time.Since(start) < 2*time.Second && len(h.cliProcesses(t)) > 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := h.cliProcesses(t); len(left) > 0 {
+		t.Fatalf("2 s after the cancel these still run: %v", left)
+	}
+	t.Logf("%d CLI processes gone %v after the cancel", len(pids), time.Since(start).Round(time.Millisecond))
+	h.shutdown(t)
+	t.Logf("done after %v", time.Since(begin).Round(time.Millisecond))
+}
+
+// cliProcesses lists the live processes, other than the server, that run
+// with this harness's HOME: the CLI and whatever it started.
+func (h *harness) cliProcesses(t *testing.T) map[int]string {
+	t.Helper()
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	needle := []byte("\x00HOME=" + h.home + "\x00")
+	out := map[int]string{}
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == h.cmd.Process.Pid {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), needle) {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue // reaped soon by whoever is its parent
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		out[pid] = string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+	}
+	return out
+}
