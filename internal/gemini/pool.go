@@ -48,12 +48,17 @@ type pool struct {
 	starting map[string]*startWait // system prompt key → a start in progress
 	owner    map[string]*acpProc   // session id → the process holding it
 	closed   bool
+	// noStartUntil pauses starting processes after a failed start (a CLI
+	// without --acp, a broken install): calls run one-shot meanwhile
+	// instead of each paying for a failed start.
+	noStartUntil time.Time
 }
+
+// startRetry is how long the pool waits after a failed start.
+const startRetry = time.Minute
 
 type startWait struct {
 	done chan struct{}
-	p    *acpProc
-	err  error
 }
 
 func newPool(r *Runner, o WarmOptions) *pool {
@@ -90,7 +95,7 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 	case c.Resume == "":
 		var err error
 		if p, err = pl.process(ctx, cmd, key, c.SystemPrompt); err != nil {
-			return nil, err
+			return nil, pl.failure(nil, err, c)
 		}
 		if p == nil {
 			return nil, errNotWarm
@@ -162,13 +167,14 @@ func (pl *pool) process(ctx context.Context, cmd Command, key, systemPrompt stri
 			pl.mu.Unlock()
 			select {
 			case <-w.done:
-				if w.err != nil {
-					return nil, w.err
-				}
 				continue
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
+		}
+		if time.Now().Before(pl.noStartUntil) {
+			pl.mu.Unlock()
+			return nil, nil
 		}
 		if live+len(pl.starting) >= pl.opts.Processes {
 			victim := pl.idleOtherKey(key)
@@ -183,17 +189,23 @@ func (pl *pool) process(ctx context.Context, cmd Command, key, systemPrompt stri
 		pl.starting[key] = w
 		pl.mu.Unlock()
 
-		w.p, w.err = pl.start(ctx, cmd, key, systemPrompt)
+		p, err := pl.start(ctx, cmd, key, systemPrompt)
 		pl.mu.Lock()
 		delete(pl.starting, key)
-		if w.p != nil {
-			pl.procs = append(pl.procs, w.p)
-			go pl.watch(w.p)
+		if p != nil {
+			pl.procs = append(pl.procs, p)
+			go pl.watch(p)
+		} else if ctx.Err() == nil {
+			pl.noStartUntil = time.Now().Add(startRetry)
+			pl.r.log.Warn("the warm backend could not start gemini --acp; calls run one-shot for a while", "retryIn", startRetry, "err", err)
 		}
 		pl.mu.Unlock()
 		close(w.done)
-		if w.err != nil {
-			return nil, w.err
+		if p == nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, nil
 		}
 	}
 }
