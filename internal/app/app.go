@@ -178,7 +178,9 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 	stop := context.AfterFunc(life, func() { ss.Close() })
 	defer stop()
 	err = ss.Wait()
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+	// Ending because the client left or a signal came is a clean stop,
+	// whatever the SDK reports for the closed connection.
+	if err == nil || life.Err() != nil || errors.Is(err, io.EOF) {
 		log.Info("client disconnected; server stopping")
 		return nil
 	}
