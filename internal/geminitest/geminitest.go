@@ -25,6 +25,56 @@
 // [DefaultSelfTimeout]), so a broken test cannot leave a process behind for long. When [EnvLog]
 // names a file, every invocation appends one [Invocation] to it as a JSON line; read it back with
 // [ReadLog].
+//
+// # The long-lived mode
+//
+// gemini --acp [-m MODEL] [-y | --approval-mode MODE] mirrors the real CLI's Agent Client
+// Protocol mode: newline-delimited JSON-RPC 2.0 on stdin and stdout, with the real CLI's field
+// names, shapes, error codes and messages, as captured in testdata/acp-transcript.jsonl. Other
+// one-shot flags are accepted and ignored. It answers initialize, authenticate, session/new
+// {cwd, mcpServers}, session/load {sessionId, cwd, mcpServers}, session/set_model {sessionId,
+// modelId}, session/set_mode {sessionId, modeId} and session/prompt {sessionId, prompt}, and
+// takes the notification session/cancel {sessionId}; other methods get JSON-RPC method-not-found,
+// and lines that are not JSON-RPC get no answer at all. EOF on stdin ends the process with exit
+// code 0; the self-timeout applies as in one-shot runs. The process logs one [Invocation] when it
+// starts, and [EnvACPLog] logs every message it receives ([ACPMessage], [ReadACPLog]).
+//
+// Sessions live in the same store as one-shot sessions, keyed by the session's cwd, so a session
+// started with --acp resumes one-shot with -r and the other way round. A prompt's answer is
+// Answer(turn, model, systemPrompt, prompt), streamed as agent_message_chunk updates whose texts
+// concatenate to it, followed by the response {stopReason: "end_turn", _meta: {quota}}; the
+// prompt is the concatenation of the text blocks. The model is the session's session/set_model
+// choice, else -m, else GEMINI_MODEL, else [DefaultModel] (currentModelId then reads
+// [ACPAutoModel]); as in the real CLI, session/set_model overrides -m. A model of "auto" (the
+// real CLI's router) also answers as [DefaultModel]. The system prompt is read
+// from GEMINI_SYSTEM_MD once, when the process starts; a missing file fails initialize,
+// session/new and session/load. session/load replays the history as user_message_chunk and
+// agent_message_chunk updates, answering after the first of them as the real CLI does.
+//
+// The real CLI's bugs are mirrored: a second prompt on a session aborts the pending one, which
+// answers {stopReason: "cancelled"}; a cancelled or failed turn is not saved; session/cancel
+// while a permission request is pending answers the prompt only once the client has answered that
+// request; session/load of a session created in the current clock minute fails and wipes the
+// session's stored turns (upstream #28775, see [ACPNoSessionsMessage]). The clock can be moved
+// with [EnvNowOffset] and [EnvNowOffsetFile]. Prompts on different sessions run concurrently, and
+// sessions are never freed.
+//
+// In --acp prompts, [[sleep:MS]], [[empty]], [[stdout:N]], [[stderr:N]], [[ignoreterm]] and
+// [[child]] work as in one-shot runs, except that [[hang]] and the directives that hang block the
+// prompt only until it is cancelled; [[nosession]] does nothing. These directives behave
+// differently or only work there:
+//
+//	[[exit:N]]      answer with a JSON-RPC error shaped like the real CLI's API errors: for N in
+//	                144..255, code N+256 and the API's JSON error body as message (a 404 comes
+//	                back as code 500 "fake api error 404"); other N, code -32603
+//	[[tool:NAME]]   report a tool call NAME (tool_call, then tool_call_update) before answering
+//	[[permission]]  ask session/request_permission to write fake-permission.txt in the session's
+//	                cwd and wait for the answer; the answer text ends with " permission=OUTCOME"
+//	                (see [AnswerWithPermission]); in yolo and autoEdit modes nothing is asked
+//	[[crash]]       exit with code 1 at once, after any [[sleep:MS]], without answering
+//	[[chunks:N]]    stream the answer in N chunks of about equal length
+//	[[alloc:MB]]    allocate MB megabytes, touched, and keep them for the life of the process
+//	[[badjson]]     write a line that is not JSON on stdout before answering
 package geminitest
 
 import (

@@ -37,9 +37,10 @@ type Invocation struct {
 	// StdinKind is one of StdinDevNull, StdinPipe, StdinFile and StdinOther.
 	StdinKind string `json:"stdinKind"`
 	// StdinBytes is how many bytes the fake read from stdin. It is 0 when the run ended before
-	// reading stdin (a bad flag, --version, --list-sessions) or when stdin is a terminal.
+	// reading stdin (a bad flag, --version, --list-sessions), when stdin is a terminal, and for
+	// --acp, which logs its start before it reads anything (see [EnvACPLog] for what it reads).
 	StdinBytes int `json:"stdinBytes"`
-	// Prompt is the prompt as assembled from stdin and the prompt argument.
+	// Prompt is the prompt as assembled from stdin and the prompt argument; "" for --acp.
 	Prompt string `json:"prompt"`
 	// SystemMdPath is the absolute path of the system prompt file that GEMINI_SYSTEM_MD names, even
 	// when that file is missing, and SystemMd is its content. Both are empty when GEMINI_SYSTEM_MD

@@ -45,7 +45,9 @@ func answer(opts *options, req *request, inv invocation) error {
 		// A failed turn is not saved, so the session is as it was before this run.
 		return out.failure(d.exitCode, req.prompt)
 	}
-	sess.Turns = append(sess.Turns, turn{Prompt: req.prompt, Model: model, SystemPrompt: req.system})
+	n := len(sess.Turns) + 1
+	text := responseFor(d, n, model, req)
+	sess.Turns = append(sess.Turns, newTurn(n, req.prompt, model, req.system, text))
 	if err := st.save(sess); err != nil {
 		return err
 	}
@@ -53,7 +55,7 @@ func answer(opts *options, req *request, inv invocation) error {
 		fmt.Print("this is not json\n")
 		return nil
 	}
-	return out.success(req.prompt, responseFor(d, len(sess.Turns), model, req))
+	return out.success(req.prompt, text)
 }
 
 // modelFor returns the model a run uses: -m, else GEMINI_MODEL, else the default.

@@ -22,6 +22,8 @@ type options struct {
 	approval   string
 	version    bool
 	list       bool
+	// acp is --acp (or the deprecated --experimental-acp): the long-lived Agent Client Protocol mode.
+	acp        bool
 	sandbox    bool
 	yolo       bool
 	skipTrust  bool
@@ -90,6 +92,8 @@ func flagSpecs(noSessionID bool) []flagSpec {
 		{long: "allowed-mcp-server-names", kind: listFlag, set: func(o *options, v string) { o.mcpServers = append(o.mcpServers, v) }},
 		{long: "skip-trust", kind: boolFlag, set: func(o *options, v string) { o.skipTrust = v == "true" }},
 		{long: "version", short: 'v', kind: boolFlag, set: func(o *options, v string) { o.version = v == "true" }},
+		{long: "acp", kind: boolFlag, set: func(o *options, v string) { o.acp = v == "true" }},
+		{long: "experimental-acp", kind: boolFlag, set: func(o *options, v string) { o.acp = v == "true" }},
 	}
 	if noSessionID {
 		specs = slices.DeleteFunc(specs, func(s flagSpec) bool { return s.long == "session-id" })

@@ -25,10 +25,20 @@ type directives struct {
 	sleep       time.Duration
 	stdoutBytes int // -1 when absent
 	stderrBytes int
+
+	// The directives below only work in --acp mode.
+	tool       string // the tool name of [[tool:NAME]], "" when absent
+	permission bool
+	crash      bool
+	chunks     int // 0 when absent
+	allocMB    int
 }
 
 // numericDirective matches the directives that carry a number.
-var numericDirective = regexp.MustCompile(`\[\[(exit|sleep|stdout|stderr):(\d+)\]\]`)
+var numericDirective = regexp.MustCompile(`\[\[(exit|sleep|stdout|stderr|chunks|alloc):(\d+)\]\]`)
+
+// toolDirective matches [[tool:NAME]].
+var toolDirective = regexp.MustCompile(`\[\[tool:([A-Za-z0-9_.-]+)\]\]`)
 
 // parseDirectives finds the directives anywhere in prompt. Of a numeric directive given twice the
 // first counts; [[exit:N]] counts only for N in 1..255, the range of exit codes.
@@ -41,6 +51,11 @@ func parseDirectives(prompt string) directives {
 		ignoreTerm:  strings.Contains(prompt, "[[ignoreterm]]"),
 		child:       strings.Contains(prompt, "[[child]]"),
 		stdoutBytes: -1,
+		permission:  strings.Contains(prompt, "[[permission]]"),
+		crash:       strings.Contains(prompt, "[[crash]]"),
+	}
+	if m := toolDirective.FindStringSubmatch(prompt); m != nil {
+		d.tool = m[1]
 	}
 	seen := map[string]bool{}
 	for _, m := range numericDirective.FindAllStringSubmatch(prompt, -1) {
@@ -60,6 +75,10 @@ func parseDirectives(prompt string) directives {
 			d.stdoutBytes = n
 		case "stderr":
 			d.stderrBytes = n
+		case "chunks":
+			d.chunks = n
+		case "alloc":
+			d.allocMB = n
 		}
 	}
 	return d

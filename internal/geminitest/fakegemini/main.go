@@ -51,13 +51,16 @@ func run() int {
 	}
 }
 
-// runE executes one invocation. Its steps follow the real CLI's order: flags, then --version and
-// --list-sessions, then input, then the session, then the answer.
+// runE executes one invocation. Its steps follow the real CLI's order: flags, then --version,
+// --list-sessions and --acp, then input, then the session, then the answer.
 func runE() error {
 	if os.Getenv(envChild) == "1" {
 		return runChild()
 	}
 	if err := startWatchdog(); err != nil {
+		return err
+	}
+	if err := setupClock(); err != nil {
 		return err
 	}
 	inv, err := newInvocation()
@@ -73,6 +76,8 @@ func runE() error {
 		return logThen(inv, printVersion())
 	case opts.list:
 		return logThen(inv, listSessions(inv.Cwd))
+	case opts.acp:
+		return runACP(opts, inv)
 	}
 	in, err := readInput(opts, &inv)
 	if err != nil {
@@ -186,4 +191,7 @@ Options:
                                                                        [boolean]
   -o, --output-format             The format of the CLI output.
                               [string] [choices: "text", "json", "stream-json"]
+      --acp                       Starts the agent in ACP mode         [boolean]
+      --experimental-acp          Starts the agent in ACP mode (deprecated, use
+                                  --acp instead)                       [boolean]
   -v, --version                   Show version number                  [boolean]`

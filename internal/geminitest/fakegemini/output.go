@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"time"
 )
 
 // printer writes a run's result in the chosen output format.
@@ -144,7 +143,7 @@ func (p printer) stream(prompt string, events ...streamEvent) error {
 	}, events...)
 	var b bytes.Buffer
 	for _, e := range events {
-		e.Timestamp = time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+		e.Timestamp = now().UTC().Format("2006-01-02T15:04:05.000Z")
 		b.Write(encode(e, false))
 	}
 	return write(b.Bytes())

@@ -24,6 +24,10 @@ type session struct {
 	Created string `json:"created"`
 	Title   string `json:"title"`
 	Turns   []turn `json:"turns"`
+	// Empty marks a session that has no messages for the real CLI, so that it cannot be listed,
+	// resumed or loaded: one that --acp started but has not saved a turn of, or one whose turns
+	// upstream bug #28775 wiped.
+	Empty bool `json:"empty,omitempty"`
 
 	created time.Time
 }
@@ -33,6 +37,29 @@ type turn struct {
 	Prompt       string `json:"prompt"`
 	Model        string `json:"model"`
 	SystemPrompt string `json:"systemPrompt"`
+	// Response is the answer given, stored only when it is not the answer that the turn's number
+	// and the fields above give (see geminitest.Answer), as after [[stdout:N]] or [[permission]].
+	// session/load replays it.
+	Response *string `json:"response,omitempty"`
+	// Tool is the tool that [[tool:NAME]] pretended to call in this turn; session/load replays it.
+	Tool string `json:"tool,omitempty"`
+}
+
+// newTurn returns the turn that answered prompt with text as the session's turn number n.
+func newTurn(n int, prompt, model, system, text string) turn {
+	t := turn{Prompt: prompt, Model: model, SystemPrompt: system}
+	if text != geminitest.Answer(n, model, system, prompt) {
+		t.Response = &text
+	}
+	return t
+}
+
+// answer returns the text the turn, the session's turn number n, was answered with.
+func (t turn) answer(n int) string {
+	if t.Response != nil {
+		return *t.Response
+	}
+	return geminitest.Answer(n, t.Model, t.SystemPrompt, t.Prompt)
 }
 
 // store holds the sessions of one working directory, like the real CLI's per-project chats.
@@ -57,7 +84,8 @@ func openStore(cwd string) (store, error) {
 	return store{dir: geminitest.SessionDir(home, cwd), cwd: cwd}, nil
 }
 
-// load returns the stored sessions, oldest first.
+// load returns the stored sessions, oldest first. Empty sessions are left out, as the real CLI
+// leaves out sessions without messages.
 func (s store) load() ([]*session, error) {
 	entries, err := os.ReadDir(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -76,7 +104,9 @@ func (s store) load() ([]*session, error) {
 		if err != nil {
 			return nil, err
 		}
-		sessions = append(sessions, sess)
+		if !sess.Empty {
+			sessions = append(sessions, sess)
+		}
 	}
 	slices.SortFunc(sessions, func(a, b *session) int {
 		if c := a.created.Compare(b.created); c != 0 {
@@ -196,13 +226,13 @@ func (s store) startWithID(id, prompt string) (*session, error) {
 
 // start returns a new, not yet saved session.
 func (s store) start(id, prompt string) *session {
-	now := time.Now()
+	t := now()
 	return &session{
 		ID:      id,
 		Cwd:     s.cwd,
-		Created: now.UTC().Format(time.RFC3339Nano),
+		Created: t.UTC().Format(time.RFC3339Nano),
 		Title:   geminitest.SessionTitle(prompt),
-		created: now,
+		created: t,
 	}
 }
 
@@ -231,9 +261,9 @@ func listSessions(cwd string) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nAvailable sessions for this project (%d):\n", len(sessions))
-	now := time.Now()
+	t := now()
 	for i, sess := range sessions {
-		fmt.Fprintf(&b, "  %d. %s (%s) [%s]\n", i+1, sess.Title, relativeTime(now, sess.created), sess.ID)
+		fmt.Fprintf(&b, "  %d. %s (%s) [%s]\n", i+1, sess.Title, relativeTime(t, sess.created), sess.ID)
 	}
 	fmt.Print(b.String())
 	return nil
