@@ -39,7 +39,17 @@ type rpcError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
-func (e *rpcError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+func (e *rpcError) Error() string {
+	msg := e.Message
+	// The CLI puts the useful part of an internal error in data.details.
+	var data struct {
+		Details string `json:"details"`
+	}
+	if json.Unmarshal(e.Data, &data) == nil && data.Details != "" {
+		msg += ": " + data.Details
+	}
+	return fmt.Sprintf("%s (code %d)", msg, e.Code)
+}
 
 // errProcessGone says the ACP process ended while a request waited.
 var errProcessGone = errors.New("the warm gemini process exited")

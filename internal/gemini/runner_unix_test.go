@@ -5,25 +5,12 @@ package gemini
 import (
 	"context"
 	"errors"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
-
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
 
 // waitForChild waits until the fake has logged the pid of its [[child]].
 func waitForChild(t *testing.T, log string) geminitest.Invocation {

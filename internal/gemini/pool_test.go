@@ -1,0 +1,268 @@
+package gemini
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+)
+
+// newWarmRunner is a runner with the warm backend on the fake CLI. It
+// returns the invocation log and the ACP message log.
+func newWarmRunner(t *testing.T, opts Options, warm WarmOptions) (*Runner, string, string) {
+	t.Helper()
+	acpLog := filepath.Join(t.TempDir(), "acp.jsonl")
+	opts.Warm = &warm
+	opts.Env = append(opts.Env, geminitest.EnvACPLog+"="+acpLog)
+	r, log := newTestRunner(t, opts)
+	t.Cleanup(func() {
+		r.Close()
+		// Every process and goroutine of the pool is gone after Close.
+		goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	})
+	return r, log, acpLog
+}
+
+// acpStarts counts the --acp processes the fake logged.
+func acpStarts(t *testing.T, log string) (warm, oneShot []geminitest.Invocation) {
+	for _, inv := range invocations(t, log) {
+		if contains(inv.Argv, "--acp") {
+			warm = append(warm, inv)
+		} else {
+			oneShot = append(oneShot, inv)
+		}
+	}
+	return warm, oneShot
+}
+
+func TestWarmMatchesOneShot(t *testing.T) {
+	warm, wlog, acpLog := newWarmRunner(t, Options{}, WarmOptions{})
+	cold, _ := newTestRunner(t, Options{})
+	dir := workDir(t)
+	calls := []Call{
+		{Prompt: "-h first", Model: "gemini-x", SystemPrompt: "SYS one", Dir: dir},
+		{Prompt: strings.Repeat("big prompt line\n", 10000), Dir: dir},
+	}
+	for _, c := range calls {
+		w, err := warm.Run(ctxT(t), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := cold.Run(ctxT(t), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Response != o.Response || w.SessionIDSource != "warm" || !IsUUID(w.SessionID) {
+			t.Fatalf("warm %q (%s)\none-shot %q", w.Response, w.SessionIDSource, o.Response)
+		}
+		// The reply continues the warm session, in the process that holds
+		// it, with the model back at the default as a one-shot reply has.
+		w2, err := warm.Run(ctxT(t), Call{Prompt: "again", Dir: dir, Resume: w.SessionID, SystemPrompt: c.SystemPrompt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o2, err := cold.Run(ctxT(t), Call{Prompt: "again", Dir: dir, Resume: o.SessionID, SystemPrompt: c.SystemPrompt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w2.Response != o2.Response || w2.SessionID != w.SessionID || w2.SessionIDSource != "warm" {
+			t.Fatalf("reply: warm %q (%s)\none-shot %q", w2.Response, w2.SessionIDSource, o2.Response)
+		}
+	}
+	started, oneShot := acpStarts(t, wlog)
+	// One process per system prompt; nothing one-shot.
+	if len(started) != 2 || len(oneShot) != 0 {
+		t.Fatalf("%d --acp processes, %d one-shot runs", len(started), len(oneShot))
+	}
+	msgs, _ := geminitest.ReadACPLog(acpLog)
+	var news int
+	for _, m := range msgs {
+		if m.Method == "session/new" {
+			news++
+		}
+	}
+	if news != 2 {
+		t.Fatalf("%d session/new", news)
+	}
+}
+
+func TestWarmErrorsMatchOneShot(t *testing.T) {
+	warm, _, _ := newWarmRunner(t, Options{}, WarmOptions{})
+	cold, _ := newTestRunner(t, Options{})
+	dir := workDir(t)
+	// API failures are per prompt in both modes (auth fails at a warm
+	// process's start, and then calls run one-shot).
+	for _, prompt := range []string{"[[exit:144]]", "[[exit:173]]", "[[exit:244]]"} {
+		_, werr := warm.Run(ctxT(t), Call{Prompt: prompt, Dir: dir})
+		_, oerr := cold.Run(ctxT(t), Call{Prompt: prompt, Dir: dir})
+		var we, oe *Error
+		if !errors.As(werr, &we) || !errors.As(oerr, &oe) {
+			t.Fatalf("%s: %v / %v", prompt, werr, oerr)
+		}
+		if we.Kind != oe.Kind || we.Status != oe.Status || we.Reason != oe.Reason {
+			t.Errorf("%s: warm %s %d, one-shot %s %d", prompt, we.Kind, we.Status, oe.Kind, oe.Status)
+		}
+		if we.Stderr != warmStderr {
+			t.Errorf("%s: warm stderr %q", prompt, we.Stderr)
+		}
+	}
+}
+
+func TestWarmCancelKeepsTheProcess(t *testing.T) {
+	r, log, acpLog := newWarmRunner(t, Options{}, WarmOptions{})
+	dir := workDir(t)
+	first, err := r.Run(ctxT(t), Call{Prompt: "start", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// Cancel once the prompt has reached the process.
+		for {
+			msgs, _ := geminitest.ReadACPLog(acpLog)
+			for _, m := range msgs {
+				if m.Method == "session/prompt" && strings.Contains(string(m.Params), "[[hang]]") {
+					cancel()
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	_, err = r.Run(ctx, Call{Prompt: "[[hang]]", Dir: dir, Resume: first.SessionID})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindCancelled {
+		t.Fatalf("got %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("cancel took %v", d)
+	}
+	msgs, _ := geminitest.ReadACPLog(acpLog)
+	if m := msgs[len(msgs)-1]; m.Method != "session/cancel" || m.SessionID() != first.SessionID {
+		t.Fatalf("last message %s %s", m.Method, m.SessionID())
+	}
+	// The process serves on; the cancelled turn was not kept.
+	res, err := r.Run(ctxT(t), Call{Prompt: "after", Dir: dir, Resume: first.SessionID})
+	if err != nil || !strings.HasPrefix(res.Response, "fake-gemini turn=2 ") {
+		t.Fatalf("after cancel: %v %+v", err, res)
+	}
+	if started, _ := acpStarts(t, log); len(started) != 1 {
+		t.Fatalf("%d processes", len(started))
+	}
+}
+
+func TestWarmCrashContinuesOneShot(t *testing.T) {
+	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{})
+	dir := workDir(t)
+	first, err := r.Run(ctxT(t), Call{Prompt: "start", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(ctxT(t), Call{Prompt: "[[crash]]", Dir: dir, Resume: first.SessionID})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindFailed || !strings.Contains(e.Reason, "exited during the call") {
+		t.Fatalf("crash: %v", err)
+	}
+	// The session continues through one-shot resume, its history intact.
+	res, err := r.Run(ctxT(t), Call{Prompt: "after the crash", Dir: dir, Resume: first.SessionID})
+	if err != nil || res.SessionID != first.SessionID || !strings.HasPrefix(res.Response, "fake-gemini turn=2 ") || res.SessionIDSource == "warm" {
+		t.Fatalf("after crash: %v %+v", err, res)
+	}
+	// A new session gets a new process.
+	if _, err := r.Run(ctxT(t), Call{Prompt: "new", Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	started, oneShot := acpStarts(t, log)
+	if len(started) != 2 || len(oneShot) != 1 || !contains(oneShot[0].Argv, first.SessionID) {
+		t.Fatalf("%d processes, one-shot runs %v", len(started), oneShot)
+	}
+}
+
+func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
+	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{MaxPrompts: 2})
+	dir := workDir(t)
+	a, err := r.Run(ctxT(t), Call{Prompt: "one", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctxT(t), Call{Prompt: "two", Dir: dir, Resume: a.SessionID}); err != nil {
+		t.Fatal(err)
+	}
+	// The first process has served its two prompts and is retired.
+	started, _ := acpStarts(t, log)
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(started[0].Pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(started[0].Pid) {
+		t.Fatal("the process outlived its prompt limit")
+	}
+	res, err := r.Run(ctxT(t), Call{Prompt: "three", Dir: dir, Resume: a.SessionID})
+	if err != nil || res.SessionIDSource == "warm" || !strings.HasPrefix(res.Response, "fake-gemini turn=3 ") {
+		t.Fatalf("after recycling: %v %+v", err, res)
+	}
+	if _, err := r.Run(ctxT(t), Call{Prompt: "four", Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if started, _ := acpStarts(t, log); len(started) != 2 {
+		t.Fatalf("%d processes, want a fresh one after recycling", len(started))
+	}
+}
+
+func TestWarmPermissions(t *testing.T) {
+	deny, _, _ := newWarmRunner(t, Options{}, WarmOptions{})
+	res, err := deny.Run(ctxT(t), Call{Prompt: "write it [[permission]]", Dir: workDir(t)})
+	if err != nil || !strings.HasSuffix(res.Response, " permission=cancel") {
+		t.Fatalf("default policy: %v %+v", err, res)
+	}
+}
+
+func TestWarmLatestGoesOneShotAndReleases(t *testing.T) {
+	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{})
+	dir := workDir(t)
+	a, err := r.Run(ctxT(t), Call{Prompt: "one", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(ctxT(t), Call{Prompt: "two", Dir: dir, Resume: "latest"})
+	if err != nil || res.SessionID != a.SessionID || res.SessionIDSource == "warm" {
+		t.Fatalf("latest: %v %+v", err, res)
+	}
+	// The one-shot turn took the session from its process for good.
+	res, err = r.Run(ctxT(t), Call{Prompt: "three", Dir: dir, Resume: a.SessionID})
+	if err != nil || res.SessionIDSource == "warm" || !strings.HasPrefix(res.Response, "fake-gemini turn=3 ") {
+		t.Fatalf("after latest: %v %+v", err, res)
+	}
+	if _, oneShot := acpStarts(t, log); len(oneShot) != 2 {
+		t.Fatalf("%d one-shot runs", len(oneShot))
+	}
+}
+
+func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
+	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{Processes: 1})
+	dir := workDir(t)
+	for i, sys := range []string{"SYS A", "SYS B", "SYS A"} {
+		res, err := r.Run(ctxT(t), Call{Prompt: "hi", SystemPrompt: sys, Dir: dir})
+		if err != nil || !strings.Contains(res.Response, "system="+sys+" ") || res.SessionIDSource != "warm" {
+			t.Fatalf("call %d: %v %+v", i, err, res)
+		}
+	}
+	// With room for one process, each new system prompt retires the idle
+	// process of the last one.
+	started, _ := acpStarts(t, log)
+	if len(started) != 3 {
+		t.Fatalf("%d processes", len(started))
+	}
+	for _, p := range started[:2] {
+		if alive(p.Pid) {
+			t.Fatalf("retired process %d still runs", p.Pid)
+		}
+	}
+}
