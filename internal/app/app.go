@@ -119,7 +119,7 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 	}
 	var warm *gemini.WarmOptions
 	if cfg.Backend == "warm" {
-		warm = &gemini.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes)}
+		warm = &gemini.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout}
 	}
 	runner := gemini.NewRunner(gemini.Options{
 		Warm:                  warm,

@@ -42,6 +42,7 @@ type Config struct {
 	WarmProcesses   int
 	WarmMaxPrompts  int
 	WarmMaxRSSBytes int
+	WarmIdleTimeout time.Duration
 
 	HTTP                string // serve HTTP on this address instead of stdio
 	Tokens              []string
@@ -166,6 +167,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	}
 	intFlag(&c.WarmProcesses, "warm-processes", "GEMINI_MCP_WARM_PROCESSES", gemini.DefaultWarmProcesses, "warm backend: most gemini --acp processes (about 220 MB each)")
 	intFlag(&c.WarmMaxPrompts, "warm-max-prompts", "GEMINI_MCP_WARM_MAX_PROMPTS", gemini.DefaultWarmMaxPrompts, "warm backend: recycle a process after this many prompts")
+	duration(&c.WarmIdleTimeout, "warm-idle-timeout", "GEMINI_MCP_WARM_IDLE_TIMEOUT", gemini.DefaultWarmIdleTimeout, "warm backend: stop a process idle this long, giving its memory back")
 	size(&c.WarmMaxRSSBytes, "warm-max-rss", "GEMINI_MCP_WARM_MAX_RSS", gemini.DefaultWarmMaxRSS, "warm backend: recycle a process past this resident memory (e.g. 700MiB)")
 	str(&c.HTTP, "http", "GEMINI_MCP_HTTP", "", "serve MCP over HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio: Streamable HTTP at /mcp, SSE at /sse, /healthz")
 	if v, ok := env("GEMINI_MCP_TOKENS"); ok {

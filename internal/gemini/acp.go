@@ -79,6 +79,7 @@ type acpProc struct {
 	prompts      int                   // prompts answered
 	inflight     int
 	draining     bool
+	lastUsed     time.Time // when the last prompt ended (or the process started)
 
 	dead    chan struct{} // closed when the process has exited and been reaped
 	deadErr error
@@ -110,7 +111,7 @@ func startACP(ctx context.Context, cmdline Command, args []string, env []string,
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &acpProc{key: key, cmd: cmd, stdin: stdin, sysDir: sysDir, log: log, allow: allow, started: time.Now(),
+	p := &acpProc{key: key, cmd: cmd, stdin: stdin, sysDir: sysDir, log: log, allow: allow, started: time.Now(), lastUsed: time.Now(),
 		pending: map[int64]chan rpcMessage{}, subs: map[string]*promptSub{}, models: map[string]string{}, dead: make(chan struct{})}
 	go p.readLoop(stdout, stderr)
 	var init struct {
@@ -412,6 +413,7 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs Observer, gra
 		delete(p.subs, id)
 		p.inflight--
 		p.prompts++
+		p.lastUsed = time.Now()
 		p.mu.Unlock()
 	}()
 	type result struct {

@@ -20,14 +20,18 @@ type WarmOptions struct {
 	Processes  int   // most processes at once; 0 means DefaultWarmProcesses
 	MaxPrompts int   // recycle a process after this many prompts; 0 means DefaultWarmMaxPrompts
 	MaxRSS     int64 // recycle a process past this resident size in bytes; 0 means DefaultWarmMaxRSS
+	// IdleTimeout stops a process that has served nothing for this long,
+	// giving its memory back; 0 means DefaultWarmIdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // Defaults of the warm backend. A process is about 220 MB idle and grows
 // about 0.13 MB per prompt and 0.3 MB per session, never freeing sessions.
 const (
-	DefaultWarmProcesses  = 2
-	DefaultWarmMaxPrompts = 500
-	DefaultWarmMaxRSS     = 700 << 20
+	DefaultWarmProcesses   = 2
+	DefaultWarmMaxPrompts  = 500
+	DefaultWarmMaxRSS      = 700 << 20
+	DefaultWarmIdleTimeout = 10 * time.Minute
 )
 
 // pool owns the warm processes and knows which process holds which
@@ -70,6 +74,9 @@ func newPool(r *Runner, o WarmOptions) *pool {
 	}
 	if o.MaxRSS <= 0 {
 		o.MaxRSS = DefaultWarmMaxRSS
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultWarmIdleTimeout
 	}
 	return &pool{r: r, opts: o, starting: map[string]*startWait{}, owner: map[string]*acpProc{}}
 }
@@ -254,7 +261,19 @@ func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string
 // watch removes a process from the pool when it exits, releasing its
 // sessions to one-shot resume.
 func (pl *pool) watch(p *acpProc) {
-	<-p.dead
+	tick := time.NewTicker(min(pl.opts.IdleTimeout/4, time.Minute))
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-p.dead:
+			waiting = false
+		case <-tick.C:
+			if p.idleFor() >= pl.opts.IdleTimeout && !p.isDraining() {
+				pl.r.log.Info("stopping an idle warm gemini process", "pid", p.cmd.Process.Pid, "idle", pl.opts.IdleTimeout)
+				pl.retire(p)
+			}
+		}
+	}
 	pl.mu.Lock()
 	for i, q := range pl.procs {
 		if q == p {
@@ -356,6 +375,16 @@ func classifyRPC(re *rpcError, c Call) *Error {
 	e := classify(re.Code%256, out, warmStderr, c.Resume, c.Dir)
 	e.ExitCode = -1
 	return e
+}
+
+// idleFor is how long p has run no prompt.
+func (p *acpProc) idleFor() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inflight > 0 {
+		return 0
+	}
+	return time.Since(p.lastUsed)
 }
 
 func (p *acpProc) isDraining() bool {

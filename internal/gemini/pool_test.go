@@ -266,3 +266,18 @@ func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
 		}
 	}
 }
+
+func TestWarmIdleProcessStops(t *testing.T) {
+	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{IdleTimeout: 200 * time.Millisecond})
+	if _, err := r.Run(ctxT(t), Call{Prompt: "one", Dir: workDir(t)}); err != nil {
+		t.Fatal(err)
+	}
+	started, _ := acpStarts(t, log)
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(started[0].Pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(started[0].Pid) {
+		t.Fatal("an idle process was kept past the idle timeout")
+	}
+}
