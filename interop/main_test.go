@@ -280,6 +280,10 @@ func newServer(t *testing.T, o serverOpts) *server {
 		geminitest.EnvSelfTimeout: "60s",
 		// GODEBUG=execwait=2 makes the server report an exec.Cmd it never waited for.
 		"GODEBUG": "execwait=2",
+		// One CLI process per call, so that the tests can check that a
+		// cancelled call's process is gone (a warm process serves on after
+		// a cancel; the e2e suite covers that backend).
+		"GEMINI_MCP_BACKEND": "oneshot",
 	}
 	if len(o.tokens) > 0 {
 		s.env["GEMINI_MCP_TOKENS"] = strings.Join(o.tokens, ",")

@@ -74,6 +74,9 @@ func newEnv(t *testing.T) *env {
 		geminitest.EnvSelfTimeout+"=30s",
 		"GEMINI_MCP_STATE_DIR="+e.state,
 		"GEMINI_MCP_GEMINI="+fakeGemini,
+		// One CLI process per call, whose end the tests check; the warm
+		// backend has tests of its own.
+		"GEMINI_MCP_BACKEND=oneshot",
 	)
 	return e
 }
@@ -225,6 +228,38 @@ func isZombie(pid int) bool {
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+// TestStdioWarm runs calls through the default warm backend, then closes
+// stdin: the server exits 0 and its gemini --acp process is gone.
+func TestStdioWarm(t *testing.T) {
+	e := newEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_BACKEND=warm")
+	cmd := e.command()
+	cs := connect(t, cmd)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "warm one", "model": "gemini-x"}})
+	if err != nil || res.IsError {
+		t.Fatalf("chat: %v %+v", err, res)
+	}
+	if got, want := res.Content[0].(*mcp.TextContent).Text, geminitest.Answer(1, "gemini-x", "", "warm one"); got != want {
+		t.Fatalf("chat text %q, want %q", got, want)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": "warm two", "sessionId": res.Meta["sessionId"]}})
+	if err != nil || res.IsError || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "fake-gemini turn=2 ") {
+		t.Fatalf("chat-reply: %v %+v", err, res)
+	}
+	inv, _ := geminitest.ReadLog(e.log)
+	if len(inv) != 1 || inv[0].Argv[0] != "--acp" {
+		t.Fatalf("want one gemini --acp process, got %+v", inv)
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatalf("server exit: %v", err)
+	}
+	if runtime.GOOS == "linux" && alive(inv[0].Pid) {
+		t.Fatal("the warm process outlived the server")
+	}
 }
 
 func TestHelpVersionAndBadFlags(t *testing.T) {

@@ -153,7 +153,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	size(&c.MaxPromptBytes, "max-prompt-bytes", "GEMINI_MCP_MAX_PROMPT_BYTES", DefaultMaxPromptBytes, "largest prompt or system prompt accepted, in bytes (suffixes KiB, MiB)")
 	size(&c.MaxOutputBytes, "max-output-bytes", "GEMINI_MCP_MAX_OUTPUT_BYTES", DefaultMaxOutputBytes, "largest CLI output read before a call is stopped, in bytes")
 	size(&c.MaxAnswerBytes, "max-answer-bytes", "GEMINI_MCP_MAX_ANSWER_BYTES", DefaultMaxAnswerBytes, "largest answer returned in one result; longer answers come in pages fetched with the chat-page tool")
-	str(&c.Backend, "backend", "GEMINI_MCP_BACKEND", "oneshot", "how calls run: oneshot (a gemini process per call) or warm (a pool of long-lived gemini --acp processes: milliseconds per call; falls back to oneshot where it cannot serve)")
+	str(&c.Backend, "backend", "GEMINI_MCP_BACKEND", "warm", "how calls run: warm (a pool of long-lived gemini --acp processes, milliseconds per call; calls it cannot serve run one-shot) or oneshot (a gemini process per call)")
 	intFlag := func(p *int, flagName, key string, def int, usage string) {
 		*p = def
 		if v, ok := env(key); ok {
