@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -206,28 +205,13 @@ func testShutdownDuringCall(t *testing.T, stop func(cmd *exec.Cmd, stdin io.Clos
 	}
 	t.Logf("server exited %v after the stop", time.Since(start).Round(time.Millisecond))
 	for _, pid := range []int{inv.Pid, inv.ChildPid} {
-		if alive(pid) {
+		if geminitest.Alive(pid) {
 			t.Errorf("pid %d outlived the server", pid)
 		}
 	}
 	if m, _ := filepath.Glob(filepath.Join(tmp, "gemini-mcp-*")); len(m) != 0 {
 		t.Fatalf("left behind: %v", m)
 	}
-}
-
-// alive reports whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	return !isZombie(pid)
-}
-
-func isZombie(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
 // TestStdioWarm runs calls through the default warm backend, then closes
@@ -257,7 +241,7 @@ func TestStdioWarm(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Fatalf("server exit: %v", err)
 	}
-	if runtime.GOOS == "linux" && alive(inv[0].Pid) {
+	if runtime.GOOS == "linux" && geminitest.Alive(inv[0].Pid) {
 		t.Fatal("the warm process outlived the server")
 	}
 }

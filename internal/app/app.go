@@ -138,26 +138,39 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 	return &tools.Deps{Runner: runner, Closer: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes}, nil
 }
 
-// serveStdio serves one MCP session on stdin/stdout until the client closes
-// stdin or ctx ends. Every call's context ends with the server's, so that
-// shutting down stops the CLI processes still running.
-func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
-	deps, err := NewDeps(cfg, log)
+// start builds what both transports serve: the tools' dependencies, and a
+// lifetime that every call's context ends with. The SDK waits for running
+// handlers before a session ends, so the lifetime (ended by endLife, by a
+// signal through ctx, or by stop) is what stops calls at shutdown. stop
+// ends the lifetime and then the warm processes.
+func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *tools.Deps, life context.Context, endLife, stop func(), err error) {
+	deps, err = NewDeps(cfg, log)
 	if err != nil {
-		return err
+		return nil, nil, nil, nil, err
 	}
 	if _, err := gemini.Resolve(cfg.Gemini); err != nil {
 		log.Warn("calls will fail until this is fixed", "err", err)
 	}
-	// The SDK waits for running handlers before a session ends, so every
-	// call's context also ends with this lifetime: on a signal (ctx) or
-	// when the client closes stdin.
-	life, endLife := context.WithCancel(ctx)
-	defer endLife()
+	life, cancel := context.WithCancel(ctx)
 	deps.Lifetime = life
-	if deps.Closer != nil {
-		defer deps.Closer.Close()
+	stop = func() {
+		cancel()
+		if deps.Closer != nil {
+			deps.Closer.Close()
+		}
 	}
+	return deps, life, cancel, stop, nil
+}
+
+// serveStdio serves one MCP session on stdin/stdout until the client closes
+// stdin or ctx ends. Every call's context ends with the server's, so that
+// shutting down stops the CLI processes still running.
+func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
+	deps, life, endLife, stop, err := start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	srv := server.New(version, deps, log)
 	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd, "state", deps.Store.Dir())
 	in := sio.Stdin
@@ -175,8 +188,8 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 	}
 	// The session ends when the client closes stdin; a signal (ctx) ends
 	// it from this side. Either way the calls' contexts end with life.
-	stop := context.AfterFunc(life, func() { ss.Close() })
-	defer stop()
+	unhook := context.AfterFunc(life, func() { ss.Close() })
+	defer unhook()
 	err = ss.Wait()
 	// Ending because the client left or a signal came is a clean stop,
 	// whatever the SDK reports for the closed connection.
@@ -218,19 +231,11 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	if err := server.CheckBind(cfg.HTTP, tokens, cfg.AllowInsecureRemote); err != nil {
 		return err
 	}
-	deps, err := NewDeps(cfg, log)
+	deps, life, _, stop, err := start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	if _, err := gemini.Resolve(cfg.Gemini); err != nil {
-		log.Warn("calls will fail until this is fixed", "err", err)
-	}
-	life, endLife := context.WithCancel(ctx)
-	defer endLife()
-	deps.Lifetime = life
-	if deps.Closer != nil {
-		defer deps.Closer.Close()
-	}
+	defer stop()
 	requests := server.NewRequestContexts()
 	deps.RequestContext = requests.Lookup
 	srv := server.New(version, deps, log)

@@ -198,10 +198,10 @@ func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
 	// The first process has served its two prompts and is retired.
 	started, _ := acpStarts(t, log)
 	deadline := time.Now().Add(5 * time.Second)
-	for alive(started[0].Pid) && time.Now().Before(deadline) {
+	for geminitest.Alive(started[0].Pid) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if alive(started[0].Pid) {
+	if geminitest.Alive(started[0].Pid) {
 		t.Fatal("the process outlived its prompt limit")
 	}
 	res, err := r.Run(ctxT(t), Call{Prompt: "three", Dir: dir, Resume: a.SessionID})
@@ -261,7 +261,7 @@ func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
 		t.Fatalf("%d processes", len(started))
 	}
 	for _, p := range started[:2] {
-		if alive(p.Pid) {
+		if geminitest.Alive(p.Pid) {
 			t.Fatalf("retired process %d still runs", p.Pid)
 		}
 	}
@@ -274,10 +274,10 @@ func TestWarmIdleProcessStops(t *testing.T) {
 	}
 	started, _ := acpStarts(t, log)
 	deadline := time.Now().Add(5 * time.Second)
-	for alive(started[0].Pid) && time.Now().Before(deadline) {
+	for geminitest.Alive(started[0].Pid) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if alive(started[0].Pid) {
+	if geminitest.Alive(started[0].Pid) {
 		t.Fatal("an idle process was kept past the idle timeout")
 	}
 }

@@ -43,7 +43,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 				done <- err
 			}()
 			inv := waitForChild(t, log)
-			if !alive(inv.Pid) || !alive(inv.ChildPid) {
+			if !geminitest.Alive(inv.Pid) || !geminitest.Alive(inv.ChildPid) {
 				t.Fatal("processes not running before the cancel")
 			}
 			start := time.Now()
@@ -58,11 +58,11 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 			if !errors.As(err, &e) || e.Kind != KindCancelled {
 				t.Fatalf("got %v", err)
 			}
-			for time.Since(start) < 2*time.Second && (alive(inv.Pid) || alive(inv.ChildPid)) {
+			for time.Since(start) < 2*time.Second && (geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid)) {
 				time.Sleep(10 * time.Millisecond)
 			}
-			if alive(inv.Pid) || alive(inv.ChildPid) {
-				t.Fatalf("still running 2 s after cancel: cli %v child %v", alive(inv.Pid), alive(inv.ChildPid))
+			if geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid) {
+				t.Fatalf("still running 2 s after cancel: cli %v child %v", geminitest.Alive(inv.Pid), geminitest.Alive(inv.ChildPid))
 			}
 		})
 	}
@@ -77,10 +77,10 @@ func TestTimeoutStopsTheCall(t *testing.T) {
 	}
 	inv := waitForChild(t, log)
 	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) && (alive(inv.Pid) || alive(inv.ChildPid)) {
+	for time.Now().Before(deadline) && (geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid)) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if alive(inv.Pid) || alive(inv.ChildPid) {
+	if geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid) {
 		t.Fatal("processes outlived the timeout")
 	}
 }

@@ -32,21 +32,11 @@ func liveFakes() int {
 		if err != nil || exe != fakeGemini {
 			continue
 		}
-		if alive(pid) {
+		if geminitest.Alive(pid) {
 			n++
 		}
 	}
 	return n
-}
-
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 // peakSampler records the most fake CLI processes alive at once.
@@ -148,11 +138,11 @@ func TestClientCancelKillsCLI(t *testing.T) {
 	start := time.Now()
 	cancel()
 	<-done
-	for time.Since(start) < 2*time.Second && (alive(inv.Pid) || alive(inv.ChildPid)) {
+	for time.Since(start) < 2*time.Second && (geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid)) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if alive(inv.Pid) || alive(inv.ChildPid) {
-		t.Fatalf("CLI (%v) or child (%v) alive 2 s after the client cancelled", alive(inv.Pid), alive(inv.ChildPid))
+	if geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid) {
+		t.Fatalf("CLI (%v) or child (%v) alive 2 s after the client cancelled", geminitest.Alive(inv.Pid), geminitest.Alive(inv.ChildPid))
 	}
 	// The server stays usable, with nothing left over.
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -283,10 +273,10 @@ func TestHTTPCancelStopsCLI(t *testing.T) {
 			start := time.Now()
 			cancel()
 			<-done
-			for time.Since(start) < 2*time.Second && alive(pid) {
+			for time.Since(start) < 2*time.Second && geminitest.Alive(pid) {
 				time.Sleep(10 * time.Millisecond)
 			}
-			if alive(pid) {
+			if geminitest.Alive(pid) {
 				t.Fatalf("CLI alive 2 s after the cancel over %s", transport)
 			}
 		})
@@ -336,10 +326,10 @@ func TestHTTPDroppedRequestStopsCLI(t *testing.T) {
 			start := time.Now()
 			cancel()
 			<-done
-			for time.Since(start) < 2*time.Second && alive(pid) {
+			for time.Since(start) < 2*time.Second && geminitest.Alive(pid) {
 				time.Sleep(10 * time.Millisecond)
 			}
-			if alive(pid) {
+			if geminitest.Alive(pid) {
 				t.Fatal("the CLI still runs 2 s after its request was dropped")
 			}
 			if sessionID != "" {
