@@ -1,6 +1,6 @@
 module github.com/gemini-mcp-server/gemini-mcp-server
 
-go 1.26.8
+go 1.25.0
 
 require (
 	github.com/google/jsonschema-go v0.4.3

@@ -65,7 +65,8 @@ if [ -z "${GEMINI_MCP_INTEROP_NODE:-}" ] && [ -x "$interop/node_modules/node-lin
 fi
 echo "interop tools at $GEMINI_MCP_INTEROP_DIR, node $("${GEMINI_MCP_INTEROP_NODE:-node}" --version)"
 
-say "gofmt and go vet"
+say "go mod tidy, gofmt and go vet"
+go mod tidy -diff
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change:" >&2
