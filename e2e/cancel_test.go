@@ -13,15 +13,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestE2ECancelKillsNode cancels a call while the real CLI waits for the
-// API: every node process the CLI started (it re-spawns itself) must be
-// gone within 2 s.
+// TestE2ECancelKillsNode cancels a one-shot call while the real CLI waits
+// for the API: every node process the CLI started must be gone within 2 s.
 func TestE2ECancelKillsNode(t *testing.T) {
 	if _, err := os.Stat("/proc/self/environ"); err != nil {
 		t.Skip("needs /proc")
 	}
 	begin := time.Now()
-	h := start(t)
+	h := start(t, "--backend", "oneshot")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() {
@@ -92,4 +91,43 @@ func (h *harness) cliProcesses(t *testing.T) map[int]string {
 		out[pid] = string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 	}
 	return out
+}
+
+// TestE2EWarmCancel cancels a warm call while the real CLI waits for the
+// API: the call ends at once, the process serves on, and the cancelled
+// turn is not in the session's history.
+func TestE2EWarmCancel(t *testing.T) {
+	h := start(t, "--backend", "warm")
+	res := h.call(t, callTimeout, "chat", map[string]any{"prompt": "e2e:warm-cancel first", "model": model})
+	_, id := success(t, res)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := h.session.CallTool(ctx, &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": "e2e:warm-cancel hang [[sleep:60000]]", "sessionId": id}})
+		done <- res
+	}()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the CLI never reached the API")
+		}
+		found := false
+		for _, r := range h.api.Arrived() {
+			found = found || strings.Contains(r.LastUserText, "e2e:warm-cancel hang")
+		}
+		if found {
+			break
+		}
+	}
+	start := time.Now()
+	cancel()
+	<-done
+	t.Logf("cancel returned after %v", time.Since(start).Round(time.Millisecond))
+	// The next turn runs in the same process, on the history without the
+	// cancelled turn: user, model, user.
+	res = h.call(t, callTimeout, "chat-reply", map[string]any{"prompt": "e2e:warm-cancel after", "sessionId": id})
+	answer, id2 := success(t, res)
+	if id2 != id || !strings.Contains(answer, "contents=3 ") {
+		t.Fatalf("after the cancel: %q on %s", answer, id2)
+	}
+	h.shutdown(t)
 }
