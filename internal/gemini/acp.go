@@ -77,7 +77,7 @@ type acpProc struct {
 	models       map[string]string     // session id → the model set on it ("" = the agent's default)
 	defaultModel string                // currentModelId of a new session
 	prompts      int                   // prompts answered
-	inflight     int
+	inflight     int // calls that hold the process (see use), not only prompts
 	draining     bool
 	lastUsed     time.Time // when the last prompt ended (or the process started)
 
@@ -406,14 +406,11 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs Observer, gra
 	sub := &promptSub{obs: obs}
 	p.mu.Lock()
 	p.subs[id] = sub
-	p.inflight++
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
 		delete(p.subs, id)
-		p.inflight--
 		p.prompts++
-		p.lastUsed = time.Now()
 		p.mu.Unlock()
 	}()
 	type result struct {
@@ -451,6 +448,27 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs Observer, gra
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	return sub.text.String(), nil
+}
+
+// use reserves the process for one call, unless it is draining or gone:
+// a draining process takes no new work, and is stopped only when no call
+// holds it, so a call that holds it is never cut off by a recycle.
+func (p *acpProc) use() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.draining || !p.alive() {
+		return false
+	}
+	p.inflight++
+	return true
+}
+
+// done ends a call's hold on the process.
+func (p *acpProc) done() {
+	p.mu.Lock()
+	p.inflight--
+	p.lastUsed = time.Now()
+	p.mu.Unlock()
 }
 
 // kill stops the process (its whole group) and waits for it.

@@ -107,6 +107,7 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 		if p == nil {
 			return nil, errNotWarm
 		}
+		defer p.done()
 		if id, err = p.newSession(ctx, c.Dir); err != nil {
 			return nil, pl.failure(p, err, c)
 		}
@@ -117,12 +118,13 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 		id = strings.ToLower(c.Resume)
 		pl.mu.Lock()
 		p = pl.owner[id]
-		usable := p != nil && p.alive() && p.key == key && !p.isDraining()
+		usable := p != nil && p.key == key && p.use()
 		pl.mu.Unlock()
 		if !usable {
 			pl.release(id)
 			return nil, errNotWarm
 		}
+		defer p.done()
 	default:
 		return nil, errNotWarm // "latest" and indexes mean what the CLI says
 	}
@@ -134,6 +136,8 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 		return nil, pl.failure(p, err, c)
 	}
 	text, err := p.prompt(ctx, id, c.Prompt, c.Observer, pl.r.opts.KillGrace)
+	// The check runs while this call still holds p, so that a recycle
+	// starts draining before the hold ends and no new call slips in.
 	pl.afterPrompt(p)
 	if err != nil {
 		return nil, pl.failure(p, err, c)
@@ -145,9 +149,10 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 	return &Result{SessionID: id, Response: text, Output: Output{SessionID: id, Response: &resp}, SessionIDSource: "warm"}, nil
 }
 
-// process returns a live process started with key, starting one when the
-// pool has room (or can make room by retiring an idle process started with
-// another system prompt). It returns nil when no process can serve now.
+// process returns a live process started with key, reserved for the call
+// (the caller must call done), starting one when the pool has room (or can
+// make room by retiring an idle process started with another system
+// prompt). It returns nil when no process can serve now.
 func (pl *pool) process(ctx context.Context, cmd Command, key, systemPrompt string) (*acpProc, error) {
 	for {
 		pl.mu.Lock()
@@ -167,8 +172,12 @@ func (pl *pool) process(ctx context.Context, cmd Command, key, systemPrompt stri
 			}
 		}
 		if best != nil {
+			ok := best.use()
 			pl.mu.Unlock()
-			return best, nil
+			if ok {
+				return best, nil
+			}
+			continue // it began draining meanwhile: choose again
 		}
 		if w := pl.starting[key]; w != nil {
 			pl.mu.Unlock()
@@ -304,8 +313,10 @@ func (pl *pool) release(id string) {
 func (pl *pool) afterPrompt(p *acpProc) {
 	p.mu.Lock()
 	over := p.prompts >= pl.opts.MaxPrompts
+	// Memory grows slowly; reading /proc every 16 prompts is enough.
+	checkRSS := p.prompts%16 == 1
 	p.mu.Unlock()
-	if !over {
+	if !over && checkRSS {
 		if rss := p.rss(); rss > pl.opts.MaxRSS {
 			over = true
 			pl.r.log.Info("recycling a warm gemini process past its memory limit", "pid", p.cmd.Process.Pid, "rssMB", rss>>20)
@@ -318,9 +329,14 @@ func (pl *pool) afterPrompt(p *acpProc) {
 	}
 }
 
-// retire drains p: no new work; it is stopped when its last prompt ends.
+// retire drains p: no new work (use refuses it); it is stopped when the
+// last call holding it ends.
 func (pl *pool) retire(p *acpProc) {
 	p.mu.Lock()
+	if p.draining {
+		p.mu.Unlock()
+		return // already on its way out
+	}
 	p.draining = true
 	idle := p.inflight == 0
 	p.mu.Unlock()

@@ -3,8 +3,10 @@ package gemini
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -280,4 +282,34 @@ func TestWarmIdleProcessStops(t *testing.T) {
 	if geminitest.Alive(started[0].Pid) {
 		t.Fatal("an idle process was kept past the idle timeout")
 	}
+}
+
+// TestWarmRecycleUnderLoad recycles processes while many calls are in
+// flight: no call may be cut off by a recycle.
+func TestWarmRecycleUnderLoad(t *testing.T) {
+	r, log, _ := newWarmRunner(t, Options{MaxConcurrent: 16}, WarmOptions{MaxPrompts: 5, Processes: 2})
+	dir := workDir(t)
+	errs := make(chan error, 200)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 20; j++ {
+				if _, err := r.Run(ctxT(t), Call{Prompt: fmt.Sprintf("load %d %d [[sleep:2]]", i, j), Dir: dir}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	started, oneShot := acpStarts(t, log)
+	if len(started) < 10 {
+		t.Fatalf("only %d processes for 160 prompts at 5 each: recycling did not happen", len(started))
+	}
+	t.Logf("%d processes, %d one-shot runs", len(started), len(oneShot))
 }
