@@ -77,7 +77,7 @@ type acpProc struct {
 	models       map[string]string     // session id → the model set on it ("" = the agent's default)
 	defaultModel string                // currentModelId of a new session
 	prompts      int                   // prompts answered
-	inflight     int // calls that hold the process (see use), not only prompts
+	inflight     int                   // calls that hold the process (see use), not only prompts
 	draining     bool
 	lastUsed     time.Time // when the last prompt ended (or the process started)
 
