@@ -83,6 +83,9 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		return 0
 	}
 	log := slog.New(slog.NewTextHandler(sio.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
 	if sub == "doctor" {
 		return Doctor(ctx, cfg, version, sio.Stdout, sio.Getenv)
 	}

@@ -37,6 +37,8 @@ type Config struct {
 	MaxAnswerBytes        int
 	LogLevel              slog.Level
 	ShowVersion           bool
+	// Warnings are configuration problems that do not stop the server.
+	Warnings []string
 
 	Backend         string // "oneshot" or "warm"
 	WarmProcesses   int
@@ -153,6 +155,13 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	size(&c.MaxPromptBytes, "max-prompt-bytes", "GEMINI_MCP_MAX_PROMPT_BYTES", DefaultMaxPromptBytes, "largest prompt or system prompt accepted, in bytes (suffixes KiB, MiB)")
 	size(&c.MaxOutputBytes, "max-output-bytes", "GEMINI_MCP_MAX_OUTPUT_BYTES", DefaultMaxOutputBytes, "largest CLI output read before a call is stopped, in bytes")
 	size(&c.MaxAnswerBytes, "max-answer-bytes", "GEMINI_MCP_MAX_ANSWER_BYTES", DefaultMaxAnswerBytes, "largest answer returned in one result; longer answers come in pages fetched with the chat-page tool")
+	if v, ok := env("GEMINI_MCP_BACKEND"); ok && v != "warm" && v != "oneshot" {
+		// gemini-mcp-tool, another MCP server, reads the same variable
+		// (with values such as "gemini"): a shared environment must not
+		// stop this server from starting.
+		c.Warnings = append(c.Warnings, fmt.Sprintf("ignoring GEMINI_MCP_BACKEND=%q: this server's backends are warm and oneshot (the variable may be meant for gemini-mcp-tool); using warm", v))
+		getenv = withoutKey(getenv, "GEMINI_MCP_BACKEND")
+	}
 	str(&c.Backend, "backend", "GEMINI_MCP_BACKEND", "warm", "how calls run: warm (a pool of long-lived gemini --acp processes, milliseconds per call; calls it cannot serve run one-shot) or oneshot (a gemini process per call)")
 	intFlag := func(p *int, flagName, key string, def int, usage string) {
 		*p = def
@@ -239,7 +248,7 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.Backend != "oneshot" && c.Backend != "warm" {
-		return fmt.Errorf("--backend: %q is not oneshot or warm", c.Backend)
+		return fmt.Errorf("--backend: %q is not warm or oneshot", c.Backend)
 	}
 	if c.WarmProcesses < 1 || c.WarmProcesses > 64 || c.WarmMaxPrompts < 1 {
 		return errors.New("--warm-processes must be 1 to 64, --warm-max-prompts at least 1")
@@ -253,6 +262,16 @@ func (c *Config) validate() error {
 		return errors.New("--gemini must not be empty")
 	}
 	return nil
+}
+
+// withoutKey hides one variable from getenv.
+func withoutKey(getenv func(string) string, key string) func(string) string {
+	return func(k string) string {
+		if k == key {
+			return ""
+		}
+		return getenv(k)
+	}
 }
 
 func contains(list []string, s string) bool {

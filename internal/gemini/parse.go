@@ -6,6 +6,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Output is the object `gemini --output-format json` prints: on stdout when
@@ -126,7 +127,9 @@ type ListedSession struct {
 	ID    string
 }
 
-var listLineRE = regexp.MustCompile(`^\s*([0-9]+)\.\s(.*)\s\(([^()]*)\)\s+\[([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\]\s*$`)
+var listLineRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*([0-9]+)\.\s(.*)\s\(([^()]*)\)\s+\[([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\]\s*$`)
+})
 
 // ParseSessionList reads the text of `gemini --list-sessions`: a header
 // line, then `  <i>. <title> (<when>) [<uuid>]` per session, oldest first.
@@ -145,7 +148,7 @@ func ParseSessionList(text string) ([]ListedSession, error) {
 			sawHeader = true
 			continue
 		}
-		m := listLineRE.FindStringSubmatch(line)
+		m := listLineRE().FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 )
 
 // Command is the resolved way to start the CLI: an executable and the
@@ -55,12 +56,12 @@ func isBatch(path string) bool {
 
 // shimScriptRE finds the script path in an npm cmd-shim: the quoted
 // argument relative to the shim's own directory (%dp0% or %~dp0).
-var shimScriptRE = regexp.MustCompile(`"%~?dp0%?\\([^"%]+)"`)
+var shimScriptRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"%~?dp0%?\\([^"%]+)"`) })
 
 // parseCmdShim returns the script path, relative to the shim's directory,
 // that an npm cmd-shim runs with node.
 func parseCmdShim(content string) (string, bool) {
-	for _, m := range shimScriptRE.FindAllStringSubmatch(content, -1) {
+	for _, m := range shimScriptRE().FindAllStringSubmatch(content, -1) {
 		rel := m[1]
 		if strings.EqualFold(filepath.Base(strings.ReplaceAll(rel, `\`, "/")), "node.exe") {
 			continue

@@ -102,6 +102,9 @@ type Runner struct {
 	log   *slog.Logger
 	slots *queue.Sem
 	pool  *pool // nil unless Options.Warm
+	// resolved caches the last successful Resolve: a PATH search per call
+	// costs more than the one stat that checks the cached path.
+	resolved atomic.Pointer[Command]
 	// sessionIDFlag caches whether the CLI accepts --session-id:
 	// 0 not yet known, 1 yes, 2 no.
 	sessionIDFlag atomic.Int32
@@ -140,9 +143,25 @@ var (
 	errOutputLimit = errors.New("output limit")
 )
 
+// command finds the CLI, reusing the last answer while its file exists.
+func (r *Runner) command() (Command, error) {
+	if c := r.resolved.Load(); c != nil {
+		if _, err := os.Stat(c.Path); err == nil {
+			return *c, nil
+		}
+	}
+	c, err := Resolve(r.opts.Gemini)
+	if err != nil {
+		r.resolved.Store(nil)
+		return Command{}, err
+	}
+	r.resolved.Store(&c)
+	return c, nil
+}
+
 // Run makes one call. A failure is always an *Error.
 func (r *Runner) Run(ctx context.Context, c Call) (*Result, error) {
-	cmd, err := Resolve(r.opts.Gemini)
+	cmd, err := r.command()
 	if err != nil {
 		return nil, err
 	}

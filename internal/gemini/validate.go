@@ -7,20 +7,41 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
 // Bad input is refused here, before any process starts, so that nothing a
 // calling model sends can reach the CLI's argument parser unchecked.
 
+// The expressions are compiled on first use: compiling at package
+// initialisation would add to every start-up, which MCP clients wait for.
 var (
-	uuidRE  = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-	indexRE = regexp.MustCompile(`^[1-9][0-9]{0,5}$`)
-	modelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+	indexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[1-9][0-9]{0,5}$`) })
+	modelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) })
 )
 
-// IsUUID reports whether s is a UUID in the 8-4-4-4-12 hex form the CLI uses.
-func IsUUID(s string) bool { return uuidRE.MatchString(s) }
+// IsUUID reports whether s is a UUID in the 8-4-4-4-12 hex form the CLI
+// uses, in either case.
+func IsUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // SessionRef is a validated reference to a CLI session: a UUID (lower-cased),
 // "latest", or a 1-based index into the CLI's session list for a directory.
@@ -44,11 +65,11 @@ const (
 func ParseSessionRef(s string) (SessionRef, error) {
 	t := strings.TrimSpace(s)
 	switch {
-	case uuidRE.MatchString(t):
+	case IsUUID(t):
 		return SessionRef{Value: strings.ToLower(t), Kind: RefUUID}, nil
 	case strings.EqualFold(t, "latest"):
 		return SessionRef{Value: "latest", Kind: RefLatest}, nil
-	case indexRE.MatchString(t):
+	case indexRE().MatchString(t):
 		return SessionRef{Value: t, Kind: RefIndex}, nil
 	}
 	return SessionRef{}, fmt.Errorf("invalid sessionId %q: expected a session UUID (as returned in _meta.sessionId), \"latest\", or a session index such as 1", clip(s, 80))
@@ -57,7 +78,7 @@ func ParseSessionRef(s string) (SessionRef, error) {
 // ValidateModel checks a model name against a conservative character set:
 // it travels in argv and in the API's URL path.
 func ValidateModel(m string) error {
-	if modelRE.MatchString(m) {
+	if modelRE().MatchString(m) {
 		return nil
 	}
 	return fmt.Errorf("invalid model %q: use a Gemini model name such as gemini-2.5-pro (letters, digits, '.', '_' and '-', at most 100 characters, not starting with '-')", clip(m, 80))

@@ -16,10 +16,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 )
 
 // Record is what the server knows of one CLI session.
@@ -38,7 +39,10 @@ type Store struct {
 	mu  sync.Mutex // serialises read-modify-write within this process
 }
 
-var idRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+// validID accepts the lower-case UUIDs records are named by.
+func validID(id string) bool {
+	return gemini.IsUUID(id) && strings.ToLower(id) == id
+}
 
 // Open opens (creating, private to the user) the store in dir.
 func Open(dir string) (*Store, error) {
@@ -56,7 +60,7 @@ func Open(dir string) (*Store, error) {
 func (s *Store) Dir() string { return s.dir }
 
 func (s *Store) path(id string) (string, error) {
-	if !idRE.MatchString(id) {
+	if !validID(id) {
 		return "", fmt.Errorf("session store: invalid session id %q", id)
 	}
 	return filepath.Join(s.dir, id+".json"), nil
@@ -124,7 +128,7 @@ func (s *Store) Latest(cwd string) (Record, bool, error) {
 	found := false
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasSuffix(name, ".json") || !idRE.MatchString(strings.TrimSuffix(name, ".json")) {
+		if !strings.HasSuffix(name, ".json") || !validID(strings.TrimSuffix(name, ".json")) {
 			continue
 		}
 		r, ok, err := readRecord(filepath.Join(s.dir, name))
