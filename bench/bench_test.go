@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	ourserver "github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
+)
+
+var fakeGemini string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(geminitest.RunWithFake(m, &fakeGemini))
+}
+
+// TestQuick runs `go run ./bench -quick -peers=false` in-process, so that
+// CI proves the bench still works against the current server. It needs no
+// npm: the peers are left out, and the end-to-end section runs only when
+// $GEMINI_MCP_E2E_GEMINI names the real CLI (scripts/test.sh sets it).
+// It asserts that every section ran, not how fast: CI machines differ.
+func TestQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	// Everything the bench creates must be gone when it returns.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	cfg, err := parseFlags([]string{"-quick", "-peers=false", "-install=false", "-out", filepath.Join(t.TempDir(), "bench.md")}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.fake = fakeGemini
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	var stdout, log bytes.Buffer
+	start := time.Now()
+	if err := run(ctx, cfg, &stdout, &log); err != nil {
+		t.Fatalf("bench: %v\nlog:\n%s\nreport:\n%s", err, log.String(), stdout.String())
+	}
+	t.Logf("quick bench took %v", time.Since(start).Round(time.Millisecond))
+	md, err := os.ReadFile(cfg.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(md, stdout.Bytes()) {
+		t.Error("-out differs from what was printed")
+	}
+	report := string(md)
+	for _, want := range []string{
+		"### 1. Server overhead per call", "| gemini-mcp-server |", "bare exec of the fake",
+		"### 2. Cold start", "### 3. Memory", "### 4. Parallelism", "### 5. HTTP", "### 6. End to end",
+		"### How each server ran the CLI", "--output-format json", "### Targets",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(report, "FAILED") {
+		t.Errorf("a section failed:\n%s", report)
+	}
+	if os.Getenv("GEMINI_MCP_E2E_GEMINI") != "" && strings.Contains(report, "skipped: no real Gemini CLI") {
+		t.Error("the end-to-end section skipped although GEMINI_MCP_E2E_GEMINI is set")
+	}
+	left, _ := filepath.Glob(filepath.Join(tmp, "*"))
+	if len(left) > 0 {
+		t.Errorf("the bench left files in TMPDIR: %v", left)
+	}
+	t.Logf("report:\n%s", report)
+}
+
+func TestStats(t *testing.T) {
+	s := series{5, 1, 4, 2, 3}
+	if s.median() != 3 || s.min() != 1 || s.max() != 5 {
+		t.Errorf("median/min/max of %v: %v %v %v", s, s.median(), s.min(), s.max())
+	}
+	if m := (series{4, 1, 3, 2}).median(); m != 2.5 {
+		t.Errorf("even median %v", m)
+	}
+	if p := (series{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}).percentile(99); p != 10 {
+		t.Errorf("p99 %v", p)
+	}
+	if p := (series{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}).percentile(50); p != 5 {
+		t.Errorf("p50 %v", p)
+	}
+	if d := (series{3, 5}).minus(series{1, 1}); d[0] != 2 || d[1] != 4 {
+		t.Errorf("minus %v", d)
+	}
+	for sec, want := range map[float64]string{1.5: "1.500 s", 0.25: "250 ms", 0.0123: "12.3 ms", 0.00123: "1.23 ms", 0.0005: "500 µs"} {
+		if got := fmtDur(sec); got != want {
+			t.Errorf("fmtDur(%v) = %q, want %q", sec, got, want)
+		}
+	}
+}
+
+// inProcess is our server on the fake CLI with an SDK client connected
+// in memory: no stdio and no process for the server, so a CPU profile of
+// the benchmark shows the server's own work per call (plus the client's).
+type inProcess struct {
+	cs       *mcp.ClientSession
+	fakeHome string
+}
+
+func newInProcess(b *testing.B, warm bool) *inProcess {
+	dir := b.TempDir()
+	work, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &inProcess{fakeHome: filepath.Join(dir, "fakehome")}
+	store, err := session.Open(filepath.Join(dir, "state"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := gemini.Options{
+		Gemini:  fakeGemini,
+		Env:     []string{geminitest.EnvHome + "=" + h.fakeHome, geminitest.EnvSelfTimeout + "=60s"},
+		Timeout: time.Minute,
+	}
+	if warm {
+		opts.Warm = &gemini.WarmOptions{}
+	}
+	runner := gemini.NewRunner(opts, nil)
+	srv := ourserver.New("bench", &tools.Deps{Runner: runner, Store: store, DefaultCwd: work, MaxPromptBytes: 1 << 20}, nil)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.cs, err = mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.cs.Close(); ss.Wait(); runner.Close() })
+	return h
+}
+
+// resetFakeEvery clears the fake's sessions every n iterations, off the
+// clock: the fake reads all of them on each --session-id call.
+func resetFakeEvery(b *testing.B, i, n int, home string) {
+	if i > 0 && i%n == 0 {
+		b.StopTimer()
+		if err := os.RemoveAll(home); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+// BenchmarkServerCall is one chat call through our server with the instant
+// fake CLI, with each backend. Compare oneshot with BenchmarkBareExec: the
+// difference is the server's overhead per call. warm sends each prompt to
+// a long-lived fake `gemini --acp` process instead.
+//
+//	go test -run '^$' -bench . -cpuprofile cpu.out ./bench && go tool pprof -top bench.test cpu.out
+func BenchmarkServerCall(b *testing.B) {
+	for _, backend := range []string{backendOneshot, backendWarm} {
+		b.Run(backend, func(b *testing.B) {
+			h := newInProcess(b, backend == backendWarm)
+			t := ours("", "", "gemini-mcp-server", backend)
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				resetFakeEvery(b, i, 100, h.fakeHome)
+				m := marker("gobench", 0, i)
+				if _, err := callTool(ctx, h.cs, t, prompt(m), "", m, time.Minute); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBareExec execs the fake with the arguments our server passes.
+func BenchmarkBareExec(b *testing.B) {
+	dir := b.TempDir()
+	work, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	home := filepath.Join(dir, "fakehome")
+	env := append(os.Environ(), geminitest.EnvHome+"="+home, geminitest.EnvSelfTimeout+"=60s")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		resetFakeEvery(b, i, 100, home)
+		m := marker("gobench", 0, i)
+		cmd := exec.Command(fakeGemini, "--session-id", gemini.NewUUID(), "--output-format", "json", "--prompt="+prompt(m))
+		cmd.Dir, cmd.Env = work, env
+		out, err := cmd.Output()
+		if err != nil || !bytes.Contains(out, []byte(m)) {
+			b.Fatalf("fake: %v: %s", err, out)
+		}
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	got := fmt.Sprint(shellQuote("-rounds"), " ", shellQuote("a b"), " ", shellQuote("it's"), " ", shellQuote(""))
+	if want := `-rounds 'a b' 'it'\''s' ''`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// httpLevels are the client concurrencies of the HTTP run.
+var httpLevels = []int{1, 4, 16}
+
+// http measures our server's Streamable HTTP transport (--http ADDR, at
+// /mcp): calls per second and latency percentiles at a few client
+// concurrencies, with the instant fake. The peers serve stdio only.
+func (b *bench) http(ctx context.Context) *section {
+	maxLevel := httpLevels[len(httpLevels)-1]
+	s := &section{
+		title: "HTTP: `tools/call` throughput and latency (Streamable HTTP, instant fake CLI)",
+		intro: fmt.Sprintf("gemini-mcp-server (default backend) with `--http 127.0.0.1:PORT --max-concurrent %d` (and any -server-flags), driven by the Go SDK's Streamable HTTP client at `/mcp`. "+
+			"*c* clients, each its own MCP session (no standalone SSE stream), call `chat` back to back for %s per round; rounds interleave the concurrencies. "+
+			"Calls/s is per round (median, min–max); the latency percentiles pool every call of every round. The peers serve stdio only.", maxLevel, fmtDur(b.cfg.httpTime.Seconds())),
+	}
+	if !helpMentions(ctx, b.serverBin, "http") {
+		s.skipped = "this build of gemini-mcp-server has no `--http` flag (`gemini-mcp-server --help` does not list it)"
+		return s
+	}
+	t := b.targets()[0]
+	if t.oneshot() {
+		s.intro += " Each call execs the fake CLI, so on a small machine the process starts, not HTTP, set the ceiling."
+	} else {
+		s.intro += fmt.Sprintf(" The default backend (%s) answers from long-lived processes, so no process start per call.", t.Backend)
+	}
+	sb, err := newSandbox(b.tmp, "http-ours", b.fakeDir)
+	if err != nil {
+		s.failed = err
+		return s
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		s.failed = err
+		return s
+	}
+	stop, err := startHTTPServer(ctx, b.serverBin, addr, sb, append(append([]string{}, b.cfg.serverFlags...), "--max-concurrent", fmt.Sprint(maxLevel))...)
+	if err != nil {
+		s.failed = err
+		return s
+	}
+	defer func() {
+		if err := stop(); err != nil {
+			s.notes = append(s.notes, "Note: "+oneLine(err.Error()))
+		}
+	}()
+
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 4 * maxLevel, MaxIdleConnsPerHost: 4 * maxLevel, IdleConnTimeout: time.Minute}}
+	defer hc.CloseIdleConnections()
+	endpoint := "http://" + addr + "/mcp"
+	sessions := make([]*mcp.ClientSession, maxLevel)
+	defer func() {
+		for _, cs := range sessions {
+			if cs != nil {
+				cs.Close()
+			}
+		}
+	}()
+	for i := range sessions {
+		client := mcp.NewClient(&mcp.Implementation{Name: "gemini-mcp-server-bench", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			s.failed = fmt.Errorf("connecting to %s: %w", endpoint, err)
+			return s
+		}
+		sessions[i] = cs
+		m := marker("warm", 0, i)
+		if _, err := callTool(ctx, cs, t, prompt(m), "", m, fakeCallTimeout); err != nil {
+			s.failed = err
+			return s
+		}
+	}
+
+	rps := make([]series, len(httpLevels))
+	lat := make([]series, len(httpLevels))
+	failures := make([]int, len(httpLevels))
+	var firstErr error
+	for r := range b.cfg.rounds {
+		fmt.Fprintf(b.log, "  round %d/%d\n", r+1, b.cfg.rounds)
+		for li, c := range httpLevels {
+			if err := sb.resetFake(); err != nil {
+				s.failed = err
+				return s
+			}
+			n, ls, elapsed, errs := httpBurst(ctx, sessions[:c], t, r, b.cfg.httpTime)
+			if ctx.Err() != nil {
+				s.failed = ctx.Err()
+				return s
+			}
+			failures[li] += len(errs)
+			if len(errs) > 0 && firstErr == nil {
+				firstErr = errs[0]
+			}
+			rps[li] = append(rps[li], float64(n)/elapsed.Seconds())
+			lat[li] = append(lat[li], ls...)
+		}
+	}
+	tb := newTable("client concurrency", "calls/s (median)", "min – max", "p50 latency", "p99 latency", "calls", "failed calls")
+	total := 0
+	for li, c := range httpLevels {
+		tb.add(fmt.Sprint(c), fmt.Sprintf("%.0f", rps[li].median()), fmt.Sprintf("%.0f – %.0f", rps[li].min(), rps[li].max()),
+			fmtDur(lat[li].percentile(50)), fmtDur(lat[li].percentile(99)), fmt.Sprint(len(lat[li])), fmt.Sprint(failures[li]))
+		total += failures[li]
+	}
+	s.table = tb
+	if total > 0 {
+		s.failed = fmt.Errorf("%d calls failed; the first: %w", total, firstErr)
+	}
+	return s
+}
+
+// httpBurst has each session call chat back to back until d has passed,
+// and returns the calls that succeeded, their latencies, the time until the
+// last call ended, and the errors of those that failed.
+func httpBurst(ctx context.Context, sessions []*mcp.ClientSession, t *target, round int, d time.Duration) (int, series, time.Duration, []error) {
+	var (
+		mu   sync.Mutex
+		lat  series
+		errs []error
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for w, cs := range sessions {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(deadline); i++ {
+				m := marker(fmt.Sprintf("http%d-w%d", len(sessions), w), round, i)
+				dur, err := callTool(ctx, cs, t, prompt(m), "", m, fakeCallTimeout)
+				mu.Lock()
+				if err != nil {
+					// Counted, not fatal: a server that fails some calls
+					// under load should show how many.
+					errs = append(errs, err)
+				} else {
+					lat = append(lat, dur.Seconds())
+				}
+				mu.Unlock()
+				if ctx.Err() != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return len(lat), lat, time.Since(start), errs
+}
+
+// freeLoopbackAddr picks a free port on 127.0.0.1. Another process could
+// take it before the server binds it; the server would then fail to start
+// and say so.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+// startHTTPServer starts our server with --http addr and waits until
+// /healthz answers. stop sends SIGTERM, waits up to 10 s (then kills),
+// and sweeps the process group.
+func startHTTPServer(ctx context.Context, bin, addr string, sb *sandbox, extra ...string) (stop func() error, err error) {
+	stderr, err := os.CreateTemp(sb.root, "stderr-*.log")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--http", addr, "--state-dir", sb.state}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = sb.work
+	cmd.Env = sb.env(nil)
+	cmd.Stderr = stderr
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		stderr.Close()
+		return nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop = func() error {
+		defer stderr.Close()
+		defer killGroup(cmd.Process.Pid)
+		if err := terminate(cmd.Process); err != nil {
+			return <-exited
+		}
+		select {
+		case err := <-exited:
+			if err != nil {
+				return fmt.Errorf("gemini-mcp-server --http exited with %v after SIGTERM", err)
+			}
+			return nil
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			return errors.New("gemini-mcp-server --http did not exit within 10 s of SIGTERM; killed")
+		}
+	}
+	hc := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := hc.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return stop, nil
+			}
+		}
+		select {
+		case werr := <-exited:
+			exited <- werr // let stop see it too
+			data, _ := os.ReadFile(stderr.Name())
+			stop()
+			return nil, fmt.Errorf("gemini-mcp-server --http %s exited before serving (%v): %s", addr, werr, clip(string(data), -2000))
+		case <-ctx.Done():
+			stop()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("gemini-mcp-server --http %s: /healthz did not answer within 15 s", addr)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+)
+
+// memoryChunks is how many interleaved slices the memory run's calls are
+// made in: each target makes calls/memoryChunks calls in turn.
+const memoryChunks = 10
+
+// memory reads each server's resident set (VmRSS in /proc/<pid>/status;
+// for the Node peers that is the node process) when idle, and after the
+// calls, made in interleaved chunks.
+func (b *bench) memory(ctx context.Context) *section {
+	n := b.cfg.calls
+	chunk := n / memoryChunks
+	n = chunk * memoryChunks
+	s := &section{
+		title: fmt.Sprintf("Memory: resident set idle and after %d calls", n),
+		intro: fmt.Sprintf("VmRSS of the server process (the node process for the peers). *Idle*: 1 s after the handshake and one `tools/list`, before any call. "+
+			"Then %d sequential calls with the instant fake, made in %d interleaved chunks of %d per target; RSS is read after the first chunk and after the last. "+
+			"*Peak* is VmHWM. *Children's RSS* sums the server's live descendants when idle and at the end: the warm backend's long-lived `gemini --acp` processes "+
+			"(here the fake's; the real CLI's are about 220 MB each), nothing for the others. One process per target, so this table has no rounds.", n, memoryChunks, chunk),
+	}
+	targets := b.stdioTargets()
+	var fl fleet
+	defer closeFleet(&fl, s, b.log)
+	servers := make([]*server, len(targets))
+	for i, t := range targets {
+		sb, err := newSandbox(b.tmp, "memory-"+t.Name, b.fakeDir)
+		if err != nil {
+			s.failed = err
+			return s
+		}
+		srv, _, err := startStdio(ctx, t, sb)
+		if err != nil {
+			s.failed = err
+			return s
+		}
+		servers[i] = fl.add(srv)
+		if _, err := srv.cs.ListTools(ctx, nil); err != nil {
+			s.failed = fmt.Errorf("%s: tools/list: %w", t.Name, err)
+			return s
+		}
+	}
+	time.Sleep(time.Second)
+	read := func() ([]memInfo, error) {
+		out := make([]memInfo, len(servers))
+		for i, srv := range servers {
+			m, err := readMem(srv.pid())
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", srv.t.Name, err)
+			}
+			out[i] = m
+		}
+		return out, nil
+	}
+	idle, err := read()
+	if err != nil {
+		s.failed = err
+		return s
+	}
+	childIdle := make([]float64, len(servers))
+	for i, srv := range servers {
+		childIdle[i] = descendantsRSS(srv.pid())
+	}
+	var first []memInfo
+	for c := range memoryChunks {
+		fmt.Fprintf(b.log, "  chunk %d/%d\n", c+1, memoryChunks)
+		for _, srv := range servers {
+			if err := srv.sb.resetFake(); err != nil {
+				s.failed = err
+				return s
+			}
+			for i := range chunk {
+				m := marker("mem", c, i)
+				if _, err := srv.call(ctx, prompt(m), "", m, fakeCallTimeout); err != nil {
+					s.failed = err
+					return s
+				}
+			}
+		}
+		if c == 0 {
+			if first, err = read(); err != nil {
+				s.failed = err
+				return s
+			}
+		}
+	}
+	last, err := read()
+	if err != nil {
+		s.failed = err
+		return s
+	}
+	childRSS := make([]float64, len(servers))
+	for i, srv := range servers {
+		childRSS[i] = descendantsRSS(srv.pid())
+	}
+	t := newTable("target", "idle", fmt.Sprintf("after %d calls", chunk), fmt.Sprintf("after %d calls", n),
+		fmt.Sprintf("growth %d → %d", chunk, n), "peak (VmHWM)", "idle × ours", fmt.Sprintf("after %d × ours", n), "children's RSS idle / end")
+	for i, tg := range targets {
+		t.add(tg.Name, fmtMB(idle[i].rss), fmtMB(first[i].rss), fmtMB(last[i].rss), fmtSignedMB(last[i].rss-first[i].rss),
+			fmtMB(last[i].hwm), fmtRatio(idle[i].rss, idle[0].rss), fmtRatio(last[i].rss, last[0].rss), fmtMB(childIdle[i])+" / "+fmtMB(childRSS[i]))
+	}
+	s.table = t
+	growth := last[0].rss - first[0].rss
+	// Flat: within 1 MB or 10 % of the level after the first chunk,
+	// whichever is larger, so that allocator noise is not called a leak.
+	flatLimit := math.Max(1e6, 0.10*first[0].rss)
+	s.notes = append(s.notes, fmt.Sprintf("\"Flat\" is judged as growth from the first chunk to the end within max(1 MB, 10 %%) = %s.", fmtMB(flatLimit)))
+	b.rep.verdicts = append(b.rep.verdicts,
+		verdict{goal: "idle RSS ≤ 12 MB", measured: fmtMB(idle[0].rss), met: idle[0].rss <= 12e6, known: true},
+		verdict{goal: fmt.Sprintf("RSS flat after %d calls", n),
+			measured: fmt.Sprintf("%s idle, %s after %d, %s after %d (%s)", fmtMB(idle[0].rss), fmtMB(first[0].rss), chunk, fmtMB(last[0].rss), n, fmtSignedMB(growth)),
+			met:      growth <= flatLimit, known: true},
+	)
+	return s
+}
