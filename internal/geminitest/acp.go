@@ -2,11 +2,6 @@ package geminitest
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"time"
 )
 
@@ -89,26 +84,5 @@ func (m ACPMessage) SessionID() string {
 // exist means that no --acp process received anything, so ReadACPLog returns no messages and no
 // error for it.
 func ReadACPLog(path string) ([]ACPMessage, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	dec := json.NewDecoder(f)
-	dec.DisallowUnknownFields()
-	var msgs []ACPMessage
-	for {
-		var m ACPMessage
-		err := dec.Decode(&m)
-		if errors.Is(err, io.EOF) {
-			return msgs, nil
-		}
-		if err != nil {
-			return msgs, fmt.Errorf("reading fake gemini ACP log %s, entry %d: %w", path, len(msgs)+1, err)
-		}
-		msgs = append(msgs, m)
-	}
+	return readJSONL[ACPMessage](path, "fake gemini ACP log")
 }

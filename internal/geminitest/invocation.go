@@ -57,6 +57,14 @@ type Invocation struct {
 // ReadLog returns the invocations logged in the file at path, oldest first. A file that does not
 // exist means that the fake never ran, so ReadLog returns no invocations and no error for it.
 func ReadLog(path string) ([]Invocation, error) {
+	return readJSONL[Invocation](path, "fake gemini log")
+}
+
+// readJSONL decodes the JSON values logged one per line in the file at
+// path; what names the log in errors. A missing file holds no entries. A
+// decoder rather than a line scanner, because a logged prompt can be far
+// longer than a scanner's default line limit.
+func readJSONL[T any](path, what string) ([]T, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -65,20 +73,18 @@ func ReadLog(path string) ([]Invocation, error) {
 		return nil, err
 	}
 	defer f.Close()
-	// A decoder rather than a line scanner, because a logged prompt can be far longer than a
-	// scanner's default line limit.
 	dec := json.NewDecoder(f)
 	dec.DisallowUnknownFields()
-	var invs []Invocation
+	var out []T
 	for {
-		var inv Invocation
-		err := dec.Decode(&inv)
+		var v T
+		err := dec.Decode(&v)
 		if errors.Is(err, io.EOF) {
-			return invs, nil
+			return out, nil
 		}
 		if err != nil {
-			return invs, fmt.Errorf("reading fake gemini log %s, entry %d: %w", path, len(invs)+1, err)
+			return out, fmt.Errorf("reading %s %s, entry %d: %w", what, path, len(out)+1, err)
 		}
-		invs = append(invs, inv)
+		out = append(out, v)
 	}
 }
