@@ -33,7 +33,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,28 +93,13 @@ func testMain(m *testing.M) int {
 	return m.Run()
 }
 
-// buildServer builds ./cmd/gemini-mcp-server into bin, with -race when the
-// tests have it, so that the clients' traffic also runs under the race
-// detector.
+// buildServer builds the server into bin, with -race when the tests have it.
 func buildServer(bin string) error {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	args = append(args, "./cmd/gemini-mcp-server")
-	cmd := exec.Command(goTool, args...)
-	cmd.Dir = ".." // the module root
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out.Bytes())
+	if err := geminitest.BuildServer(bin, raceEnabled); err != nil {
+		return err
 	}
-	fmt.Fprintf(os.Stderr, "interop: built the server (race=%v) in %v\n", raceEnabled, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "%s: built the server (race=%v) in %v\n", "interop", raceEnabled, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

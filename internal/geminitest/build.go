@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -59,4 +60,27 @@ func RunWithFake(m *testing.M, path *string) int {
 	defer cleanup()
 	*path = built
 	return m.Run()
+}
+
+// ServerPackage is the import path of the server's main package.
+const ServerPackage = "github.com/gemini-mcp-server/gemini-mcp-server/cmd/gemini-mcp-server"
+
+// BuildServer compiles the server into bin, with the race detector when
+// race is set (tests pass whether they run under -race, so that the traffic
+// of the clients they drive is checked too), and with any further go build
+// flags. Like BuildFake, it runs in the current directory, inside this
+// module.
+func BuildServer(bin string, race bool, flags ...string) error {
+	args := append([]string{"build", "-o", bin}, flags...)
+	if race {
+		args = append(args, "-race")
+	}
+	args = append(args, ServerPackage)
+	cmd := exec.Command("go", args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building the server: go %s: %w\n%s", strings.Join(args, " "), err, out.Bytes())
+	}
+	return nil
 }
