@@ -194,11 +194,24 @@ func (pl *pool) process(ctx context.Context, cmd Command, key, systemPrompt stri
 		}
 		if live+len(pl.starting) >= pl.opts.Processes {
 			victim := pl.idleOtherKey(key)
+			// A process can end at any moment (its end is not under pl.mu):
+			// one counted above may be gone now, making room.
+			gone := pl.liveCount() < live
 			pl.mu.Unlock()
-			if victim == nil {
+			switch {
+			case gone:
+				continue
+			case victim == nil:
 				return nil, nil // full: this call goes one-shot
 			}
 			pl.retire(victim)
+			// Wait for it to end rather than spin; it is idle, so that
+			// takes at most the kill grace.
+			select {
+			case <-victim.dead:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 			continue
 		}
 		w := &startWait{done: make(chan struct{})}
@@ -224,6 +237,17 @@ func (pl *pool) process(ctx context.Context, cmd Command, key, systemPrompt stri
 			return nil, nil
 		}
 	}
+}
+
+// liveCount counts the processes still running; pl.mu must be held.
+func (pl *pool) liveCount() int {
+	n := 0
+	for _, p := range pl.procs {
+		if p.alive() {
+			n++
+		}
+	}
+	return n
 }
 
 // idleOtherKey finds a process started with another system prompt and
