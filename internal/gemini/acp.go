@@ -87,10 +87,9 @@ type acpProc struct {
 
 // promptSub collects a running prompt's session/update notifications.
 type promptSub struct {
-	mu     sync.Mutex
-	text   strings.Builder
-	obs    Observer
-	update time.Time
+	mu   sync.Mutex
+	text strings.Builder
+	obs  Observer
 }
 
 // startACP starts `gemini --acp` and completes the initialize handshake.
@@ -280,7 +279,6 @@ func (p *acpProc) notification(m rpcMessage) {
 		return // a replay after session/load, or an update between prompts
 	}
 	sub.mu.Lock()
-	sub.update = time.Now()
 	obs := sub.obs
 	switch u.Update.SessionUpdate {
 	case "agent_message_chunk":
