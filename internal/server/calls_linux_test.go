@@ -261,22 +261,11 @@ func TestHTTPCancelStopsCLI(t *testing.T) {
 				defer close(done)
 				cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "[[hang]]"}})
 			}()
-			var pid int
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && pid == 0; time.Sleep(10 * time.Millisecond) {
-				if inv := h.invocations(); len(inv) > 0 {
-					pid = inv[0].Pid
-				}
-			}
-			if pid == 0 {
-				t.Fatal("the CLI never started")
-			}
+			pid := h.firstCLIPid(t)
 			start := time.Now()
 			cancel()
 			<-done
-			for time.Since(start) < 2*time.Second && geminitest.Alive(pid) {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if geminitest.Alive(pid) {
+			if !goneWithin(pid, start, 2*time.Second) {
 				t.Fatalf("CLI alive 2 s after the cancel over %s", transport)
 			}
 		})
@@ -314,22 +303,11 @@ func TestHTTPDroppedRequestStopsCLI(t *testing.T) {
 					resp.Body.Close()
 				}
 			}()
-			var pid int
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && pid == 0; time.Sleep(10 * time.Millisecond) {
-				if inv := h.invocations(); len(inv) > 0 {
-					pid = inv[0].Pid
-				}
-			}
-			if pid == 0 {
-				t.Fatal("the CLI never started")
-			}
+			pid := h.firstCLIPid(t)
 			start := time.Now()
 			cancel()
 			<-done
-			for time.Since(start) < 2*time.Second && geminitest.Alive(pid) {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if geminitest.Alive(pid) {
+			if !goneWithin(pid, start, 2*time.Second) {
 				t.Fatal("the CLI still runs 2 s after its request was dropped")
 			}
 			if sessionID != "" {
@@ -355,4 +333,24 @@ func rawPost(ctx context.Context, base, sessionID, body string) (*http.Response,
 		req.Header.Set("Mcp-Session-Id", sessionID)
 	}
 	return http.DefaultClient.Do(req)
+}
+
+// firstCLIPid waits until the fake CLI has started and returns its pid.
+func (h *harness) firstCLIPid(t *testing.T) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if inv := h.invocations(); len(inv) > 0 {
+			return inv[0].Pid
+		}
+	}
+	t.Fatal("the CLI never started")
+	return 0
+}
+
+// goneWithin reports whether pid has ended by start+limit.
+func goneWithin(pid int, start time.Time, limit time.Duration) bool {
+	for time.Since(start) < limit && geminitest.Alive(pid) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return !geminitest.Alive(pid)
 }
