@@ -14,7 +14,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -24,7 +23,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -88,7 +86,7 @@ type harness struct {
 	tmpDir   string // the server's (and so the CLI's) TMPDIR
 	cliEnv   []string
 	cmd      *exec.Cmd
-	stderr   *lockedBuffer
+	stderr   *geminitest.LockedBuffer
 	session  *mcp.ClientSession
 	closed   bool
 }
@@ -117,7 +115,7 @@ func start(t *testing.T, extraArgs ...string) *harness {
 	// GODEBUG=execwait=2 makes the server report an exec.Cmd it never waited for.
 	h.cmd.Env = append(append([]string{}, h.cliEnv...), "GODEBUG=execwait=2")
 	h.cmd.Dir = serverDir
-	h.stderr = &lockedBuffer{}
+	h.stderr = &geminitest.LockedBuffer{}
 	h.cmd.Stderr = h.stderr
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "gemini-mcp-server-e2e", Version: "0"}, nil)
@@ -196,22 +194,4 @@ func setGeneral(t *testing.T, home, key string, value any) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

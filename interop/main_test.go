@@ -246,7 +246,7 @@ type server struct {
 	http, stateless bool
 	base            string // http://127.0.0.1:PORT
 	cmd             *exec.Cmd
-	stderr          *lockedBuffer
+	stderr          *geminitest.LockedBuffer
 	done            chan struct{}
 	stopOnce        sync.Once
 }
@@ -330,7 +330,7 @@ func (s *server) start(t *testing.T) {
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s.stderr = &lockedBuffer{}
+	s.stderr = &geminitest.LockedBuffer{}
 	s.done = make(chan struct{})
 	addrc := make(chan string, 1)
 	go func() {
@@ -423,24 +423,6 @@ func (s *server) invocations(t *testing.T) []geminitest.Invocation {
 // started with prompt, with no model or system prompt given.
 func wantAnswer(prompt string) string {
 	return geminitest.Answer(1, geminitest.DefaultModel, "", prompt)
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // clip shortens s for a failure message.
