@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -120,6 +121,23 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 			return nil, fmt.Errorf("finding the working directory (set --cwd): %w", err)
 		}
 	}
+	// Absolute, so that it compares with the allowed roots.
+	if cwd, err = filepath.Abs(cwd); err != nil {
+		return nil, fmt.Errorf("--cwd: %w", err)
+	}
+	// Over HTTP, clients are remote: by default they may only work under
+	// the server's directory. On stdio the client is the local user, who
+	// could run the CLI anywhere, so no roots apply unless set.
+	roots := cfg.AllowedRoots
+	if len(roots) == 0 && cfg.HTTP != "" {
+		roots = []string{cwd}
+	}
+	var allowed []string
+	if len(roots) > 0 {
+		if allowed, err = tools.ResolveRoots(roots); err != nil {
+			return nil, err
+		}
+	}
 	var warm *gemini.WarmOptions
 	if cfg.Backend == "warm" {
 		warm = &gemini.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout}
@@ -138,7 +156,9 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 		MaxConcurrent:         cfg.MaxConcurrent,
 		MaxOutputBytes:        cfg.MaxOutputBytes,
 	}, log)
-	return &tools.Deps{Runner: runner, Closer: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes}, nil
+	deps := &tools.Deps{Runner: runner, Closer: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
+		AllowedRoots: allowed}
+	return deps, nil
 }
 
 // start builds what both transports serve: the tools' dependencies, and a

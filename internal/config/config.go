@@ -53,6 +53,9 @@ type Config struct {
 	Stateless           bool
 	AllowInsecureRemote bool
 	MaxBodyBytes        int
+
+	// What tool calls may reach: see the flags' help.
+	AllowedRoots []string
 }
 
 // Defaults.
@@ -187,6 +190,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	boolean(&c.Stateless, "stateless", "GEMINI_MCP_STATELESS", "serve Streamable HTTP without sessions, for several replicas behind a load balancer (SSE is then off)")
 	boolean(&c.AllowInsecureRemote, "allow-insecure-remote", "GEMINI_MCP_ALLOW_INSECURE_REMOTE", "allow --http on a non-loopback address without tokens")
 	size(&c.MaxBodyBytes, "max-body-bytes", "GEMINI_MCP_MAX_BODY_BYTES", 0, "largest HTTP request body (default: 4 MiB, or more to fit --max-prompt-bytes)")
+	list(&c.AllowedRoots, "allowed-roots", "GEMINI_MCP_ALLOWED_ROOTS", "the only directories (and their subdirectories) a call's cwd may be, checked after resolving symlinks (default: over HTTP, --cwd or the server's directory; on stdio, any directory, since the client is the local user); / allows all")
 	level := "info"
 	if v, ok := env("GEMINI_MCP_LOG_LEVEL"); ok {
 		level = v

@@ -62,6 +62,9 @@ type options struct {
 	maxAnswerBytes   int
 	client           *mcp.ClientOptions
 	noConnect        bool // build the harness without an in-memory client
+	// allowedRoots, when set, are the server's roots; "home" stands for
+	// the harness's default cwd.
+	allowedRoots []string
 }
 
 func newHarness(t *testing.T, opts ...options) *harness {
@@ -110,9 +113,23 @@ func (h *harness) newServer() *mcp.Server {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	var roots []string
+	if h.opts.allowedRoots != nil {
+		var given []string
+		for _, r := range h.opts.allowedRoots {
+			if r == "home" {
+				r = h.home
+			}
+			given = append(given, r)
+		}
+		if roots, err = tools.ResolveRoots(given); err != nil {
+			h.t.Fatal(err)
+		}
+	}
 	runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout, MaxConcurrent: h.opts.maxConcurrent}, nil)
 	return New("test", &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20,
-		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes, RequestContext: h.requestContext}, nil)
+		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes, RequestContext: h.requestContext,
+		AllowedRoots: roots}, nil)
 }
 
 func realDir(t *testing.T, d string) string {

@@ -47,7 +47,11 @@ type Deps struct {
 	// MaxAnswerBytes is the largest answer returned in one result; longer
 	// ones are paged (see chat-page). 0 means DefaultMaxAnswerBytes.
 	MaxAnswerBytes int
-	pages          pager
+	// AllowedRoots, when not nil, are the only directories (with their
+	// subdirectories) calls may run in, as resolved by ResolveRoots: a
+	// remote client must not make any host directory Gemini's workspace.
+	AllowedRoots []string
+	pages        pager
 	// sessions orders calls on the same session: the CLI appends to one
 	// session file, so two turns must not run at once.
 	sessions queue.Locks
@@ -249,18 +253,38 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string) error {
 }
 
 // checkRecordedDir makes sure a recorded session's directory still exists.
+// Its directory is checked against the allowed roots as well: the record
+// may predate them, or its directory may since have become a symlink.
 func (d *Deps) checkRecordedDir(rec session.Record) error {
-	if _, err := gemini.ResolveDir(rec.Cwd, "/"); err != nil {
+	dir, err := gemini.ResolveDir(rec.Cwd, "/")
+	if err != nil {
 		return fmt.Errorf("session %s belongs to %s, which cannot be used any more: %v", rec.ID, rec.Cwd, err)
+	}
+	if dir != rec.Cwd {
+		return fmt.Errorf("session %s belongs to %s, which now leads to %s; the Gemini CLI can only resume a session in the directory it was started in", rec.ID, rec.Cwd, dir)
+	}
+	if err := d.checkRoot(rec.Cwd, dir); err != nil {
+		return fmt.Errorf("session %s: %w", rec.ID, err)
 	}
 	return nil
 }
 
+// resolveCwd turns a cwd argument (or the default, when empty) into the
+// real directory a call runs in, after resolving symlinks, and refuses one
+// outside the allowed roots.
 func (d *Deps) resolveCwd(cwd string) (string, error) {
+	orig := cwd
 	if cwd == "" {
-		return gemini.ResolveDir(d.DefaultCwd, d.DefaultCwd)
+		orig = d.DefaultCwd
 	}
-	return gemini.ResolveDir(cwd, d.DefaultCwd)
+	dir, err := gemini.ResolveDir(orig, d.DefaultCwd)
+	if err != nil {
+		return "", err
+	}
+	if err := d.checkRoot(orig, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
 
 func (d *Deps) checkCommon(prompt, model, systemPrompt string) error {
