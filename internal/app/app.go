@@ -157,7 +157,8 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 		MaxOutputBytes:        cfg.MaxOutputBytes,
 	}, log)
 	deps := &tools.Deps{Runner: runner, Closer: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
-		AllowedRoots: allowed}
+		AllowedRoots: allowed, Remote: cfg.HTTP != "", Authenticated: len(cfg.Tokens) > 0 || cfg.TokenFile != "",
+		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions}
 	return deps, nil
 }
 

@@ -55,7 +55,8 @@ type Config struct {
 	MaxBodyBytes        int
 
 	// What tool calls may reach: see the flags' help.
-	AllowedRoots []string
+	AllowedRoots  []string
+	ShareSessions bool
 }
 
 // Defaults.
@@ -191,6 +192,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	boolean(&c.AllowInsecureRemote, "allow-insecure-remote", "GEMINI_MCP_ALLOW_INSECURE_REMOTE", "allow --http on a non-loopback address without tokens")
 	size(&c.MaxBodyBytes, "max-body-bytes", "GEMINI_MCP_MAX_BODY_BYTES", 0, "largest HTTP request body (default: 4 MiB, or more to fit --max-prompt-bytes)")
 	list(&c.AllowedRoots, "allowed-roots", "GEMINI_MCP_ALLOWED_ROOTS", "the only directories (and their subdirectories) a call's cwd may be, checked after resolving symlinks (default: over HTTP, --cwd or the server's directory; on stdio, any directory, since the client is the local user); / allows all")
+	boolean(&c.ShareSessions, "share-sessions", "GEMINI_MCP_SHARE_SESSIONS", "over HTTP, let every client continue every session: by its id, \"latest\" or an index (default: a client continues only its own sessions, per bearer token when tokens are set, and chat-reply without sessionId means this client's newest)")
 	level := "info"
 	if v, ok := env("GEMINI_MCP_LOG_LEVEL"); ok {
 		level = v

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 // HTTPOptions configures the HTTP transports.
@@ -163,6 +164,8 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 			http.Error(w, "origin not allowed: "+origin, http.StatusForbidden)
 			return
 		}
+		// Only this check may say which token a request holds.
+		r.Header.Del(tools.ClientHeader)
 		if len(g.tokens) > 0 {
 			if err := g.checkToken(r); err != nil {
 				challenge := `Bearer realm="gemini-mcp-server"`
@@ -173,6 +176,7 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 				http.Error(w, err.Error(), http.StatusUnauthorized)
 				return
 			}
+			r.Header.Set(tools.ClientHeader, clientID(r))
 		}
 		next.ServeHTTP(w, r)
 	})

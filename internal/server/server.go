@@ -3,7 +3,11 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
+	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,4 +28,14 @@ func New(version string, d *tools.Deps, log *slog.Logger) *mcp.Server {
 		&mcp.ServerOptions{Instructions: instructions, Logger: log})
 	tools.Register(s, d)
 	return s
+}
+
+// clientID names the holder of a bearer token in logs and session records
+// without revealing the token: the first 64 bits of a hash of it, under a
+// prefix of its own so that it matches no other use of the token's hash.
+// r's token has been checked already.
+func clientID(r *http.Request) string {
+	_, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	sum := sha256.Sum256([]byte("gemini-mcp-server client id\x00" + strings.TrimSpace(token)))
+	return hex.EncodeToString(sum[:8])
 }

@@ -65,6 +65,9 @@ type options struct {
 	// allowedRoots, when set, are the server's roots; "home" stands for
 	// the harness's default cwd.
 	allowedRoots []string
+	// remote, when set, tells the tools they serve HTTP with these options.
+	remote        *HTTPOptions
+	shareSessions bool
 }
 
 func newHarness(t *testing.T, opts ...options) *harness {
@@ -127,9 +130,13 @@ func (h *harness) newServer() *mcp.Server {
 		}
 	}
 	runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout, MaxConcurrent: h.opts.maxConcurrent}, nil)
-	return New("test", &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20,
+	d := &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20,
 		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes, RequestContext: h.requestContext,
-		AllowedRoots: roots}, nil)
+		AllowedRoots: roots, ShareSessions: h.opts.shareSessions}
+	if o := h.opts.remote; o != nil {
+		d.Remote, d.Authenticated, d.Stateless = true, len(o.Tokens) > 0, o.Stateless
+	}
+	return New("test", d, nil)
 }
 
 func realDir(t *testing.T, d string) string {

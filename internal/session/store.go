@@ -31,6 +31,22 @@ type Record struct {
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
 	Turns   int       `json:"turns"`
+	// Owner is the id of the HTTP bearer token that started the session
+	// ("" for stdio, HTTP without tokens, and records written before
+	// owners were kept); over HTTP only that token may continue it.
+	Owner string `json:"owner,omitempty"`
+	// LastClient names the client that ran the latest turn ("token:…" or
+	// "mcp:…", "" on stdio), so that "the newest session" can mean the
+	// newest of the client asking.
+	LastClient string `json:"lastClient,omitempty"`
+}
+
+// Turn is what Touch records of one finished turn.
+type Turn struct {
+	Cwd    string
+	Model  string
+	Owner  string // kept from the first turn on
+	Client string
 }
 
 // Store is a directory of session records. It is safe for concurrent use.
@@ -90,9 +106,9 @@ func readRecord(p string) (Record, bool, error) {
 	return r, true, nil
 }
 
-// Touch records a finished turn of session id, run in cwd with model:
-// it creates the record on the first turn and counts the turn.
-func (s *Store) Touch(id, cwd, model string, now time.Time) (Record, error) {
+// Touch records a finished turn of session id: it creates the record on
+// the first turn and counts the turn.
+func (s *Store) Touch(id string, t Turn, now time.Time) (Record, error) {
 	id = strings.ToLower(id)
 	p, err := s.path(id)
 	if err != nil {
@@ -106,20 +122,21 @@ func (s *Store) Touch(id, cwd, model string, now time.Time) (Record, error) {
 		ok = false
 	}
 	if !ok {
-		r = Record{ID: id, Created: now}
+		r = Record{ID: id, Created: now, Owner: t.Owner}
 	}
-	r.Cwd = cwd
-	if model != "" {
-		r.Model = model
+	r.Cwd = t.Cwd
+	if t.Model != "" {
+		r.Model = t.Model
 	}
+	r.LastClient = t.Client
 	r.Updated = now
 	r.Turns++
 	return r, writeAtomic(p, r)
 }
 
 // Latest returns the most recently updated record, restricted to cwd when
-// cwd is not empty.
-func (s *Store) Latest(cwd string) (Record, bool, error) {
+// cwd is not empty, and to the records match accepts when match is not nil.
+func (s *Store) Latest(cwd string, match func(Record) bool) (Record, bool, error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return Record{}, false, fmt.Errorf("session store: %w", err)
@@ -135,7 +152,7 @@ func (s *Store) Latest(cwd string) (Record, bool, error) {
 		if err != nil || !ok {
 			continue // a record being replaced or a corrupt one
 		}
-		if cwd != "" && r.Cwd != cwd {
+		if cwd != "" && r.Cwd != cwd || match != nil && !match(r) {
 			continue
 		}
 		if !found || r.Updated.After(best.Updated) {

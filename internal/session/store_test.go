@@ -21,10 +21,10 @@ func TestTouchGetSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	if _, err := s.Touch(idA, "/w1", "gemini-x", t0); err != nil {
+	if _, err := s.Touch(idA, Turn{Cwd: "/w1", Model: "gemini-x"}, t0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Touch(idA, "/w1", "", t0.Add(time.Minute)); err != nil {
+	if _, err := s.Touch(idA, Turn{Cwd: "/w1"}, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	// A new Store on the same directory is a restarted server.
@@ -57,31 +57,31 @@ func TestLatest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := s.Latest(""); ok || err != nil {
+	if _, ok, err := s.Latest("", nil); ok || err != nil {
 		t.Fatalf("empty store: %v %v", ok, err)
 	}
 	t0 := time.Now()
-	s.Touch(idA, "/w1", "", t0)
-	s.Touch(idB, "/w2", "", t0.Add(time.Second))
-	s.Touch(idC, "/w1", "", t0.Add(2*time.Second))
-	s.Touch(idA, "/w1", "", t0.Add(3*time.Second))
-	if r, ok, _ := s.Latest(""); !ok || r.ID != idA {
+	s.Touch(idA, Turn{Cwd: "/w1"}, t0)
+	s.Touch(idB, Turn{Cwd: "/w2"}, t0.Add(time.Second))
+	s.Touch(idC, Turn{Cwd: "/w1"}, t0.Add(2*time.Second))
+	s.Touch(idA, Turn{Cwd: "/w1"}, t0.Add(3*time.Second))
+	if r, ok, _ := s.Latest("", nil); !ok || r.ID != idA {
 		t.Fatalf("latest overall: %+v", r)
 	}
-	if r, ok, _ := s.Latest("/w2"); !ok || r.ID != idB {
+	if r, ok, _ := s.Latest("/w2", nil); !ok || r.ID != idB {
 		t.Fatalf("latest in /w2: %+v", r)
 	}
-	if _, ok, _ := s.Latest("/w3"); ok {
+	if _, ok, _ := s.Latest("/w3", nil); ok {
 		t.Fatal("latest in a directory with no sessions")
 	}
 	// Stray and corrupt files are passed over.
 	os.WriteFile(filepath.Join(s.Dir(), "notes.txt"), []byte("x"), 0o600)
 	os.WriteFile(filepath.Join(s.Dir(), idB+".json"), []byte("{broken"), 0o600)
-	if r, ok, _ := s.Latest("/w1"); !ok || r.ID != idA {
+	if r, ok, _ := s.Latest("/w1", nil); !ok || r.ID != idA {
 		t.Fatalf("with stray files: %+v", r)
 	}
 	// A corrupt record is replaced by the next turn, not left blocking.
-	if r, err := s.Touch(idB, "/w2", "", t0.Add(4*time.Second)); err != nil || r.Turns != 1 {
+	if r, err := s.Touch(idB, Turn{Cwd: "/w2"}, t0.Add(4*time.Second)); err != nil || r.Turns != 1 {
 		t.Fatalf("touch over corrupt: %+v %v", r, err)
 	}
 }
@@ -96,7 +96,7 @@ func TestConcurrentTouchCountsEveryTurn(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.Touch(idA, "/w", "", time.Now()); err != nil {
+			if _, err := s.Touch(idA, Turn{Cwd: "/w"}, time.Now()); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -116,5 +116,36 @@ func TestDefaultDir(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", "/x/state")
 	if d, err := DefaultDir(); err != nil || d != filepath.Join("/x/state", "gemini-mcp-server") {
 		t.Fatalf("got %q %v", d, err)
+	}
+}
+
+// TestOwnerAndClient checks that a record keeps the token that started it
+// whoever continues it, that Latest can pick one client's sessions, and
+// that records written before owners were kept still read.
+func TestOwnerAndClient(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	s.Touch(idA, Turn{Cwd: "/w", Owner: "t1", Client: "token:t1"}, t0)
+	s.Touch(idB, Turn{Cwd: "/w", Owner: "t2", Client: "token:t2"}, t0.Add(time.Second))
+	r, err := s.Touch(idA, Turn{Cwd: "/w", Owner: "t2", Client: "token:t2"}, t0.Add(2*time.Second))
+	if err != nil || r.Owner != "t1" || r.LastClient != "token:t2" {
+		t.Fatalf("continued by another client: %+v %v", r, err)
+	}
+	byOwner := func(o string) func(Record) bool { return func(r Record) bool { return r.Owner == o } }
+	if r, ok, _ := s.Latest("", byOwner("t2")); !ok || r.ID != idB {
+		t.Fatalf("latest of t2: %+v", r)
+	}
+	if _, ok, _ := s.Latest("", byOwner("t3")); ok {
+		t.Fatal("a client without sessions got one")
+	}
+	old := `{"id":"` + idC + `","cwd":"/w","created":"2026-01-01T00:00:00Z","updated":"2026-01-01T00:00:00Z","turns":1}`
+	if err := os.WriteFile(filepath.Join(s.Dir(), idC+".json"), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := s.Get(idC); !ok || err != nil || r.Owner != "" || r.Cwd != "/w" {
+		t.Fatalf("an old record: %+v %v %v", r, ok, err)
 	}
 }

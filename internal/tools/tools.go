@@ -51,7 +51,12 @@ type Deps struct {
 	// subdirectories) calls may run in, as resolved by ResolveRoots: a
 	// remote client must not make any host directory Gemini's workspace.
 	AllowedRoots []string
-	pages        pager
+	// Remote, Authenticated (tokens are required), Stateless and
+	// ShareSessions describe the HTTP transport; all are false on stdio.
+	// Which client a call comes from, and which sessions it may continue,
+	// depend on them.
+	Remote, Authenticated, Stateless, ShareSessions bool
+	pages                                           pager
 	// sessions orders calls on the same session: the CLI appends to one
 	// session file, so two turns must not run at once.
 	sessions queue.Locks
@@ -115,13 +120,13 @@ func replyTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name: "chat-reply",
 		Description: "Continue an existing Gemini conversation: Gemini sees the session's earlier turns. " +
-			"Pass the sessionId from an earlier chat or chat-reply result. Without sessionId it continues the session this server used most recently " +
+			"Pass the sessionId from an earlier chat or chat-reply result. Without sessionId it continues this client's most recent session " +
 			"(in cwd, when cwd is given).",
 		InputSchema: &jsonschema.Schema{
 			Type: "object",
 			Properties: map[string]*jsonschema.Schema{
 				"prompt":       stringProp("The prompt that continues the conversation."),
-				"sessionId":    stringProp("The session to continue: a sessionId from an earlier result, \"latest\", or a Gemini CLI session index. Omit it to continue the session this server used most recently."),
+				"sessionId":    stringProp("The session to continue: a sessionId from an earlier result, \"latest\", or a Gemini CLI session index. Omit it to continue this client's most recent session."),
 				"model":        stringProp("Optional: the Gemini model to use for this turn (e.g. 'gemini-3-pro', 'gemini-3-flash')."),
 				"systemPrompt": stringProp(descSystemPrompt),
 				"cwd":          stringProp("Optional: the working directory of the session. A session recorded by this server runs in its own directory when cwd is omitted."),
@@ -173,7 +178,7 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 		return failure(err), nil, nil
 	}
 	call := gemini.Call{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
-	if err := d.target(&call, in.SessionID, in.Cwd); err != nil {
+	if err := d.target(&call, in.SessionID, in.Cwd, d.clientOf(req)); err != nil {
 		return failure(err), nil, nil
 	}
 	return d.run(ctx, req, call), nil, nil
@@ -192,7 +197,12 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 //     cwd, when cwd is given), so that a person's own interactive session
 //     is not continued by surprise. Only when this server has none does it
 //     fall back to the CLI's "latest", as the tool specification says.
-func (d *Deps) target(call *gemini.Call, sessionID, cwd string) error {
+//
+// Over HTTP, several clients share the server: "most recently" means this
+// client's most recent, a session started with another bearer token is
+// unknown, and with tokens the CLI's own references are refused, unless
+// the operator shares sessions (see clients.go).
+func (d *Deps) target(call *gemini.Call, sessionID, cwd string, who client) error {
 	var dir string
 	if cwd != "" {
 		var err error
@@ -201,8 +211,14 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string) error {
 		}
 	}
 	if strings.TrimSpace(sessionID) == "" {
-		rec, ok, err := d.Store.Latest(dir)
-		if err != nil {
+		var rec session.Record
+		var ok bool
+		var err error
+		if d.Remote {
+			if rec, ok, err = d.latestOf(who, dir); err != nil {
+				return err
+			}
+		} else if rec, ok, err = d.Store.Latest(dir, nil); err != nil {
 			d.Log.Warn("reading session records", "err", err)
 		}
 		if ok {
@@ -226,6 +242,9 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string) error {
 	}
 	call.Resume = ref.Value
 	if ref.Kind != gemini.RefUUID {
+		if d.scoped() {
+			return fmt.Errorf("sessionId %q could name another client's session: pass the sessionId of an earlier chat or chat-reply result; %v", sessionID, errScoped)
+		}
 		if dir == "" {
 			if dir, err = d.resolveCwd(""); err != nil {
 				return err
@@ -237,6 +256,11 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string) error {
 	rec, ok, err := d.Store.Get(ref.Value)
 	if err != nil {
 		d.Log.Warn("reading session record", "id", ref.Value, "err", err)
+	}
+	if ok && !d.mayUse(rec, who) || !ok && d.scoped() {
+		// Another token's session is as unknown as one never recorded.
+		d.Log.Info("refused a session of another client", "id", ref.Value, "recorded", ok)
+		return fmt.Errorf("unknown sessionId %s: this server has no record of it for this client. Use a sessionId from an earlier chat result; %v", ref.Value, errScoped)
 	}
 	switch {
 	case ok && dir != "" && dir != rec.Cwd:
@@ -339,7 +363,9 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call gemini.Ca
 	}
 	d.Log.Info("gemini call done", "dir", call.Dir, "resume", call.Resume, "session", res.SessionID, "via", res.SessionIDSource, "elapsed", time.Since(start))
 	if res.SessionID != "" {
-		if _, err := d.Store.Touch(res.SessionID, call.Dir, call.Model, d.Now()); err != nil {
+		who := d.clientOf(req)
+		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key()}
+		if _, err := d.Store.Touch(res.SessionID, turn, d.Now()); err != nil {
 			d.Log.Warn("recording the session", "session", res.SessionID, "err", err)
 		}
 	}
