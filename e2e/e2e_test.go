@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 const (
@@ -80,11 +81,17 @@ func testBackend(t *testing.T, backend string) {
 	})
 }
 
-// text returns the one text content of res.
+// text returns the text content of res: one item, or two on success,
+// the second naming the session (--session-id-in-text, the default).
 func text(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("got %d content items, want 1: %s", len(res.Content), dump(res))
+	id, _ := res.Meta["sessionId"].(string)
+	if n := len(res.Content); n == 2 && id != "" && !res.IsError {
+		if tc, ok := res.Content[1].(*mcp.TextContent); !ok || tc.Text != tools.SessionNote(id) {
+			t.Fatalf("the second content item does not name session %s: %s", id, dump(res))
+		}
+	} else if n != 1 {
+		t.Fatalf("got %d content items, want 1, or 2 with the session's: %s", n, dump(res))
 	}
 	tc, ok := res.Content[0].(*mcp.TextContent)
 	if !ok {

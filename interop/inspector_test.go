@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	servertools "github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 // Exit codes of the Inspector's CLI.
@@ -164,11 +165,13 @@ func checkInspector(t *testing.T, tl npmTools, s *server, target []string, token
 	if r.code != inspectorOK {
 		t.Fatalf("tools/call chat: exit %d\nstdout: %s\nstderr: %s", r.code, clip(r.stdout, 2000), clip(r.stderr, 4000))
 	}
-	if r.result.IsError || len(r.result.Content) != 1 || r.result.Content[0].Type != "text" || r.result.Content[0].Text != wantAnswer(prompt) {
-		t.Errorf("tools/call chat: %+v\nwant the text %q", r.result, wantAnswer(prompt))
-	}
-	if id, _ := r.result.Meta["sessionId"].(string); !uuidRE.MatchString(id) {
+	id, _ := r.result.Meta["sessionId"].(string)
+	if !uuidRE.MatchString(id) {
 		t.Errorf("tools/call chat: _meta %v has no sessionId UUID", r.result.Meta)
+	}
+	if r.result.IsError || len(r.result.Content) != 2 || r.result.Content[0].Type != "text" || r.result.Content[0].Text != wantAnswer(prompt) ||
+		r.result.Content[1].Text != servertools.SessionNote(id) {
+		t.Errorf("tools/call chat: %+v\nwant the text %q and the session's note", r.result, wantAnswer(prompt))
 	}
 	checkStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	servertools "github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 // tsReport is what tsclient/client.mjs prints.
@@ -177,14 +179,16 @@ func checkTSReport(t *testing.T, rep tsReport, marker string) {
 	}
 
 	hello := "hello " + marker
-	if rep.Chat.IsError || !slices.Equal(rep.Chat.Texts, []string{wantAnswer(hello)}) {
-		t.Errorf("chat: %+v, want the text %q", rep.Chat, wantAnswer(hello))
-	}
 	id, _ := rep.Chat.Meta["sessionId"].(string)
 	if !uuidRE.MatchString(id) {
 		t.Errorf("chat: _meta %v has no sessionId UUID", rep.Chat.Meta)
 	}
-	if rep.Reply.IsError || len(rep.Reply.Texts) != 1 || !strings.HasPrefix(rep.Reply.Texts[0], "fake-gemini turn=2 ") ||
+	// The second text item names the session for clients that show the
+	// model only the text.
+	if rep.Chat.IsError || !slices.Equal(rep.Chat.Texts, []string{wantAnswer(hello), servertools.SessionNote(id)}) {
+		t.Errorf("chat: %+v, want the text %q and the session's note", rep.Chat, wantAnswer(hello))
+	}
+	if rep.Reply.IsError || len(rep.Reply.Texts) != 2 || rep.Reply.Texts[1] != servertools.SessionNote(id) || !strings.HasPrefix(rep.Reply.Texts[0], "fake-gemini turn=2 ") ||
 		!strings.HasSuffix(rep.Reply.Texts[0], "prompt=again "+marker) || rep.Reply.Meta["sessionId"] != id {
 		t.Errorf("chat-reply on session %s: %+v; want turn 2 of that session", id, rep.Reply)
 	}
@@ -196,7 +200,7 @@ func checkTSReport(t *testing.T, rep tsReport, marker string) {
 		t.Errorf("the cancelled call %s, want rejected: %+v", c.Settled, c)
 	}
 	after := "after cancel " + marker
-	if rep.AfterCancel.IsError || !slices.Equal(rep.AfterCancel.Texts, []string{wantAnswer(after)}) {
+	if rep.AfterCancel.IsError || len(rep.AfterCancel.Texts) != 2 || rep.AfterCancel.Texts[0] != wantAnswer(after) {
 		t.Errorf("chat after the cancellation: %+v", rep.AfterCancel)
 	}
 }

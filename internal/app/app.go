@@ -158,7 +158,7 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 	}, log)
 	deps := &tools.Deps{Runner: runner, Closer: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP != "", Authenticated: len(cfg.Tokens) > 0 || cfg.TokenFile != "",
-		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions}
+		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions, SessionIDInText: cfg.SessionIDInText}
 	return deps, nil
 }
 

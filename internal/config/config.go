@@ -55,8 +55,9 @@ type Config struct {
 	MaxBodyBytes        int
 
 	// What tool calls may reach: see the flags' help.
-	AllowedRoots  []string
-	ShareSessions bool
+	AllowedRoots    []string
+	ShareSessions   bool
+	SessionIDInText bool
 }
 
 // Defaults.
@@ -193,6 +194,8 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	size(&c.MaxBodyBytes, "max-body-bytes", "GEMINI_MCP_MAX_BODY_BYTES", 0, "largest HTTP request body (default: 4 MiB, or more to fit --max-prompt-bytes)")
 	list(&c.AllowedRoots, "allowed-roots", "GEMINI_MCP_ALLOWED_ROOTS", "the only directories (and their subdirectories) a call's cwd may be, checked after resolving symlinks (default: over HTTP, --cwd or the server's directory; on stdio, any directory, since the client is the local user); / allows all")
 	boolean(&c.ShareSessions, "share-sessions", "GEMINI_MCP_SHARE_SESSIONS", "over HTTP, let every client continue every session: by its id, \"latest\" or an index (default: a client continues only its own sessions, per bearer token when tokens are set, and chat-reply without sessionId means this client's newest)")
+	c.SessionIDInText = true
+	boolean(&c.SessionIDInText, "session-id-in-text", "GEMINI_MCP_SESSION_ID_IN_TEXT", "end chat and chat-reply results with a second text item \"sessionId: <id> …\", for clients that show the model only the text and not _meta (Claude Code); false leaves the id in _meta only")
 	level := "info"
 	if v, ok := env("GEMINI_MCP_LOG_LEVEL"); ok {
 		level = v

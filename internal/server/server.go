@@ -19,7 +19,7 @@ const Name = "gemini-mcp-server"
 
 const instructions = "Gives you Google Gemini through the Gemini CLI. " +
 	"Call chat to start a conversation (a second opinion, a review, research, a long-context question) " +
-	"and chat-reply with the returned _meta.sessionId to continue it. " +
+	"and chat-reply with the returned sessionId to continue it. " +
 	"A call takes seconds to minutes."
 
 // New returns the MCP server with its tools registered.

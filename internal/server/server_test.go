@@ -66,8 +66,9 @@ type options struct {
 	// the harness's default cwd.
 	allowedRoots []string
 	// remote, when set, tells the tools they serve HTTP with these options.
-	remote        *HTTPOptions
-	shareSessions bool
+	remote          *HTTPOptions
+	shareSessions   bool
+	sessionIDInText bool
 }
 
 func newHarness(t *testing.T, opts ...options) *harness {
@@ -132,7 +133,7 @@ func (h *harness) newServer() *mcp.Server {
 	runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout, MaxConcurrent: h.opts.maxConcurrent}, nil)
 	d := &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20,
 		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes, RequestContext: h.requestContext,
-		AllowedRoots: roots, ShareSessions: h.opts.shareSessions}
+		AllowedRoots: roots, ShareSessions: h.opts.shareSessions, SessionIDInText: h.opts.sessionIDInText}
 	if o := h.opts.remote; o != nil {
 		d.Remote, d.Authenticated, d.Stateless = true, len(o.Tokens) > 0, o.Stateless
 	}
@@ -181,7 +182,8 @@ func (h *harness) invocations() []geminitest.Invocation {
 }
 
 func TestToolSchemasSnapshot(t *testing.T) {
-	h := newHarness(t)
+	// The snapshots show what the binary serves by default.
+	h := newHarness(t, options{sessionIDInText: true})
 	res, err := h.client.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)

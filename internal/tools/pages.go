@@ -87,7 +87,7 @@ func splitPages(s string, max int) []string {
 }
 
 // pageResult is the result for page n (1-based) of a paged answer.
-func pageResult(id string, a *pagedAnswer, n int) *mcp.CallToolResult {
+func (d *Deps) pageResult(id string, a *pagedAnswer, n int) *mcp.CallToolResult {
 	text := a.pages[n-1]
 	if n < len(a.pages) {
 		text += fmt.Sprintf("\n\n[gemini-mcp-server: the answer is too long for one result; this is page %d of %d. "+
@@ -99,7 +99,9 @@ func pageResult(id string, a *pagedAnswer, n int) *mcp.CallToolResult {
 	if a.sessionID != "" {
 		meta["sessionId"] = a.sessionID
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, Meta: meta}
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, Meta: meta}
+	d.addSessionNote(out, a.sessionID)
+	return out
 }
 
 func pageTool() *mcp.Tool {
@@ -136,5 +138,5 @@ func (d *Deps) chatPage(_ context.Context, req *mcp.CallToolRequest, in PageInpu
 	if in.Page < 1 || in.Page > len(a.pages) {
 		return failure(fmt.Errorf("page %d does not exist: answer %s has pages 1 to %d", in.Page, in.AnswerID, len(a.pages))), nil, nil
 	}
-	return pageResult(strings.ToLower(strings.TrimSpace(in.AnswerID)), a, in.Page), nil, nil
+	return d.pageResult(strings.ToLower(strings.TrimSpace(in.AnswerID)), a, in.Page), nil, nil
 }

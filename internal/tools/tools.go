@@ -56,7 +56,11 @@ type Deps struct {
 	// Which client a call comes from, and which sessions it may continue,
 	// depend on them.
 	Remote, Authenticated, Stateless, ShareSessions bool
-	pages                                           pager
+	// SessionIDInText adds a second text item naming the sessionId to
+	// answers: some clients (Claude Code) show the model only the text,
+	// never _meta, and a model must be able to continue by id.
+	SessionIDInText bool
+	pages           pager
 	// sessions orders calls on the same session: the CLI appends to one
 	// session file, so two turns must not run at once.
 	sessions queue.Locks
@@ -77,7 +81,7 @@ func Register(s *mcp.Server, d *Deps) {
 	if d.MaxAnswerBytes <= 0 {
 		d.MaxAnswerBytes = DefaultMaxAnswerBytes
 	}
-	mcp.AddTool(s, chatTool(), d.chat)
+	mcp.AddTool(s, chatTool(d.SessionIDInText), d.chat)
 	mcp.AddTool(s, replyTool(), d.chatReply)
 	mcp.AddTool(s, pageTool(), d.chatPage)
 }
@@ -96,12 +100,16 @@ func stringProp(desc string) *jsonschema.Schema {
 // The schemas are written out rather than inferred so that they match the
 // tool specification exactly and carry nothing the Gemini CLI's schema
 // sanitizer strips (additionalProperties, $schema).
-func chatTool() *mcp.Tool {
+func chatTool(idInText bool) *mcp.Tool {
+	where := "_meta.sessionId"
+	if idInText {
+		where = "sessionId (in _meta, and in a line 'sessionId: …' after the answer)"
+	}
 	return &mcp.Tool{
 		Name: "chat",
 		Description: "Start a new conversation with Google Gemini (through the Gemini CLI) and return its answer. " +
 			"Use it for a second opinion, a review, research or a long-context question. " +
-			"The result's _meta.sessionId identifies the conversation: pass it to chat-reply to continue it with its history.",
+			"The result's " + where + " identifies the conversation: pass it to chat-reply to continue it with its history.",
 		InputSchema: &jsonschema.Schema{
 			Type: "object",
 			Properties: map[string]*jsonschema.Schema{
@@ -375,13 +383,27 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call gemini.Ca
 		id := d.pages.put(res.SessionID, pages)
 		d.Log.Info("answer paged", "answer", id, "bytes", len(res.Response), "pages", len(pages))
 		a, _ := d.pages.get(id)
-		return pageResult(id, a, 1)
+		return d.pageResult(id, a, 1)
 	}
 	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Response}}}
 	if res.SessionID != "" {
 		out.Meta = mcp.Meta{"sessionId": res.SessionID}
 	}
+	d.addSessionNote(out, res.SessionID)
 	return out
+}
+
+// addSessionNote appends the sessionId as a text item of its own, after
+// the answer, so that the answer's text stays exactly Gemini's.
+func (d *Deps) addSessionNote(out *mcp.CallToolResult, sessionID string) {
+	if d.SessionIDInText && sessionID != "" {
+		out.Content = append(out.Content, &mcp.TextContent{Text: SessionNote(sessionID)})
+	}
+}
+
+// SessionNote is the text item naming a result's session.
+func SessionNote(sessionID string) string {
+	return "sessionId: " + sessionID + " (pass it to chat-reply to continue this conversation)"
 }
 
 // sessionKey names the session a call continues, for ordering calls on it.
