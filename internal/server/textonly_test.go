@@ -15,17 +15,8 @@ import (
 // (Claude Code) passes on: the text items, without _meta.
 func (h *harness) textsOnly(name string, args map[string]any) ([]string, bool) {
 	h.t.Helper()
-	res, err := h.client.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		h.t.Fatalf("%s: %v", name, err)
-	}
-	var texts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			texts = append(texts, tc.Text)
-		}
-	}
-	return texts, res.IsError
+	texts, _, isErr := h.callMetaAll(name, args)
+	return texts, isErr
 }
 
 var uuidInText = regexp.MustCompile(`sessionId: ([0-9a-f-]{36})`)
@@ -70,4 +61,21 @@ func TestSessionIDInText(t *testing.T) {
 	if texts, _ := off.textsOnly("chat", map[string]any{"prompt": "x"}); len(texts) != 1 {
 		t.Fatalf("switched off: %q", texts)
 	}
+}
+
+// callMetaAll calls a tool and returns its texts and _meta, however many
+// text items it has.
+func (h *harness) callMetaAll(name string, args map[string]any) ([]string, mcp.Meta, bool) {
+	h.t.Helper()
+	res, err := h.client.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		h.t.Fatalf("%s: %v", name, err)
+	}
+	var texts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	return texts, res.Meta, res.IsError
 }

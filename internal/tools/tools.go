@@ -370,27 +370,53 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call gemini.Ca
 		return failure(err)
 	}
 	d.Log.Info("gemini call done", "dir", call.Dir, "resume", call.Resume, "session", res.SessionID, "via", res.SessionIDSource, "elapsed", time.Since(start))
+	var unsaved string
 	if res.SessionID != "" {
 		who := d.clientOf(req)
 		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key()}
 		if _, err := d.Store.Touch(res.SessionID, turn, d.Now()); err != nil {
 			d.Log.Warn("recording the session", "session", res.SessionID, "err", err)
+			unsaved = d.unsavedNote(res.SessionID, call.Dir, err)
 		}
 	}
+	var out *mcp.CallToolResult
 	if len(res.Response) > d.MaxAnswerBytes {
 		// Never cut silently: the rest waits for chat-page.
 		pages := splitPages(res.Response, d.MaxAnswerBytes)
 		id := d.pages.put(res.SessionID, pages)
 		d.Log.Info("answer paged", "answer", id, "bytes", len(res.Response), "pages", len(pages))
 		a, _ := d.pages.get(id)
-		return d.pageResult(id, a, 1)
+		out = d.pageResult(id, a, 1)
+	} else {
+		out = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Response}}}
+		if res.SessionID != "" {
+			out.Meta = mcp.Meta{"sessionId": res.SessionID}
+		}
+		d.addSessionNote(out, res.SessionID)
 	}
-	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Response}}}
-	if res.SessionID != "" {
-		out.Meta = mcp.Meta{"sessionId": res.SessionID}
+	if unsaved != "" {
+		// The answer is paid for and complete: it is returned, not turned
+		// into an error, with a note the model cannot miss.
+		out.Content = append(out.Content, &mcp.TextContent{Text: unsaved})
+		out.Meta["sessionSaved"] = false
 	}
-	d.addSessionNote(out, res.SessionID)
 	return out
+}
+
+// unsavedNote tells the caller that the session store failed to record a
+// turn, and what still works.
+func (d *Deps) unsavedNote(id, dir string, err error) string {
+	const prefix = "[gemini-mcp-server: the answer above is complete, but "
+	const fix = " The server's operator should make --state-dir writable (gemini-mcp-server doctor checks it).]"
+	if _, known, _ := d.Store.Get(id); known {
+		return prefix + "this turn could not be recorded (" + err.Error() + "). Continuing with sessionId " + id +
+			" still works; chat-reply without sessionId may pick another session." + fix
+	}
+	how := " To continue it, pass sessionId " + id + " together with cwd " + dir + "."
+	if d.scoped() {
+		how = " It cannot be continued through this server."
+	}
+	return prefix + "the session could not be saved (" + err.Error() + "), so chat-reply does not know sessionId " + id + "." + how + fix
 }
 
 // addSessionNote appends the sessionId as a text item of its own, after
