@@ -69,7 +69,31 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(sessions, 0o700); err != nil {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
+	removeStaleTemps(sessions, time.Now().Add(-staleTemp))
 	return &Store{dir: sessions}, nil
+}
+
+// staleTemp is how old a temp file must be before Open removes it. A write
+// takes milliseconds; the margin spares one that another server process,
+// sharing the directory, is making right now.
+const staleTemp = time.Minute
+
+// removeStaleTemps removes the temp files of writes that never finished (a
+// process killed between creating and renaming one), older than before.
+// It is best effort: a file it cannot remove harms nothing but space.
+func removeStaleTemps(dir string, before time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), tempPrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(before) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // Dir is the directory holding the records.
@@ -162,12 +186,15 @@ func (s *Store) Latest(cwd string, match func(Record) bool) (Record, bool, error
 	return best, found, nil
 }
 
+// tempPrefix starts the name of a record being written.
+const tempPrefix = ".tmp-"
+
 func writeAtomic(p string, r Record) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	f, err := os.CreateTemp(filepath.Dir(p), tempPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("session store: %w", err)
 	}

@@ -149,3 +149,42 @@ func TestOwnerAndClient(t *testing.T) {
 		t.Fatalf("an old record: %+v %v %v", r, ok, err)
 	}
 }
+
+// TestOpenRemovesStaleTemps checks that temp files left by a write that was
+// killed half-way are removed at start, while a fresh one, which another
+// process may be writing right now, and records stay.
+func TestOpenRemovesStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Touch(idA, Turn{Cwd: "/w"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	stale, fresh := filepath.Join(s.Dir(), ".tmp-123"), filepath.Join(s.Dir(), ".tmp-456")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, []byte("{half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Times far from now, so that a slow machine cannot blur them.
+	if err := os.Chtimes(stale, time.Now().Add(-time.Hour), time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(fresh, time.Now().Add(time.Hour), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale temp file is still there: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("the fresh temp file was removed: %v", err)
+	}
+	if _, ok, err := s.Get(idA); !ok || err != nil {
+		t.Errorf("the record went: %v %v", ok, err)
+	}
+}
