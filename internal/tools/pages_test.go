@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestSplitPages(t *testing.T) {
@@ -38,10 +40,10 @@ func TestSplitPages(t *testing.T) {
 
 func TestPagerKeepsTheNewest(t *testing.T) {
 	var p pager
-	first := p.put("", []string{"a"})
+	first := p.put("", []string{"a"}, 1<<20)
 	var last string
 	for i := 0; i < keptAnswers; i++ {
-		last = p.put("", []string{"b"})
+		last = p.put("", []string{"b"}, 1<<20)
 	}
 	if _, ok := p.get(first); ok {
 		t.Fatal("the oldest answer was kept past the limit")
@@ -71,4 +73,48 @@ func FuzzSplitPages(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPagerBoundsBytes checks that the pager keeps its pages within a byte
+// budget, evicting the oldest answers, and that an answer larger than the
+// whole budget keeps its first pages and says the rest is lost.
+func TestPagerBoundsBytes(t *testing.T) {
+	var p pager
+	const budget = 100
+	page := strings.Repeat("x", 30)
+	a := p.put("", []string{page, page}, budget)
+	b := p.put("", []string{page}, budget)
+	c := p.put("", []string{page, page}, budget) // 60 + 30 + 60 > 100: a goes
+	if _, ok := p.get(a); ok {
+		t.Error("the oldest answer was kept past the byte budget")
+	}
+	for _, id := range []string{b, c} {
+		if _, ok := p.get(id); !ok {
+			t.Error("a newer answer within the budget is gone")
+		}
+	}
+	if p.bytes > budget {
+		t.Fatalf("%d bytes kept, budget %d", p.bytes, budget)
+	}
+
+	huge := make([]string, 10)
+	for i := range huge {
+		huge[i] = page
+	}
+	id := p.put("s", huge, budget)
+	got, ok := p.get(id)
+	if !ok || len(got.pages) != 3 || got.dropped != 210 || p.bytes != 90 || len(p.pages) != 1 {
+		t.Fatalf("huge answer: ok %v, %d pages kept, %d dropped, %d bytes in all, %d answers", ok, len(got.pages), got.dropped, p.bytes, len(p.pages))
+	}
+	d := &Deps{}
+	first := d.pageResult(id, got, 1).Content[0].(*mcp.TextContent).Text
+	last := d.pageResult(id, got, 3).Content[0].(*mcp.TextContent).Text
+	for _, text := range []string{first, last} {
+		if !strings.Contains(text, "the last 210 bytes are lost") {
+			t.Errorf("no word of the lost part: %q", text)
+		}
+	}
+	if strings.Contains(last, "end of the answer") {
+		t.Errorf("the last kept page claims to end the answer: %q", last)
+	}
 }

@@ -47,6 +47,9 @@ type Deps struct {
 	// MaxAnswerBytes is the largest answer returned in one result; longer
 	// ones are paged (see chat-page). 0 means DefaultMaxAnswerBytes.
 	MaxAnswerBytes int
+	// MaxPagedBytes bounds the pages kept for chat-page, all answers
+	// together; 0 means DefaultMaxPagedBytes.
+	MaxPagedBytes int
 	// AllowedRoots, when not nil, are the only directories (with their
 	// subdirectories) calls may run in, as resolved by ResolveRoots: a
 	// remote client must not make any host directory Gemini's workspace.
@@ -80,6 +83,9 @@ func Register(s *mcp.Server, d *Deps) {
 	}
 	if d.MaxAnswerBytes <= 0 {
 		d.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	if d.MaxPagedBytes <= 0 {
+		d.MaxPagedBytes = DefaultMaxPagedBytes
 	}
 	mcp.AddTool(s, chatTool(d.SessionIDInText), d.chat)
 	mcp.AddTool(s, replyTool(), d.chatReply)
@@ -383,7 +389,7 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call gemini.Ca
 	if len(res.Response) > d.MaxAnswerBytes {
 		// Never cut silently: the rest waits for chat-page.
 		pages := splitPages(res.Response, d.MaxAnswerBytes)
-		id := d.pages.put(res.SessionID, pages)
+		id := d.pages.put(res.SessionID, pages, d.MaxPagedBytes)
 		d.Log.Info("answer paged", "answer", id, "bytes", len(res.Response), "pages", len(pages))
 		a, _ := d.pages.get(id)
 		out = d.pageResult(id, a, 1)
