@@ -8,7 +8,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
@@ -164,26 +163,20 @@ func pageTool() *mcp.Tool {
 		Name: "chat-page",
 		Description: "Fetch the next page of a Gemini answer that was too long for one result. " +
 			"Use it only when a chat or chat-reply result ends with a note naming an answerId and a page.",
-		InputSchema: &jsonschema.Schema{
-			Type: "object",
-			Properties: map[string]*jsonschema.Schema{
-				"answerId": stringProp("The answerId from the note at the end of the previous page."),
-				"page":     {Type: "integer", Description: "The page to fetch, from 2 up to the number of pages."},
-			},
-			Required: []string{"answerId", "page"},
-		},
+		InputSchema: inputSchema[PageInput](),
 		Annotations: &mcp.ToolAnnotations{Title: "Next page of a Gemini answer", ReadOnlyHint: true, IdempotentHint: true},
 	}
 }
 
-// PageInput is chat-page's arguments.
+// PageInput is chat-page's arguments; its tags are chat-page's input
+// schema.
 type PageInput struct {
-	AnswerID string `json:"answerId"`
-	Page     int    `json:"page"`
+	AnswerID string `json:"answerId" jsonschema:"The answerId from the note at the end of the previous page."`
+	Page     int    `json:"page" jsonschema:"The page to fetch, from 2 up to the number of pages."`
 }
 
 func (d *Deps) chatPage(_ context.Context, req *mcp.CallToolRequest, in PageInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs(req, "answerId", "page"); err != nil {
+	if err := checkArgs(req); err != nil {
 		return failure(err), nil, nil
 	}
 	a, ok := d.pages.get(strings.ToLower(strings.TrimSpace(in.AnswerID)))

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -92,20 +93,11 @@ func Register(s *mcp.Server, d *Deps) {
 	mcp.AddTool(s, pageTool(), d.chatPage)
 }
 
-// Descriptions of the shared properties.
-const (
-	descModel        = "Optional: the Gemini model to use (e.g. 'gemini-3-pro', 'gemini-3-flash'). Omit to use the Gemini CLI's default."
-	descSystemPrompt = "Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt."
-	descCwd          = "Optional: the working directory the Gemini CLI runs in (absolute, or relative to the server's directory). Gemini can read files there. Sessions belong to the directory they were started in."
-)
-
-func stringProp(desc string) *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "string", Description: desc}
-}
-
-// The schemas are written out rather than inferred so that they match the
-// tool specification exactly and carry nothing the Gemini CLI's schema
-// sanitizer strips (additionalProperties, $schema).
+// The input schemas are generated from the input structs below (their json
+// names, their jsonschema tags as descriptions, required unless
+// omitempty), so that a field is written once. inputSchema then drops what
+// the Gemini CLI's schema sanitizer strips (additionalProperties, $schema):
+// unknown arguments are refused by checkArgs instead, from the same schema.
 func chatTool(idInText bool) *mcp.Tool {
 	where := "_meta.sessionId"
 	if idInText {
@@ -116,16 +108,7 @@ func chatTool(idInText bool) *mcp.Tool {
 		Description: "Start a new conversation with Google Gemini (through the Gemini CLI) and return its answer. " +
 			"Use it for a second opinion, a review, research or a long-context question. " +
 			"The result's " + where + " identifies the conversation: pass it to chat-reply to continue it with its history.",
-		InputSchema: &jsonschema.Schema{
-			Type: "object",
-			Properties: map[string]*jsonschema.Schema{
-				"prompt":       stringProp("The prompt that starts the session."),
-				"model":        stringProp(descModel),
-				"systemPrompt": stringProp(descSystemPrompt),
-				"cwd":          stringProp(descCwd),
-			},
-			Required: []string{"prompt"},
-		},
+		InputSchema: inputSchema[ChatInput](),
 		Annotations: &mcp.ToolAnnotations{Title: "Chat with Gemini", OpenWorldHint: ptr(true)},
 	}
 }
@@ -136,42 +119,46 @@ func replyTool() *mcp.Tool {
 		Description: "Continue an existing Gemini conversation: Gemini sees the session's earlier turns. " +
 			"Pass the sessionId from an earlier chat or chat-reply result. Without sessionId it continues this client's most recent session " +
 			"(in cwd, when cwd is given).",
-		InputSchema: &jsonschema.Schema{
-			Type: "object",
-			Properties: map[string]*jsonschema.Schema{
-				"prompt":       stringProp("The prompt that continues the conversation."),
-				"sessionId":    stringProp("The session to continue: a sessionId from an earlier result, \"latest\", or a Gemini CLI session index. Omit it to continue this client's most recent session."),
-				"model":        stringProp("Optional: the Gemini model to use for this turn (e.g. 'gemini-3-pro', 'gemini-3-flash')."),
-				"systemPrompt": stringProp(descSystemPrompt),
-				"cwd":          stringProp("Optional: the working directory of the session. A session recorded by this server runs in its own directory when cwd is omitted."),
-			},
-			Required: []string{"prompt"},
-		},
+		InputSchema: inputSchema[ReplyInput](),
 		Annotations: &mcp.ToolAnnotations{Title: "Continue a Gemini chat", OpenWorldHint: ptr(true)},
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
-// ChatInput is chat's arguments.
-type ChatInput struct {
-	Prompt       string `json:"prompt"`
-	Model        string `json:"model,omitempty"`
-	SystemPrompt string `json:"systemPrompt,omitempty"`
-	Cwd          string `json:"cwd,omitempty"`
+// inputSchema generates the input schema of a tool from its input struct.
+// The structs are this package's own, so an error is a programming error,
+// which every test that lists the tools would catch.
+func inputSchema[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("tools: the input schema of %T: %v", *new(T), err))
+	}
+	s.AdditionalProperties = nil
+	s.Schema = ""
+	return s
 }
 
-// ReplyInput is chat-reply's arguments.
+func ptr[T any](v T) *T { return &v }
+
+// ChatInput is chat's arguments; its tags are chat's input schema.
+type ChatInput struct {
+	Prompt       string `json:"prompt" jsonschema:"The prompt that starts the session."`
+	Model        string `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use (e.g. 'gemini-3-pro', 'gemini-3-flash'). Omit to use the Gemini CLI's default."`
+	SystemPrompt string `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt."`
+	Cwd          string `json:"cwd,omitempty" jsonschema:"Optional: the working directory the Gemini CLI runs in (absolute, or relative to the server's directory). Gemini can read files there. Sessions belong to the directory they were started in."`
+}
+
+// ReplyInput is chat-reply's arguments; its tags are chat-reply's input
+// schema.
 type ReplyInput struct {
-	Prompt       string `json:"prompt"`
-	SessionID    string `json:"sessionId,omitempty"`
-	Model        string `json:"model,omitempty"`
-	SystemPrompt string `json:"systemPrompt,omitempty"`
-	Cwd          string `json:"cwd,omitempty"`
+	Prompt       string `json:"prompt" jsonschema:"The prompt that continues the conversation."`
+	SessionID    string `json:"sessionId,omitempty" jsonschema:"The session to continue: a sessionId from an earlier result, \"latest\", or a Gemini CLI session index. Omit it to continue this client's most recent session."`
+	Model        string `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use for this turn (e.g. 'gemini-3-pro', 'gemini-3-flash')."`
+	SystemPrompt string `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt."`
+	Cwd          string `json:"cwd,omitempty" jsonschema:"Optional: the working directory of the session. A session recorded by this server runs in its own directory when cwd is omitted."`
 }
 
 func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs(req, "prompt", "model", "systemPrompt", "cwd"); err != nil {
+	if err := checkArgs(req); err != nil {
 		return failure(err), nil, nil
 	}
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
@@ -185,7 +172,7 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 }
 
 func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs(req, "prompt", "sessionId", "model", "systemPrompt", "cwd"); err != nil {
+	if err := checkArgs(req); err != nil {
 		return failure(err), nil, nil
 	}
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
@@ -465,8 +452,9 @@ func failure(err error) *mcp.CallToolResult {
 
 // checkArgs refuses arguments the tool does not define. The schema leaves
 // additionalProperties out (the Gemini CLI strips it), so a misspelt
-// argument such as session_id would otherwise be silently ignored.
-func checkArgs(req *mcp.CallToolRequest, known ...string) error {
+// argument such as session_id would otherwise be silently ignored. The
+// tool's own input schema, as registered, says which arguments exist.
+func checkArgs(req *mcp.CallToolRequest) error {
 	if req == nil || req.Params == nil || len(req.Params.Arguments) == 0 {
 		return nil
 	}
@@ -474,6 +462,7 @@ func checkArgs(req *mcp.CallToolRequest, known ...string) error {
 	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
 		return nil // the SDK has validated the shape already
 	}
+	known := knownArgs(req.Params.Name)
 	var unknown []string
 	for k := range args {
 		if !contains(known, k) {
@@ -486,6 +475,19 @@ func checkArgs(req *mcp.CallToolRequest, known ...string) error {
 	sort.Strings(unknown)
 	return fmt.Errorf("unknown argument %s; this tool takes %s", quoteAll(unknown), strings.Join(known, ", "))
 }
+
+// toolArgs lists each tool's arguments, in the order of its input struct,
+// from the same schemas the tools are registered with.
+var toolArgs = sync.OnceValue(func() map[string][]string {
+	m := map[string][]string{}
+	for _, t := range []*mcp.Tool{chatTool(false), replyTool(), pageTool()} {
+		m[t.Name] = t.InputSchema.(*jsonschema.Schema).PropertyOrder
+	}
+	return m
+})
+
+// knownArgs returns the arguments of the tool named name.
+func knownArgs(name string) []string { return toolArgs()[name] }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
