@@ -184,7 +184,13 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 	if out == nil {
 		out = os.Stdout
 	}
-	t := &mcp.IOTransport{Reader: &eofReader{r: in, onEOF: endLife}, Writer: nopWriteCloser{out}}
+	// The filter answers malformed lines itself, through the same
+	// serialized writer as the SDK, so that a bad line costs the client
+	// an error instead of the session; it also bounds a line's length, so
+	// the SDK's own limit is off.
+	w := &syncWriter{w: out}
+	filter := newLineFilter(in, w, stdioLineLimit(cfg.MaxPromptBytes))
+	t := &mcp.IOTransport{Reader: &eofReader{r: filter, onEOF: endLife}, Writer: nopWriteCloser{w}, MaxLineLength: -1}
 	ss, err := srv.Connect(life, t, nil)
 	if err != nil {
 		return err
