@@ -40,7 +40,9 @@ Usage:
   gemini-mcp-server --version        print the version
 
 Tools: chat {prompt, model, systemPrompt, cwd} starts a Gemini session;
-chat-reply {prompt, sessionId, model, systemPrompt, cwd} continues one.
+chat-reply {prompt, sessionId, model, systemPrompt, cwd} continues one;
+chat-page {answerId, page} returns the next page of an answer too long for
+one result.
 The Gemini CLI must be installed (npm install -g @google/gemini-cli) and
 authenticated: a paid Gemini API key (GEMINI_API_KEY), Vertex AI, or a Code
 Assist Standard/Enterprise seat. Free, Google AI Pro and Ultra accounts lost
@@ -70,12 +72,15 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 			args = []string{"--help"}
 		}
 	}
-	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, sio.Getenv, sio.Stderr)
+	// Help that was asked for goes to stdout and succeeds; mistakes go to
+	// stderr with a pointer to the help.
+	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, sio.Getenv, sio.Stdout)
 	if errors.Is(err, config.ErrHelp) {
 		return 0
 	}
 	if err != nil {
 		fmt.Fprintln(sio.Stderr, "gemini-mcp-server:", err)
+		fmt.Fprintln(sio.Stderr, "Run 'gemini-mcp-server --help' for the flags.")
 		return 2
 	}
 	if cfg.ShowVersion {
