@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +263,117 @@ func TestReadmeTwoCommands(t *testing.T) {
 	}
 	if !strings.Contains(answer, `"serverInfo":{"name":"gemini-mcp-server"`) {
 		t.Fatalf("%s answered %q\nstderr: %s", run, answer, se.String())
+	}
+}
+
+// otherCLI finds Claude Code or Codex: $GEMINI_MCP_E2E_<NAME>, else the
+// one installed beside the Gemini CLI from e2e/npm. Missing, the test
+// skips, or fails where the end-to-end suite is required.
+func otherCLI(t *testing.T, name string) string {
+	t.Helper()
+	path := os.Getenv("GEMINI_MCP_E2E_" + strings.ToUpper(name))
+	if path == "" {
+		path = filepath.Join(filepath.Dir(fakeapi.RealCLI(t)), name)
+	}
+	if _, err := os.Stat(path); err != nil {
+		msg := name + " is not installed beside the Gemini CLI (scripts/test.sh installs e2e/npm/package-lock.json): " + err.Error()
+		if os.Getenv("CI") != "" || os.Getenv(fakeapi.EnvRequired) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return path
+}
+
+// envRecorder is a script that writes its environment to a file and then
+// runs the server: it stands for the binary in a client's registration,
+// to show what the client passes on.
+func envRecorder(t *testing.T) (script, envFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	script, envFile = filepath.Join(dir, "gemini-mcp-server"), filepath.Join(dir, "env")
+	body := "#!/bin/sh\nenv > '" + envFile + "'\nexec '" + serverBin + "' \"$@\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script, envFile
+}
+
+// TestReadmeClaudeCodeRegistration runs the README's `claude mcp add` line
+// with the real Claude Code (offline, in a throwaway home): `claude mcp
+// list` must start the server and find it connected, with the key in its
+// environment although Claude Code's own environment lacks it.
+func TestReadmeClaudeCodeRegistration(t *testing.T) {
+	t.Parallel()
+	claude := otherCLI(t, "claude")
+	home, work := t.TempDir(), t.TempDir()
+	script, envFile := envRecorder(t)
+	const key = "readme-claude-key"
+	env := []string{"PATH=" + filepath.Dir(claude) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + home, "TMPDIR=" + t.TempDir(), "GEMINI_API_KEY=" + key,
+		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "NO_COLOR=1",
+		"GEMINI_MCP_STATE_DIR=" + t.TempDir()}
+	c := &cliHome{home: home, work: work, env: env}
+	line := readmeCommand(t, readmeSection(t, "Register it with a client"), "claude mcp add")
+	line = strings.ReplaceAll(line, binPlaceholder, script)
+	if stdout, stderr, code := c.sh(t, line); code != 0 {
+		t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
+	}
+	// Claude Code runs without the key in its own environment (started
+	// from an IDE, say): the registration must carry it.
+	c.env = slices.DeleteFunc(c.env, func(kv string) bool { return strings.HasPrefix(kv, "GEMINI_API_KEY=") })
+	stdout, stderr, code := c.exec(t, claude, "mcp", "list")
+	if code != 0 || !regexp.MustCompile(`(?m)^gemini: `+regexp.QuoteMeta(script)+`.* - ✔ Connected$`).MatchString(stdout) {
+		t.Fatalf("claude mcp list: exit %d\n%s%s", code, stdout, stderr)
+	}
+	got, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatalf("the server never started: %v", err)
+	}
+	if !regexp.MustCompile(`(?m)^GEMINI_API_KEY=` + key + `$`).Match(got) {
+		t.Errorf("Claude Code started the server without GEMINI_API_KEY=%s:\n%s", key, got)
+	}
+}
+
+// TestReadmeCodexConfig puts the README's config.toml snippet into a
+// throwaway CODEX_HOME and has the real Codex read it back. Codex cannot
+// start a server offline without a model provider, so this checks what it
+// parsed: the command, the key passed on, and the tool timeout.
+func TestReadmeCodexConfig(t *testing.T) {
+	t.Parallel()
+	codex := otherCLI(t, "codex")
+	blocks := codeBlocks(readmeSection(t, "Register it with a client"), "toml")
+	if len(blocks) != 1 {
+		t.Fatalf("want one toml block in the README's registration section, found %d", len(blocks))
+	}
+	home := t.TempDir()
+	codexHome := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(strings.ReplaceAll(blocks[0], binPlaceholder, serverBin)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &cliHome{home: home, work: t.TempDir(), env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + codexHome, "NO_COLOR=1"}}
+	stdout, stderr, code := c.exec(t, codex, "mcp", "list", "--json")
+	if code != 0 {
+		t.Fatalf("codex mcp list: exit %d\n%s%s", code, stdout, stderr)
+	}
+	var servers []struct {
+		Name      string
+		Enabled   bool
+		Transport struct {
+			Type    string
+			Command string
+			EnvVars []string `json:"env_vars"`
+		}
+		ToolTimeoutSec float64 `json:"tool_timeout_sec"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &servers); err != nil {
+		t.Fatalf("codex mcp list --json: %v\n%s", err, stdout)
+	}
+	if len(servers) != 1 || servers[0].Name != "gemini" || !servers[0].Enabled || servers[0].Transport.Type != "stdio" ||
+		servers[0].Transport.Command != serverBin || !slices.Contains(servers[0].Transport.EnvVars, "GEMINI_API_KEY") || servers[0].ToolTimeoutSec < 300 {
+		t.Fatalf("Codex read the README's snippet as %+v\n%s", servers, stdout)
 	}
 }
