@@ -137,11 +137,26 @@ func (c *cliHome) askChat(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("gemini -p: exit %d\nstdout: %s\nstderr: %s", code, clip(stdout, 4000), clip(stderr, 8000))
 	}
-	var offered, answered bool
+	var offered, answered, nested bool
 	var responses []string
 	for _, r := range c.api.Requests() {
-		if r.Method != fakeapi.MethodStream || r.LastUserText == inner {
-			continue // the server's own Gemini call
+		if r.Method != fakeapi.MethodStream {
+			continue
+		}
+		if r.LastUserText == inner {
+			// The server's own Gemini call reads the same settings, and
+			// so starts this server again: that copy must offer the
+			// model no tool, or a chat could call itself.
+			nested = true
+			for _, name := range r.Tools {
+				if strings.HasPrefix(name, "mcp_gemini_") {
+					t.Errorf("the server's own Gemini call offers the model %s: it can call itself; offered: %v", name, r.Tools)
+				}
+			}
+			if !slices.Contains(r.Tools, "read_file") {
+				t.Errorf("the server's own Gemini call offers no built-in tool either, so the check proves nothing: %v", r.Tools)
+			}
+			continue
 		}
 		offered = offered || strings.Contains(strings.Join(r.Tools, ","), tool)
 		for _, fr := range r.FunctionResponses {
@@ -156,6 +171,9 @@ func (c *cliHome) askChat(t *testing.T) {
 	}
 	if !offered {
 		t.Errorf("the CLI never offered %s to the model", tool)
+	}
+	if !nested {
+		t.Errorf("the fake API never saw the server's own Gemini call")
 	}
 	if !answered {
 		t.Errorf("no functionResponse of %s carries the answer of the server's Gemini call; responses: %s", tool, clip(strings.Join(responses, "\n"), 4000))

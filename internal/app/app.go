@@ -98,6 +98,11 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	if cfg.HTTP != "" {
 		serve = serveHTTP
 	}
+	if isNested(cfg, sio.Getenv) {
+		serve = func(ctx context.Context, _ *config.Config, version string, sio IO, log *slog.Logger) error {
+			return serveNested(ctx, version, sio, log)
+		}
+	}
 	if err := serve(ctx, cfg, version, sio, log); err != nil {
 		log.Error("server stopped", "err", err)
 		return 1
@@ -132,6 +137,7 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 	runner := gemini.NewRunner(gemini.Options{
 		Warm:                  warm,
 		Gemini:                cfg.Gemini,
+		Env:                   []string{NestedEnv + "=1"},
 		DefaultModel:          cfg.Model,
 		ApprovalMode:          cfg.ApprovalMode,
 		Sandbox:               cfg.Sandbox,

@@ -29,6 +29,7 @@ type Config struct {
 	IncludeDirectories    []string
 	Extensions            []string
 	AllowedMCPServerNames []string
+	AllowNested           bool
 	Timeout               time.Duration
 	MaxConcurrent         int
 	ProgressInterval      time.Duration
@@ -144,6 +145,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	list(&c.IncludeDirectories, "include-directories", "GEMINI_MCP_INCLUDE_DIRECTORIES", "extra directories the CLI may read (--include-directories)")
 	list(&c.Extensions, "extensions", "GEMINI_MCP_EXTENSIONS", "the only CLI extensions to load, or none (--extensions)")
 	list(&c.AllowedMCPServerNames, "allowed-mcp-server-names", "GEMINI_MCP_ALLOWED_MCP_SERVER_NAMES", "the only MCP servers the CLI may use (--allowed-mcp-server-names)")
+	boolean(&c.AllowNested, "allow-nested", "GEMINI_MCP_ALLOW_NESTED", "serve the tools also when started by one of this server's own Gemini CLI processes (by default such a copy serves none, so that a chat cannot call itself)")
 	duration(&c.Timeout, "timeout", "GEMINI_MCP_TIMEOUT", DefaultTimeout, "per-call limit, 0 for none")
 	duration(&c.ProgressInterval, "progress-interval", "GEMINI_MCP_PROGRESS_INTERVAL", DefaultProgressInterval, "how often a running call reports progress to clients that ask for it")
 	c.MaxConcurrent = DefaultMaxConcurrent
