@@ -41,7 +41,9 @@ Usage:
   gemini-mcp-server --version        print the version
 
 Tools: chat {prompt, model, systemPrompt, cwd} starts a Gemini session;
-chat-reply {prompt, sessionId, model, systemPrompt, cwd} continues one.
+chat-reply {prompt, sessionId, model, systemPrompt, cwd} continues one;
+chat-page {answerId, page} returns the next page of an answer too long for
+one result.
 The Gemini CLI must be installed (npm install -g @google/gemini-cli) and
 authenticated: a paid Gemini API key (GEMINI_API_KEY), Vertex AI, or a Code
 Assist Standard/Enterprise seat. Free, Google AI Pro and Ultra accounts lost
@@ -71,12 +73,15 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 			args = []string{"--help"}
 		}
 	}
-	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, sio.Getenv, sio.Stderr)
+	// Help that was asked for goes to stdout and succeeds; mistakes go to
+	// stderr with a pointer to the help.
+	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, sio.Getenv, sio.Stdout)
 	if errors.Is(err, config.ErrHelp) {
 		return 0
 	}
 	if err != nil {
 		fmt.Fprintln(sio.Stderr, "gemini-mcp-server:", err)
+		fmt.Fprintln(sio.Stderr, "Run 'gemini-mcp-server --help' for the flags.")
 		return 2
 	}
 	if cfg.ShowVersion {
@@ -93,6 +98,11 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	serve := serveStdio
 	if cfg.HTTP != "" {
 		serve = serveHTTP
+	}
+	if isNested(cfg, sio.Getenv) {
+		serve = func(ctx context.Context, _ *config.Config, version string, sio IO, log *slog.Logger) error {
+			return serveNested(ctx, version, sio, log)
+		}
 	}
 	if err := serve(ctx, cfg, version, sio, log); err != nil {
 		log.Error("server stopped", "err", err)
@@ -145,6 +155,7 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 	runner := gemini.NewRunner(gemini.Options{
 		Warm:                  warm,
 		Gemini:                cfg.Gemini,
+		Env:                   []string{NestedEnv + "=1"},
 		DefaultModel:          cfg.Model,
 		ApprovalMode:          cfg.ApprovalMode,
 		Sandbox:               cfg.Sandbox,
@@ -205,7 +216,13 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 	if out == nil {
 		out = os.Stdout
 	}
-	t := &mcp.IOTransport{Reader: &eofReader{r: in, onEOF: endLife}, Writer: nopWriteCloser{out}}
+	// The filter answers malformed lines itself, through the same
+	// serialized writer as the SDK, so that a bad line costs the client
+	// an error instead of the session; it also bounds a line's length, so
+	// the SDK's own limit is off.
+	w := &syncWriter{w: out}
+	filter := newLineFilter(in, w, stdioLineLimit(cfg.MaxPromptBytes))
+	t := &mcp.IOTransport{Reader: &eofReader{r: filter, onEOF: endLife}, Writer: nopWriteCloser{w}, MaxLineLength: -1}
 	ss, err := srv.Connect(life, t, nil)
 	if err != nil {
 		return err

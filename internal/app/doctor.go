@@ -56,7 +56,7 @@ func Doctor(ctx context.Context, cfg *config.Config, version string, w io.Writer
 	}
 	user := readSettings(r, filepath.Join(home, "settings.json"))
 	workspace := readSettings(r, filepath.Join(cwd, ".gemini", "settings.json"))
-	checkAuth(r, getenv, home, user, workspace)
+	checkAuth(r, getenv, home, cwd, user, workspace)
 	checkRetention(r, home, user, workspace)
 	if getenv("GEMINI_SYSTEM_MD") != "" {
 		r.warn("GEMINI_SYSTEM_MD=%s is set: it replaces the CLI's system prompt on every call that passes no systemPrompt", getenv("GEMINI_SYSTEM_MD"))
@@ -126,13 +126,16 @@ func readSettings(r *report, path string) *settings {
 	return &s
 }
 
-func checkAuth(r *report, getenv func(string) string, home string, user, workspace *settings) {
+func checkAuth(r *report, getenv func(string) string, home, cwd string, user, workspace *settings) {
 	selected := ""
 	for _, s := range []*settings{workspace, user} {
 		if s != nil && s.Security.Auth.SelectedType != "" {
 			selected = s.Security.Auth.SelectedType
 			break
 		}
+	}
+	if selected != "" && !checkSelectedAuth(r, getenv, home, cwd, selected) {
+		return
 	}
 	var found []string
 	for _, k := range []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"} {

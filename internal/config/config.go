@@ -29,6 +29,7 @@ type Config struct {
 	IncludeDirectories    []string
 	Extensions            []string
 	AllowedMCPServerNames []string
+	AllowNested           bool
 	Timeout               time.Duration
 	MaxConcurrent         int
 	ProgressInterval      time.Duration
@@ -77,12 +78,15 @@ var ApprovalModes = []string{"default", "auto_edit", "yolo", "plan"}
 var ErrHelp = flag.ErrHelp
 
 // Parse reads args (without the program name or subcommand) and the
-// environment through getenv. Errors, and for -h/--help the header followed
-// by the flag list, go to w; help returns ErrHelp.
+// environment through getenv. For -h/--help it writes the header followed
+// by the flag list to w and returns ErrHelp. Errors are only returned: the
+// caller prints them (on stderr), apart from the help that goes to stdout.
 func Parse(name, header string, args []string, getenv func(string) string, w io.Writer) (*Config, error) {
 	c := &Config{}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(w)
+	// The flag package prints errors and the usage on its own; Parse
+	// returns the errors instead and prints the help only when asked.
+	fs.SetOutput(io.Discard)
 	var envErrs []error
 	env := func(key string) (string, bool) {
 		v := strings.TrimSpace(getenv(key))
@@ -122,7 +126,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 			}
 			*p = n
 		}
-		fs.Var(&sizeValue{p: p}, flagName, usage+" ("+key+")")
+		fs.Var(&sizeValue{p: p}, flagName, usage+"; a `size` in bytes, or with a KiB, MiB or GiB suffix ("+key+")")
 	}
 
 	duration := func(p *time.Duration, flagName, key string, def time.Duration, usage string) {
@@ -134,7 +138,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 			}
 			*p = d
 		}
-		fs.Var(&durationValue{p: p}, flagName, usage+" ("+key+")")
+		fs.Var(&durationValue{p: p}, flagName, usage+"; a `duration` such as 90s or 10m ("+key+")")
 	}
 	str(&c.Gemini, "gemini", "GEMINI_MCP_GEMINI", "gemini", "the Gemini CLI executable: a name looked up in PATH, or a path")
 	str(&c.Model, "model", "GEMINI_MCP_MODEL", "", "model for calls that name none (e.g. gemini-2.5-flash); saves the CLI's model-router round trip but turns off its automatic choice (default: the CLI decides)")
@@ -146,7 +150,8 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	list(&c.IncludeDirectories, "include-directories", "GEMINI_MCP_INCLUDE_DIRECTORIES", "extra directories the CLI may read (--include-directories)")
 	list(&c.Extensions, "extensions", "GEMINI_MCP_EXTENSIONS", "the only CLI extensions to load, or none (--extensions)")
 	list(&c.AllowedMCPServerNames, "allowed-mcp-server-names", "GEMINI_MCP_ALLOWED_MCP_SERVER_NAMES", "the only MCP servers the CLI may use (--allowed-mcp-server-names)")
-	duration(&c.Timeout, "timeout", "GEMINI_MCP_TIMEOUT", DefaultTimeout, "per-call limit, e.g. 300s or 10m; 0 for none")
+	boolean(&c.AllowNested, "allow-nested", "GEMINI_MCP_ALLOW_NESTED", "serve the tools also when started by one of this server's own Gemini CLI processes (by default such a copy serves none, so that a chat cannot call itself)")
+	duration(&c.Timeout, "timeout", "GEMINI_MCP_TIMEOUT", DefaultTimeout, "per-call limit, 0 for none")
 	duration(&c.ProgressInterval, "progress-interval", "GEMINI_MCP_PROGRESS_INTERVAL", DefaultProgressInterval, "how often a running call reports progress to clients that ask for it")
 	c.MaxConcurrent = DefaultMaxConcurrent
 	if v, ok := env("GEMINI_MCP_MAX_CONCURRENT"); ok {
@@ -157,8 +162,8 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 		c.MaxConcurrent = n
 	}
 	fs.IntVar(&c.MaxConcurrent, "max-concurrent", c.MaxConcurrent, "most gemini processes at once; further calls wait in arrival order (GEMINI_MCP_MAX_CONCURRENT)")
-	size(&c.MaxPromptBytes, "max-prompt-bytes", "GEMINI_MCP_MAX_PROMPT_BYTES", DefaultMaxPromptBytes, "largest prompt or system prompt accepted, in bytes (suffixes KiB, MiB)")
-	size(&c.MaxOutputBytes, "max-output-bytes", "GEMINI_MCP_MAX_OUTPUT_BYTES", DefaultMaxOutputBytes, "largest CLI output read before a call is stopped, in bytes")
+	size(&c.MaxPromptBytes, "max-prompt-bytes", "GEMINI_MCP_MAX_PROMPT_BYTES", DefaultMaxPromptBytes, "largest prompt or system prompt accepted")
+	size(&c.MaxOutputBytes, "max-output-bytes", "GEMINI_MCP_MAX_OUTPUT_BYTES", DefaultMaxOutputBytes, "largest CLI output read before a call is stopped")
 	size(&c.MaxAnswerBytes, "max-answer-bytes", "GEMINI_MCP_MAX_ANSWER_BYTES", DefaultMaxAnswerBytes, "largest answer returned in one result; longer answers come in pages fetched with the chat-page tool")
 	if v, ok := env("GEMINI_MCP_BACKEND"); ok && v != "warm" && v != "oneshot" {
 		// gemini-mcp-tool, another MCP server, reads the same variable
@@ -202,12 +207,14 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	}
 	fs.StringVar(&level, "log-level", level, "log level on stderr: debug, info, warn or error (GEMINI_MCP_LOG_LEVEL)")
 	fs.BoolVar(&c.ShowVersion, "version", false, "print the version and exit")
-	fs.Usage = func() {
-		fmt.Fprint(w, header)
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() {}
 
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(w, header)
+			fs.SetOutput(w)
+			fs.PrintDefaults()
+		}
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -374,7 +381,15 @@ func (d *durationValue) String() string {
 	if d == nil || d.p == nil {
 		return ""
 	}
-	return d.p.String()
+	// 5m rather than 5m0s in --help.
+	s := d.p.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func (d *durationValue) Set(v string) error {
@@ -388,11 +403,28 @@ func (d *durationValue) Set(v string) error {
 
 type sizeValue struct{ p *int }
 
+// String is the default shown by --help: a zero size is left out (its
+// usage says what the default is), others read in KiB, MiB or GiB when
+// they are whole multiples.
 func (s *sizeValue) String() string {
-	if s == nil || s.p == nil {
+	if s == nil || s.p == nil || *s.p == 0 {
 		return ""
 	}
-	return strconv.Itoa(*s.p)
+	return FormatSize(*s.p)
+}
+
+// FormatSize writes n bytes the way parseSize reads them: 1MiB, 700MiB,
+// 60000.
+func FormatSize(n int) string {
+	for _, u := range []struct {
+		suffix string
+		m      int
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.m && n%u.m == 0 {
+			return strconv.Itoa(n/u.m) + u.suffix
+		}
+	}
+	return strconv.Itoa(n)
 }
 
 func (s *sizeValue) Set(v string) error {

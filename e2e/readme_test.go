@@ -1,0 +1,397 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+)
+
+// readmePath is the README, whose registration examples these tests run.
+const readmePath = "../README.md"
+
+// binPlaceholder is how the README names the server binary in its examples.
+const binPlaceholder = "/path/to/gemini-mcp-server"
+
+// readmeSection returns the text of the README section headed "## title",
+// up to the next section.
+func readmeSection(t *testing.T, title string) string {
+	t.Helper()
+	b, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "\n## "+title+"\n")
+	if i < 0 {
+		t.Fatalf("README has no section %q", title)
+	}
+	s = s[i+1:]
+	if j := strings.Index(s[3:], "\n## "); j >= 0 {
+		s = s[:j+3]
+	}
+	return s
+}
+
+// codeBlocks returns the contents of the section's fenced blocks in lang.
+func codeBlocks(section, lang string) []string {
+	re := regexp.MustCompile("(?s)```" + lang + "\n(.*?)```")
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(section, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// readmeCommand returns the one line of the section's sh blocks that
+// starts with prefix.
+func readmeCommand(t *testing.T, section, prefix string) string {
+	t.Helper()
+	var found []string
+	for _, block := range codeBlocks(section, "sh") {
+		for _, line := range strings.Split(block, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), prefix) {
+				found = append(found, strings.TrimSpace(line))
+			}
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one README command starting %q, found %q", prefix, found)
+	}
+	return found[0]
+}
+
+// cliHome is a throwaway home for the real Gemini CLI, which reaches the
+// fake API and finds `gemini` (itself) first in PATH, as a user's would.
+type cliHome struct {
+	cli  string
+	api  *fakeapi.Server
+	home string
+	work string
+	env  []string
+}
+
+func newCLIHome(t *testing.T) *cliHome {
+	t.Helper()
+	cli := fakeapi.RealCLI(t)
+	if serverBin == "" {
+		t.Fatal("the server binary was not built")
+	}
+	c := &cliHome{cli: cli, api: fakeapi.New(), home: t.TempDir(), work: t.TempDir()}
+	t.Cleanup(c.api.Close)
+	c.env = append([]string{
+		"PATH=" + filepath.Dir(cli) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"TMPDIR=" + t.TempDir(),
+		"GEMINI_CLI_NO_RELAUNCH=true",
+		"NO_COLOR=1",
+	}, c.api.Home(t, c.home)...)
+	return c
+}
+
+// sh runs a shell command line in the CLI's home and working directory.
+func (c *cliHome) sh(t *testing.T, line string) (stdout, stderr string, code int) {
+	t.Helper()
+	return c.exec(t, "sh", "-c", line)
+}
+
+func (c *cliHome) exec(t *testing.T, name string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env, cmd.Dir, cmd.WaitDelay = c.env, c.work, 5*time.Second
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %q: still running after 3 minutes\nstdout: %s\nstderr: %s", name, args, so.String(), se.String())
+	}
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return so.String(), se.String(), cmd.ProcessState.ExitCode()
+}
+
+// askChat has the model (the fake API) call mcp_gemini_chat through a
+// headless `gemini -p`, and checks that the call reached this server, ran
+// a Gemini call of its own, and came back to the model as an answer.
+func (c *cliHome) askChat(t *testing.T) {
+	t.Helper()
+	const tool = "mcp_gemini_chat"
+	inner := "readme: the registered server answers"
+	args, _ := json.Marshal(map[string]string{"prompt": inner})
+	stdout, stderr, code := c.exec(t, c.cli, "-m", "gemini-readme-model", "-o", "json",
+		"--prompt=Ask the other Gemini. [[call:"+tool+":"+string(args)+"]]")
+	if code != 0 {
+		t.Fatalf("gemini -p: exit %d\nstdout: %s\nstderr: %s", code, clip(stdout, 4000), clip(stderr, 8000))
+	}
+	var offered, answered, nested bool
+	var responses []string
+	for _, r := range c.api.Requests() {
+		if r.Method != fakeapi.MethodStream {
+			continue
+		}
+		if r.LastUserText == inner {
+			// The server's own Gemini call reads the same settings, and
+			// so starts this server again: that copy must offer the
+			// model no tool, or a chat could call itself.
+			nested = true
+			for _, name := range r.Tools {
+				if strings.HasPrefix(name, "mcp_gemini_") {
+					t.Errorf("the server's own Gemini call offers the model %s: it can call itself; offered: %v", name, r.Tools)
+				}
+			}
+			if !slices.Contains(r.Tools, "read_file") {
+				t.Errorf("the server's own Gemini call offers no built-in tool either, so the check proves nothing: %v", r.Tools)
+			}
+			continue
+		}
+		offered = offered || strings.Contains(strings.Join(r.Tools, ","), tool)
+		for _, fr := range r.FunctionResponses {
+			responses = append(responses, string(fr.Response))
+			// The server's answer is the fake API's answer to its own
+			// call, whose prompt is inner.
+			if fr.Name == tool && strings.Contains(string(fr.Response), "fake-api answer: ") &&
+				strings.Contains(string(fr.Response), "last="+inner) && !strings.Contains(string(fr.Response), "Error executing gemini") {
+				answered = true
+			}
+		}
+	}
+	if !offered {
+		t.Errorf("the CLI never offered %s to the model", tool)
+	}
+	if !nested {
+		t.Errorf("the fake API never saw the server's own Gemini call")
+	}
+	if !answered {
+		t.Errorf("no functionResponse of %s carries the answer of the server's Gemini call; responses: %s", tool, clip(strings.Join(responses, "\n"), 4000))
+	}
+}
+
+// TestReadmeGeminiCLIRegistration runs the README's `gemini mcp add` line
+// as written (the binary's path put in), with the real Gemini CLI in a
+// throwaway home, then has the model call the server's chat tool headless:
+// the registration must carry the key and the trust a call needs.
+func TestReadmeGeminiCLIRegistration(t *testing.T) {
+	t.Parallel()
+	c := newCLIHome(t)
+	line := readmeCommand(t, readmeSection(t, "Register it with a client"), "gemini mcp add")
+	line = strings.ReplaceAll(line, binPlaceholder, serverBin)
+	if stdout, stderr, code := c.sh(t, line); code != 0 {
+		t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
+	}
+	stdout, stderr, code := c.exec(t, c.cli, "mcp", "list")
+	if code != 0 || !regexp.MustCompile(`(?m)^✓ gemini: .*- Connected$`).MatchString(stdout+stderr) {
+		t.Fatalf("gemini mcp list: exit %d\n%s%s", code, stdout, stderr)
+	}
+	c.askChat(t)
+}
+
+// TestReadmeGeminiCLISettings puts the README's settings.json snippet
+// into the CLI's settings, the binary's path put in, and calls chat the
+// same way.
+func TestReadmeGeminiCLISettings(t *testing.T) {
+	t.Parallel()
+	c := newCLIHome(t)
+	var snippet struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	blocks := codeBlocks(readmeSection(t, "Register it with a client"), "json")
+	if len(blocks) != 1 {
+		t.Fatalf("want one json block in the README's registration section, found %d", len(blocks))
+	}
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(blocks[0], binPlaceholder, serverBin)), &snippet); err != nil {
+		t.Fatalf("the README's settings snippet: %v", err)
+	}
+	path := filepath.Join(c.home, ".gemini", "settings.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var settings map[string]any
+	if err := json.Unmarshal(b, &settings); err != nil {
+		t.Fatal(err)
+	}
+	settings["mcpServers"] = snippet.MCPServers
+	if b, err = json.Marshal(settings); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.askChat(t)
+}
+
+// TestReadmeTwoCommands runs the README's command that builds and starts
+// the server, its output put in a temporary directory, and checks that
+// what starts is the built binary, answering MCP at once: `go run` would
+// compile first, for longer than MCP clients wait.
+func TestReadmeTwoCommands(t *testing.T) {
+	t.Parallel()
+	blocks := codeBlocks(readmeSection(t, "The two commands"), "sh")
+	if len(blocks) != 2 {
+		t.Fatalf("want two commands, found %q", blocks)
+	}
+	line := strings.TrimSpace(blocks[0])
+	if strings.Contains(line, "go run") {
+		t.Fatalf("the README starts the server with go run: %s", line)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "gemini-mcp-server")
+	run := strings.Replace(strings.Replace(line, "-o gemini-mcp-server ", "-o "+bin+" ", 1), "&& ./gemini-mcp-server", "&& "+bin, 1)
+	if run == line || strings.Contains(run, "./gemini-mcp-server") {
+		t.Fatalf("the README's command no longer has the shape `go build -o gemini-mcp-server ... && ./gemini-mcp-server`: %s", line)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", run)
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "GEMINI_MCP_STATE_DIR="+t.TempDir())
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var se geminitest.LockedBuffer
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"readme","version":"1"}}}`+"\n")
+	// The answer comes before stdin closes: closing it ends the session.
+	answer, _ := bufio.NewReader(stdout).ReadString('\n')
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s: %v\nstderr: %s", run, err, se.String())
+	}
+	if !strings.Contains(answer, `"serverInfo":{"name":"gemini-mcp-server"`) {
+		t.Fatalf("%s answered %q\nstderr: %s", run, answer, se.String())
+	}
+}
+
+// otherCLI finds Claude Code or Codex: $GEMINI_MCP_E2E_<NAME>, else the
+// one installed beside the Gemini CLI from e2e/npm. Missing, the test
+// skips, or fails where the end-to-end suite is required.
+func otherCLI(t *testing.T, name string) string {
+	t.Helper()
+	path := os.Getenv("GEMINI_MCP_E2E_" + strings.ToUpper(name))
+	if path == "" {
+		path = filepath.Join(filepath.Dir(fakeapi.RealCLI(t)), name)
+	}
+	if _, err := os.Stat(path); err != nil {
+		msg := name + " is not installed beside the Gemini CLI (scripts/test.sh installs e2e/npm/package-lock.json): " + err.Error()
+		if os.Getenv("CI") != "" || os.Getenv(fakeapi.EnvRequired) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return path
+}
+
+// envRecorder is a script that writes its environment to a file and then
+// runs the server: it stands for the binary in a client's registration,
+// to show what the client passes on.
+func envRecorder(t *testing.T) (script, envFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	script, envFile = filepath.Join(dir, "gemini-mcp-server"), filepath.Join(dir, "env")
+	body := "#!/bin/sh\nenv > '" + envFile + "'\nexec '" + serverBin + "' \"$@\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script, envFile
+}
+
+// TestReadmeClaudeCodeRegistration runs the README's `claude mcp add` line
+// with the real Claude Code (offline, in a throwaway home): `claude mcp
+// list` must start the server and find it connected, with the key in its
+// environment although Claude Code's own environment lacks it.
+func TestReadmeClaudeCodeRegistration(t *testing.T) {
+	t.Parallel()
+	claude := otherCLI(t, "claude")
+	home, work := t.TempDir(), t.TempDir()
+	script, envFile := envRecorder(t)
+	const key = "readme-claude-key"
+	env := []string{"PATH=" + filepath.Dir(claude) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + home, "TMPDIR=" + t.TempDir(), "GEMINI_API_KEY=" + key,
+		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "NO_COLOR=1",
+		"GEMINI_MCP_STATE_DIR=" + t.TempDir()}
+	c := &cliHome{home: home, work: work, env: env}
+	line := readmeCommand(t, readmeSection(t, "Register it with a client"), "claude mcp add")
+	line = strings.ReplaceAll(line, binPlaceholder, script)
+	if stdout, stderr, code := c.sh(t, line); code != 0 {
+		t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
+	}
+	// Claude Code runs without the key in its own environment (started
+	// from an IDE, say): the registration must carry it.
+	c.env = slices.DeleteFunc(c.env, func(kv string) bool { return strings.HasPrefix(kv, "GEMINI_API_KEY=") })
+	stdout, stderr, code := c.exec(t, claude, "mcp", "list")
+	if code != 0 || !regexp.MustCompile(`(?m)^gemini: `+regexp.QuoteMeta(script)+`.* - ✔ Connected$`).MatchString(stdout) {
+		t.Fatalf("claude mcp list: exit %d\n%s%s", code, stdout, stderr)
+	}
+	got, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatalf("the server never started: %v", err)
+	}
+	if !regexp.MustCompile(`(?m)^GEMINI_API_KEY=` + key + `$`).Match(got) {
+		t.Errorf("Claude Code started the server without GEMINI_API_KEY=%s:\n%s", key, got)
+	}
+}
+
+// TestReadmeCodexConfig puts the README's config.toml snippet into a
+// throwaway CODEX_HOME and has the real Codex read it back. Codex cannot
+// start a server offline without a model provider, so this checks what it
+// parsed: the command, the key passed on, and the tool timeout.
+func TestReadmeCodexConfig(t *testing.T) {
+	t.Parallel()
+	codex := otherCLI(t, "codex")
+	blocks := codeBlocks(readmeSection(t, "Register it with a client"), "toml")
+	if len(blocks) != 1 {
+		t.Fatalf("want one toml block in the README's registration section, found %d", len(blocks))
+	}
+	home := t.TempDir()
+	codexHome := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(strings.ReplaceAll(blocks[0], binPlaceholder, serverBin)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &cliHome{home: home, work: t.TempDir(), env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + codexHome, "NO_COLOR=1"}}
+	stdout, stderr, code := c.exec(t, codex, "mcp", "list", "--json")
+	if code != 0 {
+		t.Fatalf("codex mcp list: exit %d\n%s%s", code, stdout, stderr)
+	}
+	var servers []struct {
+		Name      string
+		Enabled   bool
+		Transport struct {
+			Type    string
+			Command string
+			EnvVars []string `json:"env_vars"`
+		}
+		ToolTimeoutSec float64 `json:"tool_timeout_sec"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &servers); err != nil {
+		t.Fatalf("codex mcp list --json: %v\n%s", err, stdout)
+	}
+	if len(servers) != 1 || servers[0].Name != "gemini" || !servers[0].Enabled || servers[0].Transport.Type != "stdio" ||
+		servers[0].Transport.Command != serverBin || !slices.Contains(servers[0].Transport.EnvVars, "GEMINI_API_KEY") || servers[0].ToolTimeoutSec < 300 {
+		t.Fatalf("Codex read the README's snippet as %+v\n%s", servers, stdout)
+	}
+}
