@@ -461,16 +461,24 @@ func (p *acpProc) use() bool {
 	return true
 }
 
-// done ends a call's hold on the process.
+// done ends a call's hold on the process, and stops a draining process
+// when the last hold ends.
 func (p *acpProc) done() {
 	p.mu.Lock()
 	p.inflight--
 	p.lastUsed = time.Now()
+	stop := p.draining && p.inflight == 0
 	p.mu.Unlock()
+	if stop {
+		go p.kill()
+	}
 }
 
 // kill stops the process (its whole group) and waits for it.
 func (p *acpProc) kill() {
+	if !p.alive() {
+		return // reaped already: its pid may belong to another process by now
+	}
 	_ = p.stdin.Close()
 	_ = interruptGroup(p.cmd.Process)
 	select {

@@ -333,54 +333,50 @@ func (pl *pool) release(id string) {
 }
 
 // afterPrompt recycles a process that has served enough prompts or grown
-// too big: it takes no new work, and ends once its prompts in flight end.
+// too big: it takes no new work, and ends once its calls in flight end. It
+// runs while the call still holds p.
 func (pl *pool) afterPrompt(p *acpProc) {
 	p.mu.Lock()
-	over := p.prompts >= pl.opts.MaxPrompts
-	// Memory grows slowly; reading /proc every 16 prompts is enough.
-	checkRSS := p.prompts%16 == 1
-	p.mu.Unlock()
-	if !over && checkRSS {
-		if rss := p.rss(); rss > pl.opts.MaxRSS {
-			over = true
-			pl.r.log.Info("recycling a warm gemini process past its memory limit", "pid", p.cmd.Process.Pid, "rssMB", rss>>20)
-		}
-	} else {
-		pl.r.log.Info("recycling a warm gemini process after its prompt limit", "pid", p.cmd.Process.Pid, "prompts", pl.opts.MaxPrompts)
+	if p.draining {
+		p.mu.Unlock()
+		return // already on its way out, and logged as such
 	}
-	if over {
-		pl.retire(p)
+	prompts := p.prompts
+	if prompts >= pl.opts.MaxPrompts {
+		// Deciding and draining under one lock: no call can take p between
+		// the two, so p serves at most the calls holding it now.
+		p.draining = true
+		held := p.inflight
+		p.mu.Unlock()
+		pl.r.log.Info("recycling a warm gemini process after its prompt limit", "pid", p.cmd.Process.Pid, "prompts", prompts, "limit", pl.opts.MaxPrompts, "callsHolding", held)
+		return // this call holds p: its done stops p if it is the last
+	}
+	p.mu.Unlock()
+	// Memory grows slowly; reading /proc every 16 prompts is enough.
+	if prompts%16 != 1 {
+		return
+	}
+	if rss := p.rss(); rss > pl.opts.MaxRSS && pl.retire(p) {
+		pl.r.log.Info("recycling a warm gemini process past its memory limit", "pid", p.cmd.Process.Pid, "rssMB", rss>>20, "limitMB", pl.opts.MaxRSS>>20)
 	}
 }
 
 // retire drains p: no new work (use refuses it); it is stopped when the
-// last call holding it ends.
-func (pl *pool) retire(p *acpProc) {
+// last call holding it ends (see done). It reports whether this call
+// retired p, false when p was already draining.
+func (pl *pool) retire(p *acpProc) bool {
 	p.mu.Lock()
 	if p.draining {
 		p.mu.Unlock()
-		return // already on its way out
+		return false // already on its way out
 	}
 	p.draining = true
 	idle := p.inflight == 0
 	p.mu.Unlock()
 	if idle {
 		go p.kill()
-		return
 	}
-	go func() {
-		for {
-			select {
-			case <-p.dead:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			if p.load() == 0 {
-				p.kill()
-				return
-			}
-		}
-	}()
+	return true
 }
 
 // failure turns a warm error into the call's *Error.

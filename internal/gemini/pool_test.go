@@ -2,9 +2,12 @@ package gemini
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -19,16 +22,79 @@ import (
 // returns the invocation log and the ACP message log.
 func newWarmRunner(t *testing.T, opts Options, warm WarmOptions) (*Runner, string, string) {
 	t.Helper()
+	r, log, acpLog, _ := newWarmRunnerLogged(t, opts, warm)
+	return r, log, acpLog
+}
+
+// newWarmRunnerLogged is newWarmRunner that also returns the server's log,
+// as JSON lines.
+func newWarmRunnerLogged(t *testing.T, opts Options, warm WarmOptions) (*Runner, string, string, *geminitest.LockedBuffer) {
+	t.Helper()
 	acpLog := filepath.Join(t.TempDir(), "acp.jsonl")
+	env, log := fakeEnv(t, geminitest.EnvACPLog+"="+acpLog)
 	opts.Warm = &warm
-	opts.Env = append(opts.Env, geminitest.EnvACPLog+"="+acpLog)
-	r, log := newTestRunner(t, opts)
+	opts.Gemini = fakeGemini
+	opts.Env = append(env, opts.Env...)
+	logs := &geminitest.LockedBuffer{}
+	r := NewRunner(opts, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() {
 		r.Close()
 		// Every process and goroutine of the pool is gone after Close.
 		goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	})
-	return r, log, acpLog
+	return r, log, acpLog, logs
+}
+
+// logRecord is one line of the server's log.
+type logRecord struct {
+	Msg          string `json:"msg"`
+	Pid          int    `json:"pid"`
+	Prompts      int    `json:"prompts"`
+	CallsHolding int    `json:"callsHolding"`
+}
+
+// logRecords returns the lines of logs whose message starts with prefix.
+func logRecords(t *testing.T, logs *geminitest.LockedBuffer, prefix string) []logRecord {
+	t.Helper()
+	var out []logRecord
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec logRecord
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if strings.HasPrefix(rec.Msg, prefix) {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// promptsByPid counts the session/prompt requests each --acp process received.
+func promptsByPid(t *testing.T, acpLog string) map[int]int {
+	t.Helper()
+	msgs, err := geminitest.ReadACPLog(acpLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[int]int{}
+	for _, m := range msgs {
+		if m.Method == "session/prompt" {
+			n[m.Pid]++
+		}
+	}
+	return n
+}
+
+// waitExit waits for process pid to end; the deadline only guards against a hang.
+func waitExit(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for geminitest.Alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still runs", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // acpStarts counts the --acp processes the fake logged.
@@ -285,9 +351,12 @@ func TestWarmIdleProcessStops(t *testing.T) {
 }
 
 // TestWarmRecycleUnderLoad recycles processes while many calls are in
-// flight: no call may be cut off by a recycle.
+// flight: no call may be cut off by a recycle. How many calls go one-shot
+// (when every process is draining) depends on timing; what recycling
+// guarantees does not, and that is what is checked.
 func TestWarmRecycleUnderLoad(t *testing.T) {
-	r, log, _ := newWarmRunner(t, Options{MaxConcurrent: 16}, WarmOptions{MaxPrompts: 5, Processes: 2})
+	const maxPrompts = 5
+	r, log, acpLog, logs := newWarmRunnerLogged(t, Options{MaxConcurrent: 16}, WarmOptions{MaxPrompts: maxPrompts, Processes: 2})
 	dir := workDir(t)
 	errs := make(chan error, 200)
 	var wg sync.WaitGroup
@@ -308,8 +377,89 @@ func TestWarmRecycleUnderLoad(t *testing.T) {
 		t.Error(err)
 	}
 	started, oneShot := acpStarts(t, log)
-	if len(started) < 10 {
-		t.Fatalf("only %d processes for 160 prompts at 5 each: recycling did not happen", len(started))
+	served := promptsByPid(t, acpLog)
+	recycled := map[int]logRecord{}
+	for _, rec := range logRecords(t, logs, "recycling a warm gemini process") {
+		if _, twice := recycled[rec.Pid]; twice {
+			t.Errorf("process %d: recycling logged twice", rec.Pid)
+		}
+		recycled[rec.Pid] = rec
 	}
-	t.Logf("%d processes, %d one-shot runs", len(started), len(oneShot))
+	warmPrompts := 0
+	for _, p := range started {
+		n := served[p.Pid]
+		warmPrompts += n
+		rec, ok := recycled[p.Pid]
+		switch {
+		case n < maxPrompts && ok:
+			t.Errorf("process %d recycled after %d prompts", p.Pid, n)
+		case n < maxPrompts:
+			if !geminitest.Alive(p.Pid) {
+				t.Errorf("process %d ended after %d prompts without being recycled", p.Pid, n)
+			}
+		case !ok:
+			t.Errorf("process %d served %d prompts and was not recycled", p.Pid, n)
+		default:
+			// A recycled process takes no new call: it serves at most the
+			// calls that held it when it reached its limit, the one that
+			// reached it included, and then it ends.
+			if rec.Prompts != maxPrompts || n > maxPrompts+rec.CallsHolding-1 {
+				t.Errorf("process %d served %d prompts; limit reached at %d with %d calls holding it", p.Pid, n, rec.Prompts, rec.CallsHolding)
+			}
+			waitExit(t, p.Pid)
+		}
+	}
+	// Until both processes drain, every call is served warm: 160 prompts
+	// cannot all go one-shot, and at least one process reached its limit.
+	if warmPrompts == 0 || len(recycled) == 0 {
+		t.Fatalf("%d warm prompts, %d processes recycled", warmPrompts, len(recycled))
+	}
+	if warmPrompts+len(oneShot) != 160 {
+		t.Errorf("%d warm prompts and %d one-shot runs for 160 calls", warmPrompts, len(oneShot))
+	}
+	t.Logf("%d processes, %d recycled, %d warm prompts, %d one-shot runs", len(started), len(recycled), warmPrompts, len(oneShot))
+}
+
+// TestWarmRecycleLogsOnce: the recycle is logged once, by the prompt that
+// decides it, and never for a process that stays.
+func TestWarmRecycleLogsOnce(t *testing.T) {
+	r, log, _, logs := newWarmRunnerLogged(t, Options{}, WarmOptions{MaxPrompts: 3})
+	dir := workDir(t)
+	for i := 1; i <= 4; i++ {
+		if _, err := r.Run(ctxT(t), Call{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
+			t.Fatal(err)
+		}
+		recs := logRecords(t, logs, "recycling a warm gemini process")
+		want := 0
+		if i >= 3 {
+			want = 1
+		}
+		if len(recs) != want {
+			t.Fatalf("after prompt %d: %d recycle lines %+v", i, len(recs), recs)
+		}
+	}
+	started, _ := acpStarts(t, log)
+	rec := logRecords(t, logs, "recycling a warm gemini process after its prompt limit")
+	if len(started) != 2 || len(rec) != 1 || rec[0].Pid != started[0].Pid || rec[0].Prompts != 3 {
+		t.Fatalf("%d processes, recycle lines %+v", len(started), rec)
+	}
+	waitExit(t, started[0].Pid)
+
+	// Past the memory limit, the first prompt's check recycles (where the
+	// system tells a process's memory).
+	if runtime.GOOS != "linux" {
+		return
+	}
+	r, log, _, logs = newWarmRunnerLogged(t, Options{}, WarmOptions{MaxRSS: 1})
+	for i := 1; i <= 2; i++ {
+		if _, err := r.Run(ctxT(t), Call{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	started, _ = acpStarts(t, log)
+	recs := logRecords(t, logs, "recycling a warm gemini process")
+	if len(started) != 2 || len(recs) != 2 || recs[0].Pid != started[0].Pid || recs[1].Pid != started[1].Pid ||
+		!strings.Contains(recs[0].Msg, "memory limit") {
+		t.Fatalf("%d processes, recycle lines %+v", len(started), recs)
+	}
 }
