@@ -281,7 +281,7 @@ func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string
 	args := append([]string{"--acp"}, pl.r.operatorArgs()...)
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	p, err := startACP(sctx, cmd, args, env, key, sysDir, pl.r.opts.ApprovalMode == "yolo", pl.r.log)
+	p, err := startACP(sctx, cmd, args, env, key, sysDir, pl.r.opts.ApprovalMode == "yolo", pl.r.opts.MaxOutputBytes, pl.r.log)
 	if err != nil {
 		if sysDir != "" {
 			os.RemoveAll(sysDir)
@@ -389,6 +389,8 @@ func (pl *pool) failure(p *acpProc, err error, c Call) error {
 		return &Error{Kind: KindTimeout, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped", seconds(pl.r.opts.Timeout))}
 	case errors.Is(err, context.Canceled):
 		return &Error{Kind: KindCancelled, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "the call was cancelled before gemini finished, and gemini was stopped"}
+	case errors.Is(err, errOutputTooBig):
+		return &Error{Kind: KindOutputTooBig, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: fmt.Sprintf("gemini's output passed the %d-byte limit and the call was stopped", pl.r.opts.MaxOutputBytes)}
 	case errors.Is(err, errProcessGone):
 		return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "the warm gemini process exited during the call: " + err.Error() + ". Its sessions continue through one-shot resume; try again"}
 	}

@@ -1,10 +1,12 @@
 package gemini
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"runtime"
@@ -461,5 +463,62 @@ func TestWarmRecycleLogsOnce(t *testing.T) {
 	if len(started) != 2 || len(recs) != 2 || recs[0].Pid != started[0].Pid || recs[1].Pid != started[1].Pid ||
 		!strings.Contains(recs[0].Msg, "memory limit") {
 		t.Fatalf("%d processes, recycle lines %+v", len(started), recs)
+	}
+}
+
+// TestWarmOutputCap: the warm backend caps an answer as the one-shot
+// backend caps stdout, with the same error, and keeps the process.
+func TestWarmOutputCap(t *testing.T) {
+	const limit = 100000
+	r, log, acpLog := newWarmRunner(t, Options{MaxOutputBytes: limit}, WarmOptions{})
+	cold, _ := newTestRunner(t, Options{MaxOutputBytes: limit})
+	dir := workDir(t)
+	first, err := r.Run(ctxT(t), Call{Prompt: "start", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, oerr := cold.Run(ctxT(t), Call{Prompt: "[[stdout:1000000]]", Dir: dir})
+	var oe *Error
+	if !errors.As(oerr, &oe) || oe.Kind != KindOutputTooBig {
+		t.Fatalf("one-shot: %v", oerr)
+	}
+	// Many small chunks, then one message far past the limit (read past,
+	// not into memory).
+	for _, prompt := range []string{"[[stdout:1000000]] [[chunks:100]]", "[[stdout:3000000]]"} {
+		_, err := r.Run(ctxT(t), Call{Prompt: prompt, Dir: dir, Resume: first.SessionID})
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != KindOutputTooBig || e.Reason != oe.Reason {
+			t.Fatalf("%s: warm %v, one-shot %v", prompt, err, oerr)
+		}
+		msgs, _ := geminitest.ReadACPLog(acpLog)
+		if m := msgs[len(msgs)-1]; m.Method != "session/cancel" || m.SessionID() != first.SessionID {
+			t.Fatalf("%s: last message %s %s", prompt, m.Method, m.SessionID())
+		}
+	}
+	// The process serves on.
+	res, err := r.Run(ctxT(t), Call{Prompt: "after", Dir: dir, Resume: first.SessionID})
+	if err != nil || res.SessionIDSource != "warm" {
+		t.Fatalf("after the cap: %v %+v", err, res)
+	}
+	if started, _ := acpStarts(t, log); len(started) != 1 {
+		t.Fatalf("%d processes", len(started))
+	}
+}
+
+func TestReadLine(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	br := bufio.NewReaderSize(strings.NewReader("short\n"+long+"\nlast"), 16)
+	line, isLong, err := readLine(br, 50, nil)
+	if string(line) != "short" || isLong || err != nil {
+		t.Fatalf("short line: %q %v %v", line, isLong, err)
+	}
+	// A line past the limit: its start, and the reader past its end.
+	line, isLong, err = readLine(br, 50, nil)
+	if !isLong || err != nil || len(line) <= 50 || !strings.HasPrefix(long, string(line)) {
+		t.Fatalf("long line: %q %v %v", line, isLong, err)
+	}
+	line, isLong, err = readLine(br, 50, nil)
+	if string(line) != "last" || isLong || err != io.EOF {
+		t.Fatalf("last line: %q %v %v", line, isLong, err)
 	}
 }
