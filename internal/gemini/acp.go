@@ -210,7 +210,13 @@ func (p *acpProc) readLoop(stdout io.Reader, stderr *tailBuffer) {
 		os.RemoveAll(p.sysDir)
 	}
 	p.mu.Lock()
-	p.deadErr = fmt.Errorf("%w (%v; stderr: %s)", errProcessGone, err, strings.TrimSpace(lastBytes(stderr.String(), 500)))
+	how := fmt.Sprint(err)
+	if sig := exitSignal(p.cmd.ProcessState); sig != "" {
+		how = "killed by signal " + sig
+	} else if code := p.cmd.ProcessState.ExitCode(); code >= 0 {
+		how = fmt.Sprintf("exit code %d", code)
+	}
+	p.deadErr = fmt.Errorf("%w (%s; stderr: %s)", errProcessGone, how, strings.TrimSpace(lastBytes(stderr.String(), 500)))
 	for id, ch := range p.pending {
 		close(ch)
 		delete(p.pending, id)

@@ -392,7 +392,9 @@ func (pl *pool) failure(p *acpProc, err error, c Call) error {
 	case errors.Is(err, errOutputTooBig):
 		return &Error{Kind: KindOutputTooBig, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: fmt.Sprintf("gemini's output passed the %d-byte limit and the call was stopped", pl.r.opts.MaxOutputBytes)}
 	case errors.Is(err, errProcessGone):
-		return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "the warm gemini process exited during the call: " + err.Error() + ". Its sessions continue through one-shot resume; try again"}
+		// err says how the process ended, after errProcessGone's text.
+		how := strings.TrimPrefix(err.Error(), errProcessGone.Error())
+		return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "the warm gemini process exited during the call" + how + ". Its sessions continue through one-shot resume; try again"}
 	}
 	return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "gemini --acp failed: " + err.Error()}
 }

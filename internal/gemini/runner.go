@@ -315,6 +315,7 @@ type execResult struct {
 	stdout    []byte
 	stderr    string
 	exit      int
+	signal    string // the signal that ended the process ("SIGKILL"), or ""
 	startErr  error
 	timedOut  bool
 	overflow  bool
@@ -356,7 +357,7 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 	// The CLI re-spawns itself; whatever of its process group outlived it
 	// goes now.
 	_ = killGroup(cmd.Process)
-	res := execResult{stdout: stdout.Bytes(), stderr: stderr.String(), elapsed: time.Since(start), exit: cmd.ProcessState.ExitCode()}
+	res := execResult{stdout: stdout.Bytes(), stderr: stderr.String(), elapsed: time.Since(start), exit: cmd.ProcessState.ExitCode(), signal: exitSignal(cmd.ProcessState)}
 	var ee *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &ee) && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		r.log.Debug("waiting for gemini", "err", waitErr)
@@ -392,6 +393,9 @@ func (r *Runner) interpret(res execResult, c Call) (Output, error) {
 		return fail(KindTimeout, fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped", seconds(r.opts.Timeout)))
 	case res.cancelled:
 		return fail(KindCancelled, "the call was cancelled before gemini finished, and gemini was stopped")
+	}
+	if res.signal != "" {
+		return fail(KindFailed, killedBy(res.signal))
 	}
 	if res.exit != 0 {
 		var errOut *Output
@@ -452,6 +456,13 @@ func (r *Runner) childEnv() []string {
 		}
 	}
 	return append(env, "GEMINI_CLI_NO_RELAUNCH=true")
+}
+
+// killedBy explains a CLI killed by signal sig. The server's own stops
+// (cancel, timeout, output cap) are reported as such before this is asked.
+func killedBy(sig string) string {
+	return "gemini was killed by signal " + sig + ", sent by something other than this server " +
+		"(SIGKILL often comes from the system's out-of-memory killer: see the system log and free memory). Try again"
 }
 
 // seconds formats a duration for messages: "300 s", or "1.5 s".
@@ -520,6 +531,8 @@ func (r *Runner) interpretPlain(res execResult, what string) ([]byte, error) {
 		return nil, &Error{Kind: KindTimeout, ExitCode: res.exit, Ran: true, Stderr: tail, Reason: fmt.Sprintf("gemini %s timed out", what)}
 	case res.cancelled:
 		return nil, &Error{Kind: KindCancelled, ExitCode: res.exit, Ran: true, Stderr: tail, Reason: fmt.Sprintf("gemini %s was cancelled", what)}
+	case res.signal != "":
+		return nil, &Error{Kind: KindFailed, ExitCode: res.exit, Ran: true, Stderr: tail, Reason: fmt.Sprintf("gemini %s: %s", what, killedBy(res.signal))}
 	case res.exit != 0:
 		return nil, &Error{Kind: KindFailed, ExitCode: res.exit, Ran: true, Stderr: tail, Reason: fmt.Sprintf("gemini %s exited %d: %s", what, res.exit, cliMessage(nil, tail))}
 	}

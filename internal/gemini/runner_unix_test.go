@@ -84,3 +84,17 @@ func TestTimeoutStopsTheCall(t *testing.T) {
 		t.Fatal("processes outlived the timeout")
 	}
 }
+
+// TestKilledBySignal: a CLI killed by a signal is reported with the
+// signal's name, one-shot and warm, not as an exit code.
+func TestKilledBySignal(t *testing.T) {
+	cold, _ := newTestRunner(t, Options{})
+	warm, _, _ := newWarmRunner(t, Options{}, WarmOptions{})
+	for name, r := range map[string]*Runner{"one-shot": cold, "warm": warm} {
+		_, err := r.Run(ctxT(t), Call{Prompt: "[[signal:9]]", Dir: workDir(t)})
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != KindFailed || !strings.Contains(e.Reason, "killed by signal SIGKILL") || strings.Contains(e.Reason, "-1") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

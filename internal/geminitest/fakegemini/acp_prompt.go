@@ -118,6 +118,9 @@ func (s *acpServer) prompt(a *acpSession, run *promptRun, sessionID, text string
 	if !sleep(run.ctx, wait) {
 		return cancelled, nil
 	}
+	if d.signal != 0 {
+		killSelf(d.signal)
+	}
 	if d.crash {
 		fmt.Fprintf(os.Stderr, "%s (pid %d)\n", crashLine, os.Getpid())
 		os.Exit(1)

@@ -25,6 +25,9 @@ func answer(opts *options, req *request, inv invocation) error {
 		writeNoise(os.Stderr, d.stderrBytes)
 	}
 	time.Sleep(d.sleep)
+	if d.signal != 0 {
+		killSelf(d.signal)
+	}
 	if d.child {
 		if inv.ChildPid, err = startChild(); err != nil {
 			return err

@@ -25,6 +25,7 @@ type directives struct {
 	sleep       time.Duration
 	stdoutBytes int // -1 when absent
 	stderrBytes int
+	signal      int // 0 when absent
 
 	// The directives below only work in --acp mode.
 	tool       string // the tool name of [[tool:NAME]], "" when absent
@@ -35,7 +36,7 @@ type directives struct {
 }
 
 // numericDirective matches the directives that carry a number.
-var numericDirective = regexp.MustCompile(`\[\[(exit|sleep|stdout|stderr|chunks|alloc):(\d+)\]\]`)
+var numericDirective = regexp.MustCompile(`\[\[(exit|sleep|stdout|stderr|chunks|alloc|signal):(\d+)\]\]`)
 
 // toolDirective matches [[tool:NAME]].
 var toolDirective = regexp.MustCompile(`\[\[tool:([A-Za-z0-9_.-]+)\]\]`)
@@ -79,6 +80,8 @@ func parseDirectives(prompt string) directives {
 			d.chunks = n
 		case "alloc":
 			d.allocMB = n
+		case "signal":
+			d.signal = n
 		}
 	}
 	return d
