@@ -404,10 +404,17 @@ func (pl *pool) failure(p *acpProc, err error, c Call) error {
 // it goes into one call's result (it is in the server's log at debug).
 const warmStderr = "(none: the call ran in a warm gemini --acp process)"
 
+// acpAuthRequired is ACP's error code for missing credentials: the CLI
+// starts without them, and answers session/new with it.
+const acpAuthRequired = -32000
+
 // classifyRPC maps an ACP error to the same kinds and reasons as the
 // one-shot path. API failures carry the HTTP status as their code, and the
 // one-shot path's exit code for them is that status modulo 256.
 func classifyRPC(re *rpcError, c Call) *Error {
+	if re.Code == acpAuthRequired {
+		return &Error{Kind: KindAuth, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "authentication failed: " + strings.TrimRight(re.Message, ". ") + ". " + AuthHelp}
+	}
 	if re.Code < 100 || re.Code > 599 {
 		return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "gemini --acp failed: " + re.Error()}
 	}

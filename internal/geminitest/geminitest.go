@@ -77,6 +77,8 @@
 //	[[chunks:N]]    stream the answer in N chunks of about equal length
 //	[[alloc:MB]]    allocate MB megabytes, touched, and keep them for the life of the process
 //	[[badjson]]     write a line that is not JSON on stdout before answering
+//	[[holdend]]     after streaming the answer, answer the prompt only once it is cancelled, and
+//	                then with {stopReason: "cancelled"} (the turn stays saved)
 package geminitest
 
 import (

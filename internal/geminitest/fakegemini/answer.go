@@ -44,6 +44,9 @@ func answer(opts *options, req *request, inv invocation) error {
 	if d.noSession {
 		out.sessionID = ""
 	}
+	if os.Getenv(geminitest.EnvNoAPIKey) == "1" {
+		d.exitCode = 41
+	}
 	if d.exitCode != 0 {
 		// A failed turn is not saved, so the session is as it was before this run.
 		return out.failure(d.exitCode, req.prompt)

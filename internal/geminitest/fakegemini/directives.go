@@ -31,6 +31,7 @@ type directives struct {
 	tool       string // the tool name of [[tool:NAME]], "" when absent
 	permission bool
 	crash      bool
+	holdEnd    bool
 	chunks     int // 0 when absent
 	allocMB    int
 }
@@ -54,6 +55,7 @@ func parseDirectives(prompt string) directives {
 		stdoutBytes: -1,
 		permission:  strings.Contains(prompt, "[[permission]]"),
 		crash:       strings.Contains(prompt, "[[crash]]"),
+		holdEnd:     strings.Contains(prompt, "[[holdend]]"),
 	}
 	if m := toolDirective.FindStringSubmatch(prompt); m != nil {
 		d.tool = m[1]
