@@ -143,7 +143,7 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 		return nil, pl.failure(p, err, c)
 	}
 	if strings.TrimSpace(text) == "" {
-		return nil, &Error{Kind: KindEmpty, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "gemini returned an empty answer (the model produced no text; its loop detector also blanks answers that repeat themselves)"}
+		return nil, emptyError().ran(warmStderr)
 	}
 	resp := text
 	return &Result{SessionID: id, Response: text, Output: Output{SessionID: id, Response: &resp}, SessionIDSource: "warm"}, nil
@@ -268,12 +268,12 @@ func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string
 		// The system prompt is per process: it lives as long as the process.
 		dir, err := os.MkdirTemp("", "gemini-mcp-")
 		if err != nil {
-			return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "cannot create a temporary directory for the system prompt: " + err.Error()}
+			return nil, startError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
 		}
 		path := filepath.Join(dir, "SYSTEM.md")
 		if err := os.WriteFile(path, []byte(systemPrompt), 0o600); err != nil {
 			os.RemoveAll(dir)
-			return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "cannot write the system prompt file: " + err.Error()}
+			return nil, startError("cannot write the system prompt file: "+err.Error(), err)
 		}
 		env = setEnv(env, "GEMINI_SYSTEM_MD", path)
 		sysDir = dir
@@ -286,7 +286,7 @@ func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string
 		if sysDir != "" {
 			os.RemoveAll(sysDir)
 		}
-		return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "the warm gemini process could not start: " + err.Error()}
+		return nil, startError("the warm gemini process could not start: "+err.Error(), err)
 	}
 	return p, nil
 }
@@ -384,19 +384,19 @@ func (pl *pool) failure(p *acpProc, err error, c Call) error {
 	var re *rpcError
 	switch {
 	case errors.As(err, &re):
-		return classifyRPC(re, c)
+		return classifyRPC(re)
 	case errors.Is(err, context.DeadlineExceeded):
-		return &Error{Kind: KindTimeout, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped", seconds(pl.r.opts.Timeout))}
+		return callTimeoutError(pl.r.opts.Timeout).ran(warmStderr)
 	case errors.Is(err, context.Canceled):
-		return &Error{Kind: KindCancelled, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "the call was cancelled before gemini finished, and gemini was stopped"}
+		return cancelledError("the call was cancelled before gemini finished, and gemini was stopped", err).ran(warmStderr)
 	case errors.Is(err, errOutputTooBig):
-		return &Error{Kind: KindOutputTooBig, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: fmt.Sprintf("gemini's output passed the %d-byte limit and the call was stopped", pl.r.opts.MaxOutputBytes)}
+		return outputTooBigError(pl.r.opts.MaxOutputBytes).ran(warmStderr)
 	case errors.Is(err, errProcessGone):
 		// err says how the process ended, after errProcessGone's text.
 		how := strings.TrimPrefix(err.Error(), errProcessGone.Error())
-		return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "the warm gemini process exited during the call" + how + ". Its sessions continue through one-shot resume; try again"}
+		return failedError("the warm gemini process exited during the call"+how+". Its sessions continue through one-shot resume; try again", err).ran(warmStderr)
 	}
-	return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "gemini --acp failed: " + err.Error()}
+	return failedError("gemini --acp failed: "+err.Error()+". "+warmFailedHelp, err).ran(warmStderr)
 }
 
 // warmStderr stands where a one-shot failure shows the CLI's stderr: a
@@ -409,20 +409,28 @@ const warmStderr = "(none: the call ran in a warm gemini --acp process)"
 const acpAuthRequired = -32000
 
 // classifyRPC maps an ACP error to the same kinds and reasons as the
-// one-shot path. API failures carry the HTTP status as their code, and the
-// one-shot path's exit code for them is that status modulo 256.
-func classifyRPC(re *rpcError, c Call) *Error {
-	if re.Code == acpAuthRequired {
-		return &Error{Kind: KindAuth, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "authentication failed: " + strings.TrimRight(re.Message, ". ") + ". " + AuthHelp}
+// one-shot path. API failures carry the HTTP status as their code; no
+// process exited, so the reasons name no exit code.
+func classifyRPC(re *rpcError) *Error {
+	var e *Error
+	switch {
+	case re.Code == acpAuthRequired:
+		e = authError(re.Message, "")
+	case re.Code >= 100 && re.Code <= 599:
+		out := &Output{Error: &OutputError{Type: "Error", Message: re.Message, Code: []byte(fmt.Sprint(re.Code))}}
+		msg, status := failureMessage(out, "")
+		e = apiError(status, msg, "")
+	default:
+		e = failedError("gemini --acp failed: "+re.Error()+". "+warmFailedHelp, nil)
 	}
-	if re.Code < 100 || re.Code > 599 {
-		return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "gemini --acp failed: " + re.Error()}
-	}
-	out := &Output{Error: &OutputError{Type: "Error", Message: re.Message, Code: []byte(fmt.Sprint(re.Code))}}
-	e := classify(re.Code%256, out, warmStderr, c.Resume, c.Dir)
-	e.ExitCode = -1
-	return e
+	e.Err = re
+	return e.ran(warmStderr)
 }
+
+// warmFailedHelp says what to do about a warm failure the CLI did not
+// explain.
+const warmFailedHelp = "Try again; if it persists, run the server with --backend oneshot, " +
+	"whose errors carry the CLI's stderr"
 
 // idleFor is how long p has run no prompt.
 func (p *acpProc) idleFor() time.Duration {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -174,8 +175,11 @@ func TestWarmErrorsMatchOneShot(t *testing.T) {
 		if !errors.As(werr, &we) || !errors.As(oerr, &oe) {
 			t.Fatalf("%s: %v / %v", prompt, werr, oerr)
 		}
-		if we.Kind != oe.Kind || we.Status != oe.Status || we.Reason != oe.Reason {
-			t.Errorf("%s: warm %s %d, one-shot %s %d", prompt, we.Kind, we.Status, oe.Kind, oe.Status)
+		// A warm process does not exit: its reason names no exit code.
+		exit := strings.TrimSuffix(strings.TrimPrefix(prompt, "[[exit:"), "]]")
+		if we.Kind != oe.Kind || we.Status != oe.Status || we.Reason != strings.Replace(oe.Reason, " (exit "+exit+")", "", 1) ||
+			we.Exited || !oe.Exited || oe.ExitCode != atoi(t, exit) {
+			t.Errorf("%s: warm %s %d %q, one-shot %s %d %q", prompt, we.Kind, we.Status, we.Reason, oe.Kind, oe.Status, oe.Reason)
 		}
 		if we.Stderr != warmStderr {
 			t.Errorf("%s: warm stderr %q", prompt, we.Stderr)
@@ -207,7 +211,7 @@ func TestWarmCancelKeepsTheProcess(t *testing.T) {
 	start := time.Now()
 	_, err = r.Run(ctx, Call{Prompt: "[[hang]]", Dir: dir, Resume: first.SessionID})
 	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindCancelled {
+	if !errors.As(err, &e) || e.Kind != KindCancelled || !errors.Is(err, context.Canceled) || e.Exited {
 		t.Fatalf("got %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -541,5 +545,26 @@ func TestWarmAuthError(t *testing.T) {
 	}
 	if !strings.Contains(werr.Error(), geminitest.ACPNoAPIKeyMessage) {
 		t.Errorf("warm: %v", werr)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestWarmTimeout: a warm call stopped at --timeout is a timeout, which
+// errors.Is tells apart from a cancel.
+func TestWarmTimeout(t *testing.T) {
+	r, _, _ := newWarmRunner(t, Options{Timeout: 300 * time.Millisecond}, WarmOptions{})
+	_, err := r.Run(ctxT(t), Call{Prompt: "[[hang]]", Dir: workDir(t)})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindTimeout || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		!strings.Contains(e.Reason, "--timeout") || e.Exited {
+		t.Fatalf("got %v", err)
 	}
 }
