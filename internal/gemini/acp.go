@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,8 +55,14 @@ func (e *rpcError) Error() string {
 // errProcessGone says the ACP process ended while a request waited.
 var errProcessGone = errors.New("the warm gemini process exited")
 
-// maxACPLine bounds one message from the agent (an answer chunk, a replay).
-const maxACPLine = 64 << 20
+// lineSlack is what one message from the agent may carry on top of the
+// answer cap (--max-output-bytes): its JSON envelope, a tool's output. A
+// longer line is not read into memory (see readLine).
+const lineSlack = 1 << 20
+
+// longLinePrefix is how much of a line too long to read is kept, to learn
+// which session it is about.
+const longLinePrefix = 4 << 10
 
 // acpProc is one `gemini --acp` process.
 type acpProc struct {
@@ -66,6 +73,9 @@ type acpProc struct {
 	log     *slog.Logger
 	allow   bool // answer permission requests with allow (approval mode yolo)
 	started time.Time
+	// maxOutput caps one prompt's answer, as --max-output-bytes caps a
+	// one-shot call's stdout.
+	maxOutput int
 
 	writeMu sync.Mutex
 	nextID  atomic.Int64
@@ -90,10 +100,26 @@ type promptSub struct {
 	mu   sync.Mutex
 	text strings.Builder
 	obs  Observer
+	// tooBig is closed when the answer passes the cap; the prompt is then
+	// cancelled and the rest of its answer dropped.
+	tooBig   chan struct{}
+	overflow bool
 }
 
+// overflowed records that the answer passed its cap; sub.mu must be held.
+func (sub *promptSub) overflowed() {
+	if !sub.overflow {
+		sub.overflow = true
+		sub.text.Reset()
+		close(sub.tooBig)
+	}
+}
+
+// errOutputTooBig says a prompt's answer passed --max-output-bytes.
+var errOutputTooBig = errors.New("the answer passed the output limit")
+
 // startACP starts `gemini --acp` and completes the initialize handshake.
-func startACP(ctx context.Context, cmdline Command, args []string, env []string, key, sysDir string, allow bool, log *slog.Logger) (*acpProc, error) {
+func startACP(ctx context.Context, cmdline Command, args []string, env []string, key, sysDir string, allow bool, maxOutput int, log *slog.Logger) (*acpProc, error) {
 	cmd := exec.Command(cmdline.Path, append(append([]string{}, cmdline.Args...), args...)...)
 	cmd.Env = env
 	setProcessGroup(cmd)
@@ -110,7 +136,7 @@ func startACP(ctx context.Context, cmdline Command, args []string, env []string,
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &acpProc{key: key, cmd: cmd, stdin: stdin, sysDir: sysDir, log: log, allow: allow, started: time.Now(), lastUsed: time.Now(),
+	p := &acpProc{key: key, cmd: cmd, stdin: stdin, sysDir: sysDir, log: log, allow: allow, maxOutput: maxOutput, started: time.Now(), lastUsed: time.Now(),
 		pending: map[int64]chan rpcMessage{}, subs: map[string]*promptSub{}, models: map[string]string{}, dead: make(chan struct{})}
 	go p.readLoop(stdout, stderr)
 	var init struct {
@@ -136,12 +162,27 @@ func startACP(ctx context.Context, cmdline Command, args []string, env []string,
 
 // readLoop dispatches everything the agent sends until it exits.
 func (p *acpProc) readLoop(stdout io.Reader, stderr *tailBuffer) {
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64<<10), maxACPLine)
-	for sc.Scan() {
+	br := bufio.NewReaderSize(stdout, 64<<10)
+	var buf []byte
+	for {
+		line, long, err := readLine(br, p.maxOutput+lineSlack, buf[:0])
+		buf = line
+		if long {
+			if !p.longLine(line) {
+				// Nothing can be answered without it: the stream cannot be
+				// followed any more.
+				p.log.Warn("stopping a warm gemini process that sent a message too long to read", "pid", p.cmd.Process.Pid, "limit", p.maxOutput+lineSlack, "start", clip(string(line), 200))
+				_ = killGroup(p.cmd.Process)
+				break
+			}
+			continue
+		}
+		if err != nil {
+			break
+		}
 		var m rpcMessage
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			p.log.Debug("ignoring a line from gemini --acp that is not JSON-RPC", "line", clip(sc.Text(), 200))
+		if err := json.Unmarshal(line, &m); err != nil {
+			p.log.Debug("ignoring a line from gemini --acp that is not JSON-RPC", "line", clip(string(line), 200))
 			continue
 		}
 		switch {
@@ -163,18 +204,19 @@ func (p *acpProc) readLoop(stdout io.Reader, stderr *tailBuffer) {
 			}
 		}
 	}
-	if sc.Err() != nil {
-		// A line past maxACPLine: the stream cannot be followed any more.
-		p.log.Warn("stopping a warm gemini process whose output cannot be read", "err", sc.Err())
-		_ = killGroup(p.cmd.Process)
-	}
 	err := p.cmd.Wait()
 	_ = killGroup(p.cmd.Process)
 	if p.sysDir != "" {
 		os.RemoveAll(p.sysDir)
 	}
 	p.mu.Lock()
-	p.deadErr = fmt.Errorf("%w (%v; stderr: %s)", errProcessGone, err, strings.TrimSpace(lastBytes(stderr.String(), 500)))
+	how := fmt.Sprint(err)
+	if sig := exitSignal(p.cmd.ProcessState); sig != "" {
+		how = "killed by signal " + sig
+	} else if code := p.cmd.ProcessState.ExitCode(); code >= 0 {
+		how = fmt.Sprintf("exit code %d", code)
+	}
+	p.deadErr = fmt.Errorf("%w (%s; stderr: %s)", errProcessGone, how, strings.TrimSpace(lastBytes(stderr.String(), 500)))
 	for id, ch := range p.pending {
 		close(ch)
 		delete(p.pending, id)
@@ -282,7 +324,16 @@ func (p *acpProc) notification(m rpcMessage) {
 	obs := sub.obs
 	switch u.Update.SessionUpdate {
 	case "agent_message_chunk":
+		if sub.overflow {
+			sub.mu.Unlock()
+			return
+		}
 		if u.Update.Content.Type == "" || u.Update.Content.Type == "text" {
+			if sub.text.Len()+len(u.Update.Content.Text) > p.maxOutput {
+				sub.overflowed()
+				sub.mu.Unlock()
+				return
+			}
 			sub.text.WriteString(u.Update.Content.Text)
 		}
 		n := sub.text.Len()
@@ -401,7 +452,7 @@ func (p *acpProc) setModel(ctx context.Context, id, model string) error {
 // ends it cancels the turn (session/cancel) and gives the agent grace to
 // confirm; an agent that does not is killed.
 func (p *acpProc) prompt(ctx context.Context, id, text string, obs Observer, grace time.Duration) (string, error) {
-	sub := &promptSub{obs: obs}
+	sub := &promptSub{obs: obs, tooBig: make(chan struct{})}
 	p.mu.Lock()
 	p.subs[id] = sub
 	p.mu.Unlock()
@@ -423,10 +474,8 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs Observer, gra
 	go func() {
 		done <- p.call(callCtx, "session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": text}}}, &res)
 	}()
-	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
+	// stopTurn cancels the turn and waits for the agent to confirm.
+	stopTurn := func() {
 		_ = p.notify("session/cancel", map[string]any{"sessionId": id})
 		select {
 		case <-done:
@@ -435,7 +484,22 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs Observer, gra
 			p.kill()
 			<-done
 		}
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		stopTurn()
 		return "", ctx.Err()
+	case <-sub.tooBig:
+		stopTurn()
+		return "", errOutputTooBig
+	}
+	select {
+	case <-sub.tooBig:
+		// The whole answer arrived before the cancel could matter.
+		return "", errOutputTooBig
+	default:
 	}
 	if err != nil {
 		return "", err
@@ -446,6 +510,60 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs Observer, gra
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	return sub.text.String(), nil
+}
+
+// longLine handles a message too long to read, given its start. A message
+// about a session whose prompt runs fails that prompt as too big (the
+// process serves on); it reports false for any other message, which the
+// process cannot go on without.
+func (p *acpProc) longLine(start []byte) bool {
+	m := sessionIDField.FindSubmatch(start)
+	if m == nil {
+		return false
+	}
+	p.mu.Lock()
+	sub := p.subs[strings.ToLower(string(m[1]))]
+	p.mu.Unlock()
+	if sub == nil {
+		return false
+	}
+	p.log.Warn("a warm gemini process sent a message past the output limit; stopping its prompt", "pid", p.cmd.Process.Pid, "limit", p.maxOutput)
+	sub.mu.Lock()
+	sub.overflowed()
+	sub.mu.Unlock()
+	return true
+}
+
+// sessionIDField finds the session id near the start of a session/update
+// notification (params come before the update in what the CLI writes).
+var sessionIDField = regexp.MustCompile(`"sessionId"\s*:\s*"([0-9A-Fa-f-]{36})"`)
+
+// readLine reads one line into buf, without its newline. A line longer
+// than max is not kept whole: readLine reads past it and returns its first
+// longLinePrefix bytes with long set. err is set at the end of the stream
+// (with any partial last line).
+func readLine(br *bufio.Reader, max int, buf []byte) (line []byte, long bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		switch {
+		case long:
+		case len(buf)+len(frag) > max:
+			long = true
+			if len(buf) > longLinePrefix {
+				buf = buf[:longLinePrefix]
+			}
+			buf = append(buf, frag[:min(len(frag), longLinePrefix-len(buf))]...)
+		default:
+			buf = append(buf, frag...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == nil && !long {
+			buf = buf[:len(buf)-1]
+		}
+		return buf, long, err
+	}
 }
 
 // use reserves the process for one call, unless it is draining or gone:
@@ -461,16 +579,24 @@ func (p *acpProc) use() bool {
 	return true
 }
 
-// done ends a call's hold on the process.
+// done ends a call's hold on the process, and stops a draining process
+// when the last hold ends.
 func (p *acpProc) done() {
 	p.mu.Lock()
 	p.inflight--
 	p.lastUsed = time.Now()
+	stop := p.draining && p.inflight == 0
 	p.mu.Unlock()
+	if stop {
+		go p.kill()
+	}
 }
 
 // kill stops the process (its whole group) and waits for it.
 func (p *acpProc) kill() {
+	if !p.alive() {
+		return // reaped already: its pid may belong to another process by now
+	}
 	_ = p.stdin.Close()
 	_ = interruptGroup(p.cmd.Process)
 	select {

@@ -1,9 +1,11 @@
 package gemini
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Kind classifies a failed call, so that callers (and tests) can tell them
@@ -31,16 +33,160 @@ const (
 )
 
 // Error is a failed gemini call, with what a person needs to act on it.
+// Build one with the constructor of its kind (notFoundError, authError…).
 type Error struct {
-	Kind     Kind
-	Reason   string // the human explanation, one or a few sentences
-	ExitCode int    // the CLI's exit code, or -1 when it did not exit by itself
+	Kind   Kind
+	Reason string // the human explanation, one or a few sentences
+	// Exited says the CLI exited by itself, with ExitCode. A CLI that did
+	// not run, was stopped by this server, was killed by a signal or ran
+	// warm (whose process serves on) has no exit code.
+	Exited   bool
+	ExitCode int
+	Signal   string // the signal that killed the CLI ("SIGKILL"), or ""
 	Status   int    // the API's HTTP status, for KindAPI
 	Stderr   string // a bounded tail of the CLI's stderr
 	Ran      bool   // whether a gemini process ran at all
+	// Err is the cause, when there is one: context.Canceled for a
+	// cancelled call, context.DeadlineExceeded for a timeout, an OS error.
+	Err error
 }
 
 func (e *Error) Error() string { return e.Reason }
+
+// Unwrap returns the cause, so that errors.Is(err, context.Canceled) holds
+// for a cancelled call.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ran records that a process ran and what of its stderr to show.
+func (e *Error) ran(stderr string) *Error {
+	e.Ran, e.Stderr = true, stderr
+	return e
+}
+
+// exited records the CLI's own exit code.
+func (e *Error) exited(code int) *Error {
+	e.Exited, e.ExitCode = true, code
+	return e
+}
+
+// The constructors, one per kind. Each reason says what happened and, where
+// the user can act, what to do.
+
+func notFoundError(reason string, cause error) *Error {
+	return &Error{Kind: KindNotFound, Reason: reason, Err: cause}
+}
+
+func startError(reason string, cause error) *Error {
+	return &Error{Kind: KindStart, Reason: reason, Err: cause}
+}
+
+// cancelledError is a call its caller cancelled (cause is the context's
+// error), or a CLI that exited 130 (cause nil).
+func cancelledError(reason string, cause error) *Error {
+	return &Error{Kind: KindCancelled, Reason: reason, Err: cause}
+}
+
+// timeoutError is a call stopped at the server's per-call limit.
+func timeoutError(reason string) *Error {
+	return &Error{Kind: KindTimeout, Reason: reason, Err: context.DeadlineExceeded}
+}
+
+// callTimeoutError is a chat call stopped at --timeout.
+func callTimeoutError(limit time.Duration) *Error {
+	return timeoutError(fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped. "+
+		"Raise --timeout (GEMINI_MCP_TIMEOUT) if such calls need longer", seconds(limit)))
+}
+
+func outputTooBigError(limit int) *Error {
+	return &Error{Kind: KindOutputTooBig, Err: errOutputLimit, Reason: fmt.Sprintf("gemini's output passed the %d-byte limit and the call was stopped. "+
+		"Ask for a shorter answer, or raise --max-output-bytes (GEMINI_MCP_MAX_OUTPUT_BYTES)", limit)}
+}
+
+func emptyError() *Error {
+	return &Error{Kind: KindEmpty, Reason: "gemini returned an empty answer (the model produced no text; " +
+		"its loop detector also blanks answers that repeat themselves). Try again, or rephrase the prompt"}
+}
+
+func badOutputError(reason string) *Error {
+	return &Error{Kind: KindBadOutput, Reason: reason}
+}
+
+// failedError is any other failure; cause may be nil.
+func failedError(reason string, cause error) *Error {
+	return &Error{Kind: KindFailed, Reason: reason, Err: cause}
+}
+
+// killedError is a CLI killed by a signal this server did not send.
+func killedError(sig string) *Error {
+	e := failedError(killedBy(sig), nil)
+	e.Signal = sig
+	return e
+}
+
+// killedBy explains a CLI killed by signal sig. The server's own stops
+// (cancel, timeout, output cap) are reported as such before this is asked.
+func killedBy(sig string) string {
+	return "gemini was killed by signal " + sig + ", sent by something other than this server " +
+		"(SIGKILL often comes from the system's out-of-memory killer: see the system log and free memory). Try again"
+}
+
+// authError is a CLI without usable credentials; msg is what it said, and
+// note how it said it ("(exit 41)"), if anything.
+func authError(msg, note string) *Error {
+	return &Error{Kind: KindAuth, Reason: withMessage(join("authentication failed", note), msg) + ". " + AuthHelp}
+}
+
+// apiError is an HTTP status from the Gemini API.
+func apiError(status int, msg, note string) *Error {
+	return &Error{Kind: KindAPI, Status: status,
+		Reason: withMessage(join(fmt.Sprintf("Gemini API error %d %s", status, http.StatusText(status)), note), msg) + ". " + statusHelp(status)}
+}
+
+func sessionError(resume, dir, msg, note string) *Error {
+	return &Error{Kind: KindSession, Reason: withMessage(join(fmt.Sprintf("gemini could not resume session %q in %s", resume, dir), note), msg) +
+		". The CLI keeps sessions per working directory: resume a session in the cwd it was started in, or start a new one with chat"}
+}
+
+func inputError(msg, note string) *Error {
+	return &Error{Kind: KindInput, Reason: withMessage(join("gemini rejected its input", note), msg)}
+}
+
+func configError(msg, note string) *Error {
+	return &Error{Kind: KindConfig, Reason: withMessage(join("gemini configuration error", note), msg) + ". Check the CLI's settings.json files"}
+}
+
+func turnLimitError(msg, note string) *Error {
+	return &Error{Kind: KindTurnLimit, Reason: withMessage(join("the session reached its turn limit", note), msg) +
+		". The CLI's model.maxSessionTurns setting caps turns per session: start a new session with chat"}
+}
+
+func toolError(msg, note string) *Error {
+	return &Error{Kind: KindTool, Reason: withMessage(join("a tool failed fatally inside gemini", note), msg)}
+}
+
+func untrustedError(dir, msg, note string) *Error {
+	return &Error{Kind: KindUntrusted, Reason: withMessage(join(fmt.Sprintf("gemini does not trust the workspace %s", dir), note), msg) +
+		". Trust the folder in the Gemini CLI, or let this server skip the check with --skip-trust " +
+		"(GEMINI_MCP_SKIP_TRUST=true) or GEMINI_CLI_TRUST_WORKSPACE=true in its environment"}
+}
+
+// join puts a note such as "(exit 41)" after s.
+func join(s, note string) string {
+	if note == "" {
+		return s
+	}
+	return s + " " + note
+}
+
+// withMessage adds the CLI's own message after s. The message may end with
+// a full stop; the help that follows brings its own.
+func withMessage(s, msg string) string {
+	msg = strings.TrimRight(msg, ". ")
+	if msg == "" {
+		return s
+	}
+	return s + ": " + msg
+}
 
 // AuthHelp says what the CLI accepts as credentials since 2026-06-18.
 const AuthHelp = "The Gemini CLI needs a paid Gemini API key (GEMINI_API_KEY), " +
@@ -52,13 +198,50 @@ const AuthHelp = "The Gemini CLI needs a paid Gemini API key (GEMINI_API_KEY), "
 const InstallHelp = "Install it with `npm install -g @google/gemini-cli` (Node.js 20 or newer), " +
 	"or point this server at it with --gemini PATH or GEMINI_MCP_GEMINI=PATH."
 
-// classify turns a non-zero exit into an Error. out is the CLI's JSON error
-// object if one was found on stderr; resume is the session reference of the
-// call, if it resumed one; dir is its working directory.
+// classify turns the CLI's own exit into an Error: a non-zero exit code, or
+// exit 0 with an error object in its output. out is the CLI's JSON error
+// object if one was found; resume is the session reference of the call, if
+// it resumed one; dir is its working directory.
 func classify(exit int, out *Output, stderr string, resume string, dir string) *Error {
-	e := &Error{Kind: KindFailed, ExitCode: exit, Stderr: stderr, Ran: true}
-	msg := cliMessage(out, stderr)
-	status := 0
+	msg, status := failureMessage(out, stderr)
+	// The CLI exits with an API status modulo 256 (400 gives 144, 429 gives
+	// 173, 500 gives 244); no CLI-defined exit code falls in that range but 130.
+	if status == 0 && exit >= 144 && exit <= 255 {
+		status = exit + 256
+	}
+	note := fmt.Sprintf("(exit %d)", exit)
+	var e *Error
+	switch {
+	case exit == 41:
+		e = authError(msg, note)
+	case exit == 42 && resume != "":
+		e = sessionError(resume, dir, msg, note)
+	case exit == 42:
+		e = inputError(msg, note)
+	case exit == 52:
+		e = configError(msg, note)
+	case exit == 53:
+		e = turnLimitError(msg, note)
+	case exit == 54:
+		e = toolError(msg, note)
+	case exit == 55:
+		e = untrustedError(dir, msg, note)
+	case exit == 130:
+		e = cancelledError(withMessage("gemini was cancelled "+note, msg), nil)
+	case status != 0:
+		e = apiError(status, msg, note)
+	case exit == 0:
+		e = failedError(withMessage("gemini reported an error "+note, msg), nil)
+	default:
+		e = failedError(withMessage(fmt.Sprintf("gemini exited with code %d", exit), msg), nil)
+	}
+	return e.ran(stderr).exited(exit)
+}
+
+// failureMessage finds the CLI's description of a failure and the API's
+// HTTP status in it, if any.
+func failureMessage(out *Output, stderr string) (msg string, status int) {
+	msg = cliMessage(out, stderr)
 	if out != nil && out.Error != nil {
 		if c, ok := out.Error.CodeInt(); ok && c >= 100 && c <= 599 {
 			status = c
@@ -70,57 +253,7 @@ func classify(exit int, out *Output, stderr string, resume string, dir string) *
 			}
 		}
 	}
-	// The CLI exits with an API status modulo 256 (400 gives 144, 429 gives
-	// 173, 500 gives 244); no CLI-defined exit code falls in that range but 130.
-	if status == 0 && exit >= 144 && exit <= 255 {
-		status = exit + 256
-	}
-	// The CLI's message may end with a full stop; the help that follows
-	// brings its own.
-	msg = strings.TrimRight(msg, ". ")
-	with := func(s string) string {
-		if msg == "" {
-			return s
-		}
-		return s + ": " + msg
-	}
-	switch {
-	case exit == 41:
-		e.Kind = KindAuth
-		e.Reason = with("authentication failed (exit 41)") + ". " + AuthHelp
-	case exit == 42 && resume != "":
-		e.Kind = KindSession
-		e.Reason = with(fmt.Sprintf("gemini could not resume session %q in %s (exit 42)", resume, dir)) +
-			". The CLI keeps sessions per working directory: resume a session in the cwd it was started in, or start a new one with chat"
-	case exit == 42:
-		e.Kind = KindInput
-		e.Reason = with("gemini rejected its input (exit 42)")
-	case exit == 52:
-		e.Kind = KindConfig
-		e.Reason = with("gemini configuration error (exit 52)") + ". Check the CLI's settings.json files"
-	case exit == 53:
-		e.Kind = KindTurnLimit
-		e.Reason = with("the session reached its turn limit (exit 53)") +
-			". The CLI's model.maxSessionTurns setting caps turns per session: start a new session with chat"
-	case exit == 54:
-		e.Kind = KindTool
-		e.Reason = with("a tool failed fatally inside gemini (exit 54)")
-	case exit == 55:
-		e.Kind = KindUntrusted
-		e.Reason = with(fmt.Sprintf("gemini does not trust the workspace %s (exit 55)", dir)) +
-			". Trust the folder in the Gemini CLI, or let this server skip the check with --skip-trust " +
-			"(GEMINI_MCP_SKIP_TRUST=true) or GEMINI_CLI_TRUST_WORKSPACE=true in its environment"
-	case exit == 130:
-		e.Kind = KindCancelled
-		e.Reason = with("gemini was cancelled (exit 130)")
-	case status != 0:
-		e.Kind = KindAPI
-		e.Status = status
-		e.Reason = with(fmt.Sprintf("Gemini API error %d %s (exit %d)", status, http.StatusText(status), exit)) + ". " + statusHelp(status)
-	default:
-		e.Reason = with(fmt.Sprintf("gemini exited with code %d", exit))
-	}
-	return e
+	return msg, status
 }
 
 // statusHelp says what to do about an API status.

@@ -1,6 +1,10 @@
 package gemini
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -34,13 +38,14 @@ func TestClassify(t *testing.T) {
 		{"400 json", 144, apiOut(400, `{"error":{"code":400,"message":"fake error 400","status":"X"}}`), "", "", KindAPI, 400, []string{"Gemini API error 400 Bad Request", "fake error 400", "exit 144"}},
 		{"429 exit only", 173, nil, "", "", KindAPI, 429, []string{"429", "quota"}},
 		{"500", 244, apiOut(500, "internal"), "", "", KindAPI, 500, []string{"500", "internal", "try again later"}},
+		{"error on exit 0", 0, apiOut(500, "internal"), "", "", KindAPI, 500, []string{"500", "internal", "exit 0"}},
 		{"crash", 1, nil, "    at x (y.js:1:1)\nTypeError: boom\n", "", KindFailed, 0, []string{"exited with code 1", "TypeError: boom"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := classify(c.exit, c.out, c.stderr, c.resume, "/work")
-			if e.Kind != c.kind || e.Status != c.status || e.ExitCode != c.exit || !e.Ran {
-				t.Fatalf("got kind %s status %d exit %d ran %v", e.Kind, e.Status, e.ExitCode, e.Ran)
+			if e.Kind != c.kind || e.Status != c.status || !e.Exited || e.ExitCode != c.exit || !e.Ran {
+				t.Fatalf("got kind %s status %d exit %v %d ran %v", e.Kind, e.Status, e.Exited, e.ExitCode, e.Ran)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(e.Reason, w) {
@@ -89,4 +94,37 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("empty classification for exit %d", exit)
 		}
 	})
+}
+
+// TestErrorUnwrap: an *Error is found through wrapping, and wraps its
+// cause, so that callers can test for a cancel or a timeout.
+func TestErrorUnwrap(t *testing.T) {
+	cases := []struct {
+		err   *Error
+		kind  Kind
+		cause error
+	}{
+		{cancelledError("cancelled", context.Canceled), KindCancelled, context.Canceled},
+		{callTimeoutError(0), KindTimeout, context.DeadlineExceeded},
+		{notFoundError("not found", exec.ErrNotFound), KindNotFound, exec.ErrNotFound},
+		{outputTooBigError(10), KindOutputTooBig, errOutputLimit},
+		{classifyRPC(&rpcError{Code: 429, Message: "quota"}), KindAPI, nil},
+	}
+	for _, c := range cases {
+		wrapped := fmt.Errorf("calling: %w", c.err)
+		var e *Error
+		if !errors.As(wrapped, &e) || e != c.err || e.Kind != c.kind {
+			t.Errorf("%s: errors.As found %v", c.kind, e)
+		}
+		if c.cause != nil && !errors.Is(wrapped, c.cause) {
+			t.Errorf("%s: does not wrap %v", c.kind, c.cause)
+		}
+	}
+	var re *rpcError
+	if !errors.As(cases[4].err, &re) || re.Code != 429 {
+		t.Errorf("a warm API error does not wrap the ACP error: %v", re)
+	}
+	if errors.Is(cases[0].err, context.DeadlineExceeded) || errors.Is(cases[1].err, context.Canceled) {
+		t.Error("a cancel and a timeout are confused")
+	}
 }

@@ -143,7 +143,7 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 		return nil, pl.failure(p, err, c)
 	}
 	if strings.TrimSpace(text) == "" {
-		return nil, &Error{Kind: KindEmpty, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "gemini returned an empty answer (the model produced no text; its loop detector also blanks answers that repeat themselves)"}
+		return nil, emptyError().ran(warmStderr)
 	}
 	resp := text
 	return &Result{SessionID: id, Response: text, Output: Output{SessionID: id, Response: &resp}, SessionIDSource: "warm"}, nil
@@ -268,12 +268,12 @@ func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string
 		// The system prompt is per process: it lives as long as the process.
 		dir, err := os.MkdirTemp("", "gemini-mcp-")
 		if err != nil {
-			return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "cannot create a temporary directory for the system prompt: " + err.Error()}
+			return nil, startError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
 		}
 		path := filepath.Join(dir, "SYSTEM.md")
 		if err := os.WriteFile(path, []byte(systemPrompt), 0o600); err != nil {
 			os.RemoveAll(dir)
-			return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "cannot write the system prompt file: " + err.Error()}
+			return nil, startError("cannot write the system prompt file: "+err.Error(), err)
 		}
 		env = setEnv(env, "GEMINI_SYSTEM_MD", path)
 		sysDir = dir
@@ -281,12 +281,12 @@ func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string
 	args := append([]string{"--acp"}, pl.r.operatorArgs()...)
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	p, err := startACP(sctx, cmd, args, env, key, sysDir, pl.r.opts.ApprovalMode == "yolo", pl.r.log)
+	p, err := startACP(sctx, cmd, args, env, key, sysDir, pl.r.opts.ApprovalMode == "yolo", pl.r.opts.MaxOutputBytes, pl.r.log)
 	if err != nil {
 		if sysDir != "" {
 			os.RemoveAll(sysDir)
 		}
-		return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "the warm gemini process could not start: " + err.Error()}
+		return nil, startError("the warm gemini process could not start: "+err.Error(), err)
 	}
 	return p, nil
 }
@@ -333,54 +333,50 @@ func (pl *pool) release(id string) {
 }
 
 // afterPrompt recycles a process that has served enough prompts or grown
-// too big: it takes no new work, and ends once its prompts in flight end.
+// too big: it takes no new work, and ends once its calls in flight end. It
+// runs while the call still holds p.
 func (pl *pool) afterPrompt(p *acpProc) {
 	p.mu.Lock()
-	over := p.prompts >= pl.opts.MaxPrompts
-	// Memory grows slowly; reading /proc every 16 prompts is enough.
-	checkRSS := p.prompts%16 == 1
-	p.mu.Unlock()
-	if !over && checkRSS {
-		if rss := p.rss(); rss > pl.opts.MaxRSS {
-			over = true
-			pl.r.log.Info("recycling a warm gemini process past its memory limit", "pid", p.cmd.Process.Pid, "rssMB", rss>>20)
-		}
-	} else {
-		pl.r.log.Info("recycling a warm gemini process after its prompt limit", "pid", p.cmd.Process.Pid, "prompts", pl.opts.MaxPrompts)
+	if p.draining {
+		p.mu.Unlock()
+		return // already on its way out, and logged as such
 	}
-	if over {
-		pl.retire(p)
+	prompts := p.prompts
+	if prompts >= pl.opts.MaxPrompts {
+		// Deciding and draining under one lock: no call can take p between
+		// the two, so p serves at most the calls holding it now.
+		p.draining = true
+		held := p.inflight
+		p.mu.Unlock()
+		pl.r.log.Info("recycling a warm gemini process after its prompt limit", "pid", p.cmd.Process.Pid, "prompts", prompts, "limit", pl.opts.MaxPrompts, "callsHolding", held)
+		return // this call holds p: its done stops p if it is the last
+	}
+	p.mu.Unlock()
+	// Memory grows slowly; reading /proc every 16 prompts is enough.
+	if prompts%16 != 1 {
+		return
+	}
+	if rss := p.rss(); rss > pl.opts.MaxRSS && pl.retire(p) {
+		pl.r.log.Info("recycling a warm gemini process past its memory limit", "pid", p.cmd.Process.Pid, "rssMB", rss>>20, "limitMB", pl.opts.MaxRSS>>20)
 	}
 }
 
 // retire drains p: no new work (use refuses it); it is stopped when the
-// last call holding it ends.
-func (pl *pool) retire(p *acpProc) {
+// last call holding it ends (see done). It reports whether this call
+// retired p, false when p was already draining.
+func (pl *pool) retire(p *acpProc) bool {
 	p.mu.Lock()
 	if p.draining {
 		p.mu.Unlock()
-		return // already on its way out
+		return false // already on its way out
 	}
 	p.draining = true
 	idle := p.inflight == 0
 	p.mu.Unlock()
 	if idle {
 		go p.kill()
-		return
 	}
-	go func() {
-		for {
-			select {
-			case <-p.dead:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			if p.load() == 0 {
-				p.kill()
-				return
-			}
-		}
-	}()
+	return true
 }
 
 // failure turns a warm error into the call's *Error.
@@ -388,15 +384,19 @@ func (pl *pool) failure(p *acpProc, err error, c Call) error {
 	var re *rpcError
 	switch {
 	case errors.As(err, &re):
-		return classifyRPC(re, c)
+		return classifyRPC(re)
 	case errors.Is(err, context.DeadlineExceeded):
-		return &Error{Kind: KindTimeout, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped", seconds(pl.r.opts.Timeout))}
+		return callTimeoutError(pl.r.opts.Timeout).ran(warmStderr)
 	case errors.Is(err, context.Canceled):
-		return &Error{Kind: KindCancelled, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "the call was cancelled before gemini finished, and gemini was stopped"}
+		return cancelledError("the call was cancelled before gemini finished, and gemini was stopped", err).ran(warmStderr)
+	case errors.Is(err, errOutputTooBig):
+		return outputTooBigError(pl.r.opts.MaxOutputBytes).ran(warmStderr)
 	case errors.Is(err, errProcessGone):
-		return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "the warm gemini process exited during the call: " + err.Error() + ". Its sessions continue through one-shot resume; try again"}
+		// err says how the process ended, after errProcessGone's text.
+		how := strings.TrimPrefix(err.Error(), errProcessGone.Error())
+		return failedError("the warm gemini process exited during the call"+how+". Its sessions continue through one-shot resume; try again", err).ran(warmStderr)
 	}
-	return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "gemini --acp failed: " + err.Error()}
+	return failedError("gemini --acp failed: "+err.Error()+". "+warmFailedHelp, err).ran(warmStderr)
 }
 
 // warmStderr stands where a one-shot failure shows the CLI's stderr: a
@@ -404,18 +404,33 @@ func (pl *pool) failure(p *acpProc, err error, c Call) error {
 // it goes into one call's result (it is in the server's log at debug).
 const warmStderr = "(none: the call ran in a warm gemini --acp process)"
 
+// acpAuthRequired is ACP's error code for missing credentials: the CLI
+// starts without them, and answers session/new with it.
+const acpAuthRequired = -32000
+
 // classifyRPC maps an ACP error to the same kinds and reasons as the
-// one-shot path. API failures carry the HTTP status as their code, and the
-// one-shot path's exit code for them is that status modulo 256.
-func classifyRPC(re *rpcError, c Call) *Error {
-	if re.Code < 100 || re.Code > 599 {
-		return &Error{Kind: KindFailed, ExitCode: -1, Ran: true, Stderr: warmStderr, Reason: "gemini --acp failed: " + re.Error()}
+// one-shot path. API failures carry the HTTP status as their code; no
+// process exited, so the reasons name no exit code.
+func classifyRPC(re *rpcError) *Error {
+	var e *Error
+	switch {
+	case re.Code == acpAuthRequired:
+		e = authError(re.Message, "")
+	case re.Code >= 100 && re.Code <= 599:
+		out := &Output{Error: &OutputError{Type: "Error", Message: re.Message, Code: []byte(fmt.Sprint(re.Code))}}
+		msg, status := failureMessage(out, "")
+		e = apiError(status, msg, "")
+	default:
+		e = failedError("gemini --acp failed: "+re.Error()+". "+warmFailedHelp, nil)
 	}
-	out := &Output{Error: &OutputError{Type: "Error", Message: re.Message, Code: []byte(fmt.Sprint(re.Code))}}
-	e := classify(re.Code%256, out, warmStderr, c.Resume, c.Dir)
-	e.ExitCode = -1
-	return e
+	e.Err = re
+	return e.ran(warmStderr)
 }
+
+// warmFailedHelp says what to do about a warm failure the CLI did not
+// explain.
+const warmFailedHelp = "Try again; if it persists, run the server with --backend oneshot, " +
+	"whose errors carry the CLI's stderr"
 
 // idleFor is how long p has run no prompt.
 func (p *acpProc) idleFor() time.Duration {

@@ -26,3 +26,6 @@ func killGroup(p *os.Process) error {
 	}
 	return err
 }
+
+// exitSignal returns "": these systems report no signals here.
+func exitSignal(*os.ProcessState) string { return "" }

@@ -4,6 +4,7 @@ package gemini
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -37,4 +38,30 @@ func signalGroup(p *os.Process, sig syscall.Signal) error {
 		return nil
 	}
 	return err
+}
+
+// exitSignal names the signal that ended a process ("SIGKILL"), or returns
+// "" when it exited by itself.
+func exitSignal(ps *os.ProcessState) string {
+	if ps == nil {
+		return ""
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return ""
+	}
+	if name, ok := signalNames[ws.Signal()]; ok {
+		return name
+	}
+	return fmt.Sprintf("%d (%v)", int(ws.Signal()), ws.Signal())
+}
+
+// signalNames are the signals a CLI is likely to die of.
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+	syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
+	syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+	syscall.SIGXCPU: "SIGXCPU", syscall.SIGXFSZ: "SIGXFSZ",
 }

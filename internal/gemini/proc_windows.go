@@ -35,3 +35,6 @@ func killGroup(p *os.Process) error {
 	}
 	return err
 }
+
+// exitSignal returns "": Windows has no signals: a killed process has an exit code.
+func exitSignal(*os.ProcessState) string { return "" }

@@ -37,11 +37,9 @@ func Resolve(name string) (Command, error) {
 	path, err := exec.LookPath(name)
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return Command{}, &Error{Kind: KindNotFound, ExitCode: -1,
-				Reason: fmt.Sprintf("the gemini CLI was not found (looked for %q). %s", name, InstallHelp)}
+			return Command{}, notFoundError(fmt.Sprintf("the gemini CLI was not found (looked for %q). %s", name, InstallHelp), err)
 		}
-		return Command{}, &Error{Kind: KindNotFound, ExitCode: -1,
-			Reason: fmt.Sprintf("the gemini CLI %q cannot be run: %v. %s", name, err, InstallHelp)}
+		return Command{}, notFoundError(fmt.Sprintf("the gemini CLI %q cannot be run: %v. %s", name, err, InstallHelp), err)
 	}
 	if runtime.GOOS == "windows" && isBatch(path) {
 		return resolveCmdShim(path, exec.LookPath)
@@ -76,13 +74,13 @@ func parseCmdShim(content string) (string, bool) {
 func resolveCmdShim(shim string, lookPath func(string) (string, error)) (Command, error) {
 	data, err := os.ReadFile(shim)
 	if err != nil {
-		return Command{}, &Error{Kind: KindNotFound, ExitCode: -1, Reason: fmt.Sprintf("cannot read the gemini shim %s: %v", shim, err)}
+		return Command{}, notFoundError(fmt.Sprintf("cannot read the gemini shim %s: %v. %s", shim, err, InstallHelp), err)
 	}
 	rel, ok := parseCmdShim(string(data))
 	if !ok {
-		return Command{}, &Error{Kind: KindNotFound, ExitCode: -1, Reason: fmt.Sprintf(
+		return Command{}, notFoundError(fmt.Sprintf(
 			"%s is a batch file but not an npm shim this server understands, and running it through cmd.exe would not pass prompts safely. "+
-				"Install the CLI with npm (npm install -g @google/gemini-cli), whose gemini.cmd shim this server reads", shim)}
+				"Install the CLI with npm (npm install -g @google/gemini-cli), whose gemini.cmd shim this server reads", shim), nil)
 	}
 	dir := filepath.Dir(shim)
 	script := filepath.Join(dir, filepath.FromSlash(strings.ReplaceAll(rel, `\`, "/")))
@@ -90,8 +88,8 @@ func resolveCmdShim(shim string, lookPath func(string) (string, error)) (Command
 	if _, err := os.Stat(node); err != nil {
 		node, err = lookPath("node")
 		if err != nil {
-			return Command{}, &Error{Kind: KindNotFound, ExitCode: -1, Reason: fmt.Sprintf(
-				"the gemini shim %s needs node, which was not found in PATH: %v", shim, err)}
+			return Command{}, notFoundError(fmt.Sprintf(
+				"the gemini shim %s needs node, which was not found in PATH: %v. Install Node.js 20 or newer", shim, err), err)
 		}
 	}
 	return Command{Path: node, Args: []string{script}}, nil

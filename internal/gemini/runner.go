@@ -173,7 +173,7 @@ func (r *Runner) Run(ctx context.Context, c Call) (*Result, error) {
 	}
 	release, err := r.slots.Acquire(ctx, queued)
 	if err != nil {
-		return nil, &Error{Kind: KindCancelled, ExitCode: -1, Reason: "the call was cancelled while waiting for a free gemini slot (--max-concurrent)"}
+		return nil, cancelledError("the call was cancelled while waiting for a free gemini slot (--max-concurrent)", err)
 	}
 	defer release()
 	if c.Observer != nil {
@@ -212,12 +212,12 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, 
 		// included.
 		dir, err := os.MkdirTemp("", "gemini-mcp-")
 		if err != nil {
-			return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "cannot create a temporary directory for the system prompt: " + err.Error()}
+			return nil, startError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
 		}
 		defer os.RemoveAll(dir)
 		path := filepath.Join(dir, "SYSTEM.md")
 		if err := os.WriteFile(path, []byte(c.SystemPrompt), 0o600); err != nil {
-			return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: "cannot write the system prompt file: " + err.Error()}
+			return nil, startError("cannot write the system prompt file: "+err.Error(), err)
 		}
 		env = setEnv(env, "GEMINI_SYSTEM_MD", path)
 	}
@@ -315,10 +315,12 @@ type execResult struct {
 	stdout    []byte
 	stderr    string
 	exit      int
+	signal    string // the signal that ended the process ("SIGKILL"), or ""
 	startErr  error
 	timedOut  bool
 	overflow  bool
 	cancelled bool
+	ctxErr    error // the caller's context error, when cancelled
 	elapsed   time.Duration
 }
 
@@ -356,7 +358,7 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 	// The CLI re-spawns itself; whatever of its process group outlived it
 	// goes now.
 	_ = killGroup(cmd.Process)
-	res := execResult{stdout: stdout.Bytes(), stderr: stderr.String(), elapsed: time.Since(start), exit: cmd.ProcessState.ExitCode()}
+	res := execResult{stdout: stdout.Bytes(), stderr: stderr.String(), elapsed: time.Since(start), exit: cmd.ProcessState.ExitCode(), signal: exitSignal(cmd.ProcessState)}
 	var ee *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &ee) && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		r.log.Debug("waiting for gemini", "err", waitErr)
@@ -367,7 +369,7 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 	case errors.Is(cause, errTimeout):
 		res.timedOut = true
 	case ctx.Err() != nil:
-		res.cancelled = true
+		res.cancelled, res.ctxErr = true, ctx.Err()
 	}
 	r.log.Debug("gemini finished", "exit", res.exit, "elapsed", res.elapsed, "stdoutBytes", len(res.stdout))
 	return res
@@ -377,41 +379,37 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 // *Error.
 func (r *Runner) interpret(res execResult, c Call) (Output, error) {
 	tail := strings.TrimSpace(lastBytes(res.stderr, stderrShow))
-	fail := func(kind Kind, reason string) (Output, error) {
-		return Output{}, &Error{Kind: kind, Reason: reason, ExitCode: res.exit, Stderr: tail, Ran: res.startErr == nil}
-	}
 	switch {
 	case res.startErr != nil:
 		if errors.Is(res.startErr, exec.ErrNotFound) || errors.Is(res.startErr, os.ErrNotExist) {
-			return fail(KindNotFound, fmt.Sprintf("the gemini CLI could not be started: %v. %s", res.startErr, InstallHelp))
+			return Output{}, notFoundError(fmt.Sprintf("the gemini CLI could not be started: %v. %s", res.startErr, InstallHelp), res.startErr)
 		}
-		return fail(KindStart, fmt.Sprintf("the gemini CLI could not be started in %s: %v", c.Dir, res.startErr))
+		return Output{}, startError(fmt.Sprintf("the gemini CLI could not be started in %s: %v", c.Dir, res.startErr), res.startErr)
 	case res.overflow:
-		return fail(KindOutputTooBig, fmt.Sprintf("gemini's output passed the %d-byte limit and the call was stopped", r.opts.MaxOutputBytes))
+		return Output{}, outputTooBigError(r.opts.MaxOutputBytes).ran(tail)
 	case res.timedOut:
-		return fail(KindTimeout, fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped", seconds(r.opts.Timeout)))
+		return Output{}, callTimeoutError(r.opts.Timeout).ran(tail)
 	case res.cancelled:
-		return fail(KindCancelled, "the call was cancelled before gemini finished, and gemini was stopped")
-	}
-	if res.exit != 0 {
+		return Output{}, cancelledError("the call was cancelled before gemini finished, and gemini was stopped", res.ctxErr).ran(tail)
+	case res.signal != "":
+		return Output{}, killedError(res.signal).ran(tail)
+	case res.exit != 0:
 		var errOut *Output
 		if o, err := ParseOutput([]byte(res.stderr)); err == nil {
 			errOut = &o
 		}
-		e := classify(res.exit, errOut, tail, c.Resume, c.Dir)
-		return Output{}, e
+		return Output{}, classify(res.exit, errOut, tail, c.Resume, c.Dir)
 	}
 	out, err := ParseOutput(res.stdout)
 	if err != nil {
-		return fail(KindBadOutput, fmt.Sprintf("gemini exited 0 but did not print the expected JSON (stdout began: %q)", clip(strings.TrimSpace(string(res.stdout)), 200)))
+		return Output{}, badOutputError(fmt.Sprintf("gemini exited 0 but did not print the expected JSON (stdout began: %q). "+
+			"Check that --gemini points at the Gemini CLI, and update it", clip(strings.TrimSpace(string(res.stdout)), 200))).ran(tail).exited(0)
 	}
 	if out.Error != nil {
-		e := classify(1, &out, tail, c.Resume, c.Dir)
-		e.ExitCode = 0
-		return Output{}, e
+		return Output{}, classify(0, &out, tail, c.Resume, c.Dir)
 	}
 	if out.Response == nil || strings.TrimSpace(*out.Response) == "" {
-		return fail(KindEmpty, "gemini returned an empty answer (the model produced no text; its loop detector also blanks answers that repeat themselves)")
+		return Output{}, emptyError().ran(tail).exited(0)
 	}
 	return out, nil
 }
@@ -515,13 +513,17 @@ func (r *Runner) interpretPlain(res execResult, what string) ([]byte, error) {
 	tail := strings.TrimSpace(lastBytes(res.stderr, stderrShow))
 	switch {
 	case res.startErr != nil:
-		return nil, &Error{Kind: KindStart, ExitCode: -1, Reason: fmt.Sprintf("gemini %s could not be started: %v", what, res.startErr)}
+		return nil, startError(fmt.Sprintf("gemini %s could not be started: %v", what, res.startErr), res.startErr)
 	case res.timedOut:
-		return nil, &Error{Kind: KindTimeout, ExitCode: res.exit, Ran: true, Stderr: tail, Reason: fmt.Sprintf("gemini %s timed out", what)}
+		return nil, timeoutError(fmt.Sprintf("gemini %s timed out", what)).ran(tail)
 	case res.cancelled:
-		return nil, &Error{Kind: KindCancelled, ExitCode: res.exit, Ran: true, Stderr: tail, Reason: fmt.Sprintf("gemini %s was cancelled", what)}
+		return nil, cancelledError(fmt.Sprintf("gemini %s was cancelled", what), res.ctxErr).ran(tail)
+	case res.signal != "":
+		e := killedError(res.signal).ran(tail)
+		e.Reason = fmt.Sprintf("gemini %s: %s", what, e.Reason)
+		return nil, e
 	case res.exit != 0:
-		return nil, &Error{Kind: KindFailed, ExitCode: res.exit, Ran: true, Stderr: tail, Reason: fmt.Sprintf("gemini %s exited %d: %s", what, res.exit, cliMessage(nil, tail))}
+		return nil, failedError(fmt.Sprintf("gemini %s exited %d: %s", what, res.exit, cliMessage(nil, tail)), nil).ran(tail).exited(res.exit)
 	}
 	return res.stdout, nil
 }

@@ -55,7 +55,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 				t.Fatal("Run did not return after cancel")
 			}
 			var e *Error
-			if !errors.As(err, &e) || e.Kind != KindCancelled {
+			if !errors.As(err, &e) || e.Kind != KindCancelled || !errors.Is(err, context.Canceled) || e.Exited {
 				t.Fatalf("got %v", err)
 			}
 			for time.Since(start) < 2*time.Second && (geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid)) {
@@ -72,7 +72,7 @@ func TestTimeoutStopsTheCall(t *testing.T) {
 	r, log := newTestRunner(t, Options{Timeout: 500 * time.Millisecond})
 	_, err := r.Run(context.Background(), Call{Prompt: "[[child]]", Dir: workDir(t)})
 	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindTimeout || !strings.Contains(e.Reason, "timed out after 0.5 s") {
+	if !errors.As(err, &e) || e.Kind != KindTimeout || !strings.Contains(e.Reason, "timed out after 0.5 s") || !errors.Is(err, context.DeadlineExceeded) || e.Exited {
 		t.Fatalf("got %v", err)
 	}
 	inv := waitForChild(t, log)
@@ -82,5 +82,19 @@ func TestTimeoutStopsTheCall(t *testing.T) {
 	}
 	if geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid) {
 		t.Fatal("processes outlived the timeout")
+	}
+}
+
+// TestKilledBySignal: a CLI killed by a signal is reported with the
+// signal's name, one-shot and warm, not as an exit code.
+func TestKilledBySignal(t *testing.T) {
+	cold, _ := newTestRunner(t, Options{})
+	warm, _, _ := newWarmRunner(t, Options{}, WarmOptions{})
+	for name, r := range map[string]*Runner{"one-shot": cold, "warm": warm} {
+		_, err := r.Run(ctxT(t), Call{Prompt: "[[signal:9]]", Dir: workDir(t)})
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != KindFailed || !strings.Contains(e.Reason, "killed by signal SIGKILL") || strings.Contains(e.Reason, "-1") || e.Exited {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

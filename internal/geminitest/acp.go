@@ -21,6 +21,11 @@ const (
 	// test can move the clock of processes that are already running, for example past the minute
 	// in which they created a session.
 	EnvNowOffsetFile = "FAKE_GEMINI_NOW_OFFSET_FILE"
+	// EnvNoAPIKey set to 1 makes the fake behave as the real CLI does without credentials: a
+	// one-shot run fails with exit code 41 as [[exit:41]] does; an --acp process starts and
+	// answers initialize, then answers every session/new with the JSON-RPC error
+	// {code: ACPAuthRequiredCode, message: ACPNoAPIKeyMessage}.
+	EnvNoAPIKey = "FAKE_GEMINI_NO_API_KEY"
 )
 
 // Values of the fake's --acp mode that tests compare against.
@@ -41,6 +46,10 @@ const (
 	// ACPModeUpdatePrefix starts the agent_message_chunk text that session/set_mode sends, before
 	// its answer, when it changes the mode: "[MODE_UPDATE] yolo".
 	ACPModeUpdatePrefix = "[MODE_UPDATE] "
+	// ACPAuthRequiredCode and ACPNoAPIKeyMessage are the error that the real CLI's session/new
+	// answers when it has no credentials (measured on 0.61.0 with no GEMINI_API_KEY).
+	ACPAuthRequiredCode = -32000
+	ACPNoAPIKeyMessage  = "Gemini API key is missing or not configured."
 )
 
 // AnswerWithPermission returns the text of a prompt with the [[permission]] directive: answer,

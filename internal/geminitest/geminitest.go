@@ -20,6 +20,8 @@
 //	[[child]]       start a child process in the same process group, then hang
 //	[[stdout:N]]    make the response exactly N bytes of varied text
 //	[[stderr:N]]    write N bytes of noise to stderr before the normal output
+//	[[signal:N]]    kill itself with signal N (9 is SIGKILL), after any [[sleep:MS]]; on Windows,
+//	                exit with code 1 (in --acp mode, while answering the prompt)
 //
 // Every invocation exits by itself with [ExitSelfTimeout] after [EnvSelfTimeout] (default
 // [DefaultSelfTimeout]), so a broken test cannot leave a process behind for long. When [EnvLog]
@@ -75,6 +77,8 @@
 //	[[chunks:N]]    stream the answer in N chunks of about equal length
 //	[[alloc:MB]]    allocate MB megabytes, touched, and keep them for the life of the process
 //	[[badjson]]     write a line that is not JSON on stdout before answering
+//	[[holdend]]     after streaming the answer, answer the prompt only once it is cancelled, and
+//	                then with {stopReason: "cancelled"} (the turn stays saved)
 package geminitest
 
 import (

@@ -58,6 +58,10 @@ func runACP(opts *options, inv invocation) error {
 		s.systemErr = fmt.Sprintf("Failed to initialize chat: missing system prompt file '%s'", path)
 	}
 	s.inv = inv
+	if os.Getenv(geminitest.EnvNoAPIKey) == "1" {
+		// The real CLI says so on stderr at start, and serves on.
+		fmt.Fprintln(os.Stderr, "Error authenticating: Error: "+failureFor(41).Message)
+	}
 	if err := writeLog(inv); err != nil {
 		return err
 	}

@@ -118,6 +118,9 @@ func (s *acpServer) prompt(a *acpSession, run *promptRun, sessionID, text string
 	if !sleep(run.ctx, wait) {
 		return cancelled, nil
 	}
+	if d.signal != 0 {
+		killSelf(d.signal)
+	}
 	if d.crash {
 		fmt.Fprintf(os.Stderr, "%s (pid %d)\n", crashLine, os.Getpid())
 		os.Exit(1)
@@ -157,7 +160,7 @@ func (s *acpServer) prompt(a *acpSession, run *promptRun, sessionID, text string
 	t.Tool = d.tool
 	a.data.Turns = append(a.data.Turns, t)
 	err := a.save()
-	if a.run == run {
+	if a.run == run && !d.holdEnd {
 		a.run = nil
 	}
 	a.mu.Unlock()
@@ -166,6 +169,10 @@ func (s *acpServer) prompt(a *acpSession, run *promptRun, sessionID, text string
 	}
 	for _, chunk := range splitChunks(answer, d.chunks) {
 		s.notify(sessionID, agentChunk(chunk))
+	}
+	if d.holdEnd {
+		<-run.ctx.Done()
+		return cancelled, nil
 	}
 	return endTurn(model), nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -85,6 +86,10 @@ func (s *acpServer) newSession(m rpcIncoming) {
 	}
 	if rerr := s.checkSessionParams(m.Params, &p, [2]string{"cwd", "string"}); rerr != nil {
 		s.respond(m.ID, nil, rerr)
+		return
+	}
+	if os.Getenv(geminitest.EnvNoAPIKey) == "1" {
+		s.respond(m.ID, nil, &rpcError{Code: geminitest.ACPAuthRequiredCode, Message: geminitest.ACPNoAPIKeyMessage})
 		return
 	}
 	st, err := openStore(p.Cwd)

@@ -619,3 +619,19 @@ func TestACPFlagAliases(t *testing.T) {
 		t.Errorf("--acp with an unknown flag exited %d, want 1", r.code)
 	}
 }
+
+// TestACPNoAPIKey: without credentials, as the real CLI, the process
+// starts and initializes, and session/new fails with the auth error.
+func TestACPNoAPIKey(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t).with(geminitest.EnvNoAPIKey + "=1")
+	p := s.startACP()
+	p.mustCall("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}, nil)
+	want := fmt.Sprintf(`"error":{"code":%d,"message":%q}`, geminitest.ACPAuthRequiredCode, geminitest.ACPNoAPIKeyMessage)
+	if r := p.call("session/new", map[string]any{"cwd": s.dir, "mcpServers": []any{}}); !strings.Contains(r.line, want) {
+		t.Errorf("session/new answered %s", r.line)
+	}
+	if r := s.run("-p", "hi", "--output-format", "json"); r.code != 41 {
+		t.Errorf("one-shot: exit %d", r.code)
+	}
+}

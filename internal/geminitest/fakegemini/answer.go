@@ -25,6 +25,9 @@ func answer(opts *options, req *request, inv invocation) error {
 		writeNoise(os.Stderr, d.stderrBytes)
 	}
 	time.Sleep(d.sleep)
+	if d.signal != 0 {
+		killSelf(d.signal)
+	}
 	if d.child {
 		if inv.ChildPid, err = startChild(); err != nil {
 			return err
@@ -40,6 +43,9 @@ func answer(opts *options, req *request, inv invocation) error {
 	out := printer{format: opts.outputFormat, sessionID: sess.ID, model: model}
 	if d.noSession {
 		out.sessionID = ""
+	}
+	if os.Getenv(geminitest.EnvNoAPIKey) == "1" {
+		d.exitCode = 41
 	}
 	if d.exitCode != 0 {
 		// A failed turn is not saved, so the session is as it was before this run.

@@ -25,17 +25,19 @@ type directives struct {
 	sleep       time.Duration
 	stdoutBytes int // -1 when absent
 	stderrBytes int
+	signal      int // 0 when absent
 
 	// The directives below only work in --acp mode.
 	tool       string // the tool name of [[tool:NAME]], "" when absent
 	permission bool
 	crash      bool
+	holdEnd    bool
 	chunks     int // 0 when absent
 	allocMB    int
 }
 
 // numericDirective matches the directives that carry a number.
-var numericDirective = regexp.MustCompile(`\[\[(exit|sleep|stdout|stderr|chunks|alloc):(\d+)\]\]`)
+var numericDirective = regexp.MustCompile(`\[\[(exit|sleep|stdout|stderr|chunks|alloc|signal):(\d+)\]\]`)
 
 // toolDirective matches [[tool:NAME]].
 var toolDirective = regexp.MustCompile(`\[\[tool:([A-Za-z0-9_.-]+)\]\]`)
@@ -53,6 +55,7 @@ func parseDirectives(prompt string) directives {
 		stdoutBytes: -1,
 		permission:  strings.Contains(prompt, "[[permission]]"),
 		crash:       strings.Contains(prompt, "[[crash]]"),
+		holdEnd:     strings.Contains(prompt, "[[holdend]]"),
 	}
 	if m := toolDirective.FindStringSubmatch(prompt); m != nil {
 		d.tool = m[1]
@@ -79,6 +82,8 @@ func parseDirectives(prompt string) directives {
 			d.chunks = n
 		case "alloc":
 			d.allocMB = n
+		case "signal":
+			d.signal = n
 		}
 	}
 	return d
