@@ -9,6 +9,9 @@
 //     Streamable HTTP and SSE;
 //   - the TypeScript SDK's client (@modelcontextprotocol/sdk), driven by
 //     tsclient/client.mjs, over the three transports, cancellation included;
+//   - mcp-go's client (github.com/mark3labs/mcp-go, in go.mod) in the modes
+//     that probe MCP 2026-07-28 and in its legacy mode, over the three
+//     transports, and mcp-remote (npm) bridging its stdio to /mcp;
 //   - the real Gemini CLI as an MCP client: `gemini mcp list`, and a model
 //     (the fake Gemini API, internal/geminitest/fakeapi) that calls this
 //     server's chat tool through the CLI.
