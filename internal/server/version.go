@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -47,11 +48,16 @@ const methodDiscover = "server/discover"
 // the same way, so a client sees one story everywhere.
 //
 // The SDK also accepts any supported MCP-Protocol-Version header on a
-// session, whatever the session negotiated; an older one unlocks JSON-RPC
-// batches on a session that negotiated a version without them. The gate
-// refuses a header that differs from the negotiated version, and gives a
-// request without the header the negotiated version, as the spec allows
-// when the server knows it.
+// session, whatever the session negotiated, and applies that version's
+// rules: an older one let JSON-RPC batches through on a session that
+// negotiated a version without them. The gate makes the negotiated version
+// govern every request of a session: a request without the header, or with
+// another supported version on a single message, is served at the
+// negotiated version (the spec lets a server rely on the version negotiated
+// at initialization, and the official conformance suite sends 2025-03-26 on
+// a 2025-11-25 session and expects an answer); a batch under another
+// version's header, or a 2026-07-28 header, is refused with a 400 that says
+// which version to send.
 type versionGate struct {
 	srv       *mcp.Server
 	stateless bool
@@ -127,21 +133,38 @@ func (g *versionGate) wrap(next http.Handler) http.Handler {
 			return
 		}
 		want, known := g.lookup(sid)
-		switch {
-		case !known:
-		case header == "":
+		if known && header != want {
+			if header != "" && (header >= ModernProtocolVersion || g.isBatch(r)) {
+				g.log.Warn("refused a request whose protocol version header differs from its session's", "header", header, "negotiated", want, "remote", r.RemoteAddr)
+				http.Error(w, fmt.Sprintf("MCP-Protocol-Version %q is not the version this session negotiated (%s), whose rules this request breaks: send %s, or initialize a new session to use another version",
+					header, want, want), http.StatusBadRequest)
+				return
+			}
+			// The session's version governs: the SDK then applies its
+			// rules (no batches from 2025-06-18 on) whatever the header.
 			r.Header.Set(headerProtocolVersion, want)
-		case header != want:
-			g.log.Warn("refused a request whose protocol version header differs from its session's", "header", header, "negotiated", want, "remote", r.RemoteAddr)
-			http.Error(w, fmt.Sprintf("MCP-Protocol-Version %q is not the version this session negotiated (%s): send %s, or initialize a new session to use another version",
-				header, want, want), http.StatusBadRequest)
-			return
 		}
 		next.ServeHTTP(w, r)
 		if r.Method == http.MethodDelete {
 			g.forget(sid)
 		}
 	})
+}
+
+// isBatch reports whether r's body is a JSON-RPC batch (an array), looking
+// at its first bytes only; the body stays intact for the SDK.
+func (g *versionGate) isBatch(r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return false
+	}
+	br := bufio.NewReaderSize(r.Body, 512)
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, r.Body}
+	head, _ := br.Peek(512)
+	trimmed := bytes.TrimLeft(head, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '['
 }
 
 // refuseDiscover answers a 2026-07-28 server/discover on stateful /mcp with

@@ -201,10 +201,11 @@ func TestProtocol2026Consistent(t *testing.T) {
 }
 
 // TestSessionVersionHeader checks that a session is held to the protocol
-// version its initialize negotiated: another MCP-Protocol-Version header
-// is refused with a clear 400, and a request without the header is taken
-// at the negotiated version (so an older version's JSON-RPC batches stay
-// refused on a session that negotiated a newer one).
+// version its initialize negotiated: a JSON-RPC batch under an older
+// version's MCP-Protocol-Version header (or none) is refused with a clear
+// 400, as is a 2026-07-28 header; a single request under another supported
+// version's header is served at the negotiated version, as the official
+// conformance suite expects.
 func TestSessionVersionHeader(t *testing.T) {
 	h := newHTTPHarness(t, HTTPOptions{})
 	open := func(version string) string {
@@ -225,35 +226,40 @@ func TestSessionVersionHeader(t *testing.T) {
 		return sid
 	}
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
-	batch := `[{"jsonrpc":"2.0","id":3,"method":"tools/list"},{"jsonrpc":"2.0","id":4,"method":"tools/list"}]`
-
-	sid := open("2025-11-25")
-	for _, tc := range []struct {
+	batch := ` [{"jsonrpc":"2.0","id":3,"method":"tools/list"},{"jsonrpc":"2.0","id":4,"method":"tools/list"}]`
+	type step struct {
 		header, body string
 		status       int
 		says         string
-	}{
-		{"2025-11-25", list, 200, `"tools"`},
-		{"2025-06-18", list, 400, `MCP-Protocol-Version "2025-06-18" is not the version this session negotiated (2025-11-25)`},
-		{"2025-03-26", batch, 400, `is not the version this session negotiated`},
-		{"", batch, 400, "batching is not supported"},
-		{"", list, 200, `"tools"`},
-	} {
-		hdr := map[string]string{"Mcp-Session-Id": sid}
-		if tc.header != "" {
-			hdr["MCP-Protocol-Version"] = tc.header
-		}
-		status, body, _ := postMCP(t, h.url, hdr, tc.body)
-		if status != tc.status || !strings.Contains(body, tc.says) {
-			t.Errorf("header %q, body %.30s: %d %.200q; want %d and %q", tc.header, tc.body, status, body, tc.status, tc.says)
+	}
+	check := func(sid string, steps []step) {
+		t.Helper()
+		for _, tc := range steps {
+			hdr := map[string]string{"Mcp-Session-Id": sid}
+			if tc.header != "" {
+				hdr["MCP-Protocol-Version"] = tc.header
+			}
+			status, body, _ := postMCP(t, h.url, hdr, tc.body)
+			if status != tc.status || !strings.Contains(body, tc.says) {
+				t.Errorf("header %q, body %.30s: %d %.200q; want %d and %q", tc.header, tc.body, status, body, tc.status, tc.says)
+			}
 		}
 	}
 
-	// A 2025-03-26 client sends no header and may batch.
-	old := open("2025-03-26")
-	if status, body, _ := postMCP(t, h.url, map[string]string{"Mcp-Session-Id": old}, batch); status != 200 || strings.Count(body, `"tools"`) != 2 {
-		t.Errorf("2025-03-26 batch: %d %s", status, body)
-	}
+	check(open("2025-11-25"), []step{
+		{"2025-11-25", list, 200, `"tools"`},
+		{"2025-03-26", batch, 400, `MCP-Protocol-Version "2025-03-26" is not the version this session negotiated (2025-11-25)`},
+		{"", batch, 400, "batching is not supported"},
+		{ModernProtocolVersion, list, 400, `MCP-Protocol-Version "2026-07-28" is not the version this session negotiated`},
+		{"2025-03-26", list, 200, `"tools"`},
+		{"", list, 200, `"tools"`},
+	})
+	// A 2025-03-26 client sends no header and may batch, but not under a
+	// newer version's header.
+	check(open("2025-03-26"), []step{
+		{"", batch, 200, `"id":4`},
+		{"2025-11-25", batch, 400, `is not the version this session negotiated (2025-03-26)`},
+	})
 	if n := len(h.invocations()); n != 0 {
 		t.Fatalf("refused requests reached the CLI %d times", n)
 	}
