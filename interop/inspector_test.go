@@ -156,7 +156,7 @@ func checkInspector(t *testing.T, tl npmTools, s *server, target []string, token
 	if !slices.Equal(names, []string{"chat", "chat-page", "chat-reply"}) {
 		t.Errorf("tools/list: tools %v, want chat, chat-page, chat-reply", names)
 	}
-	checkStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
+	geminitest.CheckStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
 
 	marker := "inspector " + t.Name()
 	prompt := marker + " says hello"
@@ -170,7 +170,7 @@ func checkInspector(t *testing.T, tl npmTools, s *server, target []string, token
 	if id, _ := r.result.Meta["sessionId"].(string); !uuidRE.MatchString(id) {
 		t.Errorf("tools/call chat: _meta %v has no sessionId UUID", r.result.Meta)
 	}
-	checkStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
+	geminitest.CheckStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
 
 	r = inspect(t, tl, env, target, append(auth, "--method", "tools/call", "--tool-name", "chat", "--tool-arg", "prompt="+marker+" fails [[exit:41]]")...)
 	if r.code != inspectorToolError || r.errCode != "tool_is_error" {
@@ -179,7 +179,7 @@ func checkInspector(t *testing.T, tl npmTools, s *server, target []string, token
 	if !r.result.IsError || len(r.result.Content) != 1 || !strings.HasPrefix(r.result.Content[0].Text, "Error executing gemini: authentication failed (exit 41)") {
 		t.Errorf("failing tools/call: %+v", r.result)
 	}
-	checkStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
+	geminitest.CheckStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
 
 	// The server ran the CLI once per call, and reaped it.
 	var invs []geminitest.Invocation

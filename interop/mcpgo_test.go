@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,18 +173,27 @@ func mcpgoSession(t *testing.T, c *mcpclient.Client, version, want, marker strin
 	}
 }
 
-// stderrSink logs a stdio server's stderr lines in the test's log and fails
-// the test on a race report or a panic.
+// stderrSink keeps a stdio process's stderr and fails the test on a race
+// report, a panic or a leaked exec.Cmd in it, as soon as one shows.
 type stderrSink struct {
-	t   *testing.T
-	buf geminitest.LockedBuffer
+	t        *testing.T
+	buf      geminitest.LockedBuffer
+	mu       sync.Mutex
+	reported map[string]bool
 }
 
 func (s *stderrSink) Write(p []byte) (int, error) {
 	s.buf.Write(p)
-	for _, bad := range []string{"DATA RACE", "panic:", "leaked exec.Cmd", "fatal error:"} {
-		if strings.Contains(string(p), bad) {
-			s.t.Errorf("stdio server stderr contains %q", bad)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// The whole text, so that a marker split across writes is found too.
+	for _, bad := range geminitest.Suspicious(s.buf.String()) {
+		if !s.reported[bad] {
+			if s.reported == nil {
+				s.reported = map[string]bool{}
+			}
+			s.reported[bad] = true
+			s.t.Errorf("stdio process stderr contains %q", bad)
 		}
 	}
 	return len(p), nil
