@@ -128,7 +128,7 @@ func newInProcess(b *testing.B, warm bool) *inProcess {
 	}
 	opts := gemini.Options{
 		Gemini:  fakeGemini,
-		Env:     []string{geminitest.EnvHome + "=" + h.fakeHome, geminitest.EnvSelfTimeout + "=60s"},
+		Env:     geminitest.FakeEnv(h.fakeHome, "", time.Minute),
 		Timeout: time.Minute,
 	}
 	if warm {
@@ -194,7 +194,7 @@ func BenchmarkBareExec(b *testing.B) {
 		b.Fatal(err)
 	}
 	home := filepath.Join(dir, "fakehome")
-	env := append(os.Environ(), geminitest.EnvHome+"="+home, geminitest.EnvSelfTimeout+"=60s")
+	env := append(os.Environ(), geminitest.FakeEnv(home, "", time.Minute)...)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		resetFakeEvery(b, i, 100, home)

@@ -65,10 +65,8 @@ func (sb *sandbox) env(extra []string) []string {
 		"HOME=" + sb.home,
 		"TMPDIR=" + sb.tmp,
 		"LANG=C.UTF-8",
-		geminitest.EnvHome + "=" + sb.fakeHome,
-		geminitest.EnvLog + "=" + sb.fakeLog,
-		geminitest.EnvSelfTimeout + "=5m",
 	}
+	base = append(base, geminitest.FakeEnv(sb.fakeHome, sb.fakeLog, 5*time.Minute)...)
 	base = append(base, sb.extraEnv...)
 	for _, kv := range extra {
 		base = append(base, os.Expand(kv, func(k string) string {

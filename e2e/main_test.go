@@ -22,7 +22,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -51,30 +50,20 @@ func testMain(m *testing.M) int {
 		flag.Set("test.parallel", "8")
 	}
 	if os.Getenv(fakeapi.EnvGemini) != "" {
-		dir, err := os.MkdirTemp("", "gmcp-e2e-bin-")
+		bin, cleanup, err := geminitest.BuildTestServer("e2e")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
-		serverBin = filepath.Join(dir, "gemini-mcp-server")
-		if err := buildServer(serverBin); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e:", err)
-			return 1
-		}
+		defer cleanup()
+		serverBin = bin
 	}
 	return m.Run()
 }
 
-// buildServer builds the server into bin, with -race when the tests have it.
-func buildServer(bin string) error {
-	start := time.Now()
-	if err := geminitest.BuildServer(bin, raceEnabled); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "%s: built the server (race=%v) in %v\n", "e2e", raceEnabled, time.Since(start).Round(time.Millisecond))
-	return nil
-}
+// raceEnabled reports whether the tests run under the race detector; the
+// server binary is then built with -race too.
+const raceEnabled = geminitest.RaceEnabled
 
 // harness is one server process with its own fake API, CLI home, state
 // directory and TMPDIR, and an MCP client session to it.
@@ -149,11 +138,7 @@ func (h *harness) shutdown(t *testing.T) {
 	if d := time.Since(start); d > 4*time.Second {
 		t.Errorf("server took %v to exit after stdin closed", d)
 	}
-	for _, bad := range []string{"DATA RACE", "panic:", "leaked exec.Cmd", "fatal error:"} {
-		if strings.Contains(h.stderr.String(), bad) {
-			t.Errorf("server stderr contains %q", bad)
-		}
-	}
+	geminitest.CheckStderr(t, "server", h.stderr.String())
 }
 
 // call calls a tool and fails the test on a protocol error.

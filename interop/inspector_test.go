@@ -157,7 +157,7 @@ func checkInspector(t *testing.T, tl npmTools, s *server, target []string, token
 	if !slices.Equal(names, []string{"chat", "chat-page", "chat-reply"}) {
 		t.Errorf("tools/list: tools %v, want chat, chat-page, chat-reply", names)
 	}
-	checkStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
+	geminitest.CheckStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
 
 	marker := "inspector " + t.Name()
 	prompt := marker + " says hello"
@@ -173,7 +173,7 @@ func checkInspector(t *testing.T, tl npmTools, s *server, target []string, token
 		r.result.Content[1].Text != servertools.SessionNote(id) {
 		t.Errorf("tools/call chat: %+v\nwant the text %q and the session's note", r.result, wantAnswer(prompt))
 	}
-	checkStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
+	geminitest.CheckStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
 
 	r = inspect(t, tl, env, target, append(auth, "--method", "tools/call", "--tool-name", "chat", "--tool-arg", "prompt="+marker+" fails [[exit:41]]")...)
 	if r.code != inspectorToolError || r.errCode != "tool_is_error" {
@@ -182,7 +182,7 @@ func checkInspector(t *testing.T, tl npmTools, s *server, target []string, token
 	if !r.result.IsError || len(r.result.Content) != 1 || !strings.HasPrefix(r.result.Content[0].Text, "Error executing gemini: authentication failed (exit 41)") {
 		t.Errorf("failing tools/call: %+v", r.result)
 	}
-	checkStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
+	geminitest.CheckStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
 
 	// The server ran the CLI once per call, and reaped it.
 	var invs []geminitest.Invocation

@@ -9,6 +9,9 @@
 //     Streamable HTTP and SSE;
 //   - the TypeScript SDK's client (@modelcontextprotocol/sdk), driven by
 //     tsclient/client.mjs, over the three transports, cancellation included;
+//   - mcp-go's client (github.com/mark3labs/mcp-go, in go.mod) in the modes
+//     that probe MCP 2026-07-28 and in its legacy mode, over the three
+//     transports, and mcp-remote (npm) bridging its stdio to /mcp;
 //   - the real Gemini CLI as an MCP client: `gemini mcp list`, and a model
 //     (the fake Gemini API, internal/geminitest/fakeapi) that calls this
 //     server's chat tool through the CLI.
@@ -72,17 +75,13 @@ func testMain(m *testing.M) int {
 	if os.Getenv(EnvDir) == "" && os.Getenv(fakeapi.EnvGemini) == "" {
 		return m.Run() // every test skips (or fails, when required)
 	}
-	dir, err := os.MkdirTemp("", "gmcp-interop-bin-")
+	bin, cleanupServer, err := geminitest.BuildTestServer("interop")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "interop:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	serverBin = filepath.Join(dir, "gemini-mcp-server")
-	if err := buildServer(serverBin); err != nil {
-		fmt.Fprintln(os.Stderr, "interop:", err)
-		return 1
-	}
+	defer cleanupServer()
+	serverBin = bin
 	fake, cleanup, err := geminitest.BuildFake()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "interop:", err)
@@ -91,16 +90,6 @@ func testMain(m *testing.M) int {
 	defer cleanup()
 	fakeGemini = fake
 	return m.Run()
-}
-
-// buildServer builds the server into bin, with -race when the tests have it.
-func buildServer(bin string) error {
-	start := time.Now()
-	if err := geminitest.BuildServer(bin, raceEnabled); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "%s: built the server (race=%v) in %v\n", "interop", raceEnabled, time.Since(start).Round(time.Millisecond))
-	return nil
 }
 
 // required reports whether a missing tool must fail the test rather than
@@ -259,15 +248,16 @@ func newServer(t *testing.T, o serverOpts) *server {
 	s := &server{stateDir: t.TempDir(), cwd: t.TempDir(), fakeHome: t.TempDir(), http: o.http, stateless: o.stateless}
 	s.fakeLog = filepath.Join(t.TempDir(), "fake-gemini.jsonl")
 	s.env = map[string]string{
-		geminitest.EnvHome:        s.fakeHome,
-		geminitest.EnvLog:         s.fakeLog,
-		geminitest.EnvSelfTimeout: "60s",
 		// GODEBUG=execwait=2 makes the server report an exec.Cmd it never waited for.
 		"GODEBUG": "execwait=2",
 		// One CLI process per call, so that the tests can check that a
 		// cancelled call's process is gone (a warm process serves on after
 		// a cancel; the e2e suite covers that backend).
 		"GEMINI_MCP_BACKEND": "oneshot",
+	}
+	for _, kv := range geminitest.FakeEnv(s.fakeHome, s.fakeLog, time.Minute) {
+		k, v, _ := strings.Cut(kv, "=")
+		s.env[k] = v
 	}
 	if len(o.tokens) > 0 {
 		s.env["GEMINI_MCP_TOKENS"] = strings.Join(o.tokens, ",")
@@ -392,20 +382,9 @@ func (s *server) doStop(t *testing.T) {
 	if err != nil {
 		t.Errorf("the HTTP server exited with %v", err)
 	}
-	checkStderr(t, "server", s.stderr.String())
+	geminitest.CheckStderr(t, "server", s.stderr.String())
 	if t.Failed() {
 		t.Logf("server stderr:\n%s", s.stderr)
-	}
-}
-
-// checkStderr fails the test when a server's stderr shows a race, a panic
-// or a started process that was never waited for.
-func checkStderr(t *testing.T, what, stderr string) {
-	t.Helper()
-	for _, bad := range []string{"DATA RACE", "panic:", "leaked exec.Cmd", "fatal error:"} {
-		if strings.Contains(stderr, bad) {
-			t.Errorf("%s stderr contains %q", what, bad)
-		}
 	}
 }
 

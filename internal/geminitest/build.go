@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FakePackage is the import path of the fake Gemini CLI's main package.
@@ -83,4 +84,27 @@ func BuildServer(bin string, race bool, flags ...string) error {
 		return fmt.Errorf("building the server: go %s: %w\n%s", strings.Join(args, " "), err, out.Bytes())
 	}
 	return nil
+}
+
+// BuildTestServer builds the server into a new temporary directory for a
+// suite's TestMain, with the race detector when the suite runs under it
+// ([RaceEnabled]), and says on stderr how long that took (suite names the
+// suite there). cleanup removes the directory.
+func BuildTestServer(suite string) (bin string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "gmcp-"+suite+"-bin-")
+	if err != nil {
+		return "", nil, fmt.Errorf("building the server: %w", err)
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	bin = filepath.Join(dir, "gemini-mcp-server")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	start := time.Now()
+	if err := BuildServer(bin, RaceEnabled); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	fmt.Fprintf(os.Stderr, "%s: built the server (race=%v) in %v\n", suite, RaceEnabled, time.Since(start).Round(time.Millisecond))
+	return bin, cleanup, nil
 }

@@ -3,7 +3,10 @@
 //
 // The fake lives in the fakegemini sub-directory. It is a real executable, so the argv, the
 // environment, stdin, the exit code and the timing that a wrapper sees are real too. Build it once
-// per test binary with [RunWithFake] from TestMain, or with [BuildFake].
+// per test binary with [RunWithFake] from TestMain, or with [BuildFake]. Every suite that runs it
+// gives it its environment with [FakeEnv], builds the server with [BuildTestServer] (under -race
+// when the suite runs under it, see [RaceEnabled]), checks a server's stderr with [CheckStderr],
+// and asks whether a process still runs with [Alive].
 //
 // The fake mirrors @google/gemini-cli 0.61.0 in headless mode: the flags, the plain-text and JSON
 // output formats, sessions keyed by the exact working directory, exit codes and the noise on

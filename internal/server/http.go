@@ -120,13 +120,14 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	if o.Requests != nil {
 		mcpHandler = o.Requests.wrap(streamable)
 	}
-	mux.Handle(PathMCP, guard.wrap(mcpHandler))
+	versions := newVersionGate(srv, o)
+	mux.Handle(PathMCP, guard.wrap(versions.wrap(mcpHandler)))
 	if o.Stateless {
 		mux.HandleFunc(PathSSE, func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "the SSE transport needs sessions and is off in stateless mode; use "+PathMCP, http.StatusNotFound)
 		})
 	} else {
-		mux.Handle(PathSSE, guard.wrap(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: o.MaxBodyBytes})))
+		mux.Handle(PathSSE, guard.wrap(versions.wrapSSE(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: o.MaxBodyBytes}))))
 	}
 	mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -81,11 +81,7 @@ func newHarness(t *testing.T, opts ...options) *harness {
 	if h.opts.timeout == 0 {
 		h.opts.timeout = 20 * time.Second
 	}
-	h.env = []string{
-		geminitest.EnvHome + "=" + filepath.Join(dir, "fakehome"),
-		geminitest.EnvLog + "=" + h.log,
-		geminitest.EnvSelfTimeout + "=30s",
-	}
+	h.env = geminitest.FakeEnv(filepath.Join(dir, "fakehome"), h.log, 30*time.Second)
 	if !h.opts.noConnect {
 		h.connect()
 	}

@@ -7,9 +7,9 @@ import (
 )
 
 // Alive reports whether pid is a running process; a zombie (ended, not yet
-// reaped by its parent) does not count. It reads /proc, so it can tell only
-// on Linux; elsewhere it reports false, and tests that rely on it should run
-// on Linux only.
+// reaped by its parent) does not count. On Linux it reads /proc/PID/stat;
+// elsewhere it asks the system whether the process exists (on other Unix
+// systems a zombie then counts as running, see proc_unix.go).
 func Alive(pid int) bool {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
