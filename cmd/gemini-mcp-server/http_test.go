@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -97,6 +98,20 @@ func TestHTTPBinary(t *testing.T) {
 		t.Fatalf("chat: %v %+v", err, res)
 	}
 	cs.Close()
+	// A connection that never carries a request, as HTTP clients keep
+	// spare ones, must not hold the shutdown. The listener accepts in
+	// order, so once a later connection is answered this one is accepted.
+	spare, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spare.Close()
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	if resp, err := fresh.Get("http://" + addr + "/healthz"); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
 	start := time.Now()
 	if err := stop(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v", err)

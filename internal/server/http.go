@@ -243,8 +243,10 @@ func CheckBind(addr string, tokens []string, allowInsecure bool) error {
 // (their contexts derive from base, which the caller cancels to stop
 // streams and tool calls).
 func ServeHTTP(ctx context.Context, base context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger) error {
+	var fresh freshConns
 	hs := &http.Server{
 		Handler:           h,
+		ConnState:         fresh.track,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -260,6 +262,7 @@ func ServeHTTP(ctx context.Context, base context.Context, ln net.Listener, h htt
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
+	fresh.closeAll()
 	err := hs.Shutdown(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = hs.Close()
