@@ -41,6 +41,9 @@ type HTTPOptions struct {
 	// Requests, when set, records each /mcp request's context so that a
 	// call ends when its HTTP request does (see RequestContexts).
 	Requests *RequestContexts
+	// Inflight, when set, counts the calls and requests that shutdown
+	// waits for (see ServeHTTP).
+	Inflight *Inflight
 	Log      *slog.Logger
 }
 
@@ -119,13 +122,16 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	if o.Requests != nil {
 		mcpHandler = o.Requests.wrap(streamable)
 	}
-	mux.Handle(PathMCP, guard.wrap(mcpHandler))
+	if o.Inflight != nil {
+		srv.AddReceivingMiddleware(o.Inflight.middleware)
+	}
+	mux.Handle(PathMCP, guard.wrap(o.Inflight.wrapHTTP(mcpHandler)))
 	if o.Stateless {
 		mux.HandleFunc(PathSSE, func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "the SSE transport needs sessions and is off in stateless mode; use "+PathMCP, http.StatusNotFound)
 		})
 	} else {
-		mux.Handle(PathSSE, guard.wrap(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: o.MaxBodyBytes})))
+		mux.Handle(PathSSE, guard.wrap(o.Inflight.wrapHTTP(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: o.MaxBodyBytes}))))
 	}
 	mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -238,11 +244,33 @@ func CheckBind(addr string, tokens []string, allowInsecure bool) error {
 		"Set bearer tokens (GEMINI_MCP_TOKENS or --token-file), bind 127.0.0.1, or pass --allow-insecure-remote", addr, host)
 }
 
-// ServeHTTP serves h on ln until ctx ends, then shuts down: new
-// connections are refused, and requests in flight get up to grace to end
-// (their contexts derive from base, which the caller cancels to stop
-// streams and tool calls).
-func ServeHTTP(ctx context.Context, base context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger) error {
+// ServeOptions configures ServeHTTP.
+type ServeOptions struct {
+	// Grace bounds the whole shutdown; what still runs then is cut.
+	Grace time.Duration
+	// EndCalls cancels the tool calls in flight (each then answers its
+	// client that it was cancelled). ServeHTTP calls it when ctx ends.
+	EndCalls func()
+	// Inflight is what shutdown waits for before it ends the remaining
+	// streams; the handler must count into it (HTTPOptions.Inflight).
+	Inflight *Inflight
+	Log      *slog.Logger
+}
+
+// ServeHTTP serves h on ln until ctx ends, then shuts down within
+// o.Grace: it refuses new connections, cancels the calls in flight and
+// waits for their handlers to return (their CLIs reaped, their temp files
+// removed) and for the requests carrying their answers to end, so that
+// every client gets an answer. Only then does it end the requests' base
+// context, which stops the long-lived streams (GET /mcp, /sse), and wait
+// for the connections to close. Until then requests keep a context of
+// their own: ending them with ctx would drop the answers.
+func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, o ServeOptions) error {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	base, endStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer endStreams()
 	var fresh freshConns
 	hs := &http.Server{
 		Handler:           h,
@@ -251,7 +279,7 @@ func ServeHTTP(ctx context.Context, base context.Context, ln net.Listener, h htt
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(o.Log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -260,10 +288,21 @@ func ServeHTTP(ctx context.Context, base context.Context, ln net.Listener, h htt
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	sctx, cancel := context.WithTimeout(context.Background(), o.Grace)
 	defer cancel()
 	fresh.closeAll()
-	err := hs.Shutdown(sctx)
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(sctx) }()
+	if o.EndCalls != nil {
+		o.EndCalls()
+	}
+	if o.Inflight != nil {
+		if err := o.Inflight.Wait(sctx); err != nil {
+			o.Log.Warn("calls still running at the end of the shutdown grace; stopping anyway", "grace", o.Grace)
+		}
+	}
+	endStreams()
+	err := <-shut
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = hs.Close()
 	}

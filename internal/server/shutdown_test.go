@@ -62,7 +62,7 @@ func TestShutdownClosesUnusedConnections(t *testing.T) {
 		ctx, stop := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() {
-			errc <- ServeHTTP(ctx, ctx, ln, http.NotFoundHandler(), time.Minute, slog.New(slog.DiscardHandler))
+			errc <- ServeHTTP(ctx, ln, http.NotFoundHandler(), ServeOptions{Grace: time.Minute, Log: slog.New(slog.DiscardHandler)})
 		}()
 		c := ln.dial()
 		defer c.Close()
