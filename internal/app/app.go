@@ -244,7 +244,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	inflight := server.NewInflight()
 	srv := server.New(version, deps, log)
 	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins, Requests: requests, Inflight: inflight,
-		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), Log: log,
+		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyReadTimeout: cfg.BodyReadTimeout, Log: log,
 		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Timeout)})
 	ln, err := net.Listen("tcp", cfg.HTTP)
 	if err != nil {

@@ -53,6 +53,7 @@ type Config struct {
 	Stateless           bool
 	AllowInsecureRemote bool
 	MaxBodyBytes        int
+	BodyReadTimeout     time.Duration
 }
 
 // Defaults.
@@ -187,6 +188,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	boolean(&c.Stateless, "stateless", "GEMINI_MCP_STATELESS", "serve Streamable HTTP without sessions, for several replicas behind a load balancer (SSE is then off)")
 	boolean(&c.AllowInsecureRemote, "allow-insecure-remote", "GEMINI_MCP_ALLOW_INSECURE_REMOTE", "allow --http on a non-loopback address without tokens")
 	size(&c.MaxBodyBytes, "max-body-bytes", "GEMINI_MCP_MAX_BODY_BYTES", 0, "largest HTTP request body (default: 4 MiB, or more to fit --max-prompt-bytes)")
+	duration(&c.BodyReadTimeout, "body-read-timeout", "GEMINI_MCP_BODY_READ_TIMEOUT", 30*time.Second, "HTTP: a request body must arrive within this time once its headers are accepted, else 408 and the connection is closed")
 	level := "info"
 	if v, ok := env("GEMINI_MCP_LOG_LEVEL"); ok {
 		level = v
@@ -238,6 +240,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxPromptBytes <= 0 || c.MaxOutputBytes <= 0 || c.MaxAnswerBytes < 1000 {
 		return errors.New("--max-prompt-bytes and --max-output-bytes must be positive, --max-answer-bytes at least 1000")
+	}
+	if c.BodyReadTimeout <= 0 {
+		return errors.New("--body-read-timeout must be positive, e.g. 30s")
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = max(4<<20, 2*c.MaxPromptBytes+64<<10)

@@ -34,6 +34,9 @@ type HTTPOptions struct {
 	// stream, is then off.
 	Stateless    bool
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds the time to read a request's body once its
+	// headers are in and accepted; 0 means DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
 	// SessionIdleTimeout closes sessions that sent no request for this
 	// long, so that clients that vanish without ending their session do
 	// not leave it behind; 0 means DefaultSessionIdleTimeout.
@@ -107,6 +110,9 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	if o.SessionIdleTimeout <= 0 {
 		o.SessionIdleTimeout = DefaultSessionIdleTimeout
 	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	get := func(*http.Request) *mcp.Server { return srv }
 	streamable := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Stateless:           o.Stateless,
@@ -117,6 +123,11 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	guard := newGuard(o)
+	// Refusals are decided on headers; only accepted requests have their
+	// body read, and within a time limit.
+	guarded := func(h http.Handler) http.Handler {
+		return closeUntilAccepted(guard.wrap(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes)))
+	}
 	mux := http.NewServeMux()
 	var mcpHandler http.Handler = streamable
 	if o.Requests != nil {
@@ -125,13 +136,13 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	if o.Inflight != nil {
 		srv.AddReceivingMiddleware(o.Inflight.middleware)
 	}
-	mux.Handle(PathMCP, guard.wrap(o.Inflight.wrapHTTP(mcpHandler)))
+	mux.Handle(PathMCP, guarded(mcpHandler))
 	if o.Stateless {
 		mux.HandleFunc(PathSSE, func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "the SSE transport needs sessions and is off in stateless mode; use "+PathMCP, http.StatusNotFound)
 		})
 	} else {
-		mux.Handle(PathSSE, guard.wrap(o.Inflight.wrapHTTP(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: o.MaxBodyBytes}))))
+		mux.Handle(PathSSE, guarded(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: o.MaxBodyBytes})))
 	}
 	mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
