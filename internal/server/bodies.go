@@ -2,12 +2,18 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 )
+
+// MaxBatch is the most messages a JSON-RPC batch may hold. Only clients
+// of protocol versions before 2025-06-18 may send batches, and every call
+// in one starts at once: 38,000 calls in one POST took a GiB.
+const MaxBatch = 64
 
 // DefaultBodyReadTimeout bounds the reading of a request body: a few
 // MiB arrive in well under a second on any working link.
@@ -61,8 +67,31 @@ func readBody(next http.Handler, timeout time.Duration, maxBytes int64) http.Han
 			}
 			return
 		}
+		if n := batchLen(body); n > MaxBatch {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
+				"code":    -32600,
+				"message": fmt.Sprintf("a JSON-RPC batch may hold at most %d messages, this one holds %d: send smaller batches or one message per request", MaxBatch, n),
+			}})
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// batchLen returns the number of messages in body if it is a JSON array
+// (a batch), else 0; what is not valid JSON is left to the SDK to refuse.
+func batchLen(body []byte) int {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return 0
+	}
+	var msgs []json.RawMessage
+	if json.Unmarshal(trimmed, &msgs) != nil {
+		return 0
+	}
+	return len(msgs)
 }

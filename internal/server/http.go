@@ -60,6 +60,13 @@ type HTTPOptions struct {
 // the client sent) and the tool handler looks its context up by that id.
 type RequestContexts struct{ m sync.Map }
 
+// endedRequest stands for a request that is over.
+var endedRequest = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
 // headerRequestID carries the id from the middleware to the handler.
 const headerRequestID = "X-Gemini-Mcp-Server-Request"
 
@@ -76,15 +83,21 @@ func (rc *RequestContexts) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// Lookup returns the context of the HTTP request that carried req, or nil
-// (stdio, SSE, or a request no longer running).
+// Lookup returns the context of the HTTP request that carried req, an
+// ended context if that request is over, or nil (stdio, SSE).
 func (rc *RequestContexts) Lookup(req *mcp.CallToolRequest) context.Context {
 	if rc == nil || req == nil || req.Extra == nil || req.Extra.Header == nil {
 		return nil
 	}
-	v, ok := rc.m.Load(req.Extra.Header.Get(headerRequestID))
-	if !ok {
+	id := req.Extra.Header.Get(headerRequestID)
+	if id == "" {
 		return nil
+	}
+	v, ok := rc.m.Load(id)
+	if !ok {
+		// The request has ended before this call started, as the later
+		// calls of a long batch do: nobody can receive the answer.
+		return endedRequest
 	}
 	return v.(context.Context)
 }
