@@ -245,6 +245,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	srv := server.New(version, deps, log)
 	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins, Requests: requests, Inflight: inflight,
 		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyReadTimeout: cfg.BodyReadTimeout, Log: log,
+		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,
 		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Timeout)})
 	ln, err := net.Listen("tcp", cfg.HTTP)
 	if err != nil {

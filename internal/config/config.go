@@ -54,6 +54,8 @@ type Config struct {
 	AllowInsecureRemote bool
 	MaxBodyBytes        int
 	BodyReadTimeout     time.Duration
+	MaxSessions         int
+	MaxSessionsPerToken int
 }
 
 // Defaults.
@@ -188,6 +190,8 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	boolean(&c.Stateless, "stateless", "GEMINI_MCP_STATELESS", "serve Streamable HTTP without sessions, for several replicas behind a load balancer (SSE is then off)")
 	boolean(&c.AllowInsecureRemote, "allow-insecure-remote", "GEMINI_MCP_ALLOW_INSECURE_REMOTE", "allow --http on a non-loopback address without tokens")
 	size(&c.MaxBodyBytes, "max-body-bytes", "GEMINI_MCP_MAX_BODY_BYTES", 0, "largest HTTP request body (default: 4 MiB, or more to fit --max-prompt-bytes)")
+	intFlag(&c.MaxSessions, "max-sessions", "GEMINI_MCP_MAX_SESSIONS", 1000, "HTTP: most MCP sessions open at once; past it a new session gets 503")
+	intFlag(&c.MaxSessionsPerToken, "max-sessions-per-token", "GEMINI_MCP_MAX_SESSIONS_PER_TOKEN", 100, "HTTP: most MCP sessions open at once per bearer token; past it a new session gets 429")
 	duration(&c.BodyReadTimeout, "body-read-timeout", "GEMINI_MCP_BODY_READ_TIMEOUT", 30*time.Second, "HTTP: a request body must arrive within this time once its headers are accepted, else 408 and the connection is closed")
 	level := "info"
 	if v, ok := env("GEMINI_MCP_LOG_LEVEL"); ok {
@@ -240,6 +244,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxPromptBytes <= 0 || c.MaxOutputBytes <= 0 || c.MaxAnswerBytes < 1000 {
 		return errors.New("--max-prompt-bytes and --max-output-bytes must be positive, --max-answer-bytes at least 1000")
+	}
+	if c.MaxSessions < 1 || c.MaxSessionsPerToken < 1 {
+		return errors.New("--max-sessions and --max-sessions-per-token must be at least 1")
 	}
 	if c.BodyReadTimeout <= 0 {
 		return errors.New("--body-read-timeout must be positive, e.g. 30s")

@@ -34,6 +34,10 @@ type HTTPOptions struct {
 	// stream, is then off.
 	Stateless    bool
 	MaxBodyBytes int64
+	// MaxSessions and MaxSessionsPerToken cap the open sessions (not in
+	// stateless mode); 0 means DefaultMaxSessions and
+	// DefaultMaxSessionsPerToken.
+	MaxSessions, MaxSessionsPerToken int
 	// BodyReadTimeout bounds the time to read a request's body once its
 	// headers are in and accepted; 0 means DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
@@ -138,8 +142,12 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	guard := newGuard(o)
 	// Refusals are decided on headers; only accepted requests have their
 	// body read, and within a time limit.
+	capped := func(h http.Handler) http.Handler { return h }
+	if !o.Stateless {
+		capped = newSessionCap(srv, o).wrap
+	}
 	guarded := func(h http.Handler) http.Handler {
-		return closeUntilAccepted(guard.wrap(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes)))
+		return closeUntilAccepted(guard.wrap(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes))))
 	}
 	mux := http.NewServeMux()
 	var mcpHandler http.Handler = streamable
