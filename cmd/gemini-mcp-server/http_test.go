@@ -151,6 +151,13 @@ func TestHTTPRefusesOpenRemoteBind(t *testing.T) {
 	if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(string(out), "--token-file") {
 		t.Fatalf("missing token file: exit %d: %s", cmd.ProcessState.ExitCode(), out)
 	}
+	// A blank token list must not turn auth off.
+	cmd = e.command("--http", "127.0.0.1:0")
+	cmd.Env = append(cmd.Env, "GEMINI_MCP_TOKENS= , ")
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "GEMINI_MCP_TOKENS holds no token") {
+		t.Fatalf("blank GEMINI_MCP_TOKENS: exit %d: %s", cmd.ProcessState.ExitCode(), out)
+	}
 }
 
 // TestHTTPSignalStopsRunningCall sends SIGTERM while a one-shot call runs

@@ -184,6 +184,11 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	str(&c.HTTP, "http", "GEMINI_MCP_HTTP", "", "serve MCP over HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio: Streamable HTTP at /mcp, SSE at /sse, /healthz")
 	if v, ok := env("GEMINI_MCP_TOKENS"); ok {
 		c.Tokens = splitList(v)
+		if len(c.Tokens) == 0 {
+			// Serving without auth because a list came out blank would be
+			// a silent downgrade: refuse, as a token file without tokens.
+			envErrs = append(envErrs, fmt.Errorf("GEMINI_MCP_TOKENS holds no token (%q): set comma-separated tokens of at least 16 characters, or unset it", v))
+		}
 	}
 	str(&c.TokenFile, "token-file", "GEMINI_MCP_TOKEN_FILE", "", "file of accepted bearer tokens for HTTP, one per line; GEMINI_MCP_TOKENS takes a comma-separated list")
 	list(&c.AllowedOrigins, "allowed-origins", "GEMINI_MCP_ALLOWED_ORIGINS", "browser origins allowed to call the HTTP server besides loopback ones, e.g. https://app.example.com")

@@ -68,6 +68,10 @@ func TestInvalid(t *testing.T) {
 		{[]string{"--model", "-x"}, nil, "--model"},
 		{nil, map[string]string{"GEMINI_MCP_MAX_CONCURRENT": "0"}, "max-concurrent"},
 		{nil, map[string]string{"GEMINI_MCP_TOKENS": "short"}, "16 characters"},
+		{nil, map[string]string{"GEMINI_MCP_TOKENS": " , "}, "GEMINI_MCP_TOKENS holds no token"},
+		{nil, map[string]string{"GEMINI_MCP_TOKENS": ",,"}, "GEMINI_MCP_TOKENS holds no token"},
+		{[]string{"--max-sessions", "0"}, nil, "--max-sessions"},
+		{[]string{"--body-read-timeout", "0"}, nil, "--body-read-timeout"},
 		{[]string{"stray"}, nil, "unexpected argument"},
 		{[]string{"--no-such-flag"}, nil, "no-such-flag"},
 	}
