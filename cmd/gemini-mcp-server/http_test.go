@@ -251,3 +251,28 @@ func TestHTTPSignalStopsRunningCall(t *testing.T) {
 		t.Fatalf("the client got no cancelled answer: %v %q", a.err, a.body)
 	}
 }
+
+// TestHTTPLargestPromptFitsTheBody sends a prompt and a system prompt of
+// --max-prompt-bytes control characters each, which JSON escapes six
+// times over: the default --max-body-bytes must let the call through.
+func TestHTTPLargestPromptFitsTheBody(t *testing.T) {
+	e := newEnv(t)
+	const maxPrompt = 512 << 10
+	addr, _ := startHTTP(t, e, "--max-prompt-bytes", "512KiB")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bin-http", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	prompt := strings.Repeat("\x01", maxPrompt)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": prompt, "systemPrompt": prompt}})
+	if err != nil || res.IsError {
+		t.Fatalf("a call at --max-prompt-bytes: %v %+v", err, res)
+	}
+	if inv, _ := geminitest.ReadLog(e.log); len(inv) != 1 {
+		t.Fatalf("%d CLI runs, want 1", len(inv))
+	}
+}

@@ -110,3 +110,23 @@ func TestForeignBackendVariableIsIgnored(t *testing.T) {
 		t.Fatal("a bad --backend flag was accepted")
 	}
 }
+
+// TestMaxBodyBytesFitsEscapedPrompts: the default body cap holds a prompt
+// and a system prompt of --max-prompt-bytes control characters, escaped
+// six times over by JSON; a smaller explicit cap is kept, with a warning.
+func TestMaxBodyBytesFitsEscapedPrompts(t *testing.T) {
+	c, err := Parse("x", "", nil, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 12*DefaultMaxPromptBytes + 64<<10; c.MaxBodyBytes != want {
+		t.Fatalf("default --max-body-bytes %d, want %d", c.MaxBodyBytes, want)
+	}
+	c, err = Parse("x", "", []string{"--max-body-bytes", "4MiB"}, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxBodyBytes != 4<<20 || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "--max-body-bytes") {
+		t.Fatalf("explicit 4 MiB: %d %q", c.MaxBodyBytes, c.Warnings)
+	}
+}
