@@ -257,7 +257,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 		"sse", "http://"+ln.Addr().String()+server.PathSSE, "auth", len(tokens) > 0, "stateless", cfg.Stateless, "version", version)
 	// At a signal the calls are cancelled and answered, their CLIs reaped,
 	// before the server exits; the grace covers the CLIs' kill grace.
-	return server.ServeHTTP(life, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: endLife, Inflight: inflight, Log: log})
+	return server.ServeHTTP(life, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: endLife, Inflight: inflight, Server: srv, Log: log})
 }
 
 // loadTokens gathers bearer tokens from GEMINI_MCP_TOKENS and --token-file.

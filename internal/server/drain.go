@@ -71,15 +71,17 @@ func (in *Inflight) wrapHTTP(next http.Handler) http.Handler {
 	})
 }
 
-// middleware counts tool calls. Over SSE a call's answer travels on the
-// client's stream, not on the POST that carried it, so the calls
-// themselves must be counted.
+// middleware counts tool calls until their answers are written. Over SSE
+// an answer travels on the client's stream, not on the POST that carried
+// the call, and the SDK writes it after the handler has returned, then
+// ends the request's context: that end is what marks the answer sent.
 func (in *Inflight) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "tools/call" {
-			in.add()
-			defer in.done()
+		if method != "tools/call" {
+			return next(ctx, method, req)
 		}
+		in.add()
+		defer context.AfterFunc(ctx, in.done)
 		return next(ctx, method, req)
 	}
 }

@@ -286,14 +286,17 @@ type ServeOptions struct {
 	// Inflight is what shutdown waits for before it ends the remaining
 	// streams; the handler must count into it (HTTPOptions.Inflight).
 	Inflight *Inflight
-	Log      *slog.Logger
+	// Server, when set, has its sessions closed once the calls have
+	// answered, so that nothing of them outlives ServeHTTP.
+	Server *mcp.Server
+	Log    *slog.Logger
 }
 
 // ServeHTTP serves h on ln until ctx ends, then shuts down within
 // o.Grace: it refuses new connections, cancels the calls in flight and
 // waits for their handlers to return (their CLIs reaped, their temp files
-// removed) and for the requests carrying their answers to end, so that
-// every client gets an answer. Only then does it end the requests' base
+// removed) and for their answers to be written, so that every client gets
+// one. Only then does it close the sessions and end the requests' base
 // context, which stops the long-lived streams (GET /mcp, /sse), and wait
 // for the connections to close. Until then requests keep a context of
 // their own: ending them with ctx would drop the answers.
@@ -331,6 +334,21 @@ func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, o ServeOpti
 	if o.Inflight != nil {
 		if err := o.Inflight.Wait(sctx); err != nil {
 			o.Log.Warn("calls still running at the end of the shutdown grace; stopping anyway", "grace", o.Grace)
+		}
+	}
+	if o.Server != nil {
+		// Closing a session waits for its requests in flight: bounded by
+		// the grace, as everything else.
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			for ss := range o.Server.Sessions() {
+				ss.Close()
+			}
+		}()
+		select {
+		case <-closed:
+		case <-sctx.Done():
 		}
 	}
 	endStreams()
