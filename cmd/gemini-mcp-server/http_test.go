@@ -4,16 +4,20 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
 var addrRE = regexp.MustCompile(`msg="serving MCP over HTTP" addr=(\S+)`)
@@ -31,9 +35,16 @@ func startHTTP(t *testing.T, e *env, args ...string) (addr string, stop func() e
 		t.Fatal(err)
 	}
 	lines := make(chan string, 100)
+	var all geminitest.LockedBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", all.String())
+		}
+	})
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			all.Write([]byte(sc.Text() + "\n"))
 			select {
 			case lines <- sc.Text():
 			default:
@@ -97,6 +108,20 @@ func TestHTTPBinary(t *testing.T) {
 		t.Fatalf("chat: %v %+v", err, res)
 	}
 	cs.Close()
+	// A connection that never carries a request, as HTTP clients keep
+	// spare ones, must not hold the shutdown. The listener accepts in
+	// order, so once a later connection is answered this one is accepted.
+	spare, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spare.Close()
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	if resp, err := fresh.Get("http://" + addr + "/healthz"); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
 	start := time.Now()
 	if err := stop(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v", err)
@@ -125,5 +150,129 @@ func TestHTTPRefusesOpenRemoteBind(t *testing.T) {
 	out, _ = cmd.CombinedOutput()
 	if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(string(out), "--token-file") {
 		t.Fatalf("missing token file: exit %d: %s", cmd.ProcessState.ExitCode(), out)
+	}
+	// A blank token list must not turn auth off.
+	cmd = e.command("--http", "127.0.0.1:0")
+	cmd.Env = append(cmd.Env, "GEMINI_MCP_TOKENS= , ")
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "GEMINI_MCP_TOKENS holds no token") {
+		t.Fatalf("blank GEMINI_MCP_TOKENS: exit %d: %s", cmd.ProcessState.ExitCode(), out)
+	}
+}
+
+// TestHTTPSignalStopsRunningCall sends SIGTERM while a one-shot call runs
+// over HTTP: the server must cancel the call, reap the CLI (which ignores
+// SIGTERM) and its child, remove the call's temp files, answer the client
+// and exit 0, within 5 s of the signal.
+func TestHTTPSignalStopsRunningCall(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("process checks use /proc")
+	}
+	e := newEnv(t)
+	tmp := t.TempDir()
+	e.vars = append(e.vars, "TMPDIR="+tmp)
+	addr, stop := startHTTP(t, e)
+	// Raw JSON-RPC, without the SDK client's standalone stream, whose end
+	// at shutdown the SDK client may report before the call's answer.
+	url := "http://" + addr + "/mcp"
+	session := ""
+	post := func(body string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		return http.DefaultClient.Do(req)
+	}
+	resp, err := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if session = resp.Header.Get("Mcp-Session-Id"); session == "" {
+		t.Fatalf("initialize: %s, no session", resp.Status)
+	}
+	if resp, err = post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	type answer struct {
+		body string
+		err  error
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		resp, err := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"chat","arguments":{"prompt":"[[ignoreterm]] [[child]]","systemPrompt":"S"}}}`)
+		if err != nil {
+			answers <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		answers <- answer{string(body), err}
+	}()
+	var inv geminitest.Invocation
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && inv.ChildPid == 0; time.Sleep(10 * time.Millisecond) {
+		all, _ := geminitest.ReadLog(e.log)
+		for _, i := range all {
+			if i.ChildPid != 0 {
+				inv = i
+			}
+		}
+	}
+	if inv.ChildPid == 0 {
+		t.Fatal("the CLI never started")
+	}
+	start := time.Now()
+	exited := make(chan error, 1)
+	go func() { exited <- stop() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("server still running 5 s after SIGTERM")
+	}
+	t.Logf("server exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+	for _, pid := range []int{inv.Pid, inv.ChildPid} {
+		if geminitest.Alive(pid) {
+			t.Errorf("pid %d outlived the server", pid)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(tmp, "gemini-mcp-*")); len(m) != 0 {
+		t.Errorf("left behind: %v", m)
+	}
+	a := <-answers
+	if a.err != nil || !strings.Contains(a.body, `"id":2`) || !strings.Contains(a.body, `"isError":true`) || !strings.Contains(a.body, "cancelled") {
+		t.Fatalf("the client got no cancelled answer: %v %q", a.err, a.body)
+	}
+}
+
+// TestHTTPLargestPromptFitsTheBody sends a prompt and a system prompt of
+// --max-prompt-bytes control characters each, which JSON escapes six
+// times over: the default --max-body-bytes must let the call through.
+func TestHTTPLargestPromptFitsTheBody(t *testing.T) {
+	e := newEnv(t)
+	const maxPrompt = 512 << 10
+	addr, _ := startHTTP(t, e, "--max-prompt-bytes", "512KiB")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bin-http", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	prompt := strings.Repeat("\x01", maxPrompt)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": prompt, "systemPrompt": prompt}})
+	if err != nil || res.IsError {
+		t.Fatalf("a call at --max-prompt-bytes: %v %+v", err, res)
+	}
+	if inv, _ := geminitest.ReadLog(e.log); len(inv) != 1 {
+		t.Fatalf("%d CLI runs, want 1", len(inv))
 	}
 }

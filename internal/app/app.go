@@ -272,16 +272,18 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	if err := server.CheckBind(cfg.HTTP, tokens, cfg.AllowInsecureRemote); err != nil {
 		return err
 	}
-	deps, life, _, stop, err := start(ctx, cfg, log)
+	deps, life, endLife, stop, err := start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	requests := server.NewRequestContexts()
 	deps.RequestContext = requests.Lookup
+	inflight := server.NewInflight()
 	srv := server.New(version, deps, log)
-	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins, Requests: requests,
-		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), Log: log,
+	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins, Requests: requests, Inflight: inflight,
+		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyReadTimeout: cfg.BodyReadTimeout, Log: log,
+		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,
 		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Timeout)})
 	ln, err := net.Listen("tcp", cfg.HTTP)
 	if err != nil {
@@ -291,7 +293,9 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	// tests binding port 0 can learn the port.
 	log.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+server.PathMCP,
 		"sse", "http://"+ln.Addr().String()+server.PathSSE, "auth", len(tokens) > 0, "stateless", cfg.Stateless, "version", version)
-	return server.ServeHTTP(life, life, ln, h, 5*time.Second, log)
+	// At a signal the calls are cancelled and answered, their CLIs reaped,
+	// before the server exits; the grace covers the CLIs' kill grace.
+	return server.ServeHTTP(life, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: endLife, Inflight: inflight, Server: srv, Log: log})
 }
 
 // loadTokens gathers bearer tokens from GEMINI_MCP_TOKENS and --token-file.

@@ -54,6 +54,9 @@ type Config struct {
 	Stateless           bool
 	AllowInsecureRemote bool
 	MaxBodyBytes        int
+	BodyReadTimeout     time.Duration
+	MaxSessions         int
+	MaxSessionsPerToken int
 
 	// What tool calls may reach: see the flags' help.
 	AllowedRoots    []string
@@ -70,6 +73,13 @@ const (
 	DefaultMaxOutputBytes   = 32 << 20
 	DefaultMaxAnswerBytes   = 60000
 )
+
+// BodyBytesFor is the largest HTTP body a call needs when prompts may
+// hold maxPrompt bytes: a prompt and a system prompt of control
+// characters, which JSON escapes as \u00XX, six bytes for one, plus room
+// for the rest of the request. Other characters take at most three times
+// their size once escaped.
+func BodyBytesFor(maxPrompt int) int { return 2*6*maxPrompt + 64<<10 }
 
 // ApprovalModes are the CLI's --approval-mode values.
 var ApprovalModes = []string{"default", "auto_edit", "yolo", "plan"}
@@ -191,12 +201,20 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	str(&c.HTTP, "http", "GEMINI_MCP_HTTP", "", "serve MCP over HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio: Streamable HTTP at /mcp, SSE at /sse, /healthz")
 	if v, ok := env("GEMINI_MCP_TOKENS"); ok {
 		c.Tokens = splitList(v)
+		if len(c.Tokens) == 0 {
+			// Serving without auth because a list came out blank would be
+			// a silent downgrade: refuse, as a token file without tokens.
+			envErrs = append(envErrs, fmt.Errorf("GEMINI_MCP_TOKENS holds no token (%q): set comma-separated tokens of at least 16 characters, or unset it", v))
+		}
 	}
 	str(&c.TokenFile, "token-file", "GEMINI_MCP_TOKEN_FILE", "", "file of accepted bearer tokens for HTTP, one per line; GEMINI_MCP_TOKENS takes a comma-separated list")
 	list(&c.AllowedOrigins, "allowed-origins", "GEMINI_MCP_ALLOWED_ORIGINS", "browser origins allowed to call the HTTP server besides loopback ones, e.g. https://app.example.com")
 	boolean(&c.Stateless, "stateless", "GEMINI_MCP_STATELESS", "serve Streamable HTTP without sessions, for several replicas behind a load balancer (SSE is then off)")
 	boolean(&c.AllowInsecureRemote, "allow-insecure-remote", "GEMINI_MCP_ALLOW_INSECURE_REMOTE", "allow --http on a non-loopback address without tokens")
-	size(&c.MaxBodyBytes, "max-body-bytes", "GEMINI_MCP_MAX_BODY_BYTES", 0, "largest HTTP request body (default: 4 MiB, or more to fit --max-prompt-bytes)")
+	size(&c.MaxBodyBytes, "max-body-bytes", "GEMINI_MCP_MAX_BODY_BYTES", 0, "largest HTTP request body (default: 4 MiB, or 12 × --max-prompt-bytes + 64 KiB if more: a prompt and a system prompt of --max-prompt-bytes each, escaped by JSON at worst 6 ×)")
+	intFlag(&c.MaxSessions, "max-sessions", "GEMINI_MCP_MAX_SESSIONS", 1000, "HTTP: most MCP sessions open at once; past it a new session gets 503")
+	intFlag(&c.MaxSessionsPerToken, "max-sessions-per-token", "GEMINI_MCP_MAX_SESSIONS_PER_TOKEN", 100, "HTTP: most MCP sessions open at once per bearer token; past it a new session gets 429")
+	duration(&c.BodyReadTimeout, "body-read-timeout", "GEMINI_MCP_BODY_READ_TIMEOUT", 30*time.Second, "HTTP: a request body must arrive within this time once its headers are accepted, else 408 and the connection is closed")
 	list(&c.AllowedRoots, "allowed-roots", "GEMINI_MCP_ALLOWED_ROOTS", "the only directories (and their subdirectories) a call's cwd may be, checked after resolving symlinks (default: over HTTP, --cwd or the server's directory; on stdio, any directory, since the client is the local user); / allows all")
 	boolean(&c.ShareSessions, "share-sessions", "GEMINI_MCP_SHARE_SESSIONS", "over HTTP, let every client continue every session: by its id, \"latest\" or an index (default: a client continues only its own sessions, per bearer token when tokens are set, and chat-reply without sessionId means this client's newest)")
 	c.SessionIDInText = true
@@ -255,8 +273,17 @@ func (c *Config) validate() error {
 	if c.MaxPromptBytes <= 0 || c.MaxOutputBytes <= 0 || c.MaxAnswerBytes < 1000 {
 		return errors.New("--max-prompt-bytes and --max-output-bytes must be positive, --max-answer-bytes at least 1000")
 	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = max(4<<20, 2*c.MaxPromptBytes+64<<10)
+	if c.MaxSessions < 1 || c.MaxSessionsPerToken < 1 {
+		return errors.New("--max-sessions and --max-sessions-per-token must be at least 1")
+	}
+	if c.BodyReadTimeout <= 0 {
+		return errors.New("--body-read-timeout must be positive, e.g. 30s")
+	}
+	if need := BodyBytesFor(c.MaxPromptBytes); c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = max(4<<20, need)
+	} else if c.MaxBodyBytes < need {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("--max-body-bytes %d is below the %d bytes a call with a prompt and a system prompt of --max-prompt-bytes can take once JSON-escaped: "+
+			"such calls get HTTP 413; raise --max-body-bytes or leave it unset to size it from --max-prompt-bytes", c.MaxBodyBytes, need))
 	}
 	for _, t := range c.Tokens {
 		if len(t) < 16 {

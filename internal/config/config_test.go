@@ -68,6 +68,10 @@ func TestInvalid(t *testing.T) {
 		{[]string{"--model", "-x"}, nil, "--model"},
 		{nil, map[string]string{"GEMINI_MCP_MAX_CONCURRENT": "0"}, "max-concurrent"},
 		{nil, map[string]string{"GEMINI_MCP_TOKENS": "short"}, "16 characters"},
+		{nil, map[string]string{"GEMINI_MCP_TOKENS": " , "}, "GEMINI_MCP_TOKENS holds no token"},
+		{nil, map[string]string{"GEMINI_MCP_TOKENS": ",,"}, "GEMINI_MCP_TOKENS holds no token"},
+		{[]string{"--max-sessions", "0"}, nil, "--max-sessions"},
+		{[]string{"--body-read-timeout", "0"}, nil, "--body-read-timeout"},
 		{[]string{"stray"}, nil, "unexpected argument"},
 		{[]string{"--no-such-flag"}, nil, "no-such-flag"},
 	}
@@ -104,5 +108,25 @@ func TestForeignBackendVariableIsIgnored(t *testing.T) {
 	}
 	if _, err := Parse("x", "", []string{"--backend", "gemini"}, envOf(nil), io.Discard); err == nil {
 		t.Fatal("a bad --backend flag was accepted")
+	}
+}
+
+// TestMaxBodyBytesFitsEscapedPrompts: the default body cap holds a prompt
+// and a system prompt of --max-prompt-bytes control characters, escaped
+// six times over by JSON; a smaller explicit cap is kept, with a warning.
+func TestMaxBodyBytesFitsEscapedPrompts(t *testing.T) {
+	c, err := Parse("x", "", nil, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 12*DefaultMaxPromptBytes + 64<<10; c.MaxBodyBytes != want {
+		t.Fatalf("default --max-body-bytes %d, want %d", c.MaxBodyBytes, want)
+	}
+	c, err = Parse("x", "", []string{"--max-body-bytes", "4MiB"}, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxBodyBytes != 4<<20 || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "--max-body-bytes") {
+		t.Fatalf("explicit 4 MiB: %d %q", c.MaxBodyBytes, c.Warnings)
 	}
 }

@@ -335,18 +335,6 @@ func rawPost(ctx context.Context, base, sessionID, body string) (*http.Response,
 	return http.DefaultClient.Do(req)
 }
 
-// firstCLIPid waits until the fake CLI has started and returns its pid.
-func (h *harness) firstCLIPid(t *testing.T) int {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if inv := h.invocations(); len(inv) > 0 {
-			return inv[0].Pid
-		}
-	}
-	t.Fatal("the CLI never started")
-	return 0
-}
-
 // goneWithin reports whether pid has ended by start+limit.
 func goneWithin(pid int, start time.Time, limit time.Duration) bool {
 	for time.Since(start) < limit && geminitest.Alive(pid) {

@@ -35,6 +35,13 @@ type HTTPOptions struct {
 	// stream, is then off.
 	Stateless    bool
 	MaxBodyBytes int64
+	// MaxSessions and MaxSessionsPerToken cap the open sessions (not in
+	// stateless mode); 0 means DefaultMaxSessions and
+	// DefaultMaxSessionsPerToken.
+	MaxSessions, MaxSessionsPerToken int
+	// BodyReadTimeout bounds the time to read a request's body once its
+	// headers are in and accepted; 0 means DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
 	// SessionIdleTimeout closes sessions that sent no request for this
 	// long, so that clients that vanish without ending their session do
 	// not leave it behind; 0 means DefaultSessionIdleTimeout.
@@ -42,6 +49,9 @@ type HTTPOptions struct {
 	// Requests, when set, records each /mcp request's context so that a
 	// call ends when its HTTP request does (see RequestContexts).
 	Requests *RequestContexts
+	// Inflight, when set, counts the calls and requests that shutdown
+	// waits for (see ServeHTTP).
+	Inflight *Inflight
 	Log      *slog.Logger
 }
 
@@ -54,6 +64,13 @@ type HTTPOptions struct {
 // The middleware stamps each request with an id in a header (replacing any
 // the client sent) and the tool handler looks its context up by that id.
 type RequestContexts struct{ m sync.Map }
+
+// endedRequest stands for a request that is over.
+var endedRequest = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // headerRequestID carries the id from the middleware to the handler.
 const headerRequestID = "X-Gemini-Mcp-Server-Request"
@@ -71,15 +88,21 @@ func (rc *RequestContexts) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// Lookup returns the context of the HTTP request that carried req, or nil
-// (stdio, SSE, or a request no longer running).
+// Lookup returns the context of the HTTP request that carried req, an
+// ended context if that request is over, or nil (stdio, SSE).
 func (rc *RequestContexts) Lookup(req *mcp.CallToolRequest) context.Context {
 	if rc == nil || req == nil || req.Extra == nil || req.Extra.Header == nil {
 		return nil
 	}
-	v, ok := rc.m.Load(req.Extra.Header.Get(headerRequestID))
-	if !ok {
+	id := req.Extra.Header.Get(headerRequestID)
+	if id == "" {
 		return nil
+	}
+	v, ok := rc.m.Load(id)
+	if !ok {
+		// The request has ended before this call started, as the later
+		// calls of a long batch do: nobody can receive the answer.
+		return endedRequest
 	}
 	return v.(context.Context)
 }
@@ -105,6 +128,9 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	if o.SessionIdleTimeout <= 0 {
 		o.SessionIdleTimeout = DefaultSessionIdleTimeout
 	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	get := func(*http.Request) *mcp.Server { return srv }
 	streamable := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Stateless:           o.Stateless,
@@ -115,19 +141,31 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	guard := newGuard(o)
+	// Refusals are decided on headers; only accepted requests have their
+	// body read, and within a time limit.
+	capped := func(h http.Handler) http.Handler { return h }
+	if !o.Stateless {
+		capped = newSessionCap(srv, o).wrap
+	}
+	guarded := func(h http.Handler) http.Handler {
+		return closeUntilAccepted(guard.wrap(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes))))
+	}
 	mux := http.NewServeMux()
 	var mcpHandler http.Handler = streamable
 	if o.Requests != nil {
 		mcpHandler = o.Requests.wrap(streamable)
 	}
+	if o.Inflight != nil {
+		srv.AddReceivingMiddleware(o.Inflight.middleware)
+	}
 	versions := newVersionGate(srv, o)
-	mux.Handle(PathMCP, guard.wrap(versions.wrap(mcpHandler)))
+	mux.Handle(PathMCP, guarded(versions.wrap(mcpHandler)))
 	if o.Stateless {
 		mux.HandleFunc(PathSSE, func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "the SSE transport needs sessions and is off in stateless mode; use "+PathMCP, http.StatusNotFound)
 		})
 	} else {
-		mux.Handle(PathSSE, guard.wrap(versions.wrapSSE(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: o.MaxBodyBytes}))))
+		mux.Handle(PathSSE, guarded(versions.wrapSSE(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: o.MaxBodyBytes}))))
 	}
 	mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -243,18 +281,45 @@ func CheckBind(addr string, tokens []string, allowInsecure bool) error {
 		"Set bearer tokens (GEMINI_MCP_TOKENS or --token-file), bind 127.0.0.1, or pass --allow-insecure-remote", addr, host)
 }
 
-// ServeHTTP serves h on ln until ctx ends, then shuts down: new
-// connections are refused, and requests in flight get up to grace to end
-// (their contexts derive from base, which the caller cancels to stop
-// streams and tool calls).
-func ServeHTTP(ctx context.Context, base context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger) error {
+// ServeOptions configures ServeHTTP.
+type ServeOptions struct {
+	// Grace bounds the whole shutdown; what still runs then is cut.
+	Grace time.Duration
+	// EndCalls cancels the tool calls in flight (each then answers its
+	// client that it was cancelled). ServeHTTP calls it when ctx ends.
+	EndCalls func()
+	// Inflight is what shutdown waits for before it ends the remaining
+	// streams; the handler must count into it (HTTPOptions.Inflight).
+	Inflight *Inflight
+	// Server, when set, has its sessions closed once the calls have
+	// answered, so that nothing of them outlives ServeHTTP.
+	Server *mcp.Server
+	Log    *slog.Logger
+}
+
+// ServeHTTP serves h on ln until ctx ends, then shuts down within
+// o.Grace: it refuses new connections, cancels the calls in flight and
+// waits for their handlers to return (their CLIs reaped, their temp files
+// removed) and for their answers to be written, so that every client gets
+// one. Only then does it close the sessions and end the requests' base
+// context, which stops the long-lived streams (GET /mcp, /sse), and wait
+// for the connections to close. Until then requests keep a context of
+// their own: ending them with ctx would drop the answers.
+func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, o ServeOptions) error {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	base, endStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer endStreams()
+	var fresh freshConns
 	hs := &http.Server{
 		Handler:           h,
+		ConnState:         fresh.track,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(o.Log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -263,9 +328,36 @@ func ServeHTTP(ctx context.Context, base context.Context, ln net.Listener, h htt
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	sctx, cancel := context.WithTimeout(context.Background(), o.Grace)
 	defer cancel()
-	err := hs.Shutdown(sctx)
+	fresh.closeAll()
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(sctx) }()
+	if o.EndCalls != nil {
+		o.EndCalls()
+	}
+	if o.Inflight != nil {
+		if err := o.Inflight.Wait(sctx); err != nil {
+			o.Log.Warn("calls still running at the end of the shutdown grace; stopping anyway", "grace", o.Grace)
+		}
+	}
+	if o.Server != nil {
+		// Closing a session waits for its requests in flight: bounded by
+		// the grace, as everything else.
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			for ss := range o.Server.Sessions() {
+				ss.Close()
+			}
+		}()
+		select {
+		case <-closed:
+		case <-sctx.Done():
+		}
+	}
+	endStreams()
+	err := <-shut
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = hs.Close()
 	}

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// MaxBatch is the most messages a JSON-RPC batch may hold. Only clients
+// of protocol versions before 2025-06-18 may send batches, and every call
+// in one starts at once: 38,000 calls in one POST took a GiB.
+const MaxBatch = 64
+
+// DefaultBodyReadTimeout bounds the reading of a request body: a few
+// MiB arrive in well under a second on any working link.
+const DefaultBodyReadTimeout = 30 * time.Second
+
+// closeUntilAccepted marks every answer "Connection: close" until
+// readBody, which runs once the guard has accepted the request, lifts the
+// mark. Without it, net/http keeps reading the body of a refused request
+// (to reuse the connection) before it sends the refusal, so a request
+// whose body never comes was never told 401.
+func closeUntilAccepted(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readBody reads an accepted request's body within timeout and up to
+// maxBytes, then hands it on from memory. The deadline is set only while
+// the body is read and cleared afterwards, so that the long-lived answers
+// (SSE streams) that follow are not cut, as http.Server.ReadTimeout would.
+func readBody(next http.Handler, timeout time.Duration, maxBytes int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Del("Connection")
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(time.Now().Add(timeout))
+		var body []byte
+		var err error
+		if maxBytes > 0 {
+			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+		} else {
+			body, err = io.ReadAll(r.Body)
+		}
+		rc.SetReadDeadline(time.Time{})
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			var timedOut interface{ Timeout() bool }
+			switch {
+			case errors.As(err, &tooBig):
+				http.Error(w, fmt.Sprintf("request body exceeds %d bytes (--max-body-bytes)", tooBig.Limit), http.StatusRequestEntityTooLarge)
+			case errors.As(err, &timedOut) && timedOut.Timeout():
+				w.Header().Set("Connection", "close")
+				http.Error(w, fmt.Sprintf("the request body did not arrive within %v", timeout), http.StatusRequestTimeout)
+			default:
+				w.Header().Set("Connection", "close")
+				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+			}
+			return
+		}
+		if n := batchLen(body); n > MaxBatch {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
+				"code":    -32600,
+				"message": fmt.Sprintf("a JSON-RPC batch may hold at most %d messages, this one holds %d: send smaller batches or one message per request", MaxBatch, n),
+			}})
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// batchLen returns the number of messages in body if it is a JSON array
+// (a batch), else 0; what is not valid JSON is left to the SDK to refuse.
+func batchLen(body []byte) int {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return 0
+	}
+	var msgs []json.RawMessage
+	if json.Unmarshal(trimmed, &msgs) != nil {
+		return 0
+	}
+	return len(msgs)
+}
