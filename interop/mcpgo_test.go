@@ -15,6 +15,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+	servertools "github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 // Protocol versions the tests expect a client to settle on.
@@ -161,12 +162,14 @@ func mcpgoSession(t *testing.T, c *mcpclient.Client, version, want, marker strin
 			texts = append(texts, tc.Text)
 		}
 	}
-	if res.IsError || !slices.Equal(texts, []string{wantAnswer(prompt)}) {
-		t.Errorf("chat: isError=%v %q, want %q", res.IsError, texts, wantAnswer(prompt))
-	}
 	var id string
 	if res.Meta != nil {
 		id, _ = res.Meta.AdditionalFields["sessionId"].(string)
+	}
+	// The answer, then the note naming the session for models that see
+	// only text (--session-id-in-text, on by default).
+	if want := []string{wantAnswer(prompt), servertools.SessionNote(id)}; res.IsError || !slices.Equal(texts, want) {
+		t.Errorf("chat: isError=%v %q, want %q", res.IsError, texts, want)
 	}
 	if !uuidRE.MatchString(id) {
 		t.Errorf("chat: _meta %+v has no sessionId", res.Meta)
