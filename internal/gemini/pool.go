@@ -143,7 +143,7 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 		return nil, pl.failure(p, err, c)
 	}
 	if strings.TrimSpace(text) == "" {
-		return nil, emptyError().ran(warmStderr)
+		return nil, emptyError().SetRan(warmStderr)
 	}
 	resp := text
 	return &Result{SessionID: id, Response: text, Output: Output{SessionID: id, Response: &resp}, SessionIDSource: "warm"}, nil
@@ -386,17 +386,17 @@ func (pl *pool) failure(p *acpProc, err error, c Call) error {
 	case errors.As(err, &re):
 		return classifyRPC(re)
 	case errors.Is(err, context.DeadlineExceeded):
-		return callTimeoutError(pl.r.opts.Timeout).ran(warmStderr)
+		return callTimeoutError(pl.r.opts.Timeout).SetRan(warmStderr)
 	case errors.Is(err, context.Canceled):
-		return cancelledError("the call was cancelled before gemini finished, and gemini was stopped", err).ran(warmStderr)
+		return cancelledError("the call was cancelled before gemini finished, and gemini was stopped", err).SetRan(warmStderr)
 	case errors.Is(err, errOutputTooBig):
-		return outputTooBigError(pl.r.opts.MaxOutputBytes).ran(warmStderr)
+		return outputTooBigError(pl.r.opts.MaxOutputBytes).SetRan(warmStderr)
 	case errors.Is(err, errProcessGone):
 		// err says how the process ended, after errProcessGone's text.
 		how := strings.TrimPrefix(err.Error(), errProcessGone.Error())
-		return failedError("the warm gemini process exited during the call"+how+". Its sessions continue through one-shot resume; try again", err).ran(warmStderr)
+		return failedError("the warm gemini process exited during the call"+how+". Its sessions continue through one-shot resume; try again", err).SetRan(warmStderr)
 	}
-	return failedError("gemini --acp failed: "+err.Error()+". "+warmFailedHelp, err).ran(warmStderr)
+	return failedError("gemini --acp failed: "+err.Error()+". "+warmFailedHelp, err).SetRan(warmStderr)
 }
 
 // warmStderr stands where a one-shot failure shows the CLI's stderr: a
@@ -424,7 +424,7 @@ func classifyRPC(re *rpcError) *Error {
 		e = failedError("gemini --acp failed: "+re.Error()+". "+warmFailedHelp, nil)
 	}
 	e.Err = re
-	return e.ran(warmStderr)
+	return e.SetRan(warmStderr)
 }
 
 // warmFailedHelp says what to do about a warm failure the CLI did not

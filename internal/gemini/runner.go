@@ -386,13 +386,13 @@ func (r *Runner) interpret(res execResult, c Call) (Output, error) {
 		}
 		return Output{}, startError(fmt.Sprintf("the gemini CLI could not be started in %s: %v", c.Dir, res.startErr), res.startErr)
 	case res.overflow:
-		return Output{}, outputTooBigError(r.opts.MaxOutputBytes).ran(tail)
+		return Output{}, outputTooBigError(r.opts.MaxOutputBytes).SetRan(tail)
 	case res.timedOut:
-		return Output{}, callTimeoutError(r.opts.Timeout).ran(tail)
+		return Output{}, callTimeoutError(r.opts.Timeout).SetRan(tail)
 	case res.cancelled:
-		return Output{}, cancelledError("the call was cancelled before gemini finished, and gemini was stopped", res.ctxErr).ran(tail)
+		return Output{}, cancelledError("the call was cancelled before gemini finished, and gemini was stopped", res.ctxErr).SetRan(tail)
 	case res.signal != "":
-		return Output{}, killedError(res.signal).ran(tail)
+		return Output{}, killedError(res.signal).SetRan(tail)
 	case res.exit != 0:
 		var errOut *Output
 		if o, err := ParseOutput([]byte(res.stderr)); err == nil {
@@ -403,13 +403,13 @@ func (r *Runner) interpret(res execResult, c Call) (Output, error) {
 	out, err := ParseOutput(res.stdout)
 	if err != nil {
 		return Output{}, badOutputError(fmt.Sprintf("gemini exited 0 but did not print the expected JSON (stdout began: %q). "+
-			"Check that --gemini points at the Gemini CLI, and update it", clip(strings.TrimSpace(string(res.stdout)), 200))).ran(tail).exited(0)
+			"Check that --gemini points at the Gemini CLI, and update it", clip(strings.TrimSpace(string(res.stdout)), 200))).SetRan(tail).SetExited(0)
 	}
 	if out.Error != nil {
 		return Output{}, classify(0, &out, tail, c.Resume, c.Dir)
 	}
 	if out.Response == nil || strings.TrimSpace(*out.Response) == "" {
-		return Output{}, emptyError().ran(tail).exited(0)
+		return Output{}, emptyError().SetRan(tail).SetExited(0)
 	}
 	return out, nil
 }
@@ -515,15 +515,15 @@ func (r *Runner) interpretPlain(res execResult, what string) ([]byte, error) {
 	case res.startErr != nil:
 		return nil, startError(fmt.Sprintf("gemini %s could not be started: %v", what, res.startErr), res.startErr)
 	case res.timedOut:
-		return nil, timeoutError(fmt.Sprintf("gemini %s timed out", what)).ran(tail)
+		return nil, timeoutError(fmt.Sprintf("gemini %s timed out", what)).SetRan(tail)
 	case res.cancelled:
-		return nil, cancelledError(fmt.Sprintf("gemini %s was cancelled", what), res.ctxErr).ran(tail)
+		return nil, cancelledError(fmt.Sprintf("gemini %s was cancelled", what), res.ctxErr).SetRan(tail)
 	case res.signal != "":
-		e := killedError(res.signal).ran(tail)
+		e := killedError(res.signal).SetRan(tail)
 		e.Reason = fmt.Sprintf("gemini %s: %s", what, e.Reason)
 		return nil, e
 	case res.exit != 0:
-		return nil, failedError(fmt.Sprintf("gemini %s exited %d: %s", what, res.exit, cliMessage(nil, tail)), nil).ran(tail).exited(res.exit)
+		return nil, failedError(fmt.Sprintf("gemini %s exited %d: %s", what, res.exit, cliMessage(nil, tail)), nil).SetRan(tail).SetExited(res.exit)
 	}
 	return res.stdout, nil
 }

@@ -1,0 +1,74 @@
+// Package backend is what the tools see of Gemini: a turn in, an answer or
+// a typed error out, with progress and cancellation. The tools know nothing
+// of which backend runs. The implementations live beside this package, one
+// package each: the Gemini CLI one process per call, the Gemini CLI as a
+// warm pool of `gemini --acp` processes, and the Gemini API itself.
+package backend
+
+import "context"
+
+// Turn is one prompt to Gemini.
+type Turn struct {
+	Prompt       string
+	Model        string // "" for the backend's default
+	SystemPrompt string // "" for the backend's own
+	// Dir is the absolute working directory, already checked against the
+	// operator's allowed roots. The CLI backends run there; sessions belong
+	// to it.
+	Dir string
+	// Session is "" to start a new session, else the session to continue:
+	// a UUID, or (CLI backends only) "latest" or an index.
+	Session string
+	// Temperature and ThinkingMode tune the call where the backend can;
+	// one that cannot says so in Answer.NotApplied rather than failing.
+	Temperature  *float64 // nil for the model's default
+	ThinkingMode string   // "", or minimal, low, medium, high, max
+	Observer     Observer // may be nil
+}
+
+// Observer hears what a turn is doing, for progress reports. Its methods
+// are called from the goroutine running the turn, or from one the backend
+// runs for it; they must not block.
+type Observer interface {
+	// Queued says the turn waits for a free slot, with ahead turns before
+	// it; it is called again as the line moves.
+	Queued(ahead int)
+	// Started says Gemini is working on the turn.
+	Started()
+	// Activity says what Gemini is doing now ("writing the answer",
+	// "reading a file"), in a few words.
+	Activity(msg string)
+}
+
+// Usage is what a turn cost in tokens; a count the backend does not report
+// is 0.
+type Usage struct {
+	PromptTokens   int `json:"promptTokens,omitempty"`
+	OutputTokens   int `json:"outputTokens,omitempty"`
+	ThinkingTokens int `json:"thinkingTokens,omitempty"`
+}
+
+// Answer is a successful turn.
+type Answer struct {
+	SessionID string // the session the turn belongs to; "" only when no way of learning it worked
+	Text      string
+	Usage     *Usage // nil when the backend reports none
+	// NotApplied names the Turn's tuning the backend could not apply, each
+	// with the reason, e.g. "temperature: the Gemini CLI takes no
+	// per-call temperature".
+	NotApplied []string
+	// Via says, for logs, how the answer came: "warm", "json",
+	// "preselected", "api"…
+	Via string
+}
+
+// Backend runs turns. It is safe for concurrent use. Run's error is always
+// an *Error; a cancelled turn's matches context.Canceled, a timed-out one's
+// context.DeadlineExceeded.
+type Backend interface {
+	// Name is the backend's name as --backend spells it.
+	Name() string
+	Run(ctx context.Context, t Turn) (*Answer, error)
+	// Close stops what the backend keeps running and waits for it.
+	Close()
+}
