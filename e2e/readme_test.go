@@ -215,22 +215,7 @@ func TestReadmeGeminiCLISettings(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.ReplaceAll(blocks[0], binPlaceholder, serverBin)), &snippet); err != nil {
 		t.Fatalf("the README's settings snippet: %v", err)
 	}
-	path := filepath.Join(c.home, ".gemini", "settings.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var settings map[string]any
-	if err := json.Unmarshal(b, &settings); err != nil {
-		t.Fatal(err)
-	}
-	settings["mcpServers"] = snippet.MCPServers
-	if b, err = json.Marshal(settings); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	geminitest.SetSetting(t, c.home, "mcpServers", snippet.MCPServers)
 	c.askChat(t)
 }
 

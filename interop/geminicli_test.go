@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 )
 
@@ -41,22 +41,7 @@ func newGeminiHome(t *testing.T, cli string) *geminiHome {
 // the shape the README documents.
 func (g *geminiHome) setServers(t *testing.T, servers map[string]any) {
 	t.Helper()
-	path := filepath.Join(g.home, ".gemini", "settings.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var settings map[string]any
-	if err := json.Unmarshal(b, &settings); err != nil {
-		t.Fatal(err)
-	}
-	settings["mcpServers"] = servers
-	if b, err = json.MarshalIndent(settings, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	geminitest.SetSetting(t, g.home, "mcpServers", servers)
 }
 
 // run runs the CLI with args in its working directory.

@@ -214,18 +214,7 @@ func TestHTTPSignalStopsRunningCall(t *testing.T) {
 		body, err := io.ReadAll(resp.Body)
 		answers <- answer{string(body), err}
 	}()
-	var inv geminitest.Invocation
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && inv.ChildPid == 0; time.Sleep(10 * time.Millisecond) {
-		all, _ := geminitest.ReadLog(e.log)
-		for _, i := range all {
-			if i.ChildPid != 0 {
-				inv = i
-			}
-		}
-	}
-	if inv.ChildPid == 0 {
-		t.Fatal("the CLI never started")
-	}
+	inv := geminitest.WaitInvocation(t, e.log, 10*time.Second, geminitest.HasChild)
 	start := time.Now()
 	exited := make(chan error, 1)
 	go func() { exited <- stop() }()

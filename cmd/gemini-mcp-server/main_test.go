@@ -174,18 +174,7 @@ func testShutdownDuringCall(t *testing.T, stop func(cmd *exec.Cmd, stdin io.Clos
 {"jsonrpc":"2.0","method":"notifications/initialized"}
 {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"chat","arguments":{"prompt":"[[ignoreterm]] [[child]]","systemPrompt":"S"}}}
 `)
-	var inv geminitest.Invocation
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && inv.ChildPid == 0; time.Sleep(10 * time.Millisecond) {
-		all, _ := geminitest.ReadLog(e.log)
-		for _, i := range all {
-			if i.ChildPid != 0 {
-				inv = i
-			}
-		}
-	}
-	if inv.ChildPid == 0 {
-		t.Fatalf("the CLI never started\nstderr: %s", stderr.String())
-	}
+	inv := geminitest.WaitInvocation(t, e.log, 10*time.Second, geminitest.HasChild)
 	start := time.Now()
 	stop(cmd, stdin)
 	done := make(chan error, 1)

@@ -1,6 +1,9 @@
 package geminitest
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -52,5 +55,30 @@ func CheckStderr(t TB, what, stderr string) {
 	t.Helper()
 	for _, bad := range Suspicious(stderr) {
 		t.Errorf("%s stderr contains %q", what, bad)
+	}
+}
+
+// SetSetting sets key in the Gemini CLI's user settings under home
+// (home/.gemini/settings.json), keeping the other keys.
+func SetSetting(t interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}, home, key string, value any) {
+	t.Helper()
+	path := filepath.Join(home, ".gemini", "settings.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	var settings map[string]any
+	if err := json.Unmarshal(b, &settings); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	settings[key] = value
+	if b, err = json.MarshalIndent(settings, "", "  "); err != nil {
+		t.Fatalf("%v", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatalf("%v", err)
 	}
 }

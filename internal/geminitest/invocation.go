@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"time"
 )
 
 // Kinds of stdin the fake can be given, as recorded in [Invocation.StdinKind].
@@ -59,6 +60,35 @@ type Invocation struct {
 func ReadLog(path string) ([]Invocation, error) {
 	return readJSONL[Invocation](path, "fake gemini log")
 }
+
+// WaitInvocation polls the fake's log at path until an invocation
+// satisfies ok, and returns the first that does; the test fails if none
+// does within limit (a guard against a hang, not a timing assumption: the
+// fake logs each invocation as soon as it starts). The log is a file the
+// fake appends to, so polling it is how a test hears the event.
+func WaitInvocation(t interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}, path string, limit time.Duration, ok func(Invocation) bool) Invocation {
+	t.Helper()
+	for deadline := time.Now().Add(limit); ; time.Sleep(10 * time.Millisecond) {
+		all, err := ReadLog(path)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		for _, inv := range all {
+			if ok(inv) {
+				return inv
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fake gemini logged no such invocation within %s (%d logged)", limit, len(all))
+		}
+	}
+}
+
+// HasChild reports whether the invocation started its [[child]].
+func HasChild(i Invocation) bool { return i.ChildPid != 0 }
 
 // readJSONL decodes the JSON values logged one per line in the file at
 // path; what names the log in errors. A missing file holds no entries. A

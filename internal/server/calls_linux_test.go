@@ -124,17 +124,7 @@ func TestClientCancelKillsCLI(t *testing.T) {
 		defer close(done)
 		h.client.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "[[ignoreterm]] [[child]]", "systemPrompt": "S"}})
 	}()
-	var inv geminitest.Invocation
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && inv.ChildPid == 0; time.Sleep(10 * time.Millisecond) {
-		for _, i := range h.invocations() {
-			if i.ChildPid != 0 {
-				inv = i
-			}
-		}
-	}
-	if inv.ChildPid == 0 {
-		t.Fatal("the CLI never started its child")
-	}
+	inv := geminitest.WaitInvocation(t, h.log, 10*time.Second, geminitest.HasChild)
 	start := time.Now()
 	cancel()
 	<-done

@@ -455,11 +455,5 @@ func TestLongAnswersArePaged(t *testing.T) {
 // firstCLIPid waits until the fake CLI has started and returns its pid.
 func (h *harness) firstCLIPid(t *testing.T) int {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if inv := h.invocations(); len(inv) > 0 {
-			return inv[0].Pid
-		}
-	}
-	t.Fatal("the CLI never started")
-	return 0
+	return geminitest.WaitInvocation(t, h.log, 10*time.Second, func(geminitest.Invocation) bool { return true }).Pid
 }
