@@ -100,8 +100,8 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		serve = serveHTTP
 	}
 	if isNested(cfg, sio.Getenv) {
-		serve = func(ctx context.Context, _ *config.Config, version string, sio IO, log *slog.Logger) error {
-			return serveNested(ctx, version, sio, log)
+		serve = func(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
+			return serveNested(ctx, cfg, version, sio, log)
 		}
 	}
 	if err := serve(ctx, cfg, version, sio, log); err != nil {
@@ -208,6 +208,12 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 	defer stop()
 	srv := server.New(version, deps, log)
 	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd, "state", deps.Store.Dir())
+	return serveOnStdio(life, endLife, srv, sio, cfg.MaxPromptBytes, log)
+}
+
+// serveOnStdio serves srv's one MCP session on stdin/stdout until the
+// client closes stdin (which calls endLife) or life ends.
+func serveOnStdio(life context.Context, endLife func(), srv *mcp.Server, sio IO, maxPromptBytes int, log *slog.Logger) error {
 	in := sio.Stdin
 	if in == nil {
 		in = os.Stdin
@@ -221,7 +227,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 	// an error instead of the session; it also bounds a line's length, so
 	// the SDK's own limit is off.
 	w := &syncWriter{w: out}
-	filter := newLineFilter(in, w, stdioLineLimit(cfg.MaxPromptBytes))
+	filter := newLineFilter(in, w, stdioLineLimit(maxPromptBytes))
 	t := &mcp.IOTransport{Reader: &eofReader{r: filter, onEOF: endLife}, Writer: nopWriteCloser{w}, MaxLineLength: -1}
 	ss, err := srv.Connect(life, t, nil)
 	if err != nil {

@@ -2,10 +2,7 @@ package app
 
 import (
 	"context"
-	"errors"
-	"io"
 	"log/slog"
-	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -38,29 +35,14 @@ func isNested(cfg *config.Config, getenv func(string) string) bool {
 // Gemini CLI report a discovery error on every call; one that exits would
 // be reported as a failed connection. It starts no Gemini CLI, so the
 // chain ends here.
-func serveNested(ctx context.Context, version string, sio IO, log *slog.Logger) error {
+func serveNested(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "gemini-mcp-server", Version: version}, nil)
 	srv.AddResource(&mcp.Resource{URI: nestedResourceURI, Name: "nested", MIMEType: "text/plain", Description: nestedText},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: nestedResourceURI, MIMEType: "text/plain", Text: nestedText}}}, nil
 		})
 	log.Info("started by this server's own Gemini CLI: serving no tools (--allow-nested serves them)")
-	in := sio.Stdin
-	if in == nil {
-		in = os.Stdin
-	}
-	out := sio.Stdout
-	if out == nil {
-		out = os.Stdout
-	}
-	ss, err := srv.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, nil)
-	if err != nil {
-		return err
-	}
-	unhook := context.AfterFunc(ctx, func() { ss.Close() })
-	defer unhook()
-	if err := ss.Wait(); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	return nil
+	life, endLife := context.WithCancel(ctx)
+	defer endLife()
+	return serveOnStdio(life, endLife, srv, sio, cfg.MaxPromptBytes, log)
 }
