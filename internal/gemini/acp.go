@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 )
 
 // This file speaks the Agent Client Protocol (ACP) to one long-lived
@@ -122,7 +124,7 @@ var errOutputTooBig = errors.New("the answer passed the output limit")
 func startACP(ctx context.Context, cmdline Command, args []string, env []string, key, sysDir string, allow bool, maxOutput int, log *slog.Logger) (*acpProc, error) {
 	cmd := exec.Command(cmdline.Path, append(append([]string{}, cmdline.Args...), args...)...)
 	cmd.Env = env
-	setProcessGroup(cmd)
+	proc.SetGroup(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -131,7 +133,7 @@ func startACP(ctx context.Context, cmdline Command, args []string, env []string,
 	if err != nil {
 		return nil, err
 	}
-	stderr := &tailBuffer{max: stderrKeep}
+	stderr := proc.NewTailBuffer(stderrKeep)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -154,14 +156,14 @@ func startACP(ctx context.Context, cmdline Command, args []string, env []string,
 	}, &init)
 	if err != nil {
 		p.kill()
-		return nil, fmt.Errorf("gemini --acp did not initialize: %w (stderr: %s)", err, strings.TrimSpace(lastBytes(stderr.String(), 500)))
+		return nil, fmt.Errorf("gemini --acp did not initialize: %w (stderr: %s)", err, strings.TrimSpace(proc.LastBytes(stderr.String(), 500)))
 	}
 	log.Info("warm gemini process started", "pid", cmd.Process.Pid, "agentVersion", init.AgentInfo.Version, "systemPrompt", key != "", "startup", time.Since(p.started).Round(time.Millisecond))
 	return p, nil
 }
 
 // readLoop dispatches everything the agent sends until it exits.
-func (p *acpProc) readLoop(stdout io.Reader, stderr *tailBuffer) {
+func (p *acpProc) readLoop(stdout io.Reader, stderr *proc.TailBuffer) {
 	br := bufio.NewReaderSize(stdout, 64<<10)
 	var buf []byte
 	for {
@@ -172,7 +174,7 @@ func (p *acpProc) readLoop(stdout io.Reader, stderr *tailBuffer) {
 				// Nothing can be answered without it: the stream cannot be
 				// followed any more.
 				p.log.Warn("stopping a warm gemini process that sent a message too long to read", "pid", p.cmd.Process.Pid, "limit", p.maxOutput+lineSlack, "start", clip(string(line), 200))
-				_ = killGroup(p.cmd.Process)
+				_ = proc.KillGroup(p.cmd.Process)
 				break
 			}
 			continue
@@ -205,18 +207,18 @@ func (p *acpProc) readLoop(stdout io.Reader, stderr *tailBuffer) {
 		}
 	}
 	err := p.cmd.Wait()
-	_ = killGroup(p.cmd.Process)
+	_ = proc.KillGroup(p.cmd.Process)
 	if p.sysDir != "" {
 		os.RemoveAll(p.sysDir)
 	}
 	p.mu.Lock()
 	how := fmt.Sprint(err)
-	if sig := exitSignal(p.cmd.ProcessState); sig != "" {
+	if sig := proc.ExitSignal(p.cmd.ProcessState); sig != "" {
 		how = "killed by signal " + sig
 	} else if code := p.cmd.ProcessState.ExitCode(); code >= 0 {
 		how = fmt.Sprintf("exit code %d", code)
 	}
-	p.deadErr = fmt.Errorf("%w (%s; stderr: %s)", errProcessGone, how, strings.TrimSpace(lastBytes(stderr.String(), 500)))
+	p.deadErr = fmt.Errorf("%w (%s; stderr: %s)", errProcessGone, how, strings.TrimSpace(proc.LastBytes(stderr.String(), 500)))
 	for id, ch := range p.pending {
 		close(ch)
 		delete(p.pending, id)
@@ -598,13 +600,13 @@ func (p *acpProc) kill() {
 		return // reaped already: its pid may belong to another process by now
 	}
 	_ = p.stdin.Close()
-	_ = interruptGroup(p.cmd.Process)
+	_ = proc.InterruptGroup(p.cmd.Process)
 	select {
 	case <-p.dead:
 		return
 	case <-time.After(DefaultKillGrace):
 	}
-	_ = killGroup(p.cmd.Process)
+	_ = proc.KillGroup(p.cmd.Process)
 	<-p.dead
 }
 

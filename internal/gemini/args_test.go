@@ -52,14 +52,6 @@ func TestRedactPrompt(t *testing.T) {
 	}
 }
 
-func TestSetEnv(t *testing.T) {
-	got := setEnv([]string{"A=1", "GEMINI_SYSTEM_MD=old", "B=2"}, "GEMINI_SYSTEM_MD", "/new")
-	want := []string{"A=1", "B=2", "GEMINI_SYSTEM_MD=/new"}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %q", got)
-	}
-}
-
 func TestNewUUID(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 100; i++ {
@@ -68,30 +60,5 @@ func TestNewUUID(t *testing.T) {
 			t.Fatalf("bad or repeated uuid %q", u)
 		}
 		seen[u] = true
-	}
-}
-
-func TestBuffers(t *testing.T) {
-	overflows := 0
-	c := &cappedBuffer{max: 5, onOverflow: func() { overflows++ }}
-	c.Write([]byte("abc"))
-	c.Write([]byte("defg"))
-	c.Write([]byte("h"))
-	if string(c.Bytes()) != "abcde" || !c.Overflowed() || overflows != 1 {
-		t.Fatalf("capped: %q %v %d", c.Bytes(), c.Overflowed(), overflows)
-	}
-	tb := &tailBuffer{max: 4}
-	tb.Write([]byte("ab"))
-	tb.Write([]byte("cdef"))
-	if tb.String() != "cdef" {
-		t.Fatalf("tail: %q", tb.String())
-	}
-	tb.Write([]byte("g"))
-	if tb.String() != "defg" {
-		t.Fatalf("tail: %q", tb.String())
-	}
-	tb.Write([]byte("0123456789"))
-	if tb.String() != "6789" || tb.total != 17 {
-		t.Fatalf("tail: %q %d", tb.String(), tb.total)
 	}
 }

@@ -3,10 +3,11 @@ package gemini
 import (
 	"context"
 	"fmt"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
 // Kind, Error and the kinds are the backend package's: every backend

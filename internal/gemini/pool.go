@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 )
 
 // WarmOptions configures the warm backend: a small pool of long-lived
@@ -275,7 +277,7 @@ func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string
 			os.RemoveAll(dir)
 			return nil, startError("cannot write the system prompt file: "+err.Error(), err)
 		}
-		env = setEnv(env, "GEMINI_SYSTEM_MD", path)
+		env = proc.SetEnv(env, "GEMINI_SYSTEM_MD", path)
 		sysDir = dir
 	}
 	args := append([]string{"--acp"}, pl.r.operatorArgs()...)

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 )
 
@@ -219,7 +220,7 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, 
 		if err := os.WriteFile(path, []byte(c.SystemPrompt), 0o600); err != nil {
 			return nil, startError("cannot write the system prompt file: "+err.Error(), err)
 		}
-		env = setEnv(env, "GEMINI_SYSTEM_MD", path)
+		env = proc.SetEnv(env, "GEMINI_SYSTEM_MD", path)
 	}
 
 	preselect := ""
@@ -335,8 +336,8 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 		runCtx, stop = context.WithTimeoutCause(runCtx, r.opts.Timeout, errTimeout)
 		defer stop()
 	}
-	stdout := &cappedBuffer{max: r.opts.MaxOutputBytes, onOverflow: func() { cancel(errOutputLimit) }}
-	stderr := &tailBuffer{max: stderrKeep}
+	stdout := proc.NewCappedBuffer(r.opts.MaxOutputBytes, func() { cancel(errOutputLimit) })
+	stderr := proc.NewTailBuffer(stderrKeep)
 
 	cmd := exec.CommandContext(runCtx, c.Path, append(append([]string{}, c.Args...), args...)...)
 	cmd.Dir = dir
@@ -345,8 +346,8 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 		cmd.Stdin = strings.NewReader(prompt)
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	setProcessGroup(cmd)
-	cmd.Cancel = func() error { return interruptGroup(cmd.Process) }
+	proc.SetGroup(cmd)
+	cmd.Cancel = func() error { return proc.InterruptGroup(cmd.Process) }
 	cmd.WaitDelay = r.opts.KillGrace
 
 	r.log.Debug("starting gemini", "path", c.Path, "args", redactPrompt(args), "dir", dir, "promptBytes", len(prompt), "promptOnStdin", cmd.Stdin != nil)
@@ -357,8 +358,8 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 	waitErr := cmd.Wait()
 	// The CLI re-spawns itself; whatever of its process group outlived it
 	// goes now.
-	_ = killGroup(cmd.Process)
-	res := execResult{stdout: stdout.Bytes(), stderr: stderr.String(), elapsed: time.Since(start), exit: cmd.ProcessState.ExitCode(), signal: exitSignal(cmd.ProcessState)}
+	_ = proc.KillGroup(cmd.Process)
+	res := execResult{stdout: stdout.Bytes(), stderr: stderr.String(), elapsed: time.Since(start), exit: cmd.ProcessState.ExitCode(), signal: proc.ExitSignal(cmd.ProcessState)}
 	var ee *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &ee) && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		r.log.Debug("waiting for gemini", "err", waitErr)
@@ -378,7 +379,7 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 // interpret turns a finished process into the CLI's output object or an
 // *Error.
 func (r *Runner) interpret(res execResult, c Call) (Output, error) {
-	tail := strings.TrimSpace(lastBytes(res.stderr, stderrShow))
+	tail := strings.TrimSpace(proc.LastBytes(res.stderr, stderrShow))
 	switch {
 	case res.startErr != nil:
 		if errors.Is(res.startErr, exec.ErrNotFound) || errors.Is(res.startErr, os.ErrNotExist) {
@@ -457,18 +458,6 @@ func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
 }
 
-// setEnv returns env with key set to value, replacing any earlier entry.
-func setEnv(env []string, key, value string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if k, _, ok := strings.Cut(kv, "="); ok && (k == key || (runtime.GOOS == "windows" && strings.EqualFold(k, key))) {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, key+"="+value)
-}
-
 // redactPrompt replaces the prompt in an argument list with its length,
 // for logs.
 func redactPrompt(args []string) []string {
@@ -480,19 +469,6 @@ func redactPrompt(args []string) []string {
 		out[i] = a
 	}
 	return out
-}
-
-func lastBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[len(s)-n:]
-	for i := 0; i < len(s) && i < 4; i++ {
-		if s[i]&0xC0 != 0x80 {
-			return s[i:]
-		}
-	}
-	return s
 }
 
 // Version runs `gemini --version` and returns what it prints.
@@ -510,7 +486,7 @@ func (r *Runner) Version(ctx context.Context) (string, error) {
 
 // interpretPlain checks a run of a non-prompt command.
 func (r *Runner) interpretPlain(res execResult, what string) ([]byte, error) {
-	tail := strings.TrimSpace(lastBytes(res.stderr, stderrShow))
+	tail := strings.TrimSpace(proc.LastBytes(res.stderr, stderrShow))
 	switch {
 	case res.startErr != nil:
 		return nil, startError(fmt.Sprintf("gemini %s could not be started: %v", what, res.startErr), res.startErr)
