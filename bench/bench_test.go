@@ -199,7 +199,7 @@ func BenchmarkBareExec(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		resetFakeEvery(b, i, 100, home)
 		m := marker("gobench", 0, i)
-		cmd := exec.Command(fakeGemini, "--session-id", gemini.NewUUID(), "--output-format", "json", "--prompt="+prompt(m))
+		cmd := exec.Command(fakeGemini, "--session-id", session.NewUUID(), "--output-format", "json", "--prompt="+prompt(m))
 		cmd.Dir, cmd.Env = work, env
 		out, err := cmd.Output()
 		if err != nil || !bytes.Contains(out, []byte(m)) {

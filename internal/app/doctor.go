@@ -13,6 +13,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
 // report collects doctor's findings.
@@ -73,7 +74,7 @@ func Doctor(ctx context.Context, cfg *config.Config, version string, w io.Writer
 	} else {
 		r.ok("session records: %s", st.Dir())
 	}
-	if _, err := gemini.ResolveDir(cwd, cwd); err != nil {
+	if _, err := validate.ResolveDir(cwd, cwd); err != nil {
 		r.fail("default working directory: %v", err)
 	} else {
 		r.ok("default working directory: %s", cwd)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
 // Config is the whole configuration.
@@ -297,7 +298,7 @@ func (c *Config) validate() error {
 		return errors.New("--warm-processes must be 1 to 64, --warm-max-prompts at least 1")
 	}
 	if c.Model != "" {
-		if err := gemini.ValidateModel(c.Model); err != nil {
+		if err := validate.Model(c.Model); err != nil {
 			return fmt.Errorf("--model: %w", err)
 		}
 	}

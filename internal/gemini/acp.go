@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // This file speaks the Agent Client Protocol (ACP) to one long-lived
@@ -412,7 +413,7 @@ func (p *acpProc) newSession(ctx context.Context, dir string) (string, error) {
 	if err := p.call(ctx, "session/new", map[string]any{"cwd": dir, "mcpServers": []any{}}, &res); err != nil {
 		return "", err
 	}
-	if !IsUUID(res.SessionID) {
+	if !session.IsUUID(res.SessionID) {
 		return "", fmt.Errorf("gemini --acp returned an invalid session id %q", res.SessionID)
 	}
 	id := strings.ToLower(res.SessionID)

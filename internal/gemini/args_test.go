@@ -51,14 +51,3 @@ func TestRedactPrompt(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
-
-func TestNewUUID(t *testing.T) {
-	seen := map[string]bool{}
-	for i := 0; i < 100; i++ {
-		u := NewUUID()
-		if !IsUUID(u) || u[14] != '4' || !strings.ContainsRune("89ab", rune(u[19])) || seen[u] {
-			t.Fatalf("bad or repeated uuid %q", u)
-		}
-		seen[u] = true
-	}
-}

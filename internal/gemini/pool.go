@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // WarmOptions configures the warm backend: a small pool of long-lived
@@ -116,7 +117,7 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 		pl.mu.Lock()
 		pl.owner[id] = p
 		pl.mu.Unlock()
-	case IsUUID(c.Resume):
+	case session.IsUUID(c.Resume):
 		id = strings.ToLower(c.Resume)
 		pl.mu.Lock()
 		p = pl.owner[id]

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // newWarmRunner is a runner with the warm backend on the fake CLI. It
@@ -129,7 +130,7 @@ func TestWarmMatchesOneShot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w.Response != o.Response || w.SessionIDSource != "warm" || !IsUUID(w.SessionID) {
+		if w.Response != o.Response || w.SessionIDSource != "warm" || !session.IsUUID(w.SessionID) {
 			t.Fatalf("warm %q (%s)\none-shot %q", w.Response, w.SessionIDSource, o.Response)
 		}
 		// The reply continues the warm session, in the process that holds

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // Options is the operator's configuration of every CLI call. None of it is
@@ -225,7 +226,7 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, 
 
 	preselect := ""
 	if c.Resume == "" && r.sessionIDFlag.Load() != 2 {
-		preselect = NewUUID()
+		preselect = session.NewUUID()
 	}
 	res := r.exec(ctx, cmd, r.args(c, preselect), c.Dir, env, c.Prompt)
 	if preselect != "" && res.exit == 1 && strings.Contains(res.stderr, "Unknown argument") && strings.Contains(res.stderr, "session-id") {
@@ -250,7 +251,7 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, 
 		}
 	case preselect != "":
 		result.SessionID, result.SessionIDSource = preselect, "preselected"
-	case IsUUID(c.Resume):
+	case session.IsUUID(c.Resume):
 		result.SessionID, result.SessionIDSource = strings.ToLower(c.Resume), "resumed"
 	default:
 		id, err := r.newestSession(ctx, cmd, c.Dir, env)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 var fakeGemini string
@@ -79,7 +80,7 @@ func TestRunNewSession(t *testing.T) {
 	if strings.Join(got.Argv, "\x00") != strings.Join(want, "\x00") {
 		t.Fatalf("argv %q, want %q", got.Argv, want)
 	}
-	if !IsUUID(res.SessionID) || res.SessionIDSource != "json" {
+	if !session.IsUUID(res.SessionID) || res.SessionIDSource != "json" {
 		t.Fatalf("session %q via %q", res.SessionID, res.SessionIDSource)
 	}
 	// The session exists where the CLI keeps it, and can be resumed.
@@ -186,7 +187,7 @@ func TestRunOlderCLIWithoutSessionIDFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !IsUUID(res.SessionID) || res.SessionIDSource != "json" {
+	if !session.IsUUID(res.SessionID) || res.SessionIDSource != "json" {
 		t.Fatalf("session %q via %s", res.SessionID, res.SessionIDSource)
 	}
 	if _, err := r.Run(ctxT(t), Call{Prompt: "two", Dir: dir}); err != nil {
@@ -218,7 +219,7 @@ func TestRunSessionIDFallbacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.SessionIDSource != "preselected" || !IsUUID(res.SessionID) {
+	if res.SessionIDSource != "preselected" || !session.IsUUID(res.SessionID) {
 		t.Fatalf("new: %q via %s", res.SessionID, res.SessionIDSource)
 	}
 	res2, err := r.Run(ctxT(t), Call{Prompt: "second [[nosession]]", Dir: dir, Resume: res.SessionID})

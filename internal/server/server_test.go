@@ -252,7 +252,7 @@ func TestChatAndReply(t *testing.T) {
 	if want := geminitest.Answer(1, "gemini-3-flash", "You are a helpful coding assistant.", "Hello, who are you?"); text != want {
 		t.Fatalf("text %q, want %q", text, want)
 	}
-	if !gemini.IsUUID(id) {
+	if !session.IsUUID(id) {
 		t.Fatalf("sessionId %q", id)
 	}
 	// No cwd: the session's recorded cwd is used.
@@ -422,7 +422,7 @@ func TestLongAnswersArePaged(t *testing.T) {
 	}
 	id, _ := meta["answerId"].(string)
 	pages, _ := meta["pages"].(float64)
-	if id == "" || pages != 4 || !gemini.IsUUID(fmt.Sprint(meta["sessionId"])) {
+	if id == "" || pages != 4 || !session.IsUUID(fmt.Sprint(meta["sessionId"])) {
 		t.Fatalf("meta %v", meta)
 	}
 	var got strings.Builder

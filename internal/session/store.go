@@ -19,8 +19,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 )
 
 // Record is what the server knows of one CLI session.
@@ -57,7 +55,7 @@ type Store struct {
 
 // validID accepts the lower-case UUIDs records are named by.
 func validID(id string) bool {
-	return gemini.IsUUID(id) && strings.ToLower(id) == id
+	return IsUUID(id) && strings.ToLower(id) == id
 }
 
 // Open opens (creating, private to the user) the store in dir.

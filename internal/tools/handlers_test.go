@@ -28,8 +28,8 @@ func (s *stubRunner) Run(_ context.Context, c gemini.Call) (*gemini.Result, erro
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, c)
 	id := c.Resume
-	if !gemini.IsUUID(id) {
-		id = gemini.NewUUID()
+	if !session.IsUUID(id) {
+		id = session.NewUUID()
 	}
 	return &gemini.Result{Response: "answer to " + c.Prompt, SessionID: id}, nil
 }

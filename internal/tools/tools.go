@@ -20,6 +20,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
 // Runner runs one CLI call; *gemini.Runner is the real one.
@@ -237,12 +238,12 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string, who client) erro
 		call.Dir = dir
 		return nil
 	}
-	ref, err := gemini.ParseSessionRef(sessionID)
+	ref, err := session.ParseSessionRef(sessionID)
 	if err != nil {
 		return err
 	}
 	call.Resume = ref.Value
-	if ref.Kind != gemini.RefUUID {
+	if ref.Kind != session.RefUUID {
 		if d.scoped() {
 			return fmt.Errorf("sessionId %q could name another client's session: pass the sessionId of an earlier chat or chat-reply result; %v", sessionID, errScoped)
 		}
@@ -281,7 +282,7 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string, who client) erro
 // Its directory is checked against the allowed roots as well: the record
 // may predate them, or its directory may since have become a symlink.
 func (d *Deps) checkRecordedDir(rec session.Record) error {
-	dir, err := gemini.ResolveDir(rec.Cwd, "/")
+	dir, err := validate.ResolveDir(rec.Cwd, "/")
 	if err != nil {
 		return fmt.Errorf("session %s belongs to %s, which cannot be used any more: %v", rec.ID, rec.Cwd, err)
 	}
@@ -302,7 +303,7 @@ func (d *Deps) resolveCwd(cwd string) (string, error) {
 	if cwd == "" {
 		orig = d.DefaultCwd
 	}
-	dir, err := gemini.ResolveDir(orig, d.DefaultCwd)
+	dir, err := validate.ResolveDir(orig, d.DefaultCwd)
 	if err != nil {
 		return "", err
 	}
@@ -316,14 +317,14 @@ func (d *Deps) checkCommon(prompt, model, systemPrompt string) error {
 	if strings.TrimSpace(prompt) == "" {
 		return errors.New("prompt is empty")
 	}
-	if err := gemini.ValidateText("prompt", prompt, d.MaxPromptBytes); err != nil {
+	if err := validate.Text("prompt", prompt, d.MaxPromptBytes); err != nil {
 		return err
 	}
-	if err := gemini.ValidateText("systemPrompt", systemPrompt, d.MaxPromptBytes); err != nil {
+	if err := validate.Text("systemPrompt", systemPrompt, d.MaxPromptBytes); err != nil {
 		return err
 	}
 	if model != "" {
-		return gemini.ValidateModel(model)
+		return validate.Model(model)
 	}
 	return nil
 }
@@ -433,7 +434,7 @@ func sessionKey(c gemini.Call) string {
 	switch {
 	case c.Resume == "":
 		return ""
-	case gemini.IsUUID(c.Resume):
+	case session.IsUUID(c.Resume):
 		return "id:" + c.Resume
 	}
 	return "dir:" + c.Dir
