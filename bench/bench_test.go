@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	ourserver "github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
@@ -131,11 +132,13 @@ func newInProcess(b *testing.B, warm bool) *inProcess {
 		Env:     geminitest.FakeEnv(h.fakeHome, "", time.Minute),
 		Timeout: time.Minute,
 	}
+	oneShot := gemini.NewRunner(opts, nil)
+	var runner backend.Backend = oneShot
 	if warm {
-		opts.Warm = &gemini.WarmOptions{}
+		runner = gemini.NewWarm(gemini.WarmConfigFor(opts, gemini.WarmOptions{}, oneShot), nil)
 	}
-	runner := gemini.NewRunner(opts, nil)
-	srv := ourserver.New("bench", &tools.Deps{Runner: runner, Store: store, DefaultCwd: work, MaxPromptBytes: 1 << 20}, nil)
+	runner = backend.Limit(runner, 0)
+	srv := ourserver.New("bench", &tools.Deps{Backend: runner, Store: store, DefaultCwd: work, MaxPromptBytes: 1 << 20}, nil)
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)

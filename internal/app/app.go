@@ -148,26 +148,11 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 			return nil, err
 		}
 	}
-	var warm *gemini.WarmOptions
-	if cfg.Backend == "warm" {
-		warm = &gemini.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout}
+	b, err := newBackend(cfg, store, log)
+	if err != nil {
+		return nil, err
 	}
-	runner := gemini.NewRunner(gemini.Options{
-		Warm:                  warm,
-		Gemini:                cfg.Gemini,
-		Env:                   []string{NestedEnv + "=1"},
-		DefaultModel:          cfg.Model,
-		ApprovalMode:          cfg.ApprovalMode,
-		Sandbox:               cfg.Sandbox,
-		SkipTrust:             cfg.SkipTrust,
-		IncludeDirectories:    cfg.IncludeDirectories,
-		Extensions:            cfg.Extensions,
-		AllowedMCPServerNames: cfg.AllowedMCPServerNames,
-		Timeout:               cfg.Timeout,
-		MaxConcurrent:         cfg.MaxConcurrent,
-		MaxOutputBytes:        cfg.MaxOutputBytes,
-	}, log)
-	deps := &tools.Deps{Runner: runner, Closer: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
+	deps := &tools.Deps{Backend: b, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP != "", Authenticated: len(cfg.Tokens) > 0 || cfg.TokenFile != "",
 		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions, SessionIDInText: cfg.SessionIDInText}
 	return deps, nil
@@ -190,9 +175,7 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *too
 	deps.Lifetime = life
 	stop = func() {
 		cancel()
-		if deps.Closer != nil {
-			deps.Closer.Close()
-		}
+		deps.Backend.Close()
 	}
 	return deps, life, cancel, stop, nil
 }

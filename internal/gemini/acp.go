@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -102,7 +103,7 @@ type acpProc struct {
 type promptSub struct {
 	mu   sync.Mutex
 	text strings.Builder
-	obs  Observer
+	obs  backend.Observer
 	// tooBig is closed when the answer passes the cap; the prompt is then
 	// cancelled and the rest of its answer dropped.
 	tooBig   chan struct{}
@@ -387,17 +388,10 @@ func (p *acpProc) answerRequest(m rpcMessage) {
 	_ = p.write(reply)
 }
 
-func activity(obs Observer, msg string) {
-	if a, ok := obs.(ActivityObserver); ok {
-		a.Activity(msg)
+func activity(obs backend.Observer, msg string) {
+	if obs != nil {
+		obs.Activity(msg)
 	}
-}
-
-// ActivityObserver is an Observer that also hears what Gemini is doing
-// (answering, running a tool), where the backend can tell.
-type ActivityObserver interface {
-	Observer
-	Activity(msg string)
 }
 
 // newSession creates a session in dir and returns its id.
@@ -454,7 +448,7 @@ func (p *acpProc) setModel(ctx context.Context, id, model string) error {
 // prompt runs one turn on session id and returns the answer text. When ctx
 // ends it cancels the turn (session/cancel) and gives the agent grace to
 // confirm; an agent that does not is killed.
-func (p *acpProc) prompt(ctx context.Context, id, text string, obs Observer, grace time.Duration) (string, error) {
+func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Observer, grace time.Duration) (string, error) {
 	sub := &promptSub{obs: obs, tooBig: make(chan struct{})}
 	p.mu.Lock()
 	p.subs[id] = sub
@@ -605,7 +599,7 @@ func (p *acpProc) kill() {
 	select {
 	case <-p.dead:
 		return
-	case <-time.After(DefaultKillGrace):
+	case <-time.After(backend.DefaultKillGrace):
 	}
 	_ = proc.KillGroup(p.cmd.Process)
 	<-p.dead

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -47,7 +48,7 @@ const (
 // that process again, and continues through one-shot resume (`-r`), its
 // history being on disk.
 type pool struct {
-	r    *Runner
+	r    *Backend
 	opts WarmOptions
 
 	mu       sync.Mutex
@@ -68,7 +69,7 @@ type startWait struct {
 	done chan struct{}
 }
 
-func newPool(r *Runner, o WarmOptions) *pool {
+func newPool(r *Backend, o WarmOptions) *pool {
 	if o.Processes <= 0 {
 		o.Processes = DefaultWarmProcesses
 	}
@@ -97,12 +98,12 @@ var errNotWarm = errors.New("not served warm")
 
 // run serves c warm if it can. It returns errNotWarm when the call must
 // take the one-shot path; any other error is the call's result.
-func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
+func (pl *pool) run(ctx context.Context, cmd Command, c backend.Turn) (*backend.Answer, error) {
 	key := systemKey(c.SystemPrompt)
 	var p *acpProc
 	var id string
 	switch {
-	case c.Resume == "":
+	case c.Session == "":
 		var err error
 		if p, err = pl.process(ctx, cmd, key, c.SystemPrompt); err != nil {
 			return nil, pl.failure(nil, err, c)
@@ -117,8 +118,8 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 		pl.mu.Lock()
 		pl.owner[id] = p
 		pl.mu.Unlock()
-	case session.IsUUID(c.Resume):
-		id = strings.ToLower(c.Resume)
+	case session.IsUUID(c.Session):
+		id = strings.ToLower(c.Session)
 		pl.mu.Lock()
 		p = pl.owner[id]
 		usable := p != nil && p.key == key && p.use()
@@ -148,8 +149,7 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, emptyError().SetRan(warmStderr)
 	}
-	resp := text
-	return &Result{SessionID: id, Response: text, Output: Output{SessionID: id, Response: &resp}, SessionIDSource: "warm"}, nil
+	return &backend.Answer{SessionID: id, Text: text, Via: "warm"}, nil
 }
 
 // process returns a live process started with key, reserved for the call
@@ -383,7 +383,7 @@ func (pl *pool) retire(p *acpProc) bool {
 }
 
 // failure turns a warm error into the call's *Error.
-func (pl *pool) failure(p *acpProc, err error, c Call) error {
+func (pl *pool) failure(p *acpProc, err error, c backend.Turn) error {
 	var re *rpcError
 	switch {
 	case errors.As(err, &re):

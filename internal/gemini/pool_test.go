@@ -18,13 +18,15 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
-// newWarmRunner is a runner with the warm backend on the fake CLI. It
-// returns the invocation log and the ACP message log.
-func newWarmRunner(t *testing.T, opts Options, warm WarmOptions) (*Runner, string, string) {
+// newWarmRunner is the warm backend on the fake CLI, limited to the
+// default number of turns at once as the server limits it. It returns the
+// invocation log and the ACP message log.
+func newWarmRunner(t *testing.T, opts Options, warm WarmOptions) (backend.Backend, string, string) {
 	t.Helper()
 	r, log, acpLog, _ := newWarmRunnerLogged(t, opts, warm)
 	return r, log, acpLog
@@ -32,15 +34,22 @@ func newWarmRunner(t *testing.T, opts Options, warm WarmOptions) (*Runner, strin
 
 // newWarmRunnerLogged is newWarmRunner that also returns the server's log,
 // as JSON lines.
-func newWarmRunnerLogged(t *testing.T, opts Options, warm WarmOptions) (*Runner, string, string, *geminitest.LockedBuffer) {
+func newWarmRunnerLogged(t *testing.T, opts Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
+	t.Helper()
+	return newWarmRunnerSlots(t, backend.DefaultMaxConcurrent, opts, warm)
+}
+
+// newWarmRunnerSlots is newWarmRunnerLogged with slots turns at once.
+func newWarmRunnerSlots(t *testing.T, slots int, opts Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
 	t.Helper()
 	acpLog := filepath.Join(t.TempDir(), "acp.jsonl")
 	env, log := fakeEnv(t, geminitest.EnvACPLog+"="+acpLog)
-	opts.Warm = &warm
 	opts.Gemini = fakeGemini
 	opts.Env = append(env, opts.Env...)
 	logs := &geminitest.LockedBuffer{}
-	r := NewRunner(opts, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	slog := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	oneShot := NewRunner(opts, slog)
+	r := backend.Limit(NewWarm(WarmConfigFor(opts, warm, oneShot), slog), slots)
 	t.Cleanup(func() {
 		r.Close()
 		// Every process and goroutine of the pool is gone after Close.
@@ -117,7 +126,7 @@ func TestWarmMatchesOneShot(t *testing.T) {
 	warm, wlog, acpLog := newWarmRunner(t, Options{}, WarmOptions{})
 	cold, _ := newTestRunner(t, Options{})
 	dir := workDir(t)
-	calls := []Call{
+	calls := []backend.Turn{
 		{Prompt: "-h first", Model: "gemini-x", SystemPrompt: "SYS one", Dir: dir},
 		{Prompt: strings.Repeat("big prompt line\n", 10000), Dir: dir},
 	}
@@ -130,21 +139,21 @@ func TestWarmMatchesOneShot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w.Response != o.Response || w.SessionIDSource != "warm" || !session.IsUUID(w.SessionID) {
-			t.Fatalf("warm %q (%s)\none-shot %q", w.Response, w.SessionIDSource, o.Response)
+		if w.Text != o.Text || w.Via != "warm" || !session.IsUUID(w.SessionID) {
+			t.Fatalf("warm %q (%s)\none-shot %q", w.Text, w.Via, o.Text)
 		}
 		// The reply continues the warm session, in the process that holds
 		// it, with the model back at the default as a one-shot reply has.
-		w2, err := warm.Run(ctxT(t), Call{Prompt: "again", Dir: dir, Resume: w.SessionID, SystemPrompt: c.SystemPrompt})
+		w2, err := warm.Run(ctxT(t), backend.Turn{Prompt: "again", Dir: dir, Session: w.SessionID, SystemPrompt: c.SystemPrompt})
 		if err != nil {
 			t.Fatal(err)
 		}
-		o2, err := cold.Run(ctxT(t), Call{Prompt: "again", Dir: dir, Resume: o.SessionID, SystemPrompt: c.SystemPrompt})
+		o2, err := cold.Run(ctxT(t), backend.Turn{Prompt: "again", Dir: dir, Session: o.SessionID, SystemPrompt: c.SystemPrompt})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w2.Response != o2.Response || w2.SessionID != w.SessionID || w2.SessionIDSource != "warm" {
-			t.Fatalf("reply: warm %q (%s)\none-shot %q", w2.Response, w2.SessionIDSource, o2.Response)
+		if w2.Text != o2.Text || w2.SessionID != w.SessionID || w2.Via != "warm" {
+			t.Fatalf("reply: warm %q (%s)\none-shot %q", w2.Text, w2.Via, o2.Text)
 		}
 	}
 	started, oneShot := acpStarts(t, wlog)
@@ -170,8 +179,8 @@ func TestWarmErrorsMatchOneShot(t *testing.T) {
 	dir := workDir(t)
 	// API failures are per prompt in both modes (auth: TestWarmAuthError).
 	for _, prompt := range []string{"[[exit:144]]", "[[exit:173]]", "[[exit:244]]"} {
-		_, werr := warm.Run(ctxT(t), Call{Prompt: prompt, Dir: dir})
-		_, oerr := cold.Run(ctxT(t), Call{Prompt: prompt, Dir: dir})
+		_, werr := warm.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: dir})
+		_, oerr := cold.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: dir})
 		var we, oe *Error
 		if !errors.As(werr, &we) || !errors.As(oerr, &oe) {
 			t.Fatalf("%s: %v / %v", prompt, werr, oerr)
@@ -191,7 +200,7 @@ func TestWarmErrorsMatchOneShot(t *testing.T) {
 func TestWarmCancelKeepsTheProcess(t *testing.T) {
 	r, log, acpLog := newWarmRunner(t, Options{}, WarmOptions{})
 	dir := workDir(t)
-	first, err := r.Run(ctxT(t), Call{Prompt: "start", Dir: dir})
+	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +219,7 @@ func TestWarmCancelKeepsTheProcess(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	_, err = r.Run(ctx, Call{Prompt: "[[hang]]", Dir: dir, Resume: first.SessionID})
+	_, err = r.Run(ctx, backend.Turn{Prompt: "[[hang]]", Dir: dir, Session: first.SessionID})
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != KindCancelled || !errors.Is(err, context.Canceled) || e.Exited {
 		t.Fatalf("got %v", err)
@@ -223,8 +232,8 @@ func TestWarmCancelKeepsTheProcess(t *testing.T) {
 		t.Fatalf("last message %s %s", m.Method, m.SessionID())
 	}
 	// The process serves on; the cancelled turn was not kept.
-	res, err := r.Run(ctxT(t), Call{Prompt: "after", Dir: dir, Resume: first.SessionID})
-	if err != nil || !strings.HasPrefix(res.Response, "fake-gemini turn=2 ") {
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "after", Dir: dir, Session: first.SessionID})
+	if err != nil || !strings.HasPrefix(res.Text, "fake-gemini turn=2 ") {
 		t.Fatalf("after cancel: %v %+v", err, res)
 	}
 	if started, _ := acpStarts(t, log); len(started) != 1 {
@@ -235,22 +244,22 @@ func TestWarmCancelKeepsTheProcess(t *testing.T) {
 func TestWarmCrashContinuesOneShot(t *testing.T) {
 	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{})
 	dir := workDir(t)
-	first, err := r.Run(ctxT(t), Call{Prompt: "start", Dir: dir})
+	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.Run(ctxT(t), Call{Prompt: "[[crash]]", Dir: dir, Resume: first.SessionID})
+	_, err = r.Run(ctxT(t), backend.Turn{Prompt: "[[crash]]", Dir: dir, Session: first.SessionID})
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != KindFailed || !strings.Contains(e.Reason, "exited during the call") {
 		t.Fatalf("crash: %v", err)
 	}
 	// The session continues through one-shot resume, its history intact.
-	res, err := r.Run(ctxT(t), Call{Prompt: "after the crash", Dir: dir, Resume: first.SessionID})
-	if err != nil || res.SessionID != first.SessionID || !strings.HasPrefix(res.Response, "fake-gemini turn=2 ") || res.SessionIDSource == "warm" {
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "after the crash", Dir: dir, Session: first.SessionID})
+	if err != nil || res.SessionID != first.SessionID || !strings.HasPrefix(res.Text, "fake-gemini turn=2 ") || res.Via == "warm" {
 		t.Fatalf("after crash: %v %+v", err, res)
 	}
 	// A new session gets a new process.
-	if _, err := r.Run(ctxT(t), Call{Prompt: "new", Dir: dir}); err != nil {
+	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "new", Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	started, oneShot := acpStarts(t, log)
@@ -262,11 +271,11 @@ func TestWarmCrashContinuesOneShot(t *testing.T) {
 func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
 	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{MaxPrompts: 2})
 	dir := workDir(t)
-	a, err := r.Run(ctxT(t), Call{Prompt: "one", Dir: dir})
+	a, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Run(ctxT(t), Call{Prompt: "two", Dir: dir, Resume: a.SessionID}); err != nil {
+	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "two", Dir: dir, Session: a.SessionID}); err != nil {
 		t.Fatal(err)
 	}
 	// The first process has served its two prompts and is retired.
@@ -278,11 +287,11 @@ func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
 	if geminitest.Alive(started[0].Pid) {
 		t.Fatal("the process outlived its prompt limit")
 	}
-	res, err := r.Run(ctxT(t), Call{Prompt: "three", Dir: dir, Resume: a.SessionID})
-	if err != nil || res.SessionIDSource == "warm" || !strings.HasPrefix(res.Response, "fake-gemini turn=3 ") {
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "three", Dir: dir, Session: a.SessionID})
+	if err != nil || res.Via == "warm" || !strings.HasPrefix(res.Text, "fake-gemini turn=3 ") {
 		t.Fatalf("after recycling: %v %+v", err, res)
 	}
-	if _, err := r.Run(ctxT(t), Call{Prompt: "four", Dir: dir}); err != nil {
+	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "four", Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	if started, _ := acpStarts(t, log); len(started) != 2 {
@@ -292,8 +301,8 @@ func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
 
 func TestWarmPermissions(t *testing.T) {
 	deny, _, _ := newWarmRunner(t, Options{}, WarmOptions{})
-	res, err := deny.Run(ctxT(t), Call{Prompt: "write it [[permission]]", Dir: workDir(t)})
-	if err != nil || !strings.HasSuffix(res.Response, " permission=cancel") {
+	res, err := deny.Run(ctxT(t), backend.Turn{Prompt: "write it [[permission]]", Dir: workDir(t)})
+	if err != nil || !strings.HasSuffix(res.Text, " permission=cancel") {
 		t.Fatalf("default policy: %v %+v", err, res)
 	}
 }
@@ -301,17 +310,17 @@ func TestWarmPermissions(t *testing.T) {
 func TestWarmLatestGoesOneShotAndReleases(t *testing.T) {
 	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{})
 	dir := workDir(t)
-	a, err := r.Run(ctxT(t), Call{Prompt: "one", Dir: dir})
+	a, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Run(ctxT(t), Call{Prompt: "two", Dir: dir, Resume: "latest"})
-	if err != nil || res.SessionID != a.SessionID || res.SessionIDSource == "warm" {
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "two", Dir: dir, Session: "latest"})
+	if err != nil || res.SessionID != a.SessionID || res.Via == "warm" {
 		t.Fatalf("latest: %v %+v", err, res)
 	}
 	// The one-shot turn took the session from its process for good.
-	res, err = r.Run(ctxT(t), Call{Prompt: "three", Dir: dir, Resume: a.SessionID})
-	if err != nil || res.SessionIDSource == "warm" || !strings.HasPrefix(res.Response, "fake-gemini turn=3 ") {
+	res, err = r.Run(ctxT(t), backend.Turn{Prompt: "three", Dir: dir, Session: a.SessionID})
+	if err != nil || res.Via == "warm" || !strings.HasPrefix(res.Text, "fake-gemini turn=3 ") {
 		t.Fatalf("after latest: %v %+v", err, res)
 	}
 	if _, oneShot := acpStarts(t, log); len(oneShot) != 2 {
@@ -323,8 +332,8 @@ func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
 	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{Processes: 1})
 	dir := workDir(t)
 	for i, sys := range []string{"SYS A", "SYS B", "SYS A"} {
-		res, err := r.Run(ctxT(t), Call{Prompt: "hi", SystemPrompt: sys, Dir: dir})
-		if err != nil || !strings.Contains(res.Response, "system="+sys+" ") || res.SessionIDSource != "warm" {
+		res, err := r.Run(ctxT(t), backend.Turn{Prompt: "hi", SystemPrompt: sys, Dir: dir})
+		if err != nil || !strings.Contains(res.Text, "system="+sys+" ") || res.Via != "warm" {
 			t.Fatalf("call %d: %v %+v", i, err, res)
 		}
 	}
@@ -343,7 +352,7 @@ func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
 
 func TestWarmIdleProcessStops(t *testing.T) {
 	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{IdleTimeout: 200 * time.Millisecond})
-	if _, err := r.Run(ctxT(t), Call{Prompt: "one", Dir: workDir(t)}); err != nil {
+	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: workDir(t)}); err != nil {
 		t.Fatal(err)
 	}
 	started, _ := acpStarts(t, log)
@@ -362,7 +371,7 @@ func TestWarmIdleProcessStops(t *testing.T) {
 // guarantees does not, and that is what is checked.
 func TestWarmRecycleUnderLoad(t *testing.T) {
 	const maxPrompts = 5
-	r, log, acpLog, logs := newWarmRunnerLogged(t, Options{MaxConcurrent: 16}, WarmOptions{MaxPrompts: maxPrompts, Processes: 2})
+	r, log, acpLog, logs := newWarmRunnerSlots(t, 16, Options{}, WarmOptions{MaxPrompts: maxPrompts, Processes: 2})
 	dir := workDir(t)
 	errs := make(chan error, 200)
 	var wg sync.WaitGroup
@@ -371,7 +380,7 @@ func TestWarmRecycleUnderLoad(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 20; j++ {
-				if _, err := r.Run(ctxT(t), Call{Prompt: fmt.Sprintf("load %d %d [[sleep:2]]", i, j), Dir: dir}); err != nil {
+				if _, err := r.Run(ctxT(t), backend.Turn{Prompt: fmt.Sprintf("load %d %d [[sleep:2]]", i, j), Dir: dir}); err != nil {
 					errs <- err
 				}
 			}
@@ -432,7 +441,7 @@ func TestWarmRecycleLogsOnce(t *testing.T) {
 	r, log, _, logs := newWarmRunnerLogged(t, Options{}, WarmOptions{MaxPrompts: 3})
 	dir := workDir(t)
 	for i := 1; i <= 4; i++ {
-		if _, err := r.Run(ctxT(t), Call{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
+		if _, err := r.Run(ctxT(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
 			t.Fatal(err)
 		}
 		recs := logRecords(t, logs, "recycling a warm gemini process")
@@ -458,7 +467,7 @@ func TestWarmRecycleLogsOnce(t *testing.T) {
 	}
 	r, log, _, logs = newWarmRunnerLogged(t, Options{}, WarmOptions{MaxRSS: 1})
 	for i := 1; i <= 2; i++ {
-		if _, err := r.Run(ctxT(t), Call{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
+		if _, err := r.Run(ctxT(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -477,11 +486,11 @@ func TestWarmOutputCap(t *testing.T) {
 	r, log, acpLog := newWarmRunner(t, Options{MaxOutputBytes: limit}, WarmOptions{})
 	cold, _ := newTestRunner(t, Options{MaxOutputBytes: limit})
 	dir := workDir(t)
-	first, err := r.Run(ctxT(t), Call{Prompt: "start", Dir: dir})
+	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, oerr := cold.Run(ctxT(t), Call{Prompt: "[[stdout:1000000]]", Dir: dir})
+	_, oerr := cold.Run(ctxT(t), backend.Turn{Prompt: "[[stdout:1000000]]", Dir: dir})
 	var oe *Error
 	if !errors.As(oerr, &oe) || oe.Kind != KindOutputTooBig {
 		t.Fatalf("one-shot: %v", oerr)
@@ -490,7 +499,7 @@ func TestWarmOutputCap(t *testing.T) {
 	// not into memory).
 	// [[holdend]] keeps the turn open until it is cancelled.
 	for _, prompt := range []string{"[[stdout:1000000]] [[chunks:100]] [[holdend]]", "[[stdout:3000000]] [[holdend]]"} {
-		_, err := r.Run(ctxT(t), Call{Prompt: prompt, Dir: dir, Resume: first.SessionID})
+		_, err := r.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: dir, Session: first.SessionID})
 		var e *Error
 		if !errors.As(err, &e) || e.Kind != KindOutputTooBig || e.Reason != oe.Reason {
 			t.Fatalf("%s: warm %v, one-shot %v", prompt, err, oerr)
@@ -501,8 +510,8 @@ func TestWarmOutputCap(t *testing.T) {
 		}
 	}
 	// The process serves on.
-	res, err := r.Run(ctxT(t), Call{Prompt: "after", Dir: dir, Resume: first.SessionID})
-	if err != nil || res.SessionIDSource != "warm" {
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "after", Dir: dir, Session: first.SessionID})
+	if err != nil || res.Via != "warm" {
 		t.Fatalf("after the cap: %v %+v", err, res)
 	}
 	if started, _ := acpStarts(t, log); len(started) != 1 {
@@ -536,8 +545,8 @@ func TestWarmAuthError(t *testing.T) {
 	warm, _, _ := newWarmRunner(t, Options{Env: []string{noKey}}, WarmOptions{})
 	cold, _ := newTestRunner(t, Options{}, noKey)
 	dir := workDir(t)
-	_, werr := warm.Run(ctxT(t), Call{Prompt: "hi", Dir: dir})
-	_, oerr := cold.Run(ctxT(t), Call{Prompt: "hi", Dir: dir})
+	_, werr := warm.Run(ctxT(t), backend.Turn{Prompt: "hi", Dir: dir})
+	_, oerr := cold.Run(ctxT(t), backend.Turn{Prompt: "hi", Dir: dir})
 	for name, err := range map[string]error{"warm": werr, "one-shot": oerr} {
 		var e *Error
 		if !errors.As(err, &e) || e.Kind != KindAuth || !strings.HasSuffix(e.Reason, AuthHelp) {
@@ -562,7 +571,7 @@ func atoi(t *testing.T, s string) int {
 // errors.Is tells apart from a cancel.
 func TestWarmTimeout(t *testing.T) {
 	r, _, _ := newWarmRunner(t, Options{Timeout: 300 * time.Millisecond}, WarmOptions{})
-	_, err := r.Run(ctxT(t), Call{Prompt: "[[hang]]", Dir: workDir(t)})
+	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[hang]]", Dir: workDir(t)})
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != KindTimeout || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		!strings.Contains(e.Reason, "--timeout") || e.Exited {

@@ -18,8 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -40,19 +40,13 @@ type Options struct {
 	Extensions            []string
 	AllowedMCPServerNames []string
 
-	MaxConcurrent  int           // CLI processes at once; 0 means DefaultMaxConcurrent
 	Timeout        time.Duration // per call; 0 means none
-	KillGrace      time.Duration // from interrupt to kill; 0 means DefaultKillGrace
+	KillGrace      time.Duration // from interrupt to kill; 0 means backend.DefaultKillGrace
 	MaxOutputBytes int           // stdout cap; 0 means DefaultMaxOutputBytes
-	// Warm, when set, serves calls from a pool of long-lived `gemini --acp`
-	// processes where it can (see pool.go); the rest run one-shot.
-	Warm *WarmOptions
 }
 
 // Defaults for Options fields left zero.
 const (
-	DefaultKillGrace      = 1500 * time.Millisecond
-	DefaultMaxConcurrent  = 4
 	DefaultMaxOutputBytes = 32 << 20
 	stderrKeep            = 64 << 10 // stderr tail kept for parsing
 	stderrShow            = 4 << 10  // stderr tail shown in errors
@@ -68,42 +62,12 @@ var ArgPromptMax = func() int {
 	return 100 << 10
 }()
 
-// Call is one prompt to the CLI.
-type Call struct {
-	Prompt       string
-	Model        string // "" for the CLI's default
-	SystemPrompt string // "" for the CLI's own system prompt
-	Dir          string // absolute working directory, already checked
-	Resume       string // "" starts a new session; else latest, an index or a UUID
-	Observer     Observer
-}
-
-// Observer hears what a call is doing, for progress reports. Its methods
-// are called from the goroutine running the call.
-type Observer interface {
-	// Queued says the call waits for a free process slot, with ahead calls
-	// before it; it is called again as the line moves.
-	Queued(ahead int)
-	// Started says the CLI is running.
-	Started()
-}
-
-// Result is a successful call.
-type Result struct {
-	SessionID string // "" only when no way of learning it worked
-	Response  string
-	Output    Output
-	// SessionIDSource says how the id was learned: "json", "preselected",
-	// "resumed" or "list-sessions".
-	SessionIDSource string
-}
-
-// Runner runs CLI calls. It is safe for concurrent use.
+// Runner is the one-shot backend: it runs one CLI process per turn. It is
+// safe for concurrent use. It does not limit how many turns run at once:
+// backend.Limit does, around whichever backend serves.
 type Runner struct {
-	opts  Options
-	log   *slog.Logger
-	slots *queue.Sem
-	pool  *pool // nil unless Options.Warm
+	opts Options
+	log  *slog.Logger
 	// resolved caches the last successful Resolve: a PATH search per call
 	// costs more than the one stat that checks the cached path.
 	resolved atomic.Pointer[Command]
@@ -115,38 +79,30 @@ type Runner struct {
 // NewRunner returns a Runner with opts, logging to log.
 func NewRunner(opts Options, log *slog.Logger) *Runner {
 	if opts.KillGrace <= 0 {
-		opts.KillGrace = DefaultKillGrace
+		opts.KillGrace = backend.DefaultKillGrace
 	}
 	if opts.MaxOutputBytes <= 0 {
 		opts.MaxOutputBytes = DefaultMaxOutputBytes
 	}
-	if opts.MaxConcurrent <= 0 {
-		opts.MaxConcurrent = DefaultMaxConcurrent
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{opts: opts, log: log, slots: queue.NewSem(opts.MaxConcurrent)}
-	if opts.Warm != nil {
-		r.pool = newPool(r, *opts.Warm)
-	}
-	return r
+	return &Runner{opts: opts, log: log}
 }
 
-// Close stops the warm processes, if any, and waits for them.
-func (r *Runner) Close() {
-	if r.pool != nil {
-		r.pool.close()
-	}
-}
+// Name is the backend's name as --backend spells it.
+func (r *Runner) Name() string { return "oneshot" }
+
+// Close does nothing: every process of a turn ends with the turn.
+func (r *Runner) Close() {}
 
 var (
 	errTimeout     = errors.New("timeout")
 	errOutputLimit = errors.New("output limit")
 )
 
-// command finds the CLI, reusing the last answer while its file exists.
-func (r *Runner) command() (Command, error) {
+// Command finds the CLI, reusing the last answer while its file exists.
+func (r *Runner) Command() (Command, error) {
 	if c := r.resolved.Load(); c != nil {
 		if _, err := os.Stat(c.Path); err == nil {
 			return *c, nil
@@ -161,50 +117,38 @@ func (r *Runner) command() (Command, error) {
 	return c, nil
 }
 
-// Run makes one call. A failure is always an *Error.
-func (r *Runner) Run(ctx context.Context, c Call) (*Result, error) {
-	cmd, err := r.command()
+// Run runs the turn as one CLI process. A failure is always an
+// *backend.Error.
+func (r *Runner) Run(ctx context.Context, t backend.Turn) (*backend.Answer, error) {
+	cmd, err := r.Command()
 	if err != nil {
 		return nil, err
 	}
-	// A call holds its slot from the first process it starts to the last,
-	// so that at most MaxConcurrent CLI processes run at once.
-	var queued func(int)
-	if c.Observer != nil {
-		queued = c.Observer.Queued
-	}
-	release, err := r.slots.Acquire(ctx, queued)
+	a, err := r.runOneShot(ctx, cmd, t)
 	if err != nil {
-		return nil, cancelledError("the call was cancelled while waiting for a free gemini slot (--max-concurrent)", err)
+		return nil, err
 	}
-	defer release()
-	if c.Observer != nil {
-		c.Observer.Started()
+	a.NotApplied = NotApplied(t)
+	return a, nil
+}
+
+// NotApplied names the tuning of t that the Gemini CLI cannot apply: it
+// has no per-call temperature or thinking budget (0.61.0), so a turn that
+// asks for them is answered without, and says so.
+func NotApplied(t backend.Turn) []string {
+	var n []string
+	if t.Temperature != nil {
+		n = append(n, "temperature: the Gemini CLI takes no per-call temperature")
 	}
-	if r.pool != nil {
-		wctx := ctx
-		if r.opts.Timeout > 0 {
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(ctx, r.opts.Timeout)
-			defer cancel()
-		}
-		res, err := r.pool.run(wctx, cmd, c)
-		if !errors.Is(err, errNotWarm) {
-			return res, err
-		}
+	if t.ThinkingMode != "" {
+		n = append(n, "thinking_mode: the Gemini CLI takes no per-call thinking budget")
 	}
-	res, err := r.runOneShot(ctx, cmd, c)
-	if err == nil && r.pool != nil {
-		// The turn went to disk without the warm process that may hold the
-		// session: that process must never serve it again.
-		r.pool.release(res.SessionID)
-	}
-	return res, err
+	return n
 }
 
 // runOneShot runs the call as one `gemini ... --output-format json` process.
-func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, error) {
-	env := r.childEnv()
+func (r *Runner) runOneShot(ctx context.Context, cmd Command, c backend.Turn) (*backend.Answer, error) {
+	env := ChildEnv(r.opts.Env)
 	if c.Model == "" {
 		c.Model = r.opts.DefaultModel
 	}
@@ -225,7 +169,7 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, 
 	}
 
 	preselect := ""
-	if c.Resume == "" && r.sessionIDFlag.Load() != 2 {
+	if c.Session == "" && r.sessionIDFlag.Load() != 2 {
 		preselect = session.NewUUID()
 	}
 	res := r.exec(ctx, cmd, r.args(c, preselect), c.Dir, env, c.Prompt)
@@ -243,22 +187,22 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, 
 	if preselect != "" {
 		r.sessionIDFlag.CompareAndSwap(0, 1)
 	}
-	result := &Result{Response: *out.Response, Output: out, SessionID: strings.ToLower(out.SessionID), SessionIDSource: "json"}
+	result := &backend.Answer{Text: *out.Response, Usage: out.Usage(), SessionID: strings.ToLower(out.SessionID), Via: "json"}
 	switch {
 	case result.SessionID != "":
 		if preselect != "" && result.SessionID != preselect {
 			r.log.Warn("gemini reported a different session id than the one it was given", "given", preselect, "reported", result.SessionID)
 		}
 	case preselect != "":
-		result.SessionID, result.SessionIDSource = preselect, "preselected"
-	case session.IsUUID(c.Resume):
-		result.SessionID, result.SessionIDSource = strings.ToLower(c.Resume), "resumed"
+		result.SessionID, result.Via = preselect, "preselected"
+	case session.IsUUID(c.Session):
+		result.SessionID, result.Via = strings.ToLower(c.Session), "resumed"
 	default:
 		id, err := r.newestSession(ctx, cmd, c.Dir, env)
 		if err != nil {
 			r.log.Warn("could not learn the session id", "dir", c.Dir, "err", err)
 		} else {
-			result.SessionID, result.SessionIDSource = id, "list-sessions"
+			result.SessionID, result.Via = id, "list-sessions"
 		}
 	}
 	return result, nil
@@ -269,44 +213,45 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, 
 // `--prompt=TEXT` (or stdin), never a positional argument, which the CLI
 // would read as a flag when it starts with '-', or as a subcommand when it
 // is a word such as "mcp".
-func (r *Runner) args(c Call, sessionID string) []string {
+func (r *Runner) args(c backend.Turn, sessionID string) []string {
 	var a []string
 	if c.Model != "" {
 		a = append(a, "-m", c.Model)
 	}
 	switch {
-	case c.Resume != "":
-		a = append(a, "-r", c.Resume)
+	case c.Session != "":
+		a = append(a, "-r", c.Session)
 	case sessionID != "":
 		a = append(a, "--session-id", sessionID)
 	}
 	a = append(a, "--output-format", "json")
-	a = append(a, r.operatorArgs()...)
+	a = append(a, r.opts.OperatorArgs()...)
 	if len(c.Prompt) <= ArgPromptMax {
 		a = append(a, "--prompt="+c.Prompt)
 	}
 	return a
 }
 
-// operatorArgs are the operator's flags, passed to every CLI process.
-func (r *Runner) operatorArgs() []string {
+// OperatorArgs are the operator's flags, passed to every CLI process, the
+// warm ones included.
+func (o Options) OperatorArgs() []string {
 	var a []string
-	if r.opts.ApprovalMode != "" {
-		a = append(a, "--approval-mode="+r.opts.ApprovalMode)
+	if o.ApprovalMode != "" {
+		a = append(a, "--approval-mode="+o.ApprovalMode)
 	}
-	if r.opts.Sandbox {
+	if o.Sandbox {
 		a = append(a, "--sandbox")
 	}
-	if r.opts.SkipTrust {
+	if o.SkipTrust {
 		a = append(a, "--skip-trust")
 	}
-	for _, d := range r.opts.IncludeDirectories {
+	for _, d := range o.IncludeDirectories {
 		a = append(a, "--include-directories="+d)
 	}
-	for _, e := range r.opts.Extensions {
+	for _, e := range o.Extensions {
 		a = append(a, "--extensions="+e)
 	}
-	for _, n := range r.opts.AllowedMCPServerNames {
+	for _, n := range o.AllowedMCPServerNames {
 		a = append(a, "--allowed-mcp-server-names="+n)
 	}
 	return a
@@ -379,7 +324,7 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 
 // interpret turns a finished process into the CLI's output object or an
 // *Error.
-func (r *Runner) interpret(res execResult, c Call) (Output, error) {
+func (r *Runner) interpret(res execResult, c backend.Turn) (Output, error) {
 	tail := strings.TrimSpace(proc.LastBytes(res.stderr, stderrShow))
 	switch {
 	case res.startErr != nil:
@@ -400,7 +345,7 @@ func (r *Runner) interpret(res execResult, c Call) (Output, error) {
 		if o, err := ParseOutput([]byte(res.stderr)); err == nil {
 			errOut = &o
 		}
-		return Output{}, classify(res.exit, errOut, tail, c.Resume, c.Dir)
+		return Output{}, classify(res.exit, errOut, tail, c.Session, c.Dir)
 	}
 	out, err := ParseOutput(res.stdout)
 	if err != nil {
@@ -408,7 +353,7 @@ func (r *Runner) interpret(res execResult, c Call) (Output, error) {
 			"Check that --gemini points at the Gemini CLI, and update it", clip(strings.TrimSpace(string(res.stdout)), 200))).SetRan(tail).SetExited(0)
 	}
 	if out.Error != nil {
-		return Output{}, classify(0, &out, tail, c.Resume, c.Dir)
+		return Output{}, classify(0, &out, tail, c.Session, c.Dir)
 	}
 	if out.Response == nil || strings.TrimSpace(*out.Response) == "" {
 		return Output{}, emptyError().SetRan(tail).SetExited(0)
@@ -437,15 +382,15 @@ func (r *Runner) newestSession(ctx context.Context, cmd Command, dir string, env
 	return s.ID, nil
 }
 
-// childEnv is the CLI's environment: the server's own, the configured
-// additions, and GEMINI_CLI_NO_RELAUNCH=true unless either sets it. Without
+// ChildEnv is the CLI's environment: the server's own, the configured
+// additions (extra), and GEMINI_CLI_NO_RELAUNCH=true unless either sets it. Without
 // it the CLI re-spawns itself at every start, only to raise Node's heap
 // limit to half the machine's memory (and, in interactive use, to restart
 // after a settings change): a second Node start-up, about 1 s per call,
 // and a grandchild that ignores SIGINT. A one-shot headless call fits the
 // default heap.
-func (r *Runner) childEnv() []string {
-	env := append(os.Environ(), r.opts.Env...)
+func ChildEnv(extra []string) []string {
+	env := append(os.Environ(), extra...)
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "GEMINI_CLI_NO_RELAUNCH=") {
 			return env
@@ -478,7 +423,7 @@ func (r *Runner) Version(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	res := r.exec(ctx, cmd, []string{"--version"}, "", r.childEnv(), "")
+	res := r.exec(ctx, cmd, []string{"--version"}, "", ChildEnv(r.opts.Env), "")
 	if _, err := r.interpretPlain(res, "--version"); err != nil {
 		return "", err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
@@ -39,7 +40,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				_, err := r.Run(ctx, Call{Prompt: prompt, Dir: workDir(t)})
+				_, err := r.Run(ctx, backend.Turn{Prompt: prompt, Dir: workDir(t)})
 				done <- err
 			}()
 			inv := waitForChild(t, log)
@@ -70,7 +71,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 
 func TestTimeoutStopsTheCall(t *testing.T) {
 	r, log := newTestRunner(t, Options{Timeout: 500 * time.Millisecond})
-	_, err := r.Run(context.Background(), Call{Prompt: "[[child]]", Dir: workDir(t)})
+	_, err := r.Run(context.Background(), backend.Turn{Prompt: "[[child]]", Dir: workDir(t)})
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != KindTimeout || !strings.Contains(e.Reason, "timed out after 0.5 s") || !errors.Is(err, context.DeadlineExceeded) || e.Exited {
 		t.Fatalf("got %v", err)
@@ -90,8 +91,8 @@ func TestTimeoutStopsTheCall(t *testing.T) {
 func TestKilledBySignal(t *testing.T) {
 	cold, _ := newTestRunner(t, Options{})
 	warm, _, _ := newWarmRunner(t, Options{}, WarmOptions{})
-	for name, r := range map[string]*Runner{"one-shot": cold, "warm": warm} {
-		_, err := r.Run(ctxT(t), Call{Prompt: "[[signal:9]]", Dir: workDir(t)})
+	for name, r := range map[string]backend.Backend{"one-shot": cold, "warm": warm} {
+		_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[signal:9]]", Dir: workDir(t)})
 		var e *Error
 		if !errors.As(err, &e) || e.Kind != KindFailed || !strings.Contains(e.Reason, "killed by signal SIGKILL") || strings.Contains(e.Reason, "-1") || e.Exited {
 			t.Errorf("%s: %v", name, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -126,8 +127,8 @@ func (h *harness) newServer() *mcp.Server {
 			h.t.Fatal(err)
 		}
 	}
-	runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout, MaxConcurrent: h.opts.maxConcurrent}, nil)
-	d := &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20,
+	runner := backend.Limit(gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout}, nil), h.opts.maxConcurrent)
+	d := &tools.Deps{Backend: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20,
 		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes, RequestContext: h.requestContext,
 		AllowedRoots: roots, ShareSessions: h.opts.shareSessions, SessionIDInText: h.opts.sessionIDInText}
 	if o := h.opts.remote; o != nil {

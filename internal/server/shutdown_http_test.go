@@ -32,7 +32,7 @@ func TestHTTPShutdownAnswersCalls(t *testing.T) {
 			life, endLife := context.WithCancel(context.Background())
 			defer endLife()
 			runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: time.Minute}, nil)
-			srv := New("test", &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20, Lifetime: life}, nil)
+			srv := New("test", &tools.Deps{Backend: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20, Lifetime: life}, nil)
 			inflight, requests := NewInflight(), NewRequestContexts()
 			handler := NewHTTPHandler(srv, HTTPOptions{Inflight: inflight, Requests: requests})
 			ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -12,29 +12,36 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
-// stubRunner answers every call at once with a new or the resumed session
-// and records what it was asked.
+// stubRunner is a backend that answers every turn at once with a new or
+// the resumed session and records what it was asked.
 type stubRunner struct {
 	mu    sync.Mutex
-	calls []gemini.Call
+	calls []backend.Turn
+	// answer, when set, fills in what the backend reports with the text.
+	answer backend.Answer
 }
 
-func (s *stubRunner) Run(_ context.Context, c gemini.Call) (*gemini.Result, error) {
+func (s *stubRunner) Name() string { return "stub" }
+func (s *stubRunner) Close()       {}
+
+func (s *stubRunner) Run(_ context.Context, c backend.Turn) (*backend.Answer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, c)
-	id := c.Resume
+	id := c.Session
 	if !session.IsUUID(id) {
 		id = session.NewUUID()
 	}
-	return &gemini.Result{Response: "answer to " + c.Prompt, SessionID: id}, nil
+	a := s.answer
+	a.Text, a.SessionID = "answer to "+c.Prompt, id
+	return &a, nil
 }
 
-func (s *stubRunner) last() gemini.Call {
+func (s *stubRunner) last() backend.Turn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[len(s.calls)-1]
@@ -47,7 +54,7 @@ func newStubDeps(t *testing.T) (*Deps, *stubRunner) {
 		t.Fatal(err)
 	}
 	r := &stubRunner{}
-	d := &Deps{Runner: r, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20}
+	d := &Deps{Backend: r, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20}
 	Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d) // fills the defaults
 	return d, r
 }
@@ -139,11 +146,11 @@ func TestReplyTargets(t *testing.T) {
 		}
 		return res.Meta["sessionId"].(string)
 	}
-	reply := func(in ReplyInput, token string) (gemini.Call, string, bool) {
+	reply := func(in ReplyInput, token string) (backend.Turn, string, bool) {
 		before := len(r.calls)
 		res, _, _ := d.chatReply(context.Background(), request(t, "chat-reply", map[string]any{"prompt": "p"}, token), in)
 		if res.IsError {
-			return gemini.Call{}, textOf(res), false
+			return backend.Turn{}, textOf(res), false
 		}
 		if len(r.calls) != before+1 {
 			t.Fatal("no call")
@@ -174,8 +181,8 @@ func TestReplyTargets(t *testing.T) {
 			}
 			continue
 		}
-		if !ok || call.Resume != c.resume || call.Dir != c.dir {
-			t.Errorf("stdio, %s: resumed %q in %s (%s), want %q in %s", c.name, call.Resume, call.Dir, msg, c.resume, c.dir)
+		if !ok || call.Session != c.resume || call.Dir != c.dir {
+			t.Errorf("stdio, %s: resumed %q in %s (%s), want %q in %s", c.name, call.Session, call.Dir, msg, c.resume, c.dir)
 		}
 	}
 
@@ -183,8 +190,8 @@ func TestReplyTargets(t *testing.T) {
 	d.Remote, d.Authenticated = true, true
 	t1 := chat("", "id-one")
 	t2 := chat("", "id-two")
-	if call, msg, ok := reply(ReplyInput{Prompt: "p"}, "id-one"); !ok || call.Resume != t1 {
-		t.Errorf("token one's newest: %q %s", call.Resume, msg)
+	if call, msg, ok := reply(ReplyInput{Prompt: "p"}, "id-one"); !ok || call.Session != t1 {
+		t.Errorf("token one's newest: %q %s", call.Session, msg)
 	}
 	if _, msg, ok := reply(ReplyInput{Prompt: "p", SessionID: t2}, "id-one"); ok || !strings.Contains(msg, "unknown sessionId") {
 		t.Errorf("token one reached token two's session: %s", msg)
@@ -193,7 +200,28 @@ func TestReplyTargets(t *testing.T) {
 		t.Errorf("token one used latest: %s", msg)
 	}
 	// Sessions without owner (stdio's) stay open by id.
-	if call, msg, ok := reply(ReplyInput{Prompt: "p", SessionID: a}, "id-two"); !ok || call.Resume != a {
+	if call, msg, ok := reply(ReplyInput{Prompt: "p", SessionID: a}, "id-two"); !ok || call.Session != a {
 		t.Errorf("an unowned session by id: %s", msg)
+	}
+}
+
+// TestUsageAndNotAppliedInMeta checks that what a backend reports beside
+// the answer (token usage, tuning it could not apply) reaches the result's
+// _meta, and that nothing is added when it reports nothing.
+func TestUsageAndNotAppliedInMeta(t *testing.T) {
+	d, r := newStubDeps(t)
+	res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}, ""), ChatInput{Prompt: "p"})
+	if res.IsError || res.Meta["usage"] != nil || res.Meta["notApplied"] != nil {
+		t.Fatalf("without usage: %v %v", res.IsError, res.Meta)
+	}
+	usage := &backend.Usage{PromptTokens: 3, OutputTokens: 5, ThinkingTokens: 7}
+	r.answer = backend.Answer{Usage: usage, NotApplied: []string{"temperature: no"}}
+	res, _, _ = d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}, ""), ChatInput{Prompt: "p"})
+	if res.IsError || res.Meta["usage"] != usage || len(res.Meta["notApplied"].([]string)) != 1 {
+		t.Fatalf("with usage: %v", res.Meta)
+	}
+	raw, err := json.Marshal(res.Meta["usage"])
+	if err != nil || string(raw) != `{"promptTokens":3,"outputTokens":5,"thinkingTokens":7}` {
+		t.Fatalf("usage as clients see it: %s %v", raw, err)
 	}
 }

@@ -17,21 +17,17 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
-// Runner runs one CLI call; *gemini.Runner is the real one.
-type Runner interface {
-	Run(ctx context.Context, c gemini.Call) (*gemini.Result, error)
-}
-
 // Deps is what the tools need.
 type Deps struct {
-	Runner         Runner
-	Closer         interface{ Close() } // ends what Runner keeps running; may be nil
+	// Backend answers the turns; the tools know nothing of which one it
+	// is. Its Close is the server's to call.
+	Backend        backend.Backend
 	Store          *session.Store
 	DefaultCwd     string // where calls without cwd run
 	MaxPromptBytes int
@@ -169,7 +165,7 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 	if err != nil {
 		return failure(err), nil, nil
 	}
-	return d.run(ctx, req, gemini.Call{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt, Dir: dir}), nil, nil
+	return d.run(ctx, req, backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt, Dir: dir}), nil, nil
 }
 
 func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
@@ -179,7 +175,7 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return failure(err), nil, nil
 	}
-	call := gemini.Call{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
+	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
 	if err := d.target(&call, in.SessionID, in.Cwd, d.clientOf(req)); err != nil {
 		return failure(err), nil, nil
 	}
@@ -204,7 +200,7 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 // client's most recent, a session started with another bearer token is
 // unknown, and with tokens the CLI's own references are refused, unless
 // the operator shares sessions (see clients.go).
-func (d *Deps) target(call *gemini.Call, sessionID, cwd string, who client) error {
+func (d *Deps) target(call *backend.Turn, sessionID, cwd string, who client) error {
 	var dir string
 	if cwd != "" {
 		var err error
@@ -224,11 +220,11 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string, who client) erro
 			d.Log.Warn("reading session records", "err", err)
 		}
 		if ok {
-			call.Resume = rec.ID
+			call.Session = rec.ID
 			call.Dir = rec.Cwd
 			return d.checkRecordedDir(rec)
 		}
-		call.Resume = "latest"
+		call.Session = "latest"
 		if dir == "" {
 			var err error
 			if dir, err = d.resolveCwd(""); err != nil {
@@ -242,7 +238,7 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string, who client) erro
 	if err != nil {
 		return err
 	}
-	call.Resume = ref.Value
+	call.Session = ref.Value
 	if ref.Kind != session.RefUUID {
 		if d.scoped() {
 			return fmt.Errorf("sessionId %q could name another client's session: pass the sessionId of an earlier chat or chat-reply result; %v", sessionID, errScoped)
@@ -330,7 +326,7 @@ func (d *Deps) checkCommon(prompt, model, systemPrompt string) error {
 }
 
 // run makes the call, records the session and builds the tool result.
-func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call gemini.Call) *mcp.CallToolResult {
+func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn) *mcp.CallToolResult {
 	if d.Lifetime != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
@@ -351,19 +347,19 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call gemini.Ca
 		call.Observer = p
 	}
 	if key := sessionKey(call); key != "" {
-		unlock, err := d.sessions.Lock(ctx, key, func(ahead int) { p.waitingForSession(call.Resume, ahead) })
+		unlock, err := d.sessions.Lock(ctx, key, func(ahead int) { p.waitingForSession(call.Session, ahead) })
 		if err != nil {
-			return failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Resume))
+			return failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Session))
 		}
 		defer unlock()
 	}
 	start := time.Now()
-	res, err := d.Runner.Run(ctx, call)
+	res, err := d.Backend.Run(ctx, call)
 	if err != nil {
-		d.Log.Info("gemini call failed", "dir", call.Dir, "resume", call.Resume, "elapsed", time.Since(start), "err", err)
+		d.Log.Info("gemini call failed", "dir", call.Dir, "resume", call.Session, "elapsed", time.Since(start), "err", err)
 		return failure(err)
 	}
-	d.Log.Info("gemini call done", "dir", call.Dir, "resume", call.Resume, "session", res.SessionID, "via", res.SessionIDSource, "elapsed", time.Since(start))
+	d.Log.Info("gemini call done", "dir", call.Dir, "resume", call.Session, "session", res.SessionID, "via", res.Via, "elapsed", time.Since(start))
 	var unsaved string
 	if res.SessionID != "" {
 		who := d.clientOf(req)
@@ -374,19 +370,32 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call gemini.Ca
 		}
 	}
 	var out *mcp.CallToolResult
-	if len(res.Response) > d.MaxAnswerBytes {
+	if len(res.Text) > d.MaxAnswerBytes {
 		// Never cut silently: the rest waits for chat-page.
-		pages := splitPages(res.Response, d.MaxAnswerBytes)
+		pages := splitPages(res.Text, d.MaxAnswerBytes)
 		id := d.pages.put(res.SessionID, pages, d.MaxPagedBytes)
-		d.Log.Info("answer paged", "answer", id, "bytes", len(res.Response), "pages", len(pages))
+		d.Log.Info("answer paged", "answer", id, "bytes", len(res.Text), "pages", len(pages))
 		a, _ := d.pages.get(id)
 		out = d.pageResult(id, a, 1)
 	} else {
-		out = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Response}}}
+		out = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}}
 		if res.SessionID != "" {
 			out.Meta = mcp.Meta{"sessionId": res.SessionID}
 		}
 		d.addSessionNote(out, res.SessionID)
+	}
+	if res.Usage != nil || len(res.NotApplied) > 0 {
+		if out.Meta == nil {
+			out.Meta = mcp.Meta{}
+		}
+		if res.Usage != nil {
+			out.Meta["usage"] = res.Usage
+		}
+		if len(res.NotApplied) > 0 {
+			// The turn was answered without this tuning: say so rather
+			// than fail.
+			out.Meta["notApplied"] = res.NotApplied
+		}
 	}
 	if unsaved != "" {
 		// The answer is paid for and complete: it is returned, not turned
@@ -430,12 +439,12 @@ func SessionNote(sessionID string) string {
 // A new session needs no ordering: no one else knows its id yet. "latest"
 // and indexes are ordered per directory, since which session they mean is
 // only known to the CLI.
-func sessionKey(c gemini.Call) string {
+func sessionKey(c backend.Turn) string {
 	switch {
-	case c.Resume == "":
+	case c.Session == "":
 		return ""
-	case session.IsUUID(c.Resume):
-		return "id:" + c.Resume
+	case session.IsUUID(c.Session):
+		return "id:" + c.Session
 	}
 	return "dir:" + c.Dir
 }
@@ -444,7 +453,7 @@ func sessionKey(c gemini.Call) string {
 // CLI ran, the tail of its stderr.
 func failure(err error) *mcp.CallToolResult {
 	text := ErrorPrefix + err.Error()
-	var ge *gemini.Error
+	var ge *backend.Error
 	if errors.As(err, &ge) && ge.Ran {
 		text += "\nStderr: " + ge.Stderr
 	}

@@ -1,0 +1,115 @@
+package gemini
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+)
+
+// WarmConfig is the warm backend's configuration, all of it given
+// explicitly by the server: how to find the CLI, what to pass it, the
+// limits of a turn, and the backend that serves the turns no warm process
+// can (the one-shot one).
+type WarmConfig struct {
+	Warm WarmOptions
+	// Command finds the CLI; the one-shot backend's Command, so that both
+	// start the same executable.
+	Command        func() (Command, error)
+	Env            []string // added to the server's environment, as for one-shot calls
+	OperatorArgs   []string // the operator's CLI flags (Options.OperatorArgs)
+	DefaultModel   string
+	ApprovalMode   string
+	MaxOutputBytes int           // one answer's cap; 0 means DefaultMaxOutputBytes
+	Timeout        time.Duration // per turn; 0 means none
+	KillGrace      time.Duration // from session/cancel to kill; 0 means backend.DefaultKillGrace
+	// Fallback serves the turns a warm process cannot: "latest" and
+	// indexes, sessions no process holds, a full pool. It must not limit
+	// concurrency itself: the turn already holds its slot.
+	Fallback backend.Backend
+}
+
+// Backend is the warm backend: a pool of long-lived `gemini --acp`
+// processes, and the fallback for what they cannot serve.
+type Backend struct {
+	opts WarmConfig
+	log  *slog.Logger
+	pool *pool
+}
+
+// NewWarm returns the warm backend.
+func NewWarm(opts WarmConfig, log *slog.Logger) *Backend {
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = backend.DefaultKillGrace
+	}
+	if opts.MaxOutputBytes <= 0 {
+		opts.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	b := &Backend{opts: opts, log: log}
+	b.pool = newPool(b, opts.Warm)
+	return b
+}
+
+// Name is the backend's name as --backend spells it.
+func (b *Backend) Name() string { return "warm" }
+
+// Close stops the warm processes and waits for them.
+func (b *Backend) Close() { b.pool.close() }
+
+// Run serves t warm where it can, and through the fallback otherwise.
+func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, error) {
+	cmd, err := b.opts.Command()
+	if err != nil {
+		return nil, err
+	}
+	wctx := ctx
+	if b.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, b.opts.Timeout)
+		defer cancel()
+	}
+	a, err := b.pool.run(wctx, cmd, t)
+	if !errors.Is(err, errNotWarm) {
+		if a != nil {
+			a.NotApplied = NotApplied(t)
+		}
+		return a, err
+	}
+	a, err = b.opts.Fallback.Run(ctx, t)
+	if err == nil {
+		// The turn went to disk without the warm process that may hold the
+		// session: that process must never serve it again.
+		b.pool.release(a.SessionID)
+	}
+	return a, err
+}
+
+// childEnv is the environment of a warm process.
+func (b *Backend) childEnv() []string { return ChildEnv(b.opts.Env) }
+
+// operatorArgs are the operator's flags, passed to every warm process.
+func (b *Backend) operatorArgs() []string { return b.opts.OperatorArgs }
+
+// WarmConfigFor is the configuration of a warm backend that runs the CLI
+// as o configures it, with the same limits, and falls back to oneShot (a
+// Runner built with o). It is the one place that derives the one from the
+// other.
+func WarmConfigFor(o Options, w WarmOptions, oneShot *Runner) WarmConfig {
+	return WarmConfig{
+		Warm:           w,
+		Command:        oneShot.Command,
+		Env:            o.Env,
+		OperatorArgs:   o.OperatorArgs(),
+		DefaultModel:   o.DefaultModel,
+		ApprovalMode:   o.ApprovalMode,
+		MaxOutputBytes: o.MaxOutputBytes,
+		Timeout:        o.Timeout,
+		KillGrace:      o.KillGrace,
+		Fallback:       oneShot,
+	}
+}
