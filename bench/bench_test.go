@@ -15,7 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	ourserver "github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -127,15 +128,15 @@ func newInProcess(b *testing.B, warm bool) *inProcess {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := gemini.Options{
+	opts := cli.Options{
 		Gemini:  fakeGemini,
 		Env:     geminitest.FakeEnv(h.fakeHome, "", time.Minute),
 		Timeout: time.Minute,
 	}
-	oneShot := gemini.NewRunner(opts, nil)
+	oneShot := cli.NewRunner(opts, nil)
 	var runner backend.Backend = oneShot
 	if warm {
-		runner = gemini.NewWarm(gemini.WarmConfigFor(opts, gemini.WarmOptions{}, oneShot), nil)
+		runner = acp.New(acp.ConfigFor(opts, acp.WarmOptions{}, oneShot), nil)
 	}
 	runner = backend.Limit(runner, 0)
 	srv := ourserver.New("bench", &tools.Deps{Backend: runner, Store: store, DefaultCwd: work, MaxPromptBytes: 1 << 20}, nil)

@@ -17,8 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
@@ -168,7 +168,7 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *too
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	if _, err := gemini.Resolve(cfg.Gemini); err != nil {
+	if _, err := cli.Resolve(cfg.Gemini); err != nil {
 		log.Warn("calls will fail until this is fixed", "err", err)
 	}
 	life, cancel := context.WithCancel(ctx)

@@ -4,8 +4,9 @@ import (
 	"log/slog"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -16,18 +17,18 @@ import (
 func newBackend(cfg *config.Config, store *session.Store, log *slog.Logger) (backend.Backend, error) {
 	_ = store
 	oneShotOpts := cliOptions(cfg)
-	oneShot := gemini.NewRunner(oneShotOpts, log)
+	oneShot := cli.NewRunner(oneShotOpts, log)
 	var b backend.Backend = oneShot
 	if cfg.Backend == "warm" {
-		warm := gemini.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout}
-		b = gemini.NewWarm(gemini.WarmConfigFor(oneShotOpts, warm, oneShot), log)
+		warm := acp.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout}
+		b = acp.New(acp.ConfigFor(oneShotOpts, warm, oneShot), log)
 	}
 	return backend.Limit(b, cfg.MaxConcurrent), nil
 }
 
 // cliOptions is the configuration of the CLI backends.
-func cliOptions(cfg *config.Config) gemini.Options {
-	return gemini.Options{
+func cliOptions(cfg *config.Config) cli.Options {
+	return cli.Options{
 		Gemini:                cfg.Gemini,
 		Env:                   []string{NestedEnv + "=1"},
 		DefaultModel:          cfg.Model,

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -35,13 +35,13 @@ func Doctor(ctx context.Context, cfg *config.Config, version string, w io.Writer
 	r := &report{w: w}
 	fmt.Fprintf(w, "gemini-mcp-server %s doctor\n", version)
 
-	cmd, err := gemini.Resolve(cfg.Gemini)
+	cmd, err := cli.Resolve(cfg.Gemini)
 	if err != nil {
 		r.fail("%v", err)
 	} else {
 		r.ok("gemini CLI: %s", cmd)
 		vctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		v, err := gemini.NewRunner(gemini.Options{Gemini: cfg.Gemini}, nil).Version(vctx)
+		v, err := cli.NewRunner(cli.Options{Gemini: cfg.Gemini}, nil).Version(vctx)
 		cancel()
 		if err != nil {
 			r.fail("gemini --version failed: %v", err)
@@ -161,7 +161,7 @@ func checkAuth(r *report, getenv func(string) string, home, cwd string, user, wo
 		found = append(found, "settings security.auth.selectedType="+selected)
 	}
 	if len(found) == 0 {
-		r.fail("no Gemini credentials found in this environment. %s", gemini.AuthHelp)
+		r.fail("no Gemini credentials found in this environment. %s", cli.AuthHelp)
 		return
 	}
 	r.ok("credentials: %s", strings.Join(found, ", "))

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -195,10 +195,10 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 		}
 		fs.IntVar(p, flagName, *p, usage+" ("+key+")")
 	}
-	intFlag(&c.WarmProcesses, "warm-processes", "GEMINI_MCP_WARM_PROCESSES", gemini.DefaultWarmProcesses, "warm backend: most gemini --acp processes (about 220 MB each)")
-	intFlag(&c.WarmMaxPrompts, "warm-max-prompts", "GEMINI_MCP_WARM_MAX_PROMPTS", gemini.DefaultWarmMaxPrompts, "warm backend: recycle a process after this many prompts")
-	duration(&c.WarmIdleTimeout, "warm-idle-timeout", "GEMINI_MCP_WARM_IDLE_TIMEOUT", gemini.DefaultWarmIdleTimeout, "warm backend: stop a process idle this long, giving its memory back")
-	size(&c.WarmMaxRSSBytes, "warm-max-rss", "GEMINI_MCP_WARM_MAX_RSS", gemini.DefaultWarmMaxRSS, "warm backend: recycle a process past this resident memory (e.g. 700MiB)")
+	intFlag(&c.WarmProcesses, "warm-processes", "GEMINI_MCP_WARM_PROCESSES", acp.DefaultWarmProcesses, "warm backend: most gemini --acp processes (about 220 MB each)")
+	intFlag(&c.WarmMaxPrompts, "warm-max-prompts", "GEMINI_MCP_WARM_MAX_PROMPTS", acp.DefaultWarmMaxPrompts, "warm backend: recycle a process after this many prompts")
+	duration(&c.WarmIdleTimeout, "warm-idle-timeout", "GEMINI_MCP_WARM_IDLE_TIMEOUT", acp.DefaultWarmIdleTimeout, "warm backend: stop a process idle this long, giving its memory back")
+	size(&c.WarmMaxRSSBytes, "warm-max-rss", "GEMINI_MCP_WARM_MAX_RSS", acp.DefaultWarmMaxRSS, "warm backend: recycle a process past this resident memory (e.g. 700MiB)")
 	str(&c.HTTP, "http", "GEMINI_MCP_HTTP", "", "serve MCP over HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio: Streamable HTTP at /mcp, SSE at /sse, /healthz")
 	if v, ok := env("GEMINI_MCP_TOKENS"); ok {
 		c.Tokens = splitList(v)

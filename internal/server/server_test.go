@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
@@ -127,7 +127,7 @@ func (h *harness) newServer() *mcp.Server {
 			h.t.Fatal(err)
 		}
 	}
-	runner := backend.Limit(gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout}, nil), h.opts.maxConcurrent)
+	runner := backend.Limit(cli.NewRunner(cli.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout}, nil), h.opts.maxConcurrent)
 	d := &tools.Deps{Backend: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20,
 		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes, RequestContext: h.requestContext,
 		AllowedRoots: roots, ShareSessions: h.opts.shareSessions, SessionIDInText: h.opts.sessionIDInText}

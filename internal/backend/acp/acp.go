@@ -1,4 +1,4 @@
-package gemini
+package acp
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -123,7 +124,7 @@ func (sub *promptSub) overflowed() {
 var errOutputTooBig = errors.New("the answer passed the output limit")
 
 // startACP starts `gemini --acp` and completes the initialize handshake.
-func startACP(ctx context.Context, cmdline Command, args []string, env []string, key, sysDir string, allow bool, maxOutput int, log *slog.Logger) (*acpProc, error) {
+func startACP(ctx context.Context, cmdline cli.Command, args []string, env []string, key, sysDir string, allow bool, maxOutput int, log *slog.Logger) (*acpProc, error) {
 	cmd := exec.Command(cmdline.Path, append(append([]string{}, cmdline.Args...), args...)...)
 	cmd.Env = env
 	proc.SetGroup(cmd)

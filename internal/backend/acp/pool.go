@@ -1,4 +1,4 @@
-package gemini
+package acp
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -98,7 +99,7 @@ var errNotWarm = errors.New("not served warm")
 
 // run serves c warm if it can. It returns errNotWarm when the call must
 // take the one-shot path; any other error is the call's result.
-func (pl *pool) run(ctx context.Context, cmd Command, c backend.Turn) (*backend.Answer, error) {
+func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*backend.Answer, error) {
 	key := systemKey(c.SystemPrompt)
 	var p *acpProc
 	var id string
@@ -147,7 +148,7 @@ func (pl *pool) run(ctx context.Context, cmd Command, c backend.Turn) (*backend.
 		return nil, pl.failure(p, err, c)
 	}
 	if strings.TrimSpace(text) == "" {
-		return nil, emptyError().SetRan(warmStderr)
+		return nil, cli.EmptyError().SetRan(warmStderr)
 	}
 	return &backend.Answer{SessionID: id, Text: text, Via: "warm"}, nil
 }
@@ -156,7 +157,7 @@ func (pl *pool) run(ctx context.Context, cmd Command, c backend.Turn) (*backend.
 // (the caller must call done), starting one when the pool has room (or can
 // make room by retiring an idle process started with another system
 // prompt). It returns nil when no process can serve now.
-func (pl *pool) process(ctx context.Context, cmd Command, key, systemPrompt string) (*acpProc, error) {
+func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt string) (*acpProc, error) {
 	for {
 		pl.mu.Lock()
 		if pl.closed {
@@ -264,19 +265,19 @@ func (pl *pool) idleOtherKey(key string) *acpProc {
 	return nil
 }
 
-func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string) (*acpProc, error) {
+func (pl *pool) start(ctx context.Context, cmd cli.Command, key, systemPrompt string) (*acpProc, error) {
 	env := pl.r.childEnv()
 	sysDir := ""
 	if systemPrompt != "" {
 		// The system prompt is per process: it lives as long as the process.
 		dir, err := os.MkdirTemp("", "gemini-mcp-")
 		if err != nil {
-			return nil, startError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
+			return nil, cli.StartError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
 		}
 		path := filepath.Join(dir, "SYSTEM.md")
 		if err := os.WriteFile(path, []byte(systemPrompt), 0o600); err != nil {
 			os.RemoveAll(dir)
-			return nil, startError("cannot write the system prompt file: "+err.Error(), err)
+			return nil, cli.StartError("cannot write the system prompt file: "+err.Error(), err)
 		}
 		env = proc.SetEnv(env, "GEMINI_SYSTEM_MD", path)
 		sysDir = dir
@@ -289,7 +290,7 @@ func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string
 		if sysDir != "" {
 			os.RemoveAll(sysDir)
 		}
-		return nil, startError("the warm gemini process could not start: "+err.Error(), err)
+		return nil, cli.StartError("the warm gemini process could not start: "+err.Error(), err)
 	}
 	return p, nil
 }
@@ -382,24 +383,24 @@ func (pl *pool) retire(p *acpProc) bool {
 	return true
 }
 
-// failure turns a warm error into the call's *Error.
+// failure turns a warm error into the call's *backend.Error.
 func (pl *pool) failure(p *acpProc, err error, c backend.Turn) error {
 	var re *rpcError
 	switch {
 	case errors.As(err, &re):
 		return classifyRPC(re)
 	case errors.Is(err, context.DeadlineExceeded):
-		return callTimeoutError(pl.r.opts.Timeout).SetRan(warmStderr)
+		return cli.CallTimeoutError(pl.r.opts.Timeout).SetRan(warmStderr)
 	case errors.Is(err, context.Canceled):
-		return cancelledError("the call was cancelled before gemini finished, and gemini was stopped", err).SetRan(warmStderr)
+		return cli.CancelledError("the call was cancelled before gemini finished, and gemini was stopped", err).SetRan(warmStderr)
 	case errors.Is(err, errOutputTooBig):
-		return outputTooBigError(pl.r.opts.MaxOutputBytes).SetRan(warmStderr)
+		return cli.OutputTooBigError(pl.r.opts.MaxOutputBytes).SetRan(warmStderr)
 	case errors.Is(err, errProcessGone):
 		// err says how the process ended, after errProcessGone's text.
 		how := strings.TrimPrefix(err.Error(), errProcessGone.Error())
-		return failedError("the warm gemini process exited during the call"+how+". Its sessions continue through one-shot resume; try again", err).SetRan(warmStderr)
+		return cli.FailedError("the warm gemini process exited during the call"+how+". Its sessions continue through one-shot resume; try again", err).SetRan(warmStderr)
 	}
-	return failedError("gemini --acp failed: "+err.Error()+". "+warmFailedHelp, err).SetRan(warmStderr)
+	return cli.FailedError("gemini --acp failed: "+err.Error()+". "+warmFailedHelp, err).SetRan(warmStderr)
 }
 
 // warmStderr stands where a one-shot failure shows the CLI's stderr: a
@@ -414,17 +415,17 @@ const acpAuthRequired = -32000
 // classifyRPC maps an ACP error to the same kinds and reasons as the
 // one-shot path. API failures carry the HTTP status as their code; no
 // process exited, so the reasons name no exit code.
-func classifyRPC(re *rpcError) *Error {
-	var e *Error
+func classifyRPC(re *rpcError) *backend.Error {
+	var e *backend.Error
 	switch {
 	case re.Code == acpAuthRequired:
-		e = authError(re.Message, "")
+		e = cli.AuthError(re.Message, "")
 	case re.Code >= 100 && re.Code <= 599:
-		out := &Output{Error: &OutputError{Type: "Error", Message: re.Message, Code: []byte(fmt.Sprint(re.Code))}}
-		msg, status := failureMessage(out, "")
-		e = apiError(status, msg, "")
+		out := &cli.Output{Error: &cli.OutputError{Type: "Error", Message: re.Message, Code: []byte(fmt.Sprint(re.Code))}}
+		msg, status := cli.FailureMessage(out, "")
+		e = cli.APIError(status, msg, "")
 	default:
-		e = failedError("gemini --acp failed: "+re.Error()+". "+warmFailedHelp, nil)
+		e = cli.FailedError("gemini --acp failed: "+re.Error()+". "+warmFailedHelp, nil)
 	}
 	e.Err = re
 	return e.SetRan(warmStderr)

@@ -1,4 +1,4 @@
-package gemini
+package acp
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -26,7 +27,7 @@ import (
 // newWarmRunner is the warm backend on the fake CLI, limited to the
 // default number of turns at once as the server limits it. It returns the
 // invocation log and the ACP message log.
-func newWarmRunner(t *testing.T, opts Options, warm WarmOptions) (backend.Backend, string, string) {
+func newWarmRunner(t *testing.T, opts cli.Options, warm WarmOptions) (backend.Backend, string, string) {
 	t.Helper()
 	r, log, acpLog, _ := newWarmRunnerLogged(t, opts, warm)
 	return r, log, acpLog
@@ -34,13 +35,13 @@ func newWarmRunner(t *testing.T, opts Options, warm WarmOptions) (backend.Backen
 
 // newWarmRunnerLogged is newWarmRunner that also returns the server's log,
 // as JSON lines.
-func newWarmRunnerLogged(t *testing.T, opts Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
+func newWarmRunnerLogged(t *testing.T, opts cli.Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
 	t.Helper()
 	return newWarmRunnerSlots(t, backend.DefaultMaxConcurrent, opts, warm)
 }
 
 // newWarmRunnerSlots is newWarmRunnerLogged with slots turns at once.
-func newWarmRunnerSlots(t *testing.T, slots int, opts Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
+func newWarmRunnerSlots(t *testing.T, slots int, opts cli.Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
 	t.Helper()
 	acpLog := filepath.Join(t.TempDir(), "acp.jsonl")
 	env, log := fakeEnv(t, geminitest.EnvACPLog+"="+acpLog)
@@ -48,8 +49,8 @@ func newWarmRunnerSlots(t *testing.T, slots int, opts Options, warm WarmOptions)
 	opts.Env = append(env, opts.Env...)
 	logs := &geminitest.LockedBuffer{}
 	slog := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	oneShot := NewRunner(opts, slog)
-	r := backend.Limit(NewWarm(WarmConfigFor(opts, warm, oneShot), slog), slots)
+	oneShot := cli.NewRunner(opts, slog)
+	r := backend.Limit(New(ConfigFor(opts, warm, oneShot), slog), slots)
 	t.Cleanup(func() {
 		r.Close()
 		// Every process and goroutine of the pool is gone after Close.
@@ -123,8 +124,8 @@ func acpStarts(t *testing.T, log string) (warm, oneShot []geminitest.Invocation)
 }
 
 func TestWarmMatchesOneShot(t *testing.T) {
-	warm, wlog, acpLog := newWarmRunner(t, Options{}, WarmOptions{})
-	cold, _ := newTestRunner(t, Options{})
+	warm, wlog, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	cold, _ := newTestRunner(t, cli.Options{})
 	dir := workDir(t)
 	calls := []backend.Turn{
 		{Prompt: "-h first", Model: "gemini-x", SystemPrompt: "SYS one", Dir: dir},
@@ -174,14 +175,14 @@ func TestWarmMatchesOneShot(t *testing.T) {
 }
 
 func TestWarmErrorsMatchOneShot(t *testing.T) {
-	warm, _, _ := newWarmRunner(t, Options{}, WarmOptions{})
-	cold, _ := newTestRunner(t, Options{})
+	warm, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	cold, _ := newTestRunner(t, cli.Options{})
 	dir := workDir(t)
 	// API failures are per prompt in both modes (auth: TestWarmAuthError).
 	for _, prompt := range []string{"[[exit:144]]", "[[exit:173]]", "[[exit:244]]"} {
 		_, werr := warm.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: dir})
 		_, oerr := cold.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: dir})
-		var we, oe *Error
+		var we, oe *backend.Error
 		if !errors.As(werr, &we) || !errors.As(oerr, &oe) {
 			t.Fatalf("%s: %v / %v", prompt, werr, oerr)
 		}
@@ -198,7 +199,7 @@ func TestWarmErrorsMatchOneShot(t *testing.T) {
 }
 
 func TestWarmCancelKeepsTheProcess(t *testing.T) {
-	r, log, acpLog := newWarmRunner(t, Options{}, WarmOptions{})
+	r, log, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{})
 	dir := workDir(t)
 	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
@@ -220,8 +221,8 @@ func TestWarmCancelKeepsTheProcess(t *testing.T) {
 	}()
 	start := time.Now()
 	_, err = r.Run(ctx, backend.Turn{Prompt: "[[hang]]", Dir: dir, Session: first.SessionID})
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindCancelled || !errors.Is(err, context.Canceled) || e.Exited {
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindCancelled || !errors.Is(err, context.Canceled) || e.Exited {
 		t.Fatalf("got %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -242,15 +243,15 @@ func TestWarmCancelKeepsTheProcess(t *testing.T) {
 }
 
 func TestWarmCrashContinuesOneShot(t *testing.T) {
-	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{})
+	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
 	dir := workDir(t)
 	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = r.Run(ctxT(t), backend.Turn{Prompt: "[[crash]]", Dir: dir, Session: first.SessionID})
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindFailed || !strings.Contains(e.Reason, "exited during the call") {
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindFailed || !strings.Contains(e.Reason, "exited during the call") {
 		t.Fatalf("crash: %v", err)
 	}
 	// The session continues through one-shot resume, its history intact.
@@ -269,7 +270,7 @@ func TestWarmCrashContinuesOneShot(t *testing.T) {
 }
 
 func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
-	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{MaxPrompts: 2})
+	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{MaxPrompts: 2})
 	dir := workDir(t)
 	a, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
@@ -300,7 +301,7 @@ func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
 }
 
 func TestWarmPermissions(t *testing.T) {
-	deny, _, _ := newWarmRunner(t, Options{}, WarmOptions{})
+	deny, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
 	res, err := deny.Run(ctxT(t), backend.Turn{Prompt: "write it [[permission]]", Dir: workDir(t)})
 	if err != nil || !strings.HasSuffix(res.Text, " permission=cancel") {
 		t.Fatalf("default policy: %v %+v", err, res)
@@ -308,7 +309,7 @@ func TestWarmPermissions(t *testing.T) {
 }
 
 func TestWarmLatestGoesOneShotAndReleases(t *testing.T) {
-	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{})
+	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
 	dir := workDir(t)
 	a, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
@@ -329,7 +330,7 @@ func TestWarmLatestGoesOneShotAndReleases(t *testing.T) {
 }
 
 func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
-	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{Processes: 1})
+	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{Processes: 1})
 	dir := workDir(t)
 	for i, sys := range []string{"SYS A", "SYS B", "SYS A"} {
 		res, err := r.Run(ctxT(t), backend.Turn{Prompt: "hi", SystemPrompt: sys, Dir: dir})
@@ -351,7 +352,7 @@ func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
 }
 
 func TestWarmIdleProcessStops(t *testing.T) {
-	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{IdleTimeout: 200 * time.Millisecond})
+	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{IdleTimeout: 200 * time.Millisecond})
 	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: workDir(t)}); err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +372,7 @@ func TestWarmIdleProcessStops(t *testing.T) {
 // guarantees does not, and that is what is checked.
 func TestWarmRecycleUnderLoad(t *testing.T) {
 	const maxPrompts = 5
-	r, log, acpLog, logs := newWarmRunnerSlots(t, 16, Options{}, WarmOptions{MaxPrompts: maxPrompts, Processes: 2})
+	r, log, acpLog, logs := newWarmRunnerSlots(t, 16, cli.Options{}, WarmOptions{MaxPrompts: maxPrompts, Processes: 2})
 	dir := workDir(t)
 	errs := make(chan error, 200)
 	var wg sync.WaitGroup
@@ -438,7 +439,7 @@ func TestWarmRecycleUnderLoad(t *testing.T) {
 // TestWarmRecycleLogsOnce: the recycle is logged once, by the prompt that
 // decides it, and never for a process that stays.
 func TestWarmRecycleLogsOnce(t *testing.T) {
-	r, log, _, logs := newWarmRunnerLogged(t, Options{}, WarmOptions{MaxPrompts: 3})
+	r, log, _, logs := newWarmRunnerLogged(t, cli.Options{}, WarmOptions{MaxPrompts: 3})
 	dir := workDir(t)
 	for i := 1; i <= 4; i++ {
 		if _, err := r.Run(ctxT(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
@@ -465,7 +466,7 @@ func TestWarmRecycleLogsOnce(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		return
 	}
-	r, log, _, logs = newWarmRunnerLogged(t, Options{}, WarmOptions{MaxRSS: 1})
+	r, log, _, logs = newWarmRunnerLogged(t, cli.Options{}, WarmOptions{MaxRSS: 1})
 	for i := 1; i <= 2; i++ {
 		if _, err := r.Run(ctxT(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
 			t.Fatal(err)
@@ -483,16 +484,16 @@ func TestWarmRecycleLogsOnce(t *testing.T) {
 // backend caps stdout, with the same error, and keeps the process.
 func TestWarmOutputCap(t *testing.T) {
 	const limit = 100000
-	r, log, acpLog := newWarmRunner(t, Options{MaxOutputBytes: limit}, WarmOptions{})
-	cold, _ := newTestRunner(t, Options{MaxOutputBytes: limit})
+	r, log, acpLog := newWarmRunner(t, cli.Options{MaxOutputBytes: limit}, WarmOptions{})
+	cold, _ := newTestRunner(t, cli.Options{MaxOutputBytes: limit})
 	dir := workDir(t)
 	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, oerr := cold.Run(ctxT(t), backend.Turn{Prompt: "[[stdout:1000000]]", Dir: dir})
-	var oe *Error
-	if !errors.As(oerr, &oe) || oe.Kind != KindOutputTooBig {
+	var oe *backend.Error
+	if !errors.As(oerr, &oe) || oe.Kind != backend.KindOutputTooBig {
 		t.Fatalf("one-shot: %v", oerr)
 	}
 	// Many small chunks, then one message far past the limit (read past,
@@ -500,8 +501,8 @@ func TestWarmOutputCap(t *testing.T) {
 	// [[holdend]] keeps the turn open until it is cancelled.
 	for _, prompt := range []string{"[[stdout:1000000]] [[chunks:100]] [[holdend]]", "[[stdout:3000000]] [[holdend]]"} {
 		_, err := r.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: dir, Session: first.SessionID})
-		var e *Error
-		if !errors.As(err, &e) || e.Kind != KindOutputTooBig || e.Reason != oe.Reason {
+		var e *backend.Error
+		if !errors.As(err, &e) || e.Kind != backend.KindOutputTooBig || e.Reason != oe.Reason {
 			t.Fatalf("%s: warm %v, one-shot %v", prompt, err, oerr)
 		}
 		msgs, _ := geminitest.ReadACPLog(acpLog)
@@ -542,14 +543,14 @@ func TestReadLine(t *testing.T) {
 // that says what to do, as the one-shot one is.
 func TestWarmAuthError(t *testing.T) {
 	noKey := geminitest.EnvNoAPIKey + "=1"
-	warm, _, _ := newWarmRunner(t, Options{Env: []string{noKey}}, WarmOptions{})
-	cold, _ := newTestRunner(t, Options{}, noKey)
+	warm, _, _ := newWarmRunner(t, cli.Options{Env: []string{noKey}}, WarmOptions{})
+	cold, _ := newTestRunner(t, cli.Options{}, noKey)
 	dir := workDir(t)
 	_, werr := warm.Run(ctxT(t), backend.Turn{Prompt: "hi", Dir: dir})
 	_, oerr := cold.Run(ctxT(t), backend.Turn{Prompt: "hi", Dir: dir})
 	for name, err := range map[string]error{"warm": werr, "one-shot": oerr} {
-		var e *Error
-		if !errors.As(err, &e) || e.Kind != KindAuth || !strings.HasSuffix(e.Reason, AuthHelp) {
+		var e *backend.Error
+		if !errors.As(err, &e) || e.Kind != backend.KindAuth || !strings.HasSuffix(e.Reason, cli.AuthHelp) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -570,10 +571,10 @@ func atoi(t *testing.T, s string) int {
 // TestWarmTimeout: a warm call stopped at --timeout is a timeout, which
 // errors.Is tells apart from a cancel.
 func TestWarmTimeout(t *testing.T) {
-	r, _, _ := newWarmRunner(t, Options{Timeout: 300 * time.Millisecond}, WarmOptions{})
+	r, _, _ := newWarmRunner(t, cli.Options{Timeout: 300 * time.Millisecond}, WarmOptions{})
 	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[hang]]", Dir: workDir(t)})
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindTimeout || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindTimeout || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		!strings.Contains(e.Reason, "--timeout") || e.Exited {
 		t.Fatalf("got %v", err)
 	}

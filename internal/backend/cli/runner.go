@@ -1,8 +1,9 @@
-// Package gemini runs the Gemini CLI: it is the only package that starts
-// processes. It builds the command line, runs the CLI headless with
-// `--output-format json`, parses what it prints, and turns failures into
-// typed errors that say what to do.
-package gemini
+// Package cli is the one-shot backend: it runs the Gemini CLI headless,
+// one process per turn, with `--output-format json`. It builds the command
+// line, parses what the CLI prints, and turns failures into typed errors
+// that say what to do; the warm backend (package acp) uses the same
+// command, flags and errors.
+package cli
 
 import (
 	"context"
@@ -158,12 +159,12 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c backend.Turn) (*
 		// included.
 		dir, err := os.MkdirTemp("", "gemini-mcp-")
 		if err != nil {
-			return nil, startError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
+			return nil, StartError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
 		}
 		defer os.RemoveAll(dir)
 		path := filepath.Join(dir, "SYSTEM.md")
 		if err := os.WriteFile(path, []byte(c.SystemPrompt), 0o600); err != nil {
-			return nil, startError("cannot write the system prompt file: "+err.Error(), err)
+			return nil, StartError("cannot write the system prompt file: "+err.Error(), err)
 		}
 		env = proc.SetEnv(env, "GEMINI_SYSTEM_MD", path)
 	}
@@ -323,7 +324,7 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 }
 
 // interpret turns a finished process into the CLI's output object or an
-// *Error.
+// *backend.Error.
 func (r *Runner) interpret(res execResult, c backend.Turn) (Output, error) {
 	tail := strings.TrimSpace(proc.LastBytes(res.stderr, stderrShow))
 	switch {
@@ -331,13 +332,13 @@ func (r *Runner) interpret(res execResult, c backend.Turn) (Output, error) {
 		if errors.Is(res.startErr, exec.ErrNotFound) || errors.Is(res.startErr, os.ErrNotExist) {
 			return Output{}, notFoundError(fmt.Sprintf("the gemini CLI could not be started: %v. %s", res.startErr, InstallHelp), res.startErr)
 		}
-		return Output{}, startError(fmt.Sprintf("the gemini CLI could not be started in %s: %v", c.Dir, res.startErr), res.startErr)
+		return Output{}, StartError(fmt.Sprintf("the gemini CLI could not be started in %s: %v", c.Dir, res.startErr), res.startErr)
 	case res.overflow:
-		return Output{}, outputTooBigError(r.opts.MaxOutputBytes).SetRan(tail)
+		return Output{}, OutputTooBigError(r.opts.MaxOutputBytes).SetRan(tail)
 	case res.timedOut:
-		return Output{}, callTimeoutError(r.opts.Timeout).SetRan(tail)
+		return Output{}, CallTimeoutError(r.opts.Timeout).SetRan(tail)
 	case res.cancelled:
-		return Output{}, cancelledError("the call was cancelled before gemini finished, and gemini was stopped", res.ctxErr).SetRan(tail)
+		return Output{}, CancelledError("the call was cancelled before gemini finished, and gemini was stopped", res.ctxErr).SetRan(tail)
 	case res.signal != "":
 		return Output{}, killedError(res.signal).SetRan(tail)
 	case res.exit != 0:
@@ -356,7 +357,7 @@ func (r *Runner) interpret(res execResult, c backend.Turn) (Output, error) {
 		return Output{}, classify(0, &out, tail, c.Session, c.Dir)
 	}
 	if out.Response == nil || strings.TrimSpace(*out.Response) == "" {
-		return Output{}, emptyError().SetRan(tail).SetExited(0)
+		return Output{}, EmptyError().SetRan(tail).SetExited(0)
 	}
 	return out, nil
 }
@@ -435,17 +436,17 @@ func (r *Runner) interpretPlain(res execResult, what string) ([]byte, error) {
 	tail := strings.TrimSpace(proc.LastBytes(res.stderr, stderrShow))
 	switch {
 	case res.startErr != nil:
-		return nil, startError(fmt.Sprintf("gemini %s could not be started: %v", what, res.startErr), res.startErr)
+		return nil, StartError(fmt.Sprintf("gemini %s could not be started: %v", what, res.startErr), res.startErr)
 	case res.timedOut:
 		return nil, timeoutError(fmt.Sprintf("gemini %s timed out", what)).SetRan(tail)
 	case res.cancelled:
-		return nil, cancelledError(fmt.Sprintf("gemini %s was cancelled", what), res.ctxErr).SetRan(tail)
+		return nil, CancelledError(fmt.Sprintf("gemini %s was cancelled", what), res.ctxErr).SetRan(tail)
 	case res.signal != "":
 		e := killedError(res.signal).SetRan(tail)
 		e.Reason = fmt.Sprintf("gemini %s: %s", what, e.Reason)
 		return nil, e
 	case res.exit != 0:
-		return nil, failedError(fmt.Sprintf("gemini %s exited %d: %s", what, res.exit, cliMessage(nil, tail)), nil).SetRan(tail).SetExited(res.exit)
+		return nil, FailedError(fmt.Sprintf("gemini %s exited %d: %s", what, res.exit, cliMessage(nil, tail)), nil).SetRan(tail).SetExited(res.exit)
 	}
 	return res.stdout, nil
 }

@@ -1,4 +1,4 @@
-package gemini
+package cli
 
 import (
 	"context"
@@ -243,23 +243,23 @@ func TestRunFailures(t *testing.T) {
 	dir := workDir(t)
 	cases := []struct {
 		prompt, resume string
-		kind           Kind
+		kind           backend.Kind
 		want           []string
 	}{
-		{"[[exit:41]]", "", KindAuth, []string{"exit 41", "GEMINI_API_KEY"}},
-		{"x", "b9aadb6c-5aca-4c65-b929-02b095cc2b94", KindSession, []string{"b9aadb6c-5aca-4c65-b929-02b095cc2b94", dir, "Invalid session identifier"}},
-		{"[[exit:53]]", "", KindTurnLimit, []string{"turn limit"}},
-		{"[[exit:55]]", "", KindUntrusted, []string{"--skip-trust"}},
-		{"[[exit:144]]", "", KindAPI, []string{"400", "fake api error 400"}},
-		{"[[exit:173]]", "", KindAPI, []string{"429", "quota"}},
-		{"[[exit:1]]", "", KindFailed, []string{"exited with code 1", "fake failure with exit 1"}},
-		{"[[badjson]]", "", KindBadOutput, []string{"this is not json"}},
-		{"[[empty]]", "", KindEmpty, []string{"empty answer"}},
+		{"[[exit:41]]", "", backend.KindAuth, []string{"exit 41", "GEMINI_API_KEY"}},
+		{"x", "b9aadb6c-5aca-4c65-b929-02b095cc2b94", backend.KindSession, []string{"b9aadb6c-5aca-4c65-b929-02b095cc2b94", dir, "Invalid session identifier"}},
+		{"[[exit:53]]", "", backend.KindTurnLimit, []string{"turn limit"}},
+		{"[[exit:55]]", "", backend.KindUntrusted, []string{"--skip-trust"}},
+		{"[[exit:144]]", "", backend.KindAPI, []string{"400", "fake api error 400"}},
+		{"[[exit:173]]", "", backend.KindAPI, []string{"429", "quota"}},
+		{"[[exit:1]]", "", backend.KindFailed, []string{"exited with code 1", "fake failure with exit 1"}},
+		{"[[badjson]]", "", backend.KindBadOutput, []string{"this is not json"}},
+		{"[[empty]]", "", backend.KindEmpty, []string{"empty answer"}},
 	}
 	for _, c := range cases {
 		t.Run(c.prompt, func(t *testing.T) {
 			_, err := r.Run(ctxT(t), backend.Turn{Prompt: c.prompt, Dir: dir, Session: c.resume})
-			var e *Error
+			var e *backend.Error
 			if !errors.As(err, &e) || e.Kind != c.kind || !e.Ran {
 				t.Fatalf("got %v (%T)", err, err)
 			}
@@ -278,7 +278,7 @@ func TestRunFailures(t *testing.T) {
 func TestRunStderrTailIsBounded(t *testing.T) {
 	r, _ := newTestRunner(t, Options{})
 	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[stderr:500000]] [[exit:1]]", Dir: workDir(t)})
-	var e *Error
+	var e *backend.Error
 	if !errors.As(err, &e) || len(e.Stderr) > stderrShow || !strings.Contains(e.Reason, "fake failure") {
 		t.Fatalf("got %v, stderr %d bytes", err, len(e.Stderr))
 	}
@@ -287,8 +287,8 @@ func TestRunStderrTailIsBounded(t *testing.T) {
 func TestRunOutputCap(t *testing.T) {
 	r, _ := newTestRunner(t, Options{MaxOutputBytes: 64 << 10})
 	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[stdout:1000000]]", Dir: workDir(t)})
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindOutputTooBig {
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindOutputTooBig {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -296,8 +296,8 @@ func TestRunOutputCap(t *testing.T) {
 func TestRunNotFound(t *testing.T) {
 	r := NewRunner(Options{Gemini: filepath.Join(t.TempDir(), "gemini")}, nil)
 	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "x", Dir: workDir(t)})
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindNotFound || e.Ran {
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindNotFound || e.Ran {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package gemini
+package cli
 
 import "unicode/utf8"
 
