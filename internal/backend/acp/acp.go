@@ -446,10 +446,11 @@ func (p *acpProc) setModel(ctx context.Context, id, model string) error {
 	return nil
 }
 
-// prompt runs one turn on session id and returns the answer text. When ctx
+// prompt runs one turn on session id and returns the answer text, and the
+// tokens it cost when the agent says (nil otherwise). When ctx
 // ends it cancels the turn (session/cancel) and gives the agent grace to
 // confirm; an agent that does not is killed.
-func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Observer, grace time.Duration) (string, error) {
+func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Observer, grace time.Duration) (string, *backend.Usage, error) {
 	sub := &promptSub{obs: obs, tooBig: make(chan struct{})}
 	p.mu.Lock()
 	p.subs[id] = sub
@@ -462,6 +463,14 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Obser
 	}()
 	type result struct {
 		StopReason string `json:"stopReason"`
+		Meta       struct {
+			Quota struct {
+				TokenCount *struct {
+					InputTokens  int `json:"input_tokens"`
+					OutputTokens int `json:"output_tokens"`
+				} `json:"token_count"`
+			} `json:"quota"`
+		} `json:"_meta"`
 	}
 	done := make(chan error, 1)
 	var res result
@@ -488,26 +497,30 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Obser
 	case err = <-done:
 	case <-ctx.Done():
 		stopTurn()
-		return "", ctx.Err()
+		return "", nil, ctx.Err()
 	case <-sub.tooBig:
 		stopTurn()
-		return "", errOutputTooBig
+		return "", nil, errOutputTooBig
 	}
 	select {
 	case <-sub.tooBig:
 		// The whole answer arrived before the cancel could matter.
-		return "", errOutputTooBig
+		return "", nil, errOutputTooBig
 	default:
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if res.StopReason == "cancelled" {
-		return "", errors.New("the turn was cancelled by gemini")
+		return "", nil, errors.New("the turn was cancelled by gemini")
 	}
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	return sub.text.String(), nil
+	var usage *backend.Usage
+	if tc := res.Meta.Quota.TokenCount; tc != nil {
+		usage = &backend.Usage{PromptTokens: tc.InputTokens, OutputTokens: tc.OutputTokens}
+	}
+	return sub.text.String(), usage, nil
 }
 
 // longLine handles a message too long to read, given its start. A message

@@ -140,7 +140,7 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 	if err := p.setModel(ctx, id, model); err != nil {
 		return nil, pl.failure(p, err, c)
 	}
-	text, err := p.prompt(ctx, id, c.Prompt, c.Observer, pl.r.opts.KillGrace)
+	text, usage, err := p.prompt(ctx, id, c.Prompt, c.Observer, pl.r.opts.KillGrace)
 	// The check runs while this call still holds p, so that a recycle
 	// starts draining before the hold ends and no new call slips in.
 	pl.afterPrompt(p)
@@ -150,7 +150,7 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 	if strings.TrimSpace(text) == "" {
 		return nil, cli.EmptyError().SetRan(warmStderr)
 	}
-	return &backend.Answer{SessionID: id, Text: text, Via: "warm"}, nil
+	return &backend.Answer{SessionID: id, Text: text, Usage: usage, Via: "warm"}, nil
 }
 
 // process returns a live process started with key, reserved for the call

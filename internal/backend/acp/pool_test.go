@@ -579,3 +579,21 @@ func TestWarmTimeout(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestWarmUsageAndNotApplied: a warm answer reports the tokens of the
+// prompt response's _meta.quota.token_count, as a one-shot answer reports
+// those of its stats, and names the tuning the CLI cannot apply.
+func TestWarmUsageAndNotApplied(t *testing.T) {
+	warm, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	temp := 1.0
+	res, err := warm.Run(ctxT(t), backend.Turn{Prompt: "a", Dir: workDir(t), Temperature: &temp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Via != "warm" || res.Usage == nil || *res.Usage != (backend.Usage{PromptTokens: 1, OutputTokens: 1}) {
+		t.Errorf("via %s, usage %+v, want the fake's 1 input and 1 output token", res.Via, res.Usage)
+	}
+	if len(res.NotApplied) != 1 || !strings.HasPrefix(res.NotApplied[0], "temperature: ") {
+		t.Errorf("not applied: %q", res.NotApplied)
+	}
+}
