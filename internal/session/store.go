@@ -37,6 +37,18 @@ type Record struct {
 	// "mcp:…", "" on stdio), so that "the newest session" can mean the
 	// newest of the client asking.
 	LastClient string `json:"lastClient,omitempty"`
+	// Backend is the family of the backend that started the session: "cli"
+	// (one-shot and warm, which share the CLI's session files) or "api".
+	// Records written before it was kept have none, and count as "cli".
+	Backend string `json:"backend,omitempty"`
+}
+
+// Family returns the family of the backend that started the session.
+func (r Record) Family() string {
+	if r.Backend == "" {
+		return "cli"
+	}
+	return r.Backend
 }
 
 // Turn is what Touch records of one finished turn.
@@ -45,6 +57,9 @@ type Turn struct {
 	Model  string
 	Owner  string // kept from the first turn on
 	Client string
+	// Backend is the family of the backend that ran the turn ("cli" or
+	// "api"); kept from the first turn on.
+	Backend string
 }
 
 // Store is a directory of session records. It is safe for concurrent use.
@@ -144,7 +159,7 @@ func (s *Store) Touch(id string, t Turn, now time.Time) (Record, error) {
 		ok = false
 	}
 	if !ok {
-		r = Record{ID: id, Created: now, Owner: t.Owner}
+		r = Record{ID: id, Created: now, Owner: t.Owner, Backend: t.Backend}
 	}
 	r.Cwd = t.Cwd
 	if t.Model != "" {

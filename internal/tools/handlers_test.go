@@ -23,10 +23,16 @@ type stubRunner struct {
 	calls []backend.Turn
 	// answer, when set, fills in what the backend reports with the text.
 	answer backend.Answer
+	name   string // as --backend spells it; "" for "stub", a CLI backend
 }
 
-func (s *stubRunner) Name() string { return "stub" }
-func (s *stubRunner) Close()       {}
+func (s *stubRunner) Name() string {
+	if s.name == "" {
+		return "stub"
+	}
+	return s.name
+}
+func (s *stubRunner) Close() {}
 
 func (s *stubRunner) Run(_ context.Context, c backend.Turn) (*backend.Answer, error) {
 	s.mu.Lock()
@@ -223,5 +229,83 @@ func TestUsageAndNotAppliedInMeta(t *testing.T) {
 	raw, err := json.Marshal(res.Meta["usage"])
 	if err != nil || string(raw) != `{"promptTokens":3,"outputTokens":5,"thinkingTokens":7}` {
 		t.Fatalf("usage as clients see it: %s %v", raw, err)
+	}
+}
+
+// TestSessionBelongsToItsBackend: a session records the family of the
+// backend that started it; the other family refuses to continue it, naming
+// both, and never picks it as "the most recent session"; records written
+// before the family was kept count as the CLI's.
+func TestSessionBelongsToItsBackend(t *testing.T) {
+	d, cliStub := newStubDeps(t)
+	apiStub := &stubRunner{name: "api"}
+	chat := func() string {
+		t.Helper()
+		res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}, ""), ChatInput{Prompt: "p"})
+		if res.IsError {
+			t.Fatal(textOf(res))
+		}
+		return res.Meta["sessionId"].(string)
+	}
+	reply := func(id string) (*mcp.CallToolResult, string) {
+		t.Helper()
+		args := map[string]any{"prompt": "q"}
+		if id != "" {
+			args["sessionId"] = id
+		}
+		res, _, _ := d.chatReply(context.Background(), request(t, "chat-reply", args, ""), ReplyInput{Prompt: "q", SessionID: id})
+		return res, textOf(res)
+	}
+	family := func(id string) string {
+		t.Helper()
+		rec, ok, err := d.Store.Get(id)
+		if !ok || err != nil {
+			t.Fatalf("no record of %s: %v", id, err)
+		}
+		return rec.Backend
+	}
+
+	onCLI := chat()
+	d.Backend = apiStub
+	onAPI := chat()
+	if family(onCLI) != "cli" || family(onAPI) != "api" {
+		t.Fatalf("recorded families %q, %q", family(onCLI), family(onAPI))
+	}
+	d.Backend = cliStub
+	if res, text := reply(onCLI); res.IsError {
+		t.Fatal(text) // onCLI is now the newest session
+	}
+	if res, text := reply(onAPI); !res.IsError || !strings.Contains(text, "was started on the Gemini API backend (--backend api), and this server runs the Gemini CLI backends") ||
+		!strings.Contains(text, "Start a new session with chat") {
+		t.Errorf("the CLI continued an API session: %s", text)
+	}
+
+	d.Backend = apiStub
+	calls := len(apiStub.calls)
+	if res, text := reply(onCLI); !res.IsError || !strings.Contains(text, "was started on the Gemini CLI backends (--backend warm or oneshot), and this server runs the Gemini API backend") {
+		t.Errorf("the API continued a CLI session: %s", text)
+	}
+	if res, text := reply("latest"); !res.IsError || !strings.Contains(text, "names a Gemini CLI session") {
+		t.Errorf("the API took \"latest\": %s", text)
+	}
+	if len(apiStub.calls) != calls {
+		t.Fatal("a refused call reached the backend")
+	}
+	// Without sessionId, the newest session of this family, not the newest.
+	if res, text := reply(""); res.IsError || apiStub.last().Session != onAPI {
+		t.Errorf("API reply without sessionId: %s, continued %q, want %s", text, apiStub.last().Session, onAPI)
+	}
+
+	// A record from before the family was kept belongs to the CLI.
+	old := session.NewUUID()
+	if _, err := d.Store.Touch(old, session.Turn{Cwd: d.DefaultCwd}, d.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if res, text := reply(old); !res.IsError || !strings.Contains(text, "was started on the Gemini CLI backends") {
+		t.Errorf("the API continued an old record: %s", text)
+	}
+	d.Backend = cliStub
+	if res, text := reply(old); res.IsError || cliStub.last().Session != old {
+		t.Errorf("the CLI refused an old record: %s", text)
 	}
 }

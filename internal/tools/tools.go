@@ -216,13 +216,16 @@ func (d *Deps) target(call *backend.Turn, sessionID, cwd string, who client) err
 			if rec, ok, err = d.latestOf(who, dir); err != nil {
 				return err
 			}
-		} else if rec, ok, err = d.Store.Latest(dir, nil); err != nil {
+		} else if rec, ok, err = d.Store.Latest(dir, d.ofThisFamily); err != nil {
 			d.Log.Warn("reading session records", "err", err)
 		}
 		if ok {
 			call.Session = rec.ID
 			call.Dir = rec.Cwd
 			return d.checkRecordedDir(rec)
+		}
+		if d.family() != backend.FamilyCLI {
+			return errors.New("there is no session to continue yet: start one with chat, or pass the sessionId of an earlier result")
 		}
 		call.Session = "latest"
 		if dir == "" {
@@ -239,6 +242,9 @@ func (d *Deps) target(call *backend.Turn, sessionID, cwd string, who client) err
 		return err
 	}
 	call.Session = ref.Value
+	if ref.Kind != session.RefUUID && d.family() != backend.FamilyCLI {
+		return fmt.Errorf("sessionId %q names a Gemini CLI session, which %s cannot continue: pass the sessionId of an earlier chat or chat-reply result", sessionID, backend.FamilyName(d.family()))
+	}
 	if ref.Kind != session.RefUUID {
 		if d.scoped() {
 			return fmt.Errorf("sessionId %q could name another client's session: pass the sessionId of an earlier chat or chat-reply result; %v", sessionID, errScoped)
@@ -260,6 +266,11 @@ func (d *Deps) target(call *backend.Turn, sessionID, cwd string, who client) err
 		d.Log.Info("refused a session of another client", "id", ref.Value, "recorded", ok)
 		return fmt.Errorf("unknown sessionId %s: this server has no record of it for this client. Use a sessionId from an earlier chat result; %v", ref.Value, errScoped)
 	}
+	if ok && rec.Family() != d.family() {
+		return fmt.Errorf("session %s was started on %s, and this server runs %s: the two keep separate histories, so one cannot continue the other's session. "+
+			"Start a new session with chat, or continue this one on a server run with the backend that started it",
+			ref.Value, backend.FamilyName(rec.Family()), backend.FamilyName(d.family()))
+	}
 	switch {
 	case ok && dir != "" && dir != rec.Cwd:
 		return fmt.Errorf("session %s was started in %s, not %s; the Gemini CLI can only resume a session in the directory it was started in: omit cwd or pass %s",
@@ -267,12 +278,22 @@ func (d *Deps) target(call *backend.Turn, sessionID, cwd string, who client) err
 	case ok:
 		call.Dir = rec.Cwd
 		return d.checkRecordedDir(rec)
+	case d.family() != backend.FamilyCLI:
+		return fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result", ref.Value)
 	case dir == "":
 		return fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result, or pass cwd with the directory the session was started in to continue a session started outside this server", ref.Value)
 	}
 	call.Dir = dir
 	return nil
 }
+
+// family is the family of the backend serving the tools: a session
+// belongs to the family that started it.
+func (d *Deps) family() string { return backend.Family(d.Backend.Name()) }
+
+// ofThisFamily accepts the records of sessions this server's backend can
+// continue.
+func (d *Deps) ofThisFamily(r session.Record) bool { return r.Family() == d.family() }
 
 // checkRecordedDir makes sure a recorded session's directory still exists.
 // Its directory is checked against the allowed roots as well: the record
@@ -363,7 +384,7 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call backend.T
 	var unsaved string
 	if res.SessionID != "" {
 		who := d.clientOf(req)
-		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key()}
+		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key(), Backend: d.family()}
 		if _, err := d.Store.Touch(res.SessionID, turn, d.Now()); err != nil {
 			d.Log.Warn("recording the session", "session", res.SessionID, "err", err)
 			unsaved = d.unsavedNote(res.SessionID, call.Dir, err)
