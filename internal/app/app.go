@@ -17,7 +17,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -32,21 +31,23 @@ type IO struct {
 	Getenv func(string) string
 }
 
-const usageHeader = `gemini-mcp-server: Google Gemini as MCP tools, through the Gemini CLI.
+const usageHeader = `gemini-mcp-server: Google Gemini as MCP tools, through the Gemini CLI or the Gemini API.
 
 Usage:
   gemini-mcp-server [flags]          serve MCP over stdio (what MCP clients run)
   gemini-mcp-server --http ADDR      serve MCP over HTTP: /mcp, /sse, /healthz
-  gemini-mcp-server doctor [flags]   check the Gemini CLI, its auth and settings
+  gemini-mcp-server doctor [flags]   check the backend that would run, its auth and settings
   gemini-mcp-server --version        print the version
 
 Tools: chat {prompt, model, systemPrompt, cwd} starts a Gemini session;
 chat-reply {prompt, sessionId, model, systemPrompt, cwd} continues one;
 chat-page {answerId, page} returns the next page of an answer too long for
 one result.
-The Gemini CLI must be installed (npm install -g @google/gemini-cli) and
-authenticated: a paid Gemini API key (GEMINI_API_KEY), Vertex AI, or a Code
-Assist Standard/Enterprise seat. Free, Google AI Pro and Ultra accounts lost
+--backend auto (the default) runs the Gemini CLI when a gemini executable is
+found (npm install -g @google/gemini-cli), authenticated with a paid Gemini
+API key (GEMINI_API_KEY), Vertex AI, or a Code Assist Standard/Enterprise
+seat; else the Gemini API itself, when GEMINI_API_KEY, GOOGLE_API_KEY or
+Vertex AI credentials are set. Free, Google AI Pro and Ultra accounts lost
 Gemini CLI access on 2026-06-18. Logs go to stderr; stdout carries MCP only.
 
 Flags (each also read from the environment variable in parentheses):
@@ -167,9 +168,6 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *too
 	deps, err = NewDeps(cfg, log)
 	if err != nil {
 		return nil, nil, nil, nil, err
-	}
-	if _, err := cli.Resolve(cfg.Gemini); err != nil {
-		log.Warn("calls will fail until this is fixed", "err", err)
 	}
 	life, cancel := context.WithCancel(ctx)
 	deps.Lifetime = life
