@@ -14,7 +14,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	ourserver "github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -126,16 +128,18 @@ func newInProcess(b *testing.B, warm bool) *inProcess {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := gemini.Options{
+	opts := cli.Options{
 		Gemini:  fakeGemini,
 		Env:     geminitest.FakeEnv(h.fakeHome, "", time.Minute),
 		Timeout: time.Minute,
 	}
+	oneShot := cli.NewRunner(opts, nil)
+	var runner backend.Backend = oneShot
 	if warm {
-		opts.Warm = &gemini.WarmOptions{}
+		runner = acp.New(acp.ConfigFor(opts, acp.WarmOptions{}, oneShot), nil)
 	}
-	runner := gemini.NewRunner(opts, nil)
-	srv := ourserver.New("bench", &tools.Deps{Runner: runner, Store: store, DefaultCwd: work, MaxPromptBytes: 1 << 20}, nil)
+	runner = backend.Limit(runner, 0)
+	srv := ourserver.New("bench", &tools.Deps{Backend: runner, Store: store, DefaultCwd: work, MaxPromptBytes: 1 << 20}, nil)
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)
@@ -199,7 +203,7 @@ func BenchmarkBareExec(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		resetFakeEvery(b, i, 100, home)
 		m := marker("gobench", 0, i)
-		cmd := exec.Command(fakeGemini, "--session-id", gemini.NewUUID(), "--output-format", "json", "--prompt="+prompt(m))
+		cmd := exec.Command(fakeGemini, "--session-id", session.NewUUID(), "--output-format", "json", "--prompt="+prompt(m))
 		cmd.Dir, cmd.Env = work, env
 		out, err := cmd.Output()
 		if err != nil || !bytes.Contains(out, []byte(m)) {

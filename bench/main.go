@@ -329,12 +329,21 @@ func (b *bench) backend() string {
 		a = "-" + strings.TrimLeft(a, "-")
 		switch {
 		case a == "-backend" && i+1 < len(f):
-			return f[i+1]
+			return effectiveBackend(f[i+1])
 		case strings.HasPrefix(a, "-backend="):
-			return strings.TrimPrefix(a, "-backend=")
+			return effectiveBackend(strings.TrimPrefix(a, "-backend="))
 		}
 	}
-	return b.defaultBackend
+	return effectiveBackend(b.defaultBackend)
+}
+
+// effectiveBackend is the backend --backend name runs here: the bench
+// always gives the server a gemini executable, so auto runs warm.
+func effectiveBackend(name string) string {
+	if name == "auto" {
+		return backendWarm
+	}
+	return name
 }
 
 func (b *bench) otherBackend() string {

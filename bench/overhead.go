@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 const fakeCallTimeout = 60 * time.Second
@@ -254,7 +254,7 @@ func captureArgv(logPath string) (*argvTemplate, error) {
 func (t *argvTemplate) argv(prompt string) []string {
 	a := append([]string{}, t.args...)
 	if t.sessionAt >= 0 {
-		a[t.sessionAt] = gemini.NewUUID()
+		a[t.sessionAt] = session.NewUUID()
 	}
 	a[t.promptAt] = "--prompt=" + prompt
 	return a
@@ -299,7 +299,7 @@ func invocationTable(targets []*target, servers []*server, calls []int) *table {
 				a = "PROMPT"
 			case strings.HasPrefix(a, "--prompt=") && strings.TrimPrefix(a, "--prompt=") == last.Prompt:
 				a = "--prompt=PROMPT"
-			case gemini.IsUUID(a):
+			case session.IsUUID(a):
 				a = "UUID"
 			}
 			args = append(args, shellQuote(a))

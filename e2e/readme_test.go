@@ -243,7 +243,10 @@ func TestReadmeTwoCommands(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", run)
 	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "GEMINI_MCP_STATE_DIR="+t.TempDir())
+	// The README installs the Gemini CLI first: with it in PATH the default
+	// backend (auto) has something to run, as on the reader's machine.
+	path := filepath.Dir(fakeapi.RealCLI(t)) + string(os.PathListSeparator) + os.Getenv("PATH")
+	cmd.Env = append(os.Environ(), "GEMINI_MCP_STATE_DIR="+t.TempDir(), "PATH="+path)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

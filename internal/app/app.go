@@ -18,7 +18,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
@@ -32,21 +31,23 @@ type IO struct {
 	Getenv func(string) string
 }
 
-const usageHeader = `gemini-mcp-server: Google Gemini as MCP tools, through the Gemini CLI.
+const usageHeader = `gemini-mcp-server: Google Gemini as MCP tools, through the Gemini CLI or the Gemini API.
 
 Usage:
   gemini-mcp-server [flags]          serve MCP over stdio (what MCP clients run)
   gemini-mcp-server --http ADDR      serve MCP over HTTP: /mcp, /sse, /healthz
-  gemini-mcp-server doctor [flags]   check the Gemini CLI, its auth and settings
+  gemini-mcp-server doctor [flags]   check the backend that would run, its auth and settings
   gemini-mcp-server --version        print the version
 
 Tools: chat {prompt, model, systemPrompt, cwd} starts a Gemini session;
 chat-reply {prompt, sessionId, model, systemPrompt, cwd} continues one;
 chat-page {answerId, page} returns the next page of an answer too long for
 one result.
-The Gemini CLI must be installed (npm install -g @google/gemini-cli) and
-authenticated: a paid Gemini API key (GEMINI_API_KEY), Vertex AI, or a Code
-Assist Standard/Enterprise seat. Free, Google AI Pro and Ultra accounts lost
+--backend auto (the default) runs the Gemini CLI when a gemini executable is
+found (npm install -g @google/gemini-cli), authenticated with a paid Gemini
+API key (GEMINI_API_KEY), Vertex AI, or a Code Assist Standard/Enterprise
+seat; else the Gemini API itself, when GEMINI_API_KEY, GOOGLE_API_KEY or
+Vertex AI credentials are set. Free, Google AI Pro and Ultra accounts lost
 Gemini CLI access on 2026-06-18. Logs go to stderr; stdout carries MCP only.
 
 Flags (each also read from the environment variable in parentheses):
@@ -148,26 +149,11 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 			return nil, err
 		}
 	}
-	var warm *gemini.WarmOptions
-	if cfg.Backend == "warm" {
-		warm = &gemini.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout}
+	b, err := newBackend(cfg, store, log)
+	if err != nil {
+		return nil, err
 	}
-	runner := gemini.NewRunner(gemini.Options{
-		Warm:                  warm,
-		Gemini:                cfg.Gemini,
-		Env:                   []string{NestedEnv + "=1"},
-		DefaultModel:          cfg.Model,
-		ApprovalMode:          cfg.ApprovalMode,
-		Sandbox:               cfg.Sandbox,
-		SkipTrust:             cfg.SkipTrust,
-		IncludeDirectories:    cfg.IncludeDirectories,
-		Extensions:            cfg.Extensions,
-		AllowedMCPServerNames: cfg.AllowedMCPServerNames,
-		Timeout:               cfg.Timeout,
-		MaxConcurrent:         cfg.MaxConcurrent,
-		MaxOutputBytes:        cfg.MaxOutputBytes,
-	}, log)
-	deps := &tools.Deps{Runner: runner, Closer: runner, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
+	deps := &tools.Deps{Backend: b, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP != "", Authenticated: len(cfg.Tokens) > 0 || cfg.TokenFile != "",
 		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions, SessionIDInText: cfg.SessionIDInText}
 	return deps, nil
@@ -183,16 +169,11 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *too
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	if _, err := gemini.Resolve(cfg.Gemini); err != nil {
-		log.Warn("calls will fail until this is fixed", "err", err)
-	}
 	life, cancel := context.WithCancel(ctx)
 	deps.Lifetime = life
 	stop = func() {
 		cancel()
-		if deps.Closer != nil {
-			deps.Closer.Close()
-		}
+		deps.Backend.Close()
 	}
 	return deps, life, cancel, stop, nil
 }

@@ -41,7 +41,7 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer deps.Closer.Close()
+			defer deps.Backend.Close()
 			if len(deps.AllowedRoots) != len(c.want) || (c.want == nil) != (deps.AllowedRoots == nil) {
 				t.Fatalf("roots %q, want %q", deps.AllowedRoots, c.want)
 			}

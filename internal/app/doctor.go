@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
 // report collects doctor's findings.
@@ -34,13 +35,83 @@ func Doctor(ctx context.Context, cfg *config.Config, version string, w io.Writer
 	r := &report{w: w}
 	fmt.Fprintf(w, "gemini-mcp-server %s doctor\n", version)
 
-	cmd, err := gemini.Resolve(cfg.Gemini)
+	if api := checkBackend(ctx, r, cfg, getenv); !api {
+		checkCLI(ctx, r, cfg, getenv)
+	}
+	cwd := cfg.Cwd
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+
+	stateDir := cfg.StateDir
+	if stateDir == "" {
+		stateDir, _ = session.DefaultDir()
+	}
+	if st, err := session.Open(stateDir); err != nil {
+		r.fail("session records: %v (set --state-dir)", err)
+	} else if err := checkWritable(st.Dir()); err != nil {
+		r.fail("session records in %s are not writable: %v", st.Dir(), err)
+	} else {
+		r.ok("session records: %s", st.Dir())
+	}
+	if _, err := validate.ResolveDir(cwd, cwd); err != nil {
+		r.fail("default working directory: %v", err)
+	} else {
+		r.ok("default working directory: %s", cwd)
+	}
+
+	if r.fails > 0 {
+		fmt.Fprintf(w, "%d blocking problem(s): calls will fail until they are fixed.\n", r.fails)
+		return 1
+	}
+	fmt.Fprintln(w, "No blocking problems found.")
+	return 0
+}
+
+// checkBackend reports which backend would serve, and why; it fails when
+// none could. It reports whether that is the API backend, which needs
+// nothing of the Gemini CLI.
+func checkBackend(ctx context.Context, r *report, cfg *config.Config, getenv func(string) string) (api bool) {
+	c, err := chooseBackend(cfg, getenv)
+	switch {
+	case err != nil:
+		r.fail("backend: %v", err)
+		return false
+	case c.name != "api":
+		r.ok("backend: %s (%s)", c.name, c.why)
+		return false
+	case newAPIBackend == nil:
+		r.fail("backend: api (%s): %v", c.why, errNoAPIBackend)
+	case len(c.creds) == 0:
+		r.fail("backend: api, but no API credentials are set: set GEMINI_API_KEY (or GOOGLE_API_KEY), " +
+			"or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION and Application Default Credentials")
+	default:
+		r.ok("backend: api (%s)", c.why)
+		if checkAPICredentials != nil {
+			if err := checkAPICredentials(ctx, cfg, getenv); err != nil {
+				r.fail("the Gemini API refused the credentials: %v", err)
+			} else {
+				r.ok("the Gemini API accepts the credentials")
+			}
+		}
+	}
+	return true
+}
+
+// checkAPICredentials, when the API backend is linked in, makes one cheap
+// request with the credentials the API backend would use.
+var checkAPICredentials func(ctx context.Context, cfg *config.Config, getenv func(string) string) error
+
+// checkCLI checks what the Gemini CLI backends need: the CLI, its version,
+// its credentials and settings.
+func checkCLI(ctx context.Context, r *report, cfg *config.Config, getenv func(string) string) {
+	cmd, err := cli.Resolve(cfg.Gemini)
 	if err != nil {
 		r.fail("%v", err)
 	} else {
 		r.ok("gemini CLI: %s", cmd)
 		vctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		v, err := gemini.NewRunner(gemini.Options{Gemini: cfg.Gemini}, nil).Version(vctx)
+		v, err := cli.NewRunner(cli.Options{Gemini: cfg.Gemini}, nil).Version(vctx)
 		cancel()
 		if err != nil {
 			r.fail("gemini --version failed: %v", err)
@@ -61,30 +132,6 @@ func Doctor(ctx context.Context, cfg *config.Config, version string, w io.Writer
 	if getenv("GEMINI_SYSTEM_MD") != "" {
 		r.warn("GEMINI_SYSTEM_MD=%s is set: it replaces the CLI's system prompt on every call that passes no systemPrompt", getenv("GEMINI_SYSTEM_MD"))
 	}
-
-	stateDir := cfg.StateDir
-	if stateDir == "" {
-		stateDir, _ = session.DefaultDir()
-	}
-	if st, err := session.Open(stateDir); err != nil {
-		r.fail("session records: %v (set --state-dir)", err)
-	} else if err := checkWritable(st.Dir()); err != nil {
-		r.fail("session records in %s are not writable: %v", st.Dir(), err)
-	} else {
-		r.ok("session records: %s", st.Dir())
-	}
-	if _, err := gemini.ResolveDir(cwd, cwd); err != nil {
-		r.fail("default working directory: %v", err)
-	} else {
-		r.ok("default working directory: %s", cwd)
-	}
-
-	if r.fails > 0 {
-		fmt.Fprintf(w, "%d blocking problem(s): calls will fail until they are fixed.\n", r.fails)
-		return 1
-	}
-	fmt.Fprintln(w, "No blocking problems found.")
-	return 0
 }
 
 // geminiHome is the CLI's own settings directory.
@@ -160,7 +207,7 @@ func checkAuth(r *report, getenv func(string) string, home, cwd string, user, wo
 		found = append(found, "settings security.auth.selectedType="+selected)
 	}
 	if len(found) == 0 {
-		r.fail("no Gemini credentials found in this environment. %s", gemini.AuthHelp)
+		r.fail("no Gemini credentials found in this environment. %s", cli.AuthHelp)
 		return
 	}
 	r.ok("credentials: %s", strings.Join(found, ", "))

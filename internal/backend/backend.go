@@ -5,7 +5,10 @@
 // warm pool of `gemini --acp` processes, and the Gemini API itself.
 package backend
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Turn is one prompt to Gemini.
 type Turn struct {
@@ -72,3 +75,8 @@ type Backend interface {
 	// Close stops what the backend keeps running and waits for it.
 	Close()
 }
+
+// DefaultKillGrace is how long a stopped Gemini CLI gets, from the
+// interrupt, to end by itself before it is killed; every CLI backend uses
+// it unless the server sets another.
+const DefaultKillGrace = 1500 * time.Millisecond

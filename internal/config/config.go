@@ -14,7 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
 // Config is the whole configuration.
@@ -41,7 +42,7 @@ type Config struct {
 	// Warnings are configuration problems that do not stop the server.
 	Warnings []string
 
-	Backend         string // "oneshot" or "warm"
+	Backend         string // "auto", "warm", "oneshot" or "api"
 	WarmProcesses   int
 	WarmMaxPrompts  int
 	WarmMaxRSSBytes int
@@ -175,14 +176,16 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	size(&c.MaxPromptBytes, "max-prompt-bytes", "GEMINI_MCP_MAX_PROMPT_BYTES", DefaultMaxPromptBytes, "largest prompt or system prompt accepted")
 	size(&c.MaxOutputBytes, "max-output-bytes", "GEMINI_MCP_MAX_OUTPUT_BYTES", DefaultMaxOutputBytes, "largest CLI output read before a call is stopped")
 	size(&c.MaxAnswerBytes, "max-answer-bytes", "GEMINI_MCP_MAX_ANSWER_BYTES", DefaultMaxAnswerBytes, "largest answer returned in one result; longer answers come in pages fetched with the chat-page tool")
-	if v, ok := env("GEMINI_MCP_BACKEND"); ok && v != "warm" && v != "oneshot" {
+	if v, ok := env("GEMINI_MCP_BACKEND"); ok && !isBackend(v) {
 		// gemini-mcp-tool, another MCP server, reads the same variable
 		// (with values such as "gemini"): a shared environment must not
 		// stop this server from starting.
-		c.Warnings = append(c.Warnings, fmt.Sprintf("ignoring GEMINI_MCP_BACKEND=%q: this server's backends are warm and oneshot (the variable may be meant for gemini-mcp-tool); using warm", v))
+		c.Warnings = append(c.Warnings, fmt.Sprintf("ignoring GEMINI_MCP_BACKEND=%q: this server's backends are auto, warm, oneshot and api (the variable may be meant for gemini-mcp-tool); using auto", v))
 		getenv = withoutKey(getenv, "GEMINI_MCP_BACKEND")
 	}
-	str(&c.Backend, "backend", "GEMINI_MCP_BACKEND", "warm", "how calls run: warm (a pool of long-lived gemini --acp processes, milliseconds per call; calls it cannot serve run one-shot) or oneshot (a gemini process per call)")
+	str(&c.Backend, "backend", "GEMINI_MCP_BACKEND", "auto", "how calls run: auto (warm when a gemini executable is found, else api when API or Vertex AI credentials are set), "+
+		"warm (a pool of long-lived gemini --acp processes, milliseconds per call; calls it cannot serve run one-shot), oneshot (a gemini process per call) "+
+		"or api (the Gemini API itself, no Node; GEMINI_API_KEY, GOOGLE_API_KEY or Vertex AI)")
 	intFlag := func(p *int, flagName, key string, def int, usage string) {
 		*p = def
 		if v, ok := env(key); ok {
@@ -194,10 +197,10 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 		}
 		fs.IntVar(p, flagName, *p, usage+" ("+key+")")
 	}
-	intFlag(&c.WarmProcesses, "warm-processes", "GEMINI_MCP_WARM_PROCESSES", gemini.DefaultWarmProcesses, "warm backend: most gemini --acp processes (about 220 MB each)")
-	intFlag(&c.WarmMaxPrompts, "warm-max-prompts", "GEMINI_MCP_WARM_MAX_PROMPTS", gemini.DefaultWarmMaxPrompts, "warm backend: recycle a process after this many prompts")
-	duration(&c.WarmIdleTimeout, "warm-idle-timeout", "GEMINI_MCP_WARM_IDLE_TIMEOUT", gemini.DefaultWarmIdleTimeout, "warm backend: stop a process idle this long, giving its memory back")
-	size(&c.WarmMaxRSSBytes, "warm-max-rss", "GEMINI_MCP_WARM_MAX_RSS", gemini.DefaultWarmMaxRSS, "warm backend: recycle a process past this resident memory (e.g. 700MiB)")
+	intFlag(&c.WarmProcesses, "warm-processes", "GEMINI_MCP_WARM_PROCESSES", acp.DefaultWarmProcesses, "warm backend: most gemini --acp processes (about 220 MB each)")
+	intFlag(&c.WarmMaxPrompts, "warm-max-prompts", "GEMINI_MCP_WARM_MAX_PROMPTS", acp.DefaultWarmMaxPrompts, "warm backend: recycle a process after this many prompts")
+	duration(&c.WarmIdleTimeout, "warm-idle-timeout", "GEMINI_MCP_WARM_IDLE_TIMEOUT", acp.DefaultWarmIdleTimeout, "warm backend: stop a process idle this long, giving its memory back")
+	size(&c.WarmMaxRSSBytes, "warm-max-rss", "GEMINI_MCP_WARM_MAX_RSS", acp.DefaultWarmMaxRSS, "warm backend: recycle a process past this resident memory (e.g. 700MiB)")
 	str(&c.HTTP, "http", "GEMINI_MCP_HTTP", "", "serve MCP over HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio: Streamable HTTP at /mcp, SSE at /sse, /healthz")
 	if v, ok := env("GEMINI_MCP_TOKENS"); ok {
 		c.Tokens = splitList(v)
@@ -290,14 +293,14 @@ func (c *Config) validate() error {
 			return errors.New("GEMINI_MCP_TOKENS: every token must be at least 16 characters")
 		}
 	}
-	if c.Backend != "oneshot" && c.Backend != "warm" {
-		return fmt.Errorf("--backend: %q is not warm or oneshot", c.Backend)
+	if !isBackend(c.Backend) {
+		return fmt.Errorf("--backend: %q is not auto, warm, oneshot or api", c.Backend)
 	}
 	if c.WarmProcesses < 1 || c.WarmProcesses > 64 || c.WarmMaxPrompts < 1 {
 		return errors.New("--warm-processes must be 1 to 64, --warm-max-prompts at least 1")
 	}
 	if c.Model != "" {
-		if err := gemini.ValidateModel(c.Model); err != nil {
+		if err := validate.Model(c.Model); err != nil {
 			return fmt.Errorf("--model: %w", err)
 		}
 	}
@@ -461,4 +464,9 @@ func (s *sizeValue) Set(v string) error {
 	}
 	*s.p = n
 	return nil
+}
+
+// isBackend reports whether v names a backend --backend accepts.
+func isBackend(v string) bool {
+	return v == "auto" || v == "warm" || v == "oneshot" || v == "api"
 }

@@ -99,12 +99,17 @@ func TestHelp(t *testing.T) {
 
 func TestForeignBackendVariableIsIgnored(t *testing.T) {
 	c, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_BACKEND": "gemini"}), io.Discard)
-	if err != nil || c.Backend != "warm" || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "gemini-mcp-tool") {
+	if err != nil || c.Backend != "auto" || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "gemini-mcp-tool") {
 		t.Fatalf("%v %+v", err, c)
 	}
 	c, err = Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_BACKEND": "oneshot"}), io.Discard)
 	if err != nil || c.Backend != "oneshot" || len(c.Warnings) != 0 {
 		t.Fatalf("%v %+v", err, c)
+	}
+	for _, b := range []string{"auto", "warm", "oneshot", "api"} {
+		if c, err := Parse("x", "", []string{"--backend", b}, envOf(nil), io.Discard); err != nil || c.Backend != b {
+			t.Fatalf("--backend %s: %v", b, err)
+		}
 	}
 	if _, err := Parse("x", "", []string{"--backend", "gemini"}, envOf(nil), io.Discard); err == nil {
 		t.Fatal("a bad --backend flag was accepted")

@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
@@ -80,7 +80,7 @@ func NewRequestContexts() *RequestContexts { return &RequestContexts{} }
 
 func (rc *RequestContexts) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := gemini.NewUUID()
+		id := session.NewUUID()
 		r.Header.Set(headerRequestID, id)
 		rc.m.Store(id, r.Context())
 		defer rc.m.Delete(id)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 const testToken = "test-token-0123456789abcdef"
@@ -103,7 +103,7 @@ func TestHTTPTransports(t *testing.T) {
 				t.Fatalf("chat: %v %+v", err, res)
 			}
 			id, _ := res.Meta["sessionId"].(string)
-			if !gemini.IsUUID(id) || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "fake-gemini turn=1 model=gemini-x") {
+			if !session.IsUUID(id) || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "fake-gemini turn=1 model=gemini-x") {
 				t.Fatalf("chat result %+v", res)
 			}
 			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": "again", "sessionId": id}})

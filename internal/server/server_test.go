@@ -15,7 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
@@ -126,8 +127,8 @@ func (h *harness) newServer() *mcp.Server {
 			h.t.Fatal(err)
 		}
 	}
-	runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout, MaxConcurrent: h.opts.maxConcurrent}, nil)
-	d := &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20,
+	runner := backend.Limit(cli.NewRunner(cli.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout}, nil), h.opts.maxConcurrent)
+	d := &tools.Deps{Backend: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20,
 		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes, RequestContext: h.requestContext,
 		AllowedRoots: roots, ShareSessions: h.opts.shareSessions, SessionIDInText: h.opts.sessionIDInText}
 	if o := h.opts.remote; o != nil {
@@ -252,7 +253,7 @@ func TestChatAndReply(t *testing.T) {
 	if want := geminitest.Answer(1, "gemini-3-flash", "You are a helpful coding assistant.", "Hello, who are you?"); text != want {
 		t.Fatalf("text %q, want %q", text, want)
 	}
-	if !gemini.IsUUID(id) {
+	if !session.IsUUID(id) {
 		t.Fatalf("sessionId %q", id)
 	}
 	// No cwd: the session's recorded cwd is used.
@@ -422,7 +423,7 @@ func TestLongAnswersArePaged(t *testing.T) {
 	}
 	id, _ := meta["answerId"].(string)
 	pages, _ := meta["pages"].(float64)
-	if id == "" || pages != 4 || !gemini.IsUUID(fmt.Sprint(meta["sessionId"])) {
+	if id == "" || pages != 4 || !session.IsUUID(fmt.Sprint(meta["sessionId"])) {
 		t.Fatalf("meta %v", meta)
 	}
 	var got strings.Builder

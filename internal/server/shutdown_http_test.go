@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
@@ -31,8 +31,8 @@ func TestHTTPShutdownAnswersCalls(t *testing.T) {
 			}
 			life, endLife := context.WithCancel(context.Background())
 			defer endLife()
-			runner := gemini.NewRunner(gemini.Options{Gemini: fakeGemini, Env: h.env, Timeout: time.Minute}, nil)
-			srv := New("test", &tools.Deps{Runner: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20, Lifetime: life}, nil)
+			runner := cli.NewRunner(cli.Options{Gemini: fakeGemini, Env: h.env, Timeout: time.Minute}, nil)
+			srv := New("test", &tools.Deps{Backend: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20, Lifetime: life}, nil)
 			inflight, requests := NewInflight(), NewRequestContexts()
 			handler := NewHTTPHandler(srv, HTTPOptions{Inflight: inflight, Requests: requests})
 			ln, err := net.Listen("tcp", "127.0.0.1:0")

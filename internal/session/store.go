@@ -19,8 +19,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
 )
 
 // Record is what the server knows of one CLI session.
@@ -39,6 +37,18 @@ type Record struct {
 	// "mcp:…", "" on stdio), so that "the newest session" can mean the
 	// newest of the client asking.
 	LastClient string `json:"lastClient,omitempty"`
+	// Backend is the family of the backend that started the session: "cli"
+	// (one-shot and warm, which share the CLI's session files) or "api".
+	// Records written before it was kept have none, and count as "cli".
+	Backend string `json:"backend,omitempty"`
+}
+
+// Family returns the family of the backend that started the session.
+func (r Record) Family() string {
+	if r.Backend == "" {
+		return "cli"
+	}
+	return r.Backend
 }
 
 // Turn is what Touch records of one finished turn.
@@ -47,6 +57,9 @@ type Turn struct {
 	Model  string
 	Owner  string // kept from the first turn on
 	Client string
+	// Backend is the family of the backend that ran the turn ("cli" or
+	// "api"); kept from the first turn on.
+	Backend string
 }
 
 // Store is a directory of session records. It is safe for concurrent use.
@@ -57,7 +70,7 @@ type Store struct {
 
 // validID accepts the lower-case UUIDs records are named by.
 func validID(id string) bool {
-	return gemini.IsUUID(id) && strings.ToLower(id) == id
+	return IsUUID(id) && strings.ToLower(id) == id
 }
 
 // Open opens (creating, private to the user) the store in dir.
@@ -146,7 +159,7 @@ func (s *Store) Touch(id string, t Turn, now time.Time) (Record, error) {
 		ok = false
 	}
 	if !ok {
-		r = Record{ID: id, Created: now, Owner: t.Owner}
+		r = Record{ID: id, Created: now, Owner: t.Owner, Backend: t.Backend}
 	}
 	r.Cwd = t.Cwd
 	if t.Model != "" {

@@ -188,3 +188,26 @@ func TestOpenRemovesStaleTemps(t *testing.T) {
 		t.Errorf("the record went: %v %v", ok, err)
 	}
 }
+
+// TestRecordBackend: a record keeps the backend family of its first turn,
+// and a record written before families were kept counts as the CLI's.
+func TestRecordBackend(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, now := NewUUID(), time.Now()
+	if r, err := s.Touch(id, Turn{Cwd: "/w", Backend: "api"}, now); err != nil || r.Family() != "api" {
+		t.Fatalf("first turn: %+v %v", r, err)
+	}
+	if r, err := s.Touch(id, Turn{Cwd: "/w", Backend: "cli"}, now); err != nil || r.Family() != "api" {
+		t.Fatalf("a later turn changed the family: %+v %v", r, err)
+	}
+	old := NewUUID()
+	if err := os.WriteFile(filepath.Join(s.Dir(), old+".json"), []byte(`{"id":"`+old+`","cwd":"/w","turns":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := s.Get(old); !ok || err != nil || r.Family() != "cli" {
+		t.Fatalf("old record: %+v %v %v", r, ok, err)
+	}
+}

@@ -72,7 +72,7 @@ func (d *Deps) latestOf(c client, dir string) (session.Record, bool, error) {
 	if key == "" {
 		return session.Record{}, false, errors.New("without sessionId, chat-reply continues this client's most recent session, but this server cannot tell its clients apart (stateless HTTP without tokens): pass the sessionId of an earlier chat or chat-reply result")
 	}
-	rec, ok, err := d.Store.Latest(dir, func(r session.Record) bool { return r.LastClient == key && d.mayUse(r, c) })
+	rec, ok, err := d.Store.Latest(dir, func(r session.Record) bool { return r.LastClient == key && d.mayUse(r, c) && d.ofThisFamily(r) })
 	if err != nil {
 		d.Log.Warn("reading session records", "err", err)
 	}

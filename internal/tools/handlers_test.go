@@ -12,29 +12,42 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
-// stubRunner answers every call at once with a new or the resumed session
-// and records what it was asked.
+// stubRunner is a backend that answers every turn at once with a new or
+// the resumed session and records what it was asked.
 type stubRunner struct {
 	mu    sync.Mutex
-	calls []gemini.Call
+	calls []backend.Turn
+	// answer, when set, fills in what the backend reports with the text.
+	answer backend.Answer
+	name   string // as --backend spells it; "" for "stub", a CLI backend
 }
 
-func (s *stubRunner) Run(_ context.Context, c gemini.Call) (*gemini.Result, error) {
+func (s *stubRunner) Name() string {
+	if s.name == "" {
+		return "stub"
+	}
+	return s.name
+}
+func (s *stubRunner) Close() {}
+
+func (s *stubRunner) Run(_ context.Context, c backend.Turn) (*backend.Answer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, c)
-	id := c.Resume
-	if !gemini.IsUUID(id) {
-		id = gemini.NewUUID()
+	id := c.Session
+	if !session.IsUUID(id) {
+		id = session.NewUUID()
 	}
-	return &gemini.Result{Response: "answer to " + c.Prompt, SessionID: id}, nil
+	a := s.answer
+	a.Text, a.SessionID = "answer to "+c.Prompt, id
+	return &a, nil
 }
 
-func (s *stubRunner) last() gemini.Call {
+func (s *stubRunner) last() backend.Turn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[len(s.calls)-1]
@@ -47,7 +60,7 @@ func newStubDeps(t *testing.T) (*Deps, *stubRunner) {
 		t.Fatal(err)
 	}
 	r := &stubRunner{}
-	d := &Deps{Runner: r, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20}
+	d := &Deps{Backend: r, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20}
 	Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d) // fills the defaults
 	return d, r
 }
@@ -139,11 +152,11 @@ func TestReplyTargets(t *testing.T) {
 		}
 		return res.Meta["sessionId"].(string)
 	}
-	reply := func(in ReplyInput, token string) (gemini.Call, string, bool) {
+	reply := func(in ReplyInput, token string) (backend.Turn, string, bool) {
 		before := len(r.calls)
 		res, _, _ := d.chatReply(context.Background(), request(t, "chat-reply", map[string]any{"prompt": "p"}, token), in)
 		if res.IsError {
-			return gemini.Call{}, textOf(res), false
+			return backend.Turn{}, textOf(res), false
 		}
 		if len(r.calls) != before+1 {
 			t.Fatal("no call")
@@ -174,8 +187,8 @@ func TestReplyTargets(t *testing.T) {
 			}
 			continue
 		}
-		if !ok || call.Resume != c.resume || call.Dir != c.dir {
-			t.Errorf("stdio, %s: resumed %q in %s (%s), want %q in %s", c.name, call.Resume, call.Dir, msg, c.resume, c.dir)
+		if !ok || call.Session != c.resume || call.Dir != c.dir {
+			t.Errorf("stdio, %s: resumed %q in %s (%s), want %q in %s", c.name, call.Session, call.Dir, msg, c.resume, c.dir)
 		}
 	}
 
@@ -183,8 +196,8 @@ func TestReplyTargets(t *testing.T) {
 	d.Remote, d.Authenticated = true, true
 	t1 := chat("", "id-one")
 	t2 := chat("", "id-two")
-	if call, msg, ok := reply(ReplyInput{Prompt: "p"}, "id-one"); !ok || call.Resume != t1 {
-		t.Errorf("token one's newest: %q %s", call.Resume, msg)
+	if call, msg, ok := reply(ReplyInput{Prompt: "p"}, "id-one"); !ok || call.Session != t1 {
+		t.Errorf("token one's newest: %q %s", call.Session, msg)
 	}
 	if _, msg, ok := reply(ReplyInput{Prompt: "p", SessionID: t2}, "id-one"); ok || !strings.Contains(msg, "unknown sessionId") {
 		t.Errorf("token one reached token two's session: %s", msg)
@@ -193,7 +206,106 @@ func TestReplyTargets(t *testing.T) {
 		t.Errorf("token one used latest: %s", msg)
 	}
 	// Sessions without owner (stdio's) stay open by id.
-	if call, msg, ok := reply(ReplyInput{Prompt: "p", SessionID: a}, "id-two"); !ok || call.Resume != a {
+	if call, msg, ok := reply(ReplyInput{Prompt: "p", SessionID: a}, "id-two"); !ok || call.Session != a {
 		t.Errorf("an unowned session by id: %s", msg)
+	}
+}
+
+// TestUsageAndNotAppliedInMeta checks that what a backend reports beside
+// the answer (token usage, tuning it could not apply) reaches the result's
+// _meta, and that nothing is added when it reports nothing.
+func TestUsageAndNotAppliedInMeta(t *testing.T) {
+	d, r := newStubDeps(t)
+	res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}, ""), ChatInput{Prompt: "p"})
+	if res.IsError || res.Meta["usage"] != nil || res.Meta["notApplied"] != nil {
+		t.Fatalf("without usage: %v %v", res.IsError, res.Meta)
+	}
+	usage := &backend.Usage{PromptTokens: 3, OutputTokens: 5, ThinkingTokens: 7}
+	r.answer = backend.Answer{Usage: usage, NotApplied: []string{"temperature: no"}}
+	res, _, _ = d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}, ""), ChatInput{Prompt: "p"})
+	if res.IsError || res.Meta["usage"] != usage || len(res.Meta["notApplied"].([]string)) != 1 {
+		t.Fatalf("with usage: %v", res.Meta)
+	}
+	raw, err := json.Marshal(res.Meta["usage"])
+	if err != nil || string(raw) != `{"promptTokens":3,"outputTokens":5,"thinkingTokens":7}` {
+		t.Fatalf("usage as clients see it: %s %v", raw, err)
+	}
+}
+
+// TestSessionBelongsToItsBackend: a session records the family of the
+// backend that started it; the other family refuses to continue it, naming
+// both, and never picks it as "the most recent session"; records written
+// before the family was kept count as the CLI's.
+func TestSessionBelongsToItsBackend(t *testing.T) {
+	d, cliStub := newStubDeps(t)
+	apiStub := &stubRunner{name: "api"}
+	chat := func() string {
+		t.Helper()
+		res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}, ""), ChatInput{Prompt: "p"})
+		if res.IsError {
+			t.Fatal(textOf(res))
+		}
+		return res.Meta["sessionId"].(string)
+	}
+	reply := func(id string) (*mcp.CallToolResult, string) {
+		t.Helper()
+		args := map[string]any{"prompt": "q"}
+		if id != "" {
+			args["sessionId"] = id
+		}
+		res, _, _ := d.chatReply(context.Background(), request(t, "chat-reply", args, ""), ReplyInput{Prompt: "q", SessionID: id})
+		return res, textOf(res)
+	}
+	family := func(id string) string {
+		t.Helper()
+		rec, ok, err := d.Store.Get(id)
+		if !ok || err != nil {
+			t.Fatalf("no record of %s: %v", id, err)
+		}
+		return rec.Backend
+	}
+
+	onCLI := chat()
+	d.Backend = apiStub
+	onAPI := chat()
+	if family(onCLI) != "cli" || family(onAPI) != "api" {
+		t.Fatalf("recorded families %q, %q", family(onCLI), family(onAPI))
+	}
+	d.Backend = cliStub
+	if res, text := reply(onCLI); res.IsError {
+		t.Fatal(text) // onCLI is now the newest session
+	}
+	if res, text := reply(onAPI); !res.IsError || !strings.Contains(text, "was started on the Gemini API backend (--backend api), and this server runs the Gemini CLI backends") ||
+		!strings.Contains(text, "Start a new session with chat") {
+		t.Errorf("the CLI continued an API session: %s", text)
+	}
+
+	d.Backend = apiStub
+	calls := len(apiStub.calls)
+	if res, text := reply(onCLI); !res.IsError || !strings.Contains(text, "was started on the Gemini CLI backends (--backend warm or oneshot), and this server runs the Gemini API backend") {
+		t.Errorf("the API continued a CLI session: %s", text)
+	}
+	if res, text := reply("latest"); !res.IsError || !strings.Contains(text, "names a Gemini CLI session") {
+		t.Errorf("the API took \"latest\": %s", text)
+	}
+	if len(apiStub.calls) != calls {
+		t.Fatal("a refused call reached the backend")
+	}
+	// Without sessionId, the newest session of this family, not the newest.
+	if res, text := reply(""); res.IsError || apiStub.last().Session != onAPI {
+		t.Errorf("API reply without sessionId: %s, continued %q, want %s", text, apiStub.last().Session, onAPI)
+	}
+
+	// A record from before the family was kept belongs to the CLI.
+	old := session.NewUUID()
+	if _, err := d.Store.Touch(old, session.Turn{Cwd: d.DefaultCwd}, d.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if res, text := reply(old); !res.IsError || !strings.Contains(text, "was started on the Gemini CLI backends") {
+		t.Errorf("the API continued an old record: %s", text)
+	}
+	d.Backend = cliStub
+	if res, text := reply(old); res.IsError || cliStub.last().Session != old {
+		t.Errorf("the CLI refused an old record: %s", text)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // DefaultMaxAnswerBytes is the largest answer returned in one result.
@@ -52,7 +52,7 @@ type pagedAnswer struct {
 // evicting the oldest answers first. An answer larger than the whole
 // budget keeps its first pages only, and says so in its notes.
 func (p *pager) put(sessionID string, pages []string, budget int) string {
-	id := gemini.NewUUID()
+	id := session.NewUUID()
 	total := 0
 	for _, pg := range pages {
 		total += len(pg)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
 // DefaultProgressInterval is how often a call reports progress while
@@ -108,7 +110,8 @@ func (p *progress) finish() {
 	<-p.done
 }
 
-// Queued and Started make progress a gemini.Observer.
+// Queued, Started and Activity make progress a backend.Observer.
+var _ backend.Observer = (*progress)(nil)
 
 func (p *progress) Queued(ahead int) {
 	if ahead == 0 {
@@ -120,8 +123,8 @@ func (p *progress) Queued(ahead int) {
 
 func (p *progress) Started() { p.set("gemini is running") }
 
-// Activity makes progress a gemini.ActivityObserver: what Gemini is doing,
-// where the backend can tell (the warm backend can).
+// Activity reports what Gemini is doing, where the backend can tell (the
+// warm backend can).
 func (p *progress) Activity(msg string) { p.set(msg) }
 
 // waitingForSession reports a call that waits for an earlier call on the

@@ -17,20 +17,17 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/gemini"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
-
-// Runner runs one CLI call; *gemini.Runner is the real one.
-type Runner interface {
-	Run(ctx context.Context, c gemini.Call) (*gemini.Result, error)
-}
 
 // Deps is what the tools need.
 type Deps struct {
-	Runner         Runner
-	Closer         interface{ Close() } // ends what Runner keeps running; may be nil
+	// Backend answers the turns; the tools know nothing of which one it
+	// is. Its Close is the server's to call.
+	Backend        backend.Backend
 	Store          *session.Store
 	DefaultCwd     string // where calls without cwd run
 	MaxPromptBytes int
@@ -168,7 +165,7 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 	if err != nil {
 		return failure(err), nil, nil
 	}
-	return d.run(ctx, req, gemini.Call{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt, Dir: dir}), nil, nil
+	return d.run(ctx, req, backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt, Dir: dir}), nil, nil
 }
 
 func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
@@ -178,7 +175,7 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return failure(err), nil, nil
 	}
-	call := gemini.Call{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
+	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
 	if err := d.target(&call, in.SessionID, in.Cwd, d.clientOf(req)); err != nil {
 		return failure(err), nil, nil
 	}
@@ -203,7 +200,7 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 // client's most recent, a session started with another bearer token is
 // unknown, and with tokens the CLI's own references are refused, unless
 // the operator shares sessions (see clients.go).
-func (d *Deps) target(call *gemini.Call, sessionID, cwd string, who client) error {
+func (d *Deps) target(call *backend.Turn, sessionID, cwd string, who client) error {
 	var dir string
 	if cwd != "" {
 		var err error
@@ -219,15 +216,18 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string, who client) erro
 			if rec, ok, err = d.latestOf(who, dir); err != nil {
 				return err
 			}
-		} else if rec, ok, err = d.Store.Latest(dir, nil); err != nil {
+		} else if rec, ok, err = d.Store.Latest(dir, d.ofThisFamily); err != nil {
 			d.Log.Warn("reading session records", "err", err)
 		}
 		if ok {
-			call.Resume = rec.ID
+			call.Session = rec.ID
 			call.Dir = rec.Cwd
 			return d.checkRecordedDir(rec)
 		}
-		call.Resume = "latest"
+		if d.family() != backend.FamilyCLI {
+			return errors.New("there is no session to continue yet: start one with chat, or pass the sessionId of an earlier result")
+		}
+		call.Session = "latest"
 		if dir == "" {
 			var err error
 			if dir, err = d.resolveCwd(""); err != nil {
@@ -237,12 +237,15 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string, who client) erro
 		call.Dir = dir
 		return nil
 	}
-	ref, err := gemini.ParseSessionRef(sessionID)
+	ref, err := session.ParseSessionRef(sessionID)
 	if err != nil {
 		return err
 	}
-	call.Resume = ref.Value
-	if ref.Kind != gemini.RefUUID {
+	call.Session = ref.Value
+	if ref.Kind != session.RefUUID && d.family() != backend.FamilyCLI {
+		return fmt.Errorf("sessionId %q names a Gemini CLI session, which %s cannot continue: pass the sessionId of an earlier chat or chat-reply result", sessionID, backend.FamilyName(d.family()))
+	}
+	if ref.Kind != session.RefUUID {
 		if d.scoped() {
 			return fmt.Errorf("sessionId %q could name another client's session: pass the sessionId of an earlier chat or chat-reply result; %v", sessionID, errScoped)
 		}
@@ -263,6 +266,11 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string, who client) erro
 		d.Log.Info("refused a session of another client", "id", ref.Value, "recorded", ok)
 		return fmt.Errorf("unknown sessionId %s: this server has no record of it for this client. Use a sessionId from an earlier chat result; %v", ref.Value, errScoped)
 	}
+	if ok && rec.Family() != d.family() {
+		return fmt.Errorf("session %s was started on %s, and this server runs %s: the two keep separate histories, so one cannot continue the other's session. "+
+			"Start a new session with chat, or continue this one on a server run with the backend that started it",
+			ref.Value, backend.FamilyName(rec.Family()), backend.FamilyName(d.family()))
+	}
 	switch {
 	case ok && dir != "" && dir != rec.Cwd:
 		return fmt.Errorf("session %s was started in %s, not %s; the Gemini CLI can only resume a session in the directory it was started in: omit cwd or pass %s",
@@ -270,6 +278,8 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string, who client) erro
 	case ok:
 		call.Dir = rec.Cwd
 		return d.checkRecordedDir(rec)
+	case d.family() != backend.FamilyCLI:
+		return fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result", ref.Value)
 	case dir == "":
 		return fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result, or pass cwd with the directory the session was started in to continue a session started outside this server", ref.Value)
 	}
@@ -277,11 +287,19 @@ func (d *Deps) target(call *gemini.Call, sessionID, cwd string, who client) erro
 	return nil
 }
 
+// family is the family of the backend serving the tools: a session
+// belongs to the family that started it.
+func (d *Deps) family() string { return backend.Family(d.Backend.Name()) }
+
+// ofThisFamily accepts the records of sessions this server's backend can
+// continue.
+func (d *Deps) ofThisFamily(r session.Record) bool { return r.Family() == d.family() }
+
 // checkRecordedDir makes sure a recorded session's directory still exists.
 // Its directory is checked against the allowed roots as well: the record
 // may predate them, or its directory may since have become a symlink.
 func (d *Deps) checkRecordedDir(rec session.Record) error {
-	dir, err := gemini.ResolveDir(rec.Cwd, "/")
+	dir, err := validate.ResolveDir(rec.Cwd, "/")
 	if err != nil {
 		return fmt.Errorf("session %s belongs to %s, which cannot be used any more: %v", rec.ID, rec.Cwd, err)
 	}
@@ -302,7 +320,7 @@ func (d *Deps) resolveCwd(cwd string) (string, error) {
 	if cwd == "" {
 		orig = d.DefaultCwd
 	}
-	dir, err := gemini.ResolveDir(orig, d.DefaultCwd)
+	dir, err := validate.ResolveDir(orig, d.DefaultCwd)
 	if err != nil {
 		return "", err
 	}
@@ -316,20 +334,20 @@ func (d *Deps) checkCommon(prompt, model, systemPrompt string) error {
 	if strings.TrimSpace(prompt) == "" {
 		return errors.New("prompt is empty")
 	}
-	if err := gemini.ValidateText("prompt", prompt, d.MaxPromptBytes); err != nil {
+	if err := validate.Text("prompt", prompt, d.MaxPromptBytes); err != nil {
 		return err
 	}
-	if err := gemini.ValidateText("systemPrompt", systemPrompt, d.MaxPromptBytes); err != nil {
+	if err := validate.Text("systemPrompt", systemPrompt, d.MaxPromptBytes); err != nil {
 		return err
 	}
 	if model != "" {
-		return gemini.ValidateModel(model)
+		return validate.Model(model)
 	}
 	return nil
 }
 
 // run makes the call, records the session and builds the tool result.
-func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call gemini.Call) *mcp.CallToolResult {
+func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn) *mcp.CallToolResult {
 	if d.Lifetime != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
@@ -350,42 +368,55 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call gemini.Ca
 		call.Observer = p
 	}
 	if key := sessionKey(call); key != "" {
-		unlock, err := d.sessions.Lock(ctx, key, func(ahead int) { p.waitingForSession(call.Resume, ahead) })
+		unlock, err := d.sessions.Lock(ctx, key, func(ahead int) { p.waitingForSession(call.Session, ahead) })
 		if err != nil {
-			return failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Resume))
+			return failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Session))
 		}
 		defer unlock()
 	}
 	start := time.Now()
-	res, err := d.Runner.Run(ctx, call)
+	res, err := d.Backend.Run(ctx, call)
 	if err != nil {
-		d.Log.Info("gemini call failed", "dir", call.Dir, "resume", call.Resume, "elapsed", time.Since(start), "err", err)
+		d.Log.Info("gemini call failed", "dir", call.Dir, "resume", call.Session, "elapsed", time.Since(start), "err", err)
 		return failure(err)
 	}
-	d.Log.Info("gemini call done", "dir", call.Dir, "resume", call.Resume, "session", res.SessionID, "via", res.SessionIDSource, "elapsed", time.Since(start))
+	d.Log.Info("gemini call done", "dir", call.Dir, "resume", call.Session, "session", res.SessionID, "via", res.Via, "elapsed", time.Since(start))
 	var unsaved string
 	if res.SessionID != "" {
 		who := d.clientOf(req)
-		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key()}
+		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key(), Backend: d.family()}
 		if _, err := d.Store.Touch(res.SessionID, turn, d.Now()); err != nil {
 			d.Log.Warn("recording the session", "session", res.SessionID, "err", err)
 			unsaved = d.unsavedNote(res.SessionID, call.Dir, err)
 		}
 	}
 	var out *mcp.CallToolResult
-	if len(res.Response) > d.MaxAnswerBytes {
+	if len(res.Text) > d.MaxAnswerBytes {
 		// Never cut silently: the rest waits for chat-page.
-		pages := splitPages(res.Response, d.MaxAnswerBytes)
+		pages := splitPages(res.Text, d.MaxAnswerBytes)
 		id := d.pages.put(res.SessionID, pages, d.MaxPagedBytes)
-		d.Log.Info("answer paged", "answer", id, "bytes", len(res.Response), "pages", len(pages))
+		d.Log.Info("answer paged", "answer", id, "bytes", len(res.Text), "pages", len(pages))
 		a, _ := d.pages.get(id)
 		out = d.pageResult(id, a, 1)
 	} else {
-		out = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Response}}}
+		out = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}}
 		if res.SessionID != "" {
 			out.Meta = mcp.Meta{"sessionId": res.SessionID}
 		}
 		d.addSessionNote(out, res.SessionID)
+	}
+	if res.Usage != nil || len(res.NotApplied) > 0 {
+		if out.Meta == nil {
+			out.Meta = mcp.Meta{}
+		}
+		if res.Usage != nil {
+			out.Meta["usage"] = res.Usage
+		}
+		if len(res.NotApplied) > 0 {
+			// The turn was answered without this tuning: say so rather
+			// than fail.
+			out.Meta["notApplied"] = res.NotApplied
+		}
 	}
 	if unsaved != "" {
 		// The answer is paid for and complete: it is returned, not turned
@@ -429,12 +460,12 @@ func SessionNote(sessionID string) string {
 // A new session needs no ordering: no one else knows its id yet. "latest"
 // and indexes are ordered per directory, since which session they mean is
 // only known to the CLI.
-func sessionKey(c gemini.Call) string {
+func sessionKey(c backend.Turn) string {
 	switch {
-	case c.Resume == "":
+	case c.Session == "":
 		return ""
-	case gemini.IsUUID(c.Resume):
-		return "id:" + c.Resume
+	case session.IsUUID(c.Session):
+		return "id:" + c.Session
 	}
 	return "dir:" + c.Dir
 }
@@ -443,7 +474,7 @@ func sessionKey(c gemini.Call) string {
 // CLI ran, the tail of its stderr.
 func failure(err error) *mcp.CallToolResult {
 	text := ErrorPrefix + err.Error()
-	var ge *gemini.Error
+	var ge *backend.Error
 	if errors.As(err, &ge) && ge.Ran {
 		text += "\nStderr: " + ge.Stderr
 	}

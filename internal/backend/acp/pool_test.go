@@ -1,4 +1,4 @@
-package gemini
+package acp
 
 import (
 	"bufio"
@@ -18,12 +18,16 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
-// newWarmRunner is a runner with the warm backend on the fake CLI. It
-// returns the invocation log and the ACP message log.
-func newWarmRunner(t *testing.T, opts Options, warm WarmOptions) (*Runner, string, string) {
+// newWarmRunner is the warm backend on the fake CLI, limited to the
+// default number of turns at once as the server limits it. It returns the
+// invocation log and the ACP message log.
+func newWarmRunner(t *testing.T, opts cli.Options, warm WarmOptions) (backend.Backend, string, string) {
 	t.Helper()
 	r, log, acpLog, _ := newWarmRunnerLogged(t, opts, warm)
 	return r, log, acpLog
@@ -31,15 +35,22 @@ func newWarmRunner(t *testing.T, opts Options, warm WarmOptions) (*Runner, strin
 
 // newWarmRunnerLogged is newWarmRunner that also returns the server's log,
 // as JSON lines.
-func newWarmRunnerLogged(t *testing.T, opts Options, warm WarmOptions) (*Runner, string, string, *geminitest.LockedBuffer) {
+func newWarmRunnerLogged(t *testing.T, opts cli.Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
+	t.Helper()
+	return newWarmRunnerSlots(t, backend.DefaultMaxConcurrent, opts, warm)
+}
+
+// newWarmRunnerSlots is newWarmRunnerLogged with slots turns at once.
+func newWarmRunnerSlots(t *testing.T, slots int, opts cli.Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
 	t.Helper()
 	acpLog := filepath.Join(t.TempDir(), "acp.jsonl")
 	env, log := fakeEnv(t, geminitest.EnvACPLog+"="+acpLog)
-	opts.Warm = &warm
 	opts.Gemini = fakeGemini
 	opts.Env = append(env, opts.Env...)
 	logs := &geminitest.LockedBuffer{}
-	r := NewRunner(opts, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	slog := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	oneShot := cli.NewRunner(opts, slog)
+	r := backend.Limit(New(ConfigFor(opts, warm, oneShot), slog), slots)
 	t.Cleanup(func() {
 		r.Close()
 		// Every process and goroutine of the pool is gone after Close.
@@ -113,10 +124,10 @@ func acpStarts(t *testing.T, log string) (warm, oneShot []geminitest.Invocation)
 }
 
 func TestWarmMatchesOneShot(t *testing.T) {
-	warm, wlog, acpLog := newWarmRunner(t, Options{}, WarmOptions{})
-	cold, _ := newTestRunner(t, Options{})
+	warm, wlog, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	cold, _ := newTestRunner(t, cli.Options{})
 	dir := workDir(t)
-	calls := []Call{
+	calls := []backend.Turn{
 		{Prompt: "-h first", Model: "gemini-x", SystemPrompt: "SYS one", Dir: dir},
 		{Prompt: strings.Repeat("big prompt line\n", 10000), Dir: dir},
 	}
@@ -129,21 +140,21 @@ func TestWarmMatchesOneShot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w.Response != o.Response || w.SessionIDSource != "warm" || !IsUUID(w.SessionID) {
-			t.Fatalf("warm %q (%s)\none-shot %q", w.Response, w.SessionIDSource, o.Response)
+		if w.Text != o.Text || w.Via != "warm" || !session.IsUUID(w.SessionID) {
+			t.Fatalf("warm %q (%s)\none-shot %q", w.Text, w.Via, o.Text)
 		}
 		// The reply continues the warm session, in the process that holds
 		// it, with the model back at the default as a one-shot reply has.
-		w2, err := warm.Run(ctxT(t), Call{Prompt: "again", Dir: dir, Resume: w.SessionID, SystemPrompt: c.SystemPrompt})
+		w2, err := warm.Run(ctxT(t), backend.Turn{Prompt: "again", Dir: dir, Session: w.SessionID, SystemPrompt: c.SystemPrompt})
 		if err != nil {
 			t.Fatal(err)
 		}
-		o2, err := cold.Run(ctxT(t), Call{Prompt: "again", Dir: dir, Resume: o.SessionID, SystemPrompt: c.SystemPrompt})
+		o2, err := cold.Run(ctxT(t), backend.Turn{Prompt: "again", Dir: dir, Session: o.SessionID, SystemPrompt: c.SystemPrompt})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w2.Response != o2.Response || w2.SessionID != w.SessionID || w2.SessionIDSource != "warm" {
-			t.Fatalf("reply: warm %q (%s)\none-shot %q", w2.Response, w2.SessionIDSource, o2.Response)
+		if w2.Text != o2.Text || w2.SessionID != w.SessionID || w2.Via != "warm" {
+			t.Fatalf("reply: warm %q (%s)\none-shot %q", w2.Text, w2.Via, o2.Text)
 		}
 	}
 	started, oneShot := acpStarts(t, wlog)
@@ -164,14 +175,14 @@ func TestWarmMatchesOneShot(t *testing.T) {
 }
 
 func TestWarmErrorsMatchOneShot(t *testing.T) {
-	warm, _, _ := newWarmRunner(t, Options{}, WarmOptions{})
-	cold, _ := newTestRunner(t, Options{})
+	warm, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	cold, _ := newTestRunner(t, cli.Options{})
 	dir := workDir(t)
 	// API failures are per prompt in both modes (auth: TestWarmAuthError).
 	for _, prompt := range []string{"[[exit:144]]", "[[exit:173]]", "[[exit:244]]"} {
-		_, werr := warm.Run(ctxT(t), Call{Prompt: prompt, Dir: dir})
-		_, oerr := cold.Run(ctxT(t), Call{Prompt: prompt, Dir: dir})
-		var we, oe *Error
+		_, werr := warm.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: dir})
+		_, oerr := cold.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: dir})
+		var we, oe *backend.Error
 		if !errors.As(werr, &we) || !errors.As(oerr, &oe) {
 			t.Fatalf("%s: %v / %v", prompt, werr, oerr)
 		}
@@ -188,9 +199,9 @@ func TestWarmErrorsMatchOneShot(t *testing.T) {
 }
 
 func TestWarmCancelKeepsTheProcess(t *testing.T) {
-	r, log, acpLog := newWarmRunner(t, Options{}, WarmOptions{})
+	r, log, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{})
 	dir := workDir(t)
-	first, err := r.Run(ctxT(t), Call{Prompt: "start", Dir: dir})
+	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,9 +220,9 @@ func TestWarmCancelKeepsTheProcess(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	_, err = r.Run(ctx, Call{Prompt: "[[hang]]", Dir: dir, Resume: first.SessionID})
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindCancelled || !errors.Is(err, context.Canceled) || e.Exited {
+	_, err = r.Run(ctx, backend.Turn{Prompt: "[[hang]]", Dir: dir, Session: first.SessionID})
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindCancelled || !errors.Is(err, context.Canceled) || e.Exited {
 		t.Fatalf("got %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -222,8 +233,8 @@ func TestWarmCancelKeepsTheProcess(t *testing.T) {
 		t.Fatalf("last message %s %s", m.Method, m.SessionID())
 	}
 	// The process serves on; the cancelled turn was not kept.
-	res, err := r.Run(ctxT(t), Call{Prompt: "after", Dir: dir, Resume: first.SessionID})
-	if err != nil || !strings.HasPrefix(res.Response, "fake-gemini turn=2 ") {
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "after", Dir: dir, Session: first.SessionID})
+	if err != nil || !strings.HasPrefix(res.Text, "fake-gemini turn=2 ") {
 		t.Fatalf("after cancel: %v %+v", err, res)
 	}
 	if started, _ := acpStarts(t, log); len(started) != 1 {
@@ -232,24 +243,24 @@ func TestWarmCancelKeepsTheProcess(t *testing.T) {
 }
 
 func TestWarmCrashContinuesOneShot(t *testing.T) {
-	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{})
+	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
 	dir := workDir(t)
-	first, err := r.Run(ctxT(t), Call{Prompt: "start", Dir: dir})
+	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.Run(ctxT(t), Call{Prompt: "[[crash]]", Dir: dir, Resume: first.SessionID})
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindFailed || !strings.Contains(e.Reason, "exited during the call") {
+	_, err = r.Run(ctxT(t), backend.Turn{Prompt: "[[crash]]", Dir: dir, Session: first.SessionID})
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindFailed || !strings.Contains(e.Reason, "exited during the call") {
 		t.Fatalf("crash: %v", err)
 	}
 	// The session continues through one-shot resume, its history intact.
-	res, err := r.Run(ctxT(t), Call{Prompt: "after the crash", Dir: dir, Resume: first.SessionID})
-	if err != nil || res.SessionID != first.SessionID || !strings.HasPrefix(res.Response, "fake-gemini turn=2 ") || res.SessionIDSource == "warm" {
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "after the crash", Dir: dir, Session: first.SessionID})
+	if err != nil || res.SessionID != first.SessionID || !strings.HasPrefix(res.Text, "fake-gemini turn=2 ") || res.Via == "warm" {
 		t.Fatalf("after crash: %v %+v", err, res)
 	}
 	// A new session gets a new process.
-	if _, err := r.Run(ctxT(t), Call{Prompt: "new", Dir: dir}); err != nil {
+	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "new", Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	started, oneShot := acpStarts(t, log)
@@ -259,13 +270,13 @@ func TestWarmCrashContinuesOneShot(t *testing.T) {
 }
 
 func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
-	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{MaxPrompts: 2})
+	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{MaxPrompts: 2})
 	dir := workDir(t)
-	a, err := r.Run(ctxT(t), Call{Prompt: "one", Dir: dir})
+	a, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Run(ctxT(t), Call{Prompt: "two", Dir: dir, Resume: a.SessionID}); err != nil {
+	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "two", Dir: dir, Session: a.SessionID}); err != nil {
 		t.Fatal(err)
 	}
 	// The first process has served its two prompts and is retired.
@@ -277,11 +288,11 @@ func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
 	if geminitest.Alive(started[0].Pid) {
 		t.Fatal("the process outlived its prompt limit")
 	}
-	res, err := r.Run(ctxT(t), Call{Prompt: "three", Dir: dir, Resume: a.SessionID})
-	if err != nil || res.SessionIDSource == "warm" || !strings.HasPrefix(res.Response, "fake-gemini turn=3 ") {
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "three", Dir: dir, Session: a.SessionID})
+	if err != nil || res.Via == "warm" || !strings.HasPrefix(res.Text, "fake-gemini turn=3 ") {
 		t.Fatalf("after recycling: %v %+v", err, res)
 	}
-	if _, err := r.Run(ctxT(t), Call{Prompt: "four", Dir: dir}); err != nil {
+	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "four", Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	if started, _ := acpStarts(t, log); len(started) != 2 {
@@ -290,27 +301,27 @@ func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
 }
 
 func TestWarmPermissions(t *testing.T) {
-	deny, _, _ := newWarmRunner(t, Options{}, WarmOptions{})
-	res, err := deny.Run(ctxT(t), Call{Prompt: "write it [[permission]]", Dir: workDir(t)})
-	if err != nil || !strings.HasSuffix(res.Response, " permission=cancel") {
+	deny, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	res, err := deny.Run(ctxT(t), backend.Turn{Prompt: "write it [[permission]]", Dir: workDir(t)})
+	if err != nil || !strings.HasSuffix(res.Text, " permission=cancel") {
 		t.Fatalf("default policy: %v %+v", err, res)
 	}
 }
 
 func TestWarmLatestGoesOneShotAndReleases(t *testing.T) {
-	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{})
+	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
 	dir := workDir(t)
-	a, err := r.Run(ctxT(t), Call{Prompt: "one", Dir: dir})
+	a, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Run(ctxT(t), Call{Prompt: "two", Dir: dir, Resume: "latest"})
-	if err != nil || res.SessionID != a.SessionID || res.SessionIDSource == "warm" {
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "two", Dir: dir, Session: "latest"})
+	if err != nil || res.SessionID != a.SessionID || res.Via == "warm" {
 		t.Fatalf("latest: %v %+v", err, res)
 	}
 	// The one-shot turn took the session from its process for good.
-	res, err = r.Run(ctxT(t), Call{Prompt: "three", Dir: dir, Resume: a.SessionID})
-	if err != nil || res.SessionIDSource == "warm" || !strings.HasPrefix(res.Response, "fake-gemini turn=3 ") {
+	res, err = r.Run(ctxT(t), backend.Turn{Prompt: "three", Dir: dir, Session: a.SessionID})
+	if err != nil || res.Via == "warm" || !strings.HasPrefix(res.Text, "fake-gemini turn=3 ") {
 		t.Fatalf("after latest: %v %+v", err, res)
 	}
 	if _, oneShot := acpStarts(t, log); len(oneShot) != 2 {
@@ -319,11 +330,11 @@ func TestWarmLatestGoesOneShotAndReleases(t *testing.T) {
 }
 
 func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
-	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{Processes: 1})
+	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{Processes: 1})
 	dir := workDir(t)
 	for i, sys := range []string{"SYS A", "SYS B", "SYS A"} {
-		res, err := r.Run(ctxT(t), Call{Prompt: "hi", SystemPrompt: sys, Dir: dir})
-		if err != nil || !strings.Contains(res.Response, "system="+sys+" ") || res.SessionIDSource != "warm" {
+		res, err := r.Run(ctxT(t), backend.Turn{Prompt: "hi", SystemPrompt: sys, Dir: dir})
+		if err != nil || !strings.Contains(res.Text, "system="+sys+" ") || res.Via != "warm" {
 			t.Fatalf("call %d: %v %+v", i, err, res)
 		}
 	}
@@ -341,8 +352,8 @@ func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
 }
 
 func TestWarmIdleProcessStops(t *testing.T) {
-	r, log, _ := newWarmRunner(t, Options{}, WarmOptions{IdleTimeout: 200 * time.Millisecond})
-	if _, err := r.Run(ctxT(t), Call{Prompt: "one", Dir: workDir(t)}); err != nil {
+	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{IdleTimeout: 200 * time.Millisecond})
+	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: workDir(t)}); err != nil {
 		t.Fatal(err)
 	}
 	started, _ := acpStarts(t, log)
@@ -361,7 +372,7 @@ func TestWarmIdleProcessStops(t *testing.T) {
 // guarantees does not, and that is what is checked.
 func TestWarmRecycleUnderLoad(t *testing.T) {
 	const maxPrompts = 5
-	r, log, acpLog, logs := newWarmRunnerLogged(t, Options{MaxConcurrent: 16}, WarmOptions{MaxPrompts: maxPrompts, Processes: 2})
+	r, log, acpLog, logs := newWarmRunnerSlots(t, 16, cli.Options{}, WarmOptions{MaxPrompts: maxPrompts, Processes: 2})
 	dir := workDir(t)
 	errs := make(chan error, 200)
 	var wg sync.WaitGroup
@@ -370,7 +381,7 @@ func TestWarmRecycleUnderLoad(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 20; j++ {
-				if _, err := r.Run(ctxT(t), Call{Prompt: fmt.Sprintf("load %d %d [[sleep:2]]", i, j), Dir: dir}); err != nil {
+				if _, err := r.Run(ctxT(t), backend.Turn{Prompt: fmt.Sprintf("load %d %d [[sleep:2]]", i, j), Dir: dir}); err != nil {
 					errs <- err
 				}
 			}
@@ -428,10 +439,10 @@ func TestWarmRecycleUnderLoad(t *testing.T) {
 // TestWarmRecycleLogsOnce: the recycle is logged once, by the prompt that
 // decides it, and never for a process that stays.
 func TestWarmRecycleLogsOnce(t *testing.T) {
-	r, log, _, logs := newWarmRunnerLogged(t, Options{}, WarmOptions{MaxPrompts: 3})
+	r, log, _, logs := newWarmRunnerLogged(t, cli.Options{}, WarmOptions{MaxPrompts: 3})
 	dir := workDir(t)
 	for i := 1; i <= 4; i++ {
-		if _, err := r.Run(ctxT(t), Call{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
+		if _, err := r.Run(ctxT(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
 			t.Fatal(err)
 		}
 		recs := logRecords(t, logs, "recycling a warm gemini process")
@@ -455,9 +466,9 @@ func TestWarmRecycleLogsOnce(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		return
 	}
-	r, log, _, logs = newWarmRunnerLogged(t, Options{}, WarmOptions{MaxRSS: 1})
+	r, log, _, logs = newWarmRunnerLogged(t, cli.Options{}, WarmOptions{MaxRSS: 1})
 	for i := 1; i <= 2; i++ {
-		if _, err := r.Run(ctxT(t), Call{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
+		if _, err := r.Run(ctxT(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -473,25 +484,25 @@ func TestWarmRecycleLogsOnce(t *testing.T) {
 // backend caps stdout, with the same error, and keeps the process.
 func TestWarmOutputCap(t *testing.T) {
 	const limit = 100000
-	r, log, acpLog := newWarmRunner(t, Options{MaxOutputBytes: limit}, WarmOptions{})
-	cold, _ := newTestRunner(t, Options{MaxOutputBytes: limit})
+	r, log, acpLog := newWarmRunner(t, cli.Options{MaxOutputBytes: limit}, WarmOptions{})
+	cold, _ := newTestRunner(t, cli.Options{MaxOutputBytes: limit})
 	dir := workDir(t)
-	first, err := r.Run(ctxT(t), Call{Prompt: "start", Dir: dir})
+	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, oerr := cold.Run(ctxT(t), Call{Prompt: "[[stdout:1000000]]", Dir: dir})
-	var oe *Error
-	if !errors.As(oerr, &oe) || oe.Kind != KindOutputTooBig {
+	_, oerr := cold.Run(ctxT(t), backend.Turn{Prompt: "[[stdout:1000000]]", Dir: dir})
+	var oe *backend.Error
+	if !errors.As(oerr, &oe) || oe.Kind != backend.KindOutputTooBig {
 		t.Fatalf("one-shot: %v", oerr)
 	}
 	// Many small chunks, then one message far past the limit (read past,
 	// not into memory).
 	// [[holdend]] keeps the turn open until it is cancelled.
 	for _, prompt := range []string{"[[stdout:1000000]] [[chunks:100]] [[holdend]]", "[[stdout:3000000]] [[holdend]]"} {
-		_, err := r.Run(ctxT(t), Call{Prompt: prompt, Dir: dir, Resume: first.SessionID})
-		var e *Error
-		if !errors.As(err, &e) || e.Kind != KindOutputTooBig || e.Reason != oe.Reason {
+		_, err := r.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: dir, Session: first.SessionID})
+		var e *backend.Error
+		if !errors.As(err, &e) || e.Kind != backend.KindOutputTooBig || e.Reason != oe.Reason {
 			t.Fatalf("%s: warm %v, one-shot %v", prompt, err, oerr)
 		}
 		msgs, _ := geminitest.ReadACPLog(acpLog)
@@ -500,8 +511,8 @@ func TestWarmOutputCap(t *testing.T) {
 		}
 	}
 	// The process serves on.
-	res, err := r.Run(ctxT(t), Call{Prompt: "after", Dir: dir, Resume: first.SessionID})
-	if err != nil || res.SessionIDSource != "warm" {
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "after", Dir: dir, Session: first.SessionID})
+	if err != nil || res.Via != "warm" {
 		t.Fatalf("after the cap: %v %+v", err, res)
 	}
 	if started, _ := acpStarts(t, log); len(started) != 1 {
@@ -532,14 +543,14 @@ func TestReadLine(t *testing.T) {
 // that says what to do, as the one-shot one is.
 func TestWarmAuthError(t *testing.T) {
 	noKey := geminitest.EnvNoAPIKey + "=1"
-	warm, _, _ := newWarmRunner(t, Options{Env: []string{noKey}}, WarmOptions{})
-	cold, _ := newTestRunner(t, Options{}, noKey)
+	warm, _, _ := newWarmRunner(t, cli.Options{Env: []string{noKey}}, WarmOptions{})
+	cold, _ := newTestRunner(t, cli.Options{}, noKey)
 	dir := workDir(t)
-	_, werr := warm.Run(ctxT(t), Call{Prompt: "hi", Dir: dir})
-	_, oerr := cold.Run(ctxT(t), Call{Prompt: "hi", Dir: dir})
+	_, werr := warm.Run(ctxT(t), backend.Turn{Prompt: "hi", Dir: dir})
+	_, oerr := cold.Run(ctxT(t), backend.Turn{Prompt: "hi", Dir: dir})
 	for name, err := range map[string]error{"warm": werr, "one-shot": oerr} {
-		var e *Error
-		if !errors.As(err, &e) || e.Kind != KindAuth || !strings.HasSuffix(e.Reason, AuthHelp) {
+		var e *backend.Error
+		if !errors.As(err, &e) || e.Kind != backend.KindAuth || !strings.HasSuffix(e.Reason, cli.AuthHelp) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -560,11 +571,29 @@ func atoi(t *testing.T, s string) int {
 // TestWarmTimeout: a warm call stopped at --timeout is a timeout, which
 // errors.Is tells apart from a cancel.
 func TestWarmTimeout(t *testing.T) {
-	r, _, _ := newWarmRunner(t, Options{Timeout: 300 * time.Millisecond}, WarmOptions{})
-	_, err := r.Run(ctxT(t), Call{Prompt: "[[hang]]", Dir: workDir(t)})
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindTimeout || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+	r, _, _ := newWarmRunner(t, cli.Options{Timeout: 300 * time.Millisecond}, WarmOptions{})
+	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[hang]]", Dir: workDir(t)})
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindTimeout || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		!strings.Contains(e.Reason, "--timeout") || e.Exited {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestWarmUsageAndNotApplied: a warm answer reports the tokens of the
+// prompt response's _meta.quota.token_count, as a one-shot answer reports
+// those of its stats, and names the tuning the CLI cannot apply.
+func TestWarmUsageAndNotApplied(t *testing.T) {
+	warm, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	temp := 1.0
+	res, err := warm.Run(ctxT(t), backend.Turn{Prompt: "a", Dir: workDir(t), Temperature: &temp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Via != "warm" || res.Usage == nil || *res.Usage != (backend.Usage{PromptTokens: 1, OutputTokens: 1}) {
+		t.Errorf("via %s, usage %+v, want the fake's 1 input and 1 output token", res.Via, res.Usage)
+	}
+	if len(res.NotApplied) != 1 || !strings.HasPrefix(res.NotApplied[0], "temperature: ") {
+		t.Errorf("not applied: %q", res.NotApplied)
 	}
 }

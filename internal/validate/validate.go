@@ -1,4 +1,6 @@
-package gemini
+// Package validate checks what a tool call brings (prompts, model names,
+// working directories) before any backend sees it.
+package validate
 
 import (
 	"errors"
@@ -17,77 +19,22 @@ import (
 // The expressions are compiled on first use: compiling at package
 // initialisation would add to every start-up, which MCP clients wait for.
 var (
-	indexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[1-9][0-9]{0,5}$`) })
 	modelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) })
 )
 
-// IsUUID reports whether s is a UUID in the 8-4-4-4-12 hex form the CLI
-// uses, in either case.
-func IsUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// SessionRef is a validated reference to a CLI session: a UUID (lower-cased),
-// "latest", or a 1-based index into the CLI's session list for a directory.
-type SessionRef struct {
-	Value string
-	Kind  RefKind
-}
-
-// RefKind says which form a SessionRef takes.
-type RefKind int
-
-// The forms a session reference can take.
-const (
-	RefUUID RefKind = iota + 1
-	RefLatest
-	RefIndex
-)
-
-// ParseSessionRef validates a sessionId argument. The empty string is not a
-// reference; callers decide what an absent sessionId means.
-func ParseSessionRef(s string) (SessionRef, error) {
-	t := strings.TrimSpace(s)
-	switch {
-	case IsUUID(t):
-		return SessionRef{Value: strings.ToLower(t), Kind: RefUUID}, nil
-	case strings.EqualFold(t, "latest"):
-		return SessionRef{Value: "latest", Kind: RefLatest}, nil
-	case indexRE().MatchString(t):
-		return SessionRef{Value: t, Kind: RefIndex}, nil
-	}
-	return SessionRef{}, fmt.Errorf("invalid sessionId %q: expected a session UUID (as returned in _meta.sessionId), \"latest\", or a session index such as 1", clip(s, 80))
-}
-
-// ValidateModel checks a model name against a conservative character set:
+// Model checks a model name against a conservative character set:
 // it travels in argv and in the API's URL path.
-func ValidateModel(m string) error {
+func Model(m string) error {
 	if modelRE().MatchString(m) {
 		return nil
 	}
 	return fmt.Errorf("invalid model %q: use a Gemini model name such as gemini-2.5-pro (letters, digits, '.', '_' and '-', at most 100 characters, not starting with '-')", clip(m, 80))
 }
 
-// ValidateText checks a prompt or system prompt: it must be valid UTF-8,
+// Text checks a prompt or system prompt: it must be valid UTF-8,
 // hold no NUL byte (argv cannot carry one) and stay within max bytes.
 // Emptiness is the caller's concern.
-func ValidateText(name, s string, max int) error {
+func Text(name, s string, max int) error {
 	if max > 0 && len(s) > max {
 		return fmt.Errorf("%s is too large: %d bytes, the limit is %d bytes (--max-prompt-bytes)", name, len(s), max)
 	}

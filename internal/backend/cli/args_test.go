@@ -1,19 +1,21 @@
-package gemini
+package cli
 
 import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
 func TestArgs(t *testing.T) {
 	r := NewRunner(Options{}, nil)
-	got := r.args(Call{Prompt: "-h hello", Model: "gemini-x"}, "11111111-2222-4333-8444-555555555555")
+	got := r.args(backend.Turn{Prompt: "-h hello", Model: "gemini-x"}, "11111111-2222-4333-8444-555555555555")
 	want := []string{"-m", "gemini-x", "--session-id", "11111111-2222-4333-8444-555555555555", "--output-format", "json", "--prompt=-h hello"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("new session:\n got %q\nwant %q", got, want)
 	}
-	got = r.args(Call{Prompt: "mcp", Resume: "latest"}, "ignored-when-resuming")
+	got = r.args(backend.Turn{Prompt: "mcp", Session: "latest"}, "ignored-when-resuming")
 	want = []string{"-r", "latest", "--output-format", "json", "--prompt=mcp"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("resume:\n got %q\nwant %q", got, want)
@@ -23,7 +25,7 @@ func TestArgs(t *testing.T) {
 func TestArgsOperatorOptions(t *testing.T) {
 	r := NewRunner(Options{ApprovalMode: "plan", Sandbox: true, SkipTrust: true,
 		IncludeDirectories: []string{"/a", "/b c"}, Extensions: []string{"none"}, AllowedMCPServerNames: []string{"x"}}, nil)
-	got := r.args(Call{Prompt: "p"}, "")
+	got := r.args(backend.Turn{Prompt: "p"}, "")
 	want := []string{"--output-format", "json", "--approval-mode=plan", "--sandbox", "--skip-trust",
 		"--include-directories=/a", "--include-directories=/b c", "--extensions=none", "--allowed-mcp-server-names=x", "--prompt=p"}
 	if !reflect.DeepEqual(got, want) {
@@ -34,13 +36,13 @@ func TestArgsOperatorOptions(t *testing.T) {
 func TestArgsLargePromptGoesToStdin(t *testing.T) {
 	r := NewRunner(Options{}, nil)
 	big := strings.Repeat("x", ArgPromptMax+1)
-	for _, a := range r.args(Call{Prompt: big}, "") {
+	for _, a := range r.args(backend.Turn{Prompt: big}, "") {
 		if strings.HasPrefix(a, "--prompt") {
 			t.Fatalf("a %d-byte prompt went into argv", len(big))
 		}
 	}
 	exact := strings.Repeat("x", ArgPromptMax)
-	if a := r.args(Call{Prompt: exact}, ""); a[len(a)-1] != "--prompt="+exact {
+	if a := r.args(backend.Turn{Prompt: exact}, ""); a[len(a)-1] != "--prompt="+exact {
 		t.Fatal("a prompt at the limit should stay in argv")
 	}
 }
@@ -49,49 +51,5 @@ func TestRedactPrompt(t *testing.T) {
 	got := redactPrompt([]string{"-m", "x", "--prompt=secret words"})
 	if got[2] != "--prompt=<12 bytes>" {
 		t.Fatalf("got %q", got)
-	}
-}
-
-func TestSetEnv(t *testing.T) {
-	got := setEnv([]string{"A=1", "GEMINI_SYSTEM_MD=old", "B=2"}, "GEMINI_SYSTEM_MD", "/new")
-	want := []string{"A=1", "B=2", "GEMINI_SYSTEM_MD=/new"}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %q", got)
-	}
-}
-
-func TestNewUUID(t *testing.T) {
-	seen := map[string]bool{}
-	for i := 0; i < 100; i++ {
-		u := NewUUID()
-		if !IsUUID(u) || u[14] != '4' || !strings.ContainsRune("89ab", rune(u[19])) || seen[u] {
-			t.Fatalf("bad or repeated uuid %q", u)
-		}
-		seen[u] = true
-	}
-}
-
-func TestBuffers(t *testing.T) {
-	overflows := 0
-	c := &cappedBuffer{max: 5, onOverflow: func() { overflows++ }}
-	c.Write([]byte("abc"))
-	c.Write([]byte("defg"))
-	c.Write([]byte("h"))
-	if string(c.Bytes()) != "abcde" || !c.Overflowed() || overflows != 1 {
-		t.Fatalf("capped: %q %v %d", c.Bytes(), c.Overflowed(), overflows)
-	}
-	tb := &tailBuffer{max: 4}
-	tb.Write([]byte("ab"))
-	tb.Write([]byte("cdef"))
-	if tb.String() != "cdef" {
-		t.Fatalf("tail: %q", tb.String())
-	}
-	tb.Write([]byte("g"))
-	if tb.String() != "defg" {
-		t.Fatalf("tail: %q", tb.String())
-	}
-	tb.Write([]byte("0123456789"))
-	if tb.String() != "6789" || tb.total != 17 {
-		t.Fatalf("tail: %q %d", tb.String(), tb.total)
 	}
 }

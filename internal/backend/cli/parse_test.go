@@ -1,8 +1,10 @@
-package gemini
+package cli
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // realSuccess is the shape gemini 0.61.0 prints on stdout (trimmed stats).
@@ -162,7 +164,7 @@ func FuzzParseSessionList(f *testing.F) {
 			return
 		}
 		for _, l := range list {
-			if !IsUUID(l.ID) || strings.ToLower(l.ID) != l.ID {
+			if !session.IsUUID(l.ID) || strings.ToLower(l.ID) != l.ID {
 				t.Fatalf("bad id %q", l.ID)
 			}
 			if l.Index < 0 {

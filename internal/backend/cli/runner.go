@@ -1,8 +1,9 @@
-// Package gemini runs the Gemini CLI: it is the only package that starts
-// processes. It builds the command line, runs the CLI headless with
-// `--output-format json`, parses what it prints, and turns failures into
-// typed errors that say what to do.
-package gemini
+// Package cli is the one-shot backend: it runs the Gemini CLI headless,
+// one process per turn, with `--output-format json`. It builds the command
+// line, parses what the CLI prints, and turns failures into typed errors
+// that say what to do; the warm backend (package acp) uses the same
+// command, flags and errors.
+package cli
 
 import (
 	"context"
@@ -18,7 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // Options is the operator's configuration of every CLI call. None of it is
@@ -38,19 +41,13 @@ type Options struct {
 	Extensions            []string
 	AllowedMCPServerNames []string
 
-	MaxConcurrent  int           // CLI processes at once; 0 means DefaultMaxConcurrent
 	Timeout        time.Duration // per call; 0 means none
-	KillGrace      time.Duration // from interrupt to kill; 0 means DefaultKillGrace
+	KillGrace      time.Duration // from interrupt to kill; 0 means backend.DefaultKillGrace
 	MaxOutputBytes int           // stdout cap; 0 means DefaultMaxOutputBytes
-	// Warm, when set, serves calls from a pool of long-lived `gemini --acp`
-	// processes where it can (see pool.go); the rest run one-shot.
-	Warm *WarmOptions
 }
 
 // Defaults for Options fields left zero.
 const (
-	DefaultKillGrace      = 1500 * time.Millisecond
-	DefaultMaxConcurrent  = 4
 	DefaultMaxOutputBytes = 32 << 20
 	stderrKeep            = 64 << 10 // stderr tail kept for parsing
 	stderrShow            = 4 << 10  // stderr tail shown in errors
@@ -66,42 +63,12 @@ var ArgPromptMax = func() int {
 	return 100 << 10
 }()
 
-// Call is one prompt to the CLI.
-type Call struct {
-	Prompt       string
-	Model        string // "" for the CLI's default
-	SystemPrompt string // "" for the CLI's own system prompt
-	Dir          string // absolute working directory, already checked
-	Resume       string // "" starts a new session; else latest, an index or a UUID
-	Observer     Observer
-}
-
-// Observer hears what a call is doing, for progress reports. Its methods
-// are called from the goroutine running the call.
-type Observer interface {
-	// Queued says the call waits for a free process slot, with ahead calls
-	// before it; it is called again as the line moves.
-	Queued(ahead int)
-	// Started says the CLI is running.
-	Started()
-}
-
-// Result is a successful call.
-type Result struct {
-	SessionID string // "" only when no way of learning it worked
-	Response  string
-	Output    Output
-	// SessionIDSource says how the id was learned: "json", "preselected",
-	// "resumed" or "list-sessions".
-	SessionIDSource string
-}
-
-// Runner runs CLI calls. It is safe for concurrent use.
+// Runner is the one-shot backend: it runs one CLI process per turn. It is
+// safe for concurrent use. It does not limit how many turns run at once:
+// backend.Limit does, around whichever backend serves.
 type Runner struct {
-	opts  Options
-	log   *slog.Logger
-	slots *queue.Sem
-	pool  *pool // nil unless Options.Warm
+	opts Options
+	log  *slog.Logger
 	// resolved caches the last successful Resolve: a PATH search per call
 	// costs more than the one stat that checks the cached path.
 	resolved atomic.Pointer[Command]
@@ -113,38 +80,30 @@ type Runner struct {
 // NewRunner returns a Runner with opts, logging to log.
 func NewRunner(opts Options, log *slog.Logger) *Runner {
 	if opts.KillGrace <= 0 {
-		opts.KillGrace = DefaultKillGrace
+		opts.KillGrace = backend.DefaultKillGrace
 	}
 	if opts.MaxOutputBytes <= 0 {
 		opts.MaxOutputBytes = DefaultMaxOutputBytes
 	}
-	if opts.MaxConcurrent <= 0 {
-		opts.MaxConcurrent = DefaultMaxConcurrent
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{opts: opts, log: log, slots: queue.NewSem(opts.MaxConcurrent)}
-	if opts.Warm != nil {
-		r.pool = newPool(r, *opts.Warm)
-	}
-	return r
+	return &Runner{opts: opts, log: log}
 }
 
-// Close stops the warm processes, if any, and waits for them.
-func (r *Runner) Close() {
-	if r.pool != nil {
-		r.pool.close()
-	}
-}
+// Name is the backend's name as --backend spells it.
+func (r *Runner) Name() string { return "oneshot" }
+
+// Close does nothing: every process of a turn ends with the turn.
+func (r *Runner) Close() {}
 
 var (
 	errTimeout     = errors.New("timeout")
 	errOutputLimit = errors.New("output limit")
 )
 
-// command finds the CLI, reusing the last answer while its file exists.
-func (r *Runner) command() (Command, error) {
+// Command finds the CLI, reusing the last answer while its file exists.
+func (r *Runner) Command() (Command, error) {
 	if c := r.resolved.Load(); c != nil {
 		if _, err := os.Stat(c.Path); err == nil {
 			return *c, nil
@@ -159,50 +118,38 @@ func (r *Runner) command() (Command, error) {
 	return c, nil
 }
 
-// Run makes one call. A failure is always an *Error.
-func (r *Runner) Run(ctx context.Context, c Call) (*Result, error) {
-	cmd, err := r.command()
+// Run runs the turn as one CLI process. A failure is always an
+// *backend.Error.
+func (r *Runner) Run(ctx context.Context, t backend.Turn) (*backend.Answer, error) {
+	cmd, err := r.Command()
 	if err != nil {
 		return nil, err
 	}
-	// A call holds its slot from the first process it starts to the last,
-	// so that at most MaxConcurrent CLI processes run at once.
-	var queued func(int)
-	if c.Observer != nil {
-		queued = c.Observer.Queued
-	}
-	release, err := r.slots.Acquire(ctx, queued)
+	a, err := r.runOneShot(ctx, cmd, t)
 	if err != nil {
-		return nil, cancelledError("the call was cancelled while waiting for a free gemini slot (--max-concurrent)", err)
+		return nil, err
 	}
-	defer release()
-	if c.Observer != nil {
-		c.Observer.Started()
+	a.NotApplied = NotApplied(t)
+	return a, nil
+}
+
+// NotApplied names the tuning of t that the Gemini CLI cannot apply: it
+// has no per-call temperature or thinking budget (0.61.0), so a turn that
+// asks for them is answered without, and says so.
+func NotApplied(t backend.Turn) []string {
+	var n []string
+	if t.Temperature != nil {
+		n = append(n, "temperature: the Gemini CLI takes no per-call temperature")
 	}
-	if r.pool != nil {
-		wctx := ctx
-		if r.opts.Timeout > 0 {
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(ctx, r.opts.Timeout)
-			defer cancel()
-		}
-		res, err := r.pool.run(wctx, cmd, c)
-		if !errors.Is(err, errNotWarm) {
-			return res, err
-		}
+	if t.ThinkingMode != "" {
+		n = append(n, "thinking_mode: the Gemini CLI takes no per-call thinking budget")
 	}
-	res, err := r.runOneShot(ctx, cmd, c)
-	if err == nil && r.pool != nil {
-		// The turn went to disk without the warm process that may hold the
-		// session: that process must never serve it again.
-		r.pool.release(res.SessionID)
-	}
-	return res, err
+	return n
 }
 
 // runOneShot runs the call as one `gemini ... --output-format json` process.
-func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, error) {
-	env := r.childEnv()
+func (r *Runner) runOneShot(ctx context.Context, cmd Command, c backend.Turn) (*backend.Answer, error) {
+	env := ChildEnv(r.opts.Env)
 	if c.Model == "" {
 		c.Model = r.opts.DefaultModel
 	}
@@ -212,19 +159,19 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, 
 		// included.
 		dir, err := os.MkdirTemp("", "gemini-mcp-")
 		if err != nil {
-			return nil, startError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
+			return nil, StartError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
 		}
 		defer os.RemoveAll(dir)
 		path := filepath.Join(dir, "SYSTEM.md")
 		if err := os.WriteFile(path, []byte(c.SystemPrompt), 0o600); err != nil {
-			return nil, startError("cannot write the system prompt file: "+err.Error(), err)
+			return nil, StartError("cannot write the system prompt file: "+err.Error(), err)
 		}
-		env = setEnv(env, "GEMINI_SYSTEM_MD", path)
+		env = proc.SetEnv(env, "GEMINI_SYSTEM_MD", path)
 	}
 
 	preselect := ""
-	if c.Resume == "" && r.sessionIDFlag.Load() != 2 {
-		preselect = NewUUID()
+	if c.Session == "" && r.sessionIDFlag.Load() != 2 {
+		preselect = session.NewUUID()
 	}
 	res := r.exec(ctx, cmd, r.args(c, preselect), c.Dir, env, c.Prompt)
 	if preselect != "" && res.exit == 1 && strings.Contains(res.stderr, "Unknown argument") && strings.Contains(res.stderr, "session-id") {
@@ -241,22 +188,22 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, 
 	if preselect != "" {
 		r.sessionIDFlag.CompareAndSwap(0, 1)
 	}
-	result := &Result{Response: *out.Response, Output: out, SessionID: strings.ToLower(out.SessionID), SessionIDSource: "json"}
+	result := &backend.Answer{Text: *out.Response, Usage: out.Usage(), SessionID: strings.ToLower(out.SessionID), Via: "json"}
 	switch {
 	case result.SessionID != "":
 		if preselect != "" && result.SessionID != preselect {
 			r.log.Warn("gemini reported a different session id than the one it was given", "given", preselect, "reported", result.SessionID)
 		}
 	case preselect != "":
-		result.SessionID, result.SessionIDSource = preselect, "preselected"
-	case IsUUID(c.Resume):
-		result.SessionID, result.SessionIDSource = strings.ToLower(c.Resume), "resumed"
+		result.SessionID, result.Via = preselect, "preselected"
+	case session.IsUUID(c.Session):
+		result.SessionID, result.Via = strings.ToLower(c.Session), "resumed"
 	default:
 		id, err := r.newestSession(ctx, cmd, c.Dir, env)
 		if err != nil {
 			r.log.Warn("could not learn the session id", "dir", c.Dir, "err", err)
 		} else {
-			result.SessionID, result.SessionIDSource = id, "list-sessions"
+			result.SessionID, result.Via = id, "list-sessions"
 		}
 	}
 	return result, nil
@@ -267,44 +214,45 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c Call) (*Result, 
 // `--prompt=TEXT` (or stdin), never a positional argument, which the CLI
 // would read as a flag when it starts with '-', or as a subcommand when it
 // is a word such as "mcp".
-func (r *Runner) args(c Call, sessionID string) []string {
+func (r *Runner) args(c backend.Turn, sessionID string) []string {
 	var a []string
 	if c.Model != "" {
 		a = append(a, "-m", c.Model)
 	}
 	switch {
-	case c.Resume != "":
-		a = append(a, "-r", c.Resume)
+	case c.Session != "":
+		a = append(a, "-r", c.Session)
 	case sessionID != "":
 		a = append(a, "--session-id", sessionID)
 	}
 	a = append(a, "--output-format", "json")
-	a = append(a, r.operatorArgs()...)
+	a = append(a, r.opts.OperatorArgs()...)
 	if len(c.Prompt) <= ArgPromptMax {
 		a = append(a, "--prompt="+c.Prompt)
 	}
 	return a
 }
 
-// operatorArgs are the operator's flags, passed to every CLI process.
-func (r *Runner) operatorArgs() []string {
+// OperatorArgs are the operator's flags, passed to every CLI process, the
+// warm ones included.
+func (o Options) OperatorArgs() []string {
 	var a []string
-	if r.opts.ApprovalMode != "" {
-		a = append(a, "--approval-mode="+r.opts.ApprovalMode)
+	if o.ApprovalMode != "" {
+		a = append(a, "--approval-mode="+o.ApprovalMode)
 	}
-	if r.opts.Sandbox {
+	if o.Sandbox {
 		a = append(a, "--sandbox")
 	}
-	if r.opts.SkipTrust {
+	if o.SkipTrust {
 		a = append(a, "--skip-trust")
 	}
-	for _, d := range r.opts.IncludeDirectories {
+	for _, d := range o.IncludeDirectories {
 		a = append(a, "--include-directories="+d)
 	}
-	for _, e := range r.opts.Extensions {
+	for _, e := range o.Extensions {
 		a = append(a, "--extensions="+e)
 	}
-	for _, n := range r.opts.AllowedMCPServerNames {
+	for _, n := range o.AllowedMCPServerNames {
 		a = append(a, "--allowed-mcp-server-names="+n)
 	}
 	return a
@@ -335,8 +283,8 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 		runCtx, stop = context.WithTimeoutCause(runCtx, r.opts.Timeout, errTimeout)
 		defer stop()
 	}
-	stdout := &cappedBuffer{max: r.opts.MaxOutputBytes, onOverflow: func() { cancel(errOutputLimit) }}
-	stderr := &tailBuffer{max: stderrKeep}
+	stdout := proc.NewCappedBuffer(r.opts.MaxOutputBytes, func() { cancel(errOutputLimit) })
+	stderr := proc.NewTailBuffer(stderrKeep)
 
 	cmd := exec.CommandContext(runCtx, c.Path, append(append([]string{}, c.Args...), args...)...)
 	cmd.Dir = dir
@@ -345,8 +293,8 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 		cmd.Stdin = strings.NewReader(prompt)
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	setProcessGroup(cmd)
-	cmd.Cancel = func() error { return interruptGroup(cmd.Process) }
+	proc.SetGroup(cmd)
+	cmd.Cancel = func() error { return proc.InterruptGroup(cmd.Process) }
 	cmd.WaitDelay = r.opts.KillGrace
 
 	r.log.Debug("starting gemini", "path", c.Path, "args", redactPrompt(args), "dir", dir, "promptBytes", len(prompt), "promptOnStdin", cmd.Stdin != nil)
@@ -357,8 +305,8 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 	waitErr := cmd.Wait()
 	// The CLI re-spawns itself; whatever of its process group outlived it
 	// goes now.
-	_ = killGroup(cmd.Process)
-	res := execResult{stdout: stdout.Bytes(), stderr: stderr.String(), elapsed: time.Since(start), exit: cmd.ProcessState.ExitCode(), signal: exitSignal(cmd.ProcessState)}
+	_ = proc.KillGroup(cmd.Process)
+	res := execResult{stdout: stdout.Bytes(), stderr: stderr.String(), elapsed: time.Since(start), exit: cmd.ProcessState.ExitCode(), signal: proc.ExitSignal(cmd.ProcessState)}
 	var ee *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &ee) && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		r.log.Debug("waiting for gemini", "err", waitErr)
@@ -376,21 +324,21 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 }
 
 // interpret turns a finished process into the CLI's output object or an
-// *Error.
-func (r *Runner) interpret(res execResult, c Call) (Output, error) {
-	tail := strings.TrimSpace(lastBytes(res.stderr, stderrShow))
+// *backend.Error.
+func (r *Runner) interpret(res execResult, c backend.Turn) (Output, error) {
+	tail := strings.TrimSpace(proc.LastBytes(res.stderr, stderrShow))
 	switch {
 	case res.startErr != nil:
 		if errors.Is(res.startErr, exec.ErrNotFound) || errors.Is(res.startErr, os.ErrNotExist) {
 			return Output{}, notFoundError(fmt.Sprintf("the gemini CLI could not be started: %v. %s", res.startErr, InstallHelp), res.startErr)
 		}
-		return Output{}, startError(fmt.Sprintf("the gemini CLI could not be started in %s: %v", c.Dir, res.startErr), res.startErr)
+		return Output{}, StartError(fmt.Sprintf("the gemini CLI could not be started in %s: %v", c.Dir, res.startErr), res.startErr)
 	case res.overflow:
-		return Output{}, outputTooBigError(r.opts.MaxOutputBytes).SetRan(tail)
+		return Output{}, OutputTooBigError(r.opts.MaxOutputBytes).SetRan(tail)
 	case res.timedOut:
-		return Output{}, callTimeoutError(r.opts.Timeout).SetRan(tail)
+		return Output{}, CallTimeoutError(r.opts.Timeout).SetRan(tail)
 	case res.cancelled:
-		return Output{}, cancelledError("the call was cancelled before gemini finished, and gemini was stopped", res.ctxErr).SetRan(tail)
+		return Output{}, CancelledError("the call was cancelled before gemini finished, and gemini was stopped", res.ctxErr).SetRan(tail)
 	case res.signal != "":
 		return Output{}, killedError(res.signal).SetRan(tail)
 	case res.exit != 0:
@@ -398,7 +346,7 @@ func (r *Runner) interpret(res execResult, c Call) (Output, error) {
 		if o, err := ParseOutput([]byte(res.stderr)); err == nil {
 			errOut = &o
 		}
-		return Output{}, classify(res.exit, errOut, tail, c.Resume, c.Dir)
+		return Output{}, classify(res.exit, errOut, tail, c.Session, c.Dir)
 	}
 	out, err := ParseOutput(res.stdout)
 	if err != nil {
@@ -406,10 +354,10 @@ func (r *Runner) interpret(res execResult, c Call) (Output, error) {
 			"Check that --gemini points at the Gemini CLI, and update it", clip(strings.TrimSpace(string(res.stdout)), 200))).SetRan(tail).SetExited(0)
 	}
 	if out.Error != nil {
-		return Output{}, classify(0, &out, tail, c.Resume, c.Dir)
+		return Output{}, classify(0, &out, tail, c.Session, c.Dir)
 	}
 	if out.Response == nil || strings.TrimSpace(*out.Response) == "" {
-		return Output{}, emptyError().SetRan(tail).SetExited(0)
+		return Output{}, EmptyError().SetRan(tail).SetExited(0)
 	}
 	return out, nil
 }
@@ -435,15 +383,15 @@ func (r *Runner) newestSession(ctx context.Context, cmd Command, dir string, env
 	return s.ID, nil
 }
 
-// childEnv is the CLI's environment: the server's own, the configured
-// additions, and GEMINI_CLI_NO_RELAUNCH=true unless either sets it. Without
+// ChildEnv is the CLI's environment: the server's own, the configured
+// additions (extra), and GEMINI_CLI_NO_RELAUNCH=true unless either sets it. Without
 // it the CLI re-spawns itself at every start, only to raise Node's heap
 // limit to half the machine's memory (and, in interactive use, to restart
 // after a settings change): a second Node start-up, about 1 s per call,
 // and a grandchild that ignores SIGINT. A one-shot headless call fits the
 // default heap.
-func (r *Runner) childEnv() []string {
-	env := append(os.Environ(), r.opts.Env...)
+func ChildEnv(extra []string) []string {
+	env := append(os.Environ(), extra...)
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "GEMINI_CLI_NO_RELAUNCH=") {
 			return env
@@ -455,18 +403,6 @@ func (r *Runner) childEnv() []string {
 // seconds formats a duration for messages: "300 s", or "1.5 s".
 func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
-}
-
-// setEnv returns env with key set to value, replacing any earlier entry.
-func setEnv(env []string, key, value string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if k, _, ok := strings.Cut(kv, "="); ok && (k == key || (runtime.GOOS == "windows" && strings.EqualFold(k, key))) {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, key+"="+value)
 }
 
 // redactPrompt replaces the prompt in an argument list with its length,
@@ -482,26 +418,13 @@ func redactPrompt(args []string) []string {
 	return out
 }
 
-func lastBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[len(s)-n:]
-	for i := 0; i < len(s) && i < 4; i++ {
-		if s[i]&0xC0 != 0x80 {
-			return s[i:]
-		}
-	}
-	return s
-}
-
 // Version runs `gemini --version` and returns what it prints.
 func (r *Runner) Version(ctx context.Context) (string, error) {
 	cmd, err := Resolve(r.opts.Gemini)
 	if err != nil {
 		return "", err
 	}
-	res := r.exec(ctx, cmd, []string{"--version"}, "", r.childEnv(), "")
+	res := r.exec(ctx, cmd, []string{"--version"}, "", ChildEnv(r.opts.Env), "")
 	if _, err := r.interpretPlain(res, "--version"); err != nil {
 		return "", err
 	}
@@ -510,20 +433,20 @@ func (r *Runner) Version(ctx context.Context) (string, error) {
 
 // interpretPlain checks a run of a non-prompt command.
 func (r *Runner) interpretPlain(res execResult, what string) ([]byte, error) {
-	tail := strings.TrimSpace(lastBytes(res.stderr, stderrShow))
+	tail := strings.TrimSpace(proc.LastBytes(res.stderr, stderrShow))
 	switch {
 	case res.startErr != nil:
-		return nil, startError(fmt.Sprintf("gemini %s could not be started: %v", what, res.startErr), res.startErr)
+		return nil, StartError(fmt.Sprintf("gemini %s could not be started: %v", what, res.startErr), res.startErr)
 	case res.timedOut:
 		return nil, timeoutError(fmt.Sprintf("gemini %s timed out", what)).SetRan(tail)
 	case res.cancelled:
-		return nil, cancelledError(fmt.Sprintf("gemini %s was cancelled", what), res.ctxErr).SetRan(tail)
+		return nil, CancelledError(fmt.Sprintf("gemini %s was cancelled", what), res.ctxErr).SetRan(tail)
 	case res.signal != "":
 		e := killedError(res.signal).SetRan(tail)
 		e.Reason = fmt.Sprintf("gemini %s: %s", what, e.Reason)
 		return nil, e
 	case res.exit != 0:
-		return nil, failedError(fmt.Sprintf("gemini %s exited %d: %s", what, res.exit, cliMessage(nil, tail)), nil).SetRan(tail).SetExited(res.exit)
+		return nil, FailedError(fmt.Sprintf("gemini %s exited %d: %s", what, res.exit, cliMessage(nil, tail)), nil).SetRan(tail).SetExited(res.exit)
 	}
 	return res.stdout, nil
 }

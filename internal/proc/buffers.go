@@ -1,11 +1,11 @@
-package gemini
+package proc
 
 import "sync"
 
-// cappedBuffer keeps at most max bytes and remembers that more arrived. It
+// CappedBuffer keeps at most max bytes and remembers that more arrived. It
 // never fails a write, so the copy from the child's pipe keeps draining it;
 // the first write past the cap calls onOverflow once.
-type cappedBuffer struct {
+type CappedBuffer struct {
 	mu         sync.Mutex
 	buf        []byte
 	max        int
@@ -13,7 +13,13 @@ type cappedBuffer struct {
 	onOverflow func()
 }
 
-func (b *cappedBuffer) Write(p []byte) (int, error) {
+// NewCappedBuffer returns a buffer that keeps max bytes and calls
+// onOverflow (which may be nil) at the first write past them.
+func NewCappedBuffer(max int, onOverflow func()) *CappedBuffer {
+	return &CappedBuffer{max: max, onOverflow: onOverflow}
+}
+
+func (b *CappedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	room := b.max - len(b.buf)
 	if room >= len(p) {
@@ -34,28 +40,33 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (b *cappedBuffer) Bytes() []byte {
+// Bytes returns what was kept.
+func (b *CappedBuffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf
 }
 
-func (b *cappedBuffer) Overflowed() bool {
+// Overflowed reports whether more than max bytes arrived.
+func (b *CappedBuffer) Overflowed() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.overflow
 }
 
-// tailBuffer keeps the last max bytes written to it: the end of stderr is
+// TailBuffer keeps the last max bytes written to it: the end of stderr is
 // where the CLI puts its JSON error object.
-type tailBuffer struct {
+type TailBuffer struct {
 	mu    sync.Mutex
 	buf   []byte
 	max   int
 	total int64
 }
 
-func (b *tailBuffer) Write(p []byte) (int, error) {
+// NewTailBuffer returns a buffer that keeps the last max bytes.
+func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
+
+func (b *TailBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.total += int64(len(p))
@@ -71,7 +82,7 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 }
 
 // String returns the kept tail.
-func (b *tailBuffer) String() string {
+func (b *TailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)

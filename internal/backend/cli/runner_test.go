@@ -1,4 +1,4 @@
-package gemini
+package cli
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 var fakeGemini string
@@ -60,12 +62,12 @@ func ctxT(t *testing.T) context.Context {
 func TestRunNewSession(t *testing.T) {
 	r, log := newTestRunner(t, Options{})
 	dir := workDir(t)
-	res, err := r.Run(ctxT(t), Call{Prompt: "-h mcp", Model: "gemini-x", Dir: dir})
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "-h mcp", Model: "gemini-x", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := geminitest.Answer(1, "gemini-x", "", "-h mcp"); res.Response != want {
-		t.Fatalf("response %q, want %q", res.Response, want)
+	if want := geminitest.Answer(1, "gemini-x", "", "-h mcp"); res.Text != want {
+		t.Fatalf("response %q, want %q", res.Text, want)
 	}
 	inv := invocations(t, log)
 	if len(inv) != 1 {
@@ -79,15 +81,15 @@ func TestRunNewSession(t *testing.T) {
 	if strings.Join(got.Argv, "\x00") != strings.Join(want, "\x00") {
 		t.Fatalf("argv %q, want %q", got.Argv, want)
 	}
-	if !IsUUID(res.SessionID) || res.SessionIDSource != "json" {
-		t.Fatalf("session %q via %q", res.SessionID, res.SessionIDSource)
+	if !session.IsUUID(res.SessionID) || res.Via != "json" {
+		t.Fatalf("session %q via %q", res.SessionID, res.Via)
 	}
 	// The session exists where the CLI keeps it, and can be resumed.
-	res2, err := r.Run(ctxT(t), Call{Prompt: "again", Dir: dir, Resume: res.SessionID})
+	res2, err := r.Run(ctxT(t), backend.Turn{Prompt: "again", Dir: dir, Session: res.SessionID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res2.SessionID != res.SessionID || !strings.HasPrefix(res2.Response, "fake-gemini turn=2 ") {
+	if res2.SessionID != res.SessionID || !strings.HasPrefix(res2.Text, "fake-gemini turn=2 ") {
 		t.Fatalf("resume: %+v", res2)
 	}
 }
@@ -101,12 +103,12 @@ func TestRunLargePromptOnStdin(t *testing.T) {
 		b.WriteString(" — varied text\n")
 	}
 	prompt := "-" + b.String()
-	res, err := r.Run(ctxT(t), Call{Prompt: prompt, Dir: workDir(t)})
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: workDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := geminitest.Answer(1, geminitest.DefaultModel, "", prompt); res.Response != want {
-		t.Fatalf("response %q, want %q", res.Response, want)
+	if want := geminitest.Answer(1, geminitest.DefaultModel, "", prompt); res.Text != want {
+		t.Fatalf("response %q, want %q", res.Text, want)
 	}
 	inv := invocations(t, log)[0]
 	if inv.StdinKind != geminitest.StdinPipe || inv.StdinBytes != len(prompt) {
@@ -146,7 +148,7 @@ func TestRunSystemPromptFileIsPrivateAndRemoved(t *testing.T) {
 		}
 		got <- seen{err: errors.New("SYSTEM.md never appeared")}
 	}()
-	res, err := r.Run(ctxT(t), Call{Prompt: "hi [[sleep:700]]", SystemPrompt: "You are MARK.\nSecond line.", Dir: dir})
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "hi [[sleep:700]]", SystemPrompt: "You are MARK.\nSecond line.", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +156,8 @@ func TestRunSystemPromptFileIsPrivateAndRemoved(t *testing.T) {
 	if s.err != nil || s.dirMode != 0o700 || s.fileMode != 0o600 {
 		t.Fatalf("while running: dir %v file %v err %v", s.dirMode, s.fileMode, s.err)
 	}
-	if !strings.Contains(res.Response, "system=You are MARK.") {
-		t.Fatalf("response %q", res.Response)
+	if !strings.Contains(res.Text, "system=You are MARK.") {
+		t.Fatalf("response %q", res.Text)
 	}
 	inv := invocations(t, log)[0]
 	if inv.SystemMd != "You are MARK.\nSecond line." || inv.Env["GEMINI_SYSTEM_MD"] != inv.SystemMdPath {
@@ -165,7 +167,7 @@ func TestRunSystemPromptFileIsPrivateAndRemoved(t *testing.T) {
 	// Failure and timeout paths remove it too.
 	r.opts.Timeout = 300 * time.Millisecond
 	for _, p := range []string{"[[exit:41]]", "[[hang]]"} {
-		if _, err := r.Run(ctxT(t), Call{Prompt: p, SystemPrompt: "S", Dir: dir}); err == nil {
+		if _, err := r.Run(ctxT(t), backend.Turn{Prompt: p, SystemPrompt: "S", Dir: dir}); err == nil {
 			t.Fatalf("%s succeeded", p)
 		}
 		assertNoTempDirs(t, tmp)
@@ -182,14 +184,14 @@ func assertNoTempDirs(t *testing.T, tmp string) {
 func TestRunOlderCLIWithoutSessionIDFlag(t *testing.T) {
 	r, log := newTestRunner(t, Options{}, geminitest.EnvNoSessionIDFlag+"=1")
 	dir := workDir(t)
-	res, err := r.Run(ctxT(t), Call{Prompt: "one", Dir: dir})
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !IsUUID(res.SessionID) || res.SessionIDSource != "json" {
-		t.Fatalf("session %q via %s", res.SessionID, res.SessionIDSource)
+	if !session.IsUUID(res.SessionID) || res.Via != "json" {
+		t.Fatalf("session %q via %s", res.SessionID, res.Via)
 	}
-	if _, err := r.Run(ctxT(t), Call{Prompt: "two", Dir: dir}); err != nil {
+	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "two", Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	inv := invocations(t, log)
@@ -214,20 +216,20 @@ func contains(list []string, s string) bool {
 func TestRunSessionIDFallbacks(t *testing.T) {
 	r, log := newTestRunner(t, Options{})
 	dir := workDir(t)
-	res, err := r.Run(ctxT(t), Call{Prompt: "first [[nosession]]", Dir: dir})
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "first [[nosession]]", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.SessionIDSource != "preselected" || !IsUUID(res.SessionID) {
-		t.Fatalf("new: %q via %s", res.SessionID, res.SessionIDSource)
+	if res.Via != "preselected" || !session.IsUUID(res.SessionID) {
+		t.Fatalf("new: %q via %s", res.SessionID, res.Via)
 	}
-	res2, err := r.Run(ctxT(t), Call{Prompt: "second [[nosession]]", Dir: dir, Resume: res.SessionID})
-	if err != nil || res2.SessionID != res.SessionID || res2.SessionIDSource != "resumed" {
+	res2, err := r.Run(ctxT(t), backend.Turn{Prompt: "second [[nosession]]", Dir: dir, Session: res.SessionID})
+	if err != nil || res2.SessionID != res.SessionID || res2.Via != "resumed" {
 		t.Fatalf("resume by id: %+v %v", res2, err)
 	}
 	// With "latest" nothing but the CLI's list says which session ran.
-	res3, err := r.Run(ctxT(t), Call{Prompt: "third [[nosession]]", Dir: dir, Resume: "latest"})
-	if err != nil || res3.SessionID != res.SessionID || res3.SessionIDSource != "list-sessions" {
+	res3, err := r.Run(ctxT(t), backend.Turn{Prompt: "third [[nosession]]", Dir: dir, Session: "latest"})
+	if err != nil || res3.SessionID != res.SessionID || res3.Via != "list-sessions" {
 		t.Fatalf("resume latest: %+v %v", res3, err)
 	}
 	inv := invocations(t, log)
@@ -241,23 +243,23 @@ func TestRunFailures(t *testing.T) {
 	dir := workDir(t)
 	cases := []struct {
 		prompt, resume string
-		kind           Kind
+		kind           backend.Kind
 		want           []string
 	}{
-		{"[[exit:41]]", "", KindAuth, []string{"exit 41", "GEMINI_API_KEY"}},
-		{"x", "b9aadb6c-5aca-4c65-b929-02b095cc2b94", KindSession, []string{"b9aadb6c-5aca-4c65-b929-02b095cc2b94", dir, "Invalid session identifier"}},
-		{"[[exit:53]]", "", KindTurnLimit, []string{"turn limit"}},
-		{"[[exit:55]]", "", KindUntrusted, []string{"--skip-trust"}},
-		{"[[exit:144]]", "", KindAPI, []string{"400", "fake api error 400"}},
-		{"[[exit:173]]", "", KindAPI, []string{"429", "quota"}},
-		{"[[exit:1]]", "", KindFailed, []string{"exited with code 1", "fake failure with exit 1"}},
-		{"[[badjson]]", "", KindBadOutput, []string{"this is not json"}},
-		{"[[empty]]", "", KindEmpty, []string{"empty answer"}},
+		{"[[exit:41]]", "", backend.KindAuth, []string{"exit 41", "GEMINI_API_KEY"}},
+		{"x", "b9aadb6c-5aca-4c65-b929-02b095cc2b94", backend.KindSession, []string{"b9aadb6c-5aca-4c65-b929-02b095cc2b94", dir, "Invalid session identifier"}},
+		{"[[exit:53]]", "", backend.KindTurnLimit, []string{"turn limit"}},
+		{"[[exit:55]]", "", backend.KindUntrusted, []string{"--skip-trust"}},
+		{"[[exit:144]]", "", backend.KindAPI, []string{"400", "fake api error 400"}},
+		{"[[exit:173]]", "", backend.KindAPI, []string{"429", "quota"}},
+		{"[[exit:1]]", "", backend.KindFailed, []string{"exited with code 1", "fake failure with exit 1"}},
+		{"[[badjson]]", "", backend.KindBadOutput, []string{"this is not json"}},
+		{"[[empty]]", "", backend.KindEmpty, []string{"empty answer"}},
 	}
 	for _, c := range cases {
 		t.Run(c.prompt, func(t *testing.T) {
-			_, err := r.Run(ctxT(t), Call{Prompt: c.prompt, Dir: dir, Resume: c.resume})
-			var e *Error
+			_, err := r.Run(ctxT(t), backend.Turn{Prompt: c.prompt, Dir: dir, Session: c.resume})
+			var e *backend.Error
 			if !errors.As(err, &e) || e.Kind != c.kind || !e.Ran {
 				t.Fatalf("got %v (%T)", err, err)
 			}
@@ -275,8 +277,8 @@ func TestRunFailures(t *testing.T) {
 
 func TestRunStderrTailIsBounded(t *testing.T) {
 	r, _ := newTestRunner(t, Options{})
-	_, err := r.Run(ctxT(t), Call{Prompt: "[[stderr:500000]] [[exit:1]]", Dir: workDir(t)})
-	var e *Error
+	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[stderr:500000]] [[exit:1]]", Dir: workDir(t)})
+	var e *backend.Error
 	if !errors.As(err, &e) || len(e.Stderr) > stderrShow || !strings.Contains(e.Reason, "fake failure") {
 		t.Fatalf("got %v, stderr %d bytes", err, len(e.Stderr))
 	}
@@ -284,18 +286,18 @@ func TestRunStderrTailIsBounded(t *testing.T) {
 
 func TestRunOutputCap(t *testing.T) {
 	r, _ := newTestRunner(t, Options{MaxOutputBytes: 64 << 10})
-	_, err := r.Run(ctxT(t), Call{Prompt: "[[stdout:1000000]]", Dir: workDir(t)})
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindOutputTooBig {
+	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[stdout:1000000]]", Dir: workDir(t)})
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindOutputTooBig {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func TestRunNotFound(t *testing.T) {
 	r := NewRunner(Options{Gemini: filepath.Join(t.TempDir(), "gemini")}, nil)
-	_, err := r.Run(ctxT(t), Call{Prompt: "x", Dir: workDir(t)})
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindNotFound || e.Ran {
+	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "x", Dir: workDir(t)})
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindNotFound || e.Ran {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -310,14 +312,14 @@ func TestVersion(t *testing.T) {
 
 func TestRunSkipsTheRelaunchUnlessTold(t *testing.T) {
 	r, log := newTestRunner(t, Options{})
-	if _, err := r.Run(ctxT(t), Call{Prompt: "a", Dir: workDir(t)}); err != nil {
+	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "a", Dir: workDir(t)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := invocations(t, log)[0].Env["GEMINI_CLI_NO_RELAUNCH"]; got != "true" {
 		t.Fatalf("GEMINI_CLI_NO_RELAUNCH = %q, want true by default", got)
 	}
 	r, log = newTestRunner(t, Options{Env: []string{"GEMINI_CLI_NO_RELAUNCH="}})
-	if _, err := r.Run(ctxT(t), Call{Prompt: "a", Dir: workDir(t)}); err != nil {
+	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "a", Dir: workDir(t)}); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := invocations(t, log)[0].Env["GEMINI_CLI_NO_RELAUNCH"]; !ok || got != "" {
@@ -328,12 +330,34 @@ func TestRunSkipsTheRelaunchUnlessTold(t *testing.T) {
 func TestRunDefaultModel(t *testing.T) {
 	r, _ := newTestRunner(t, Options{DefaultModel: "gemini-default"})
 	dir := workDir(t)
-	res, err := r.Run(ctxT(t), Call{Prompt: "a", Dir: dir})
-	if err != nil || !strings.Contains(res.Response, "model=gemini-default ") {
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "a", Dir: dir})
+	if err != nil || !strings.Contains(res.Text, "model=gemini-default ") {
 		t.Fatalf("%v %+v", err, res)
 	}
-	res, err = r.Run(ctxT(t), Call{Prompt: "b", Model: "gemini-chosen", Dir: dir})
-	if err != nil || !strings.Contains(res.Response, "model=gemini-chosen ") {
+	res, err = r.Run(ctxT(t), backend.Turn{Prompt: "b", Model: "gemini-chosen", Dir: dir})
+	if err != nil || !strings.Contains(res.Text, "model=gemini-chosen ") {
 		t.Fatalf("the call's model must win: %v %+v", err, res)
+	}
+}
+
+// TestRunUsageAndNotApplied: the one-shot backend reports the token counts
+// of the CLI's stats, and answers a turn asking for tuning the CLI cannot
+// apply, naming that tuning.
+func TestRunUsageAndNotApplied(t *testing.T) {
+	r, _ := newTestRunner(t, Options{})
+	temp := 0.2
+	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "a", Dir: workDir(t), Temperature: &temp, ThinkingMode: "high"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Usage == nil || *res.Usage != (backend.Usage{PromptTokens: 1, OutputTokens: 1}) {
+		t.Errorf("usage %+v, want the fake's 1 prompt and 1 output token", res.Usage)
+	}
+	if len(res.NotApplied) != 2 || !strings.HasPrefix(res.NotApplied[0], "temperature: ") || !strings.HasPrefix(res.NotApplied[1], "thinking_mode: ") {
+		t.Errorf("not applied: %q", res.NotApplied)
+	}
+	res, err = r.Run(ctxT(t), backend.Turn{Prompt: "b", Dir: workDir(t)})
+	if err != nil || res.NotApplied != nil {
+		t.Errorf("untuned turn: %v %q", err, res.NotApplied)
 	}
 }

@@ -1,4 +1,4 @@
-package gemini
+package cli
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
 // npmShim is the layout npm's cmd-shim writes for a JavaScript bin.
@@ -59,11 +61,11 @@ func TestResolveCmdShim(t *testing.T) {
 
 func TestResolveNotFound(t *testing.T) {
 	_, err := Resolve(filepath.Join(t.TempDir(), "no-such-gemini"))
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindNotFound || !strings.Contains(e.Reason, "npm install -g @google/gemini-cli") || !strings.Contains(e.Reason, "--gemini") {
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindNotFound || !strings.Contains(e.Reason, "npm install -g @google/gemini-cli") || !strings.Contains(e.Reason, "--gemini") {
 		t.Fatalf("got %v", err)
 	}
-	if _, err := Resolve("definitely-not-a-command-gemini-mcp"); !errors.As(err, &e) || e.Kind != KindNotFound {
+	if _, err := Resolve("definitely-not-a-command-gemini-mcp"); !errors.As(err, &e) || e.Kind != backend.KindNotFound {
 		t.Fatalf("PATH lookup: %v", err)
 	}
 }

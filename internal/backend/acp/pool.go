@@ -1,4 +1,4 @@
-package gemini
+package acp
 
 import (
 	"context"
@@ -11,6 +11,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // WarmOptions configures the warm backend: a small pool of long-lived
@@ -44,7 +49,7 @@ const (
 // that process again, and continues through one-shot resume (`-r`), its
 // history being on disk.
 type pool struct {
-	r    *Runner
+	r    *Backend
 	opts WarmOptions
 
 	mu       sync.Mutex
@@ -65,7 +70,7 @@ type startWait struct {
 	done chan struct{}
 }
 
-func newPool(r *Runner, o WarmOptions) *pool {
+func newPool(r *Backend, o WarmOptions) *pool {
 	if o.Processes <= 0 {
 		o.Processes = DefaultWarmProcesses
 	}
@@ -94,12 +99,12 @@ var errNotWarm = errors.New("not served warm")
 
 // run serves c warm if it can. It returns errNotWarm when the call must
 // take the one-shot path; any other error is the call's result.
-func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
+func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*backend.Answer, error) {
 	key := systemKey(c.SystemPrompt)
 	var p *acpProc
 	var id string
 	switch {
-	case c.Resume == "":
+	case c.Session == "":
 		var err error
 		if p, err = pl.process(ctx, cmd, key, c.SystemPrompt); err != nil {
 			return nil, pl.failure(nil, err, c)
@@ -114,8 +119,8 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 		pl.mu.Lock()
 		pl.owner[id] = p
 		pl.mu.Unlock()
-	case IsUUID(c.Resume):
-		id = strings.ToLower(c.Resume)
+	case session.IsUUID(c.Session):
+		id = strings.ToLower(c.Session)
 		pl.mu.Lock()
 		p = pl.owner[id]
 		usable := p != nil && p.key == key && p.use()
@@ -135,7 +140,7 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 	if err := p.setModel(ctx, id, model); err != nil {
 		return nil, pl.failure(p, err, c)
 	}
-	text, err := p.prompt(ctx, id, c.Prompt, c.Observer, pl.r.opts.KillGrace)
+	text, usage, err := p.prompt(ctx, id, c.Prompt, c.Observer, pl.r.opts.KillGrace)
 	// The check runs while this call still holds p, so that a recycle
 	// starts draining before the hold ends and no new call slips in.
 	pl.afterPrompt(p)
@@ -143,17 +148,16 @@ func (pl *pool) run(ctx context.Context, cmd Command, c Call) (*Result, error) {
 		return nil, pl.failure(p, err, c)
 	}
 	if strings.TrimSpace(text) == "" {
-		return nil, emptyError().SetRan(warmStderr)
+		return nil, cli.EmptyError().SetRan(warmStderr)
 	}
-	resp := text
-	return &Result{SessionID: id, Response: text, Output: Output{SessionID: id, Response: &resp}, SessionIDSource: "warm"}, nil
+	return &backend.Answer{SessionID: id, Text: text, Usage: usage, Via: "warm"}, nil
 }
 
 // process returns a live process started with key, reserved for the call
 // (the caller must call done), starting one when the pool has room (or can
 // make room by retiring an idle process started with another system
 // prompt). It returns nil when no process can serve now.
-func (pl *pool) process(ctx context.Context, cmd Command, key, systemPrompt string) (*acpProc, error) {
+func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt string) (*acpProc, error) {
 	for {
 		pl.mu.Lock()
 		if pl.closed {
@@ -261,21 +265,21 @@ func (pl *pool) idleOtherKey(key string) *acpProc {
 	return nil
 }
 
-func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string) (*acpProc, error) {
+func (pl *pool) start(ctx context.Context, cmd cli.Command, key, systemPrompt string) (*acpProc, error) {
 	env := pl.r.childEnv()
 	sysDir := ""
 	if systemPrompt != "" {
 		// The system prompt is per process: it lives as long as the process.
 		dir, err := os.MkdirTemp("", "gemini-mcp-")
 		if err != nil {
-			return nil, startError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
+			return nil, cli.StartError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
 		}
 		path := filepath.Join(dir, "SYSTEM.md")
 		if err := os.WriteFile(path, []byte(systemPrompt), 0o600); err != nil {
 			os.RemoveAll(dir)
-			return nil, startError("cannot write the system prompt file: "+err.Error(), err)
+			return nil, cli.StartError("cannot write the system prompt file: "+err.Error(), err)
 		}
-		env = setEnv(env, "GEMINI_SYSTEM_MD", path)
+		env = proc.SetEnv(env, "GEMINI_SYSTEM_MD", path)
 		sysDir = dir
 	}
 	args := append([]string{"--acp"}, pl.r.operatorArgs()...)
@@ -286,7 +290,7 @@ func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string
 		if sysDir != "" {
 			os.RemoveAll(sysDir)
 		}
-		return nil, startError("the warm gemini process could not start: "+err.Error(), err)
+		return nil, cli.StartError("the warm gemini process could not start: "+err.Error(), err)
 	}
 	return p, nil
 }
@@ -379,24 +383,24 @@ func (pl *pool) retire(p *acpProc) bool {
 	return true
 }
 
-// failure turns a warm error into the call's *Error.
-func (pl *pool) failure(p *acpProc, err error, c Call) error {
+// failure turns a warm error into the call's *backend.Error.
+func (pl *pool) failure(p *acpProc, err error, c backend.Turn) error {
 	var re *rpcError
 	switch {
 	case errors.As(err, &re):
 		return classifyRPC(re)
 	case errors.Is(err, context.DeadlineExceeded):
-		return callTimeoutError(pl.r.opts.Timeout).SetRan(warmStderr)
+		return cli.CallTimeoutError(pl.r.opts.Timeout).SetRan(warmStderr)
 	case errors.Is(err, context.Canceled):
-		return cancelledError("the call was cancelled before gemini finished, and gemini was stopped", err).SetRan(warmStderr)
+		return cli.CancelledError("the call was cancelled before gemini finished, and gemini was stopped", err).SetRan(warmStderr)
 	case errors.Is(err, errOutputTooBig):
-		return outputTooBigError(pl.r.opts.MaxOutputBytes).SetRan(warmStderr)
+		return cli.OutputTooBigError(pl.r.opts.MaxOutputBytes).SetRan(warmStderr)
 	case errors.Is(err, errProcessGone):
 		// err says how the process ended, after errProcessGone's text.
 		how := strings.TrimPrefix(err.Error(), errProcessGone.Error())
-		return failedError("the warm gemini process exited during the call"+how+". Its sessions continue through one-shot resume; try again", err).SetRan(warmStderr)
+		return cli.FailedError("the warm gemini process exited during the call"+how+". Its sessions continue through one-shot resume; try again", err).SetRan(warmStderr)
 	}
-	return failedError("gemini --acp failed: "+err.Error()+". "+warmFailedHelp, err).SetRan(warmStderr)
+	return cli.FailedError("gemini --acp failed: "+err.Error()+". "+warmFailedHelp, err).SetRan(warmStderr)
 }
 
 // warmStderr stands where a one-shot failure shows the CLI's stderr: a
@@ -411,17 +415,17 @@ const acpAuthRequired = -32000
 // classifyRPC maps an ACP error to the same kinds and reasons as the
 // one-shot path. API failures carry the HTTP status as their code; no
 // process exited, so the reasons name no exit code.
-func classifyRPC(re *rpcError) *Error {
-	var e *Error
+func classifyRPC(re *rpcError) *backend.Error {
+	var e *backend.Error
 	switch {
 	case re.Code == acpAuthRequired:
-		e = authError(re.Message, "")
+		e = cli.AuthError(re.Message, "")
 	case re.Code >= 100 && re.Code <= 599:
-		out := &Output{Error: &OutputError{Type: "Error", Message: re.Message, Code: []byte(fmt.Sprint(re.Code))}}
-		msg, status := failureMessage(out, "")
-		e = apiError(status, msg, "")
+		out := &cli.Output{Error: &cli.OutputError{Type: "Error", Message: re.Message, Code: []byte(fmt.Sprint(re.Code))}}
+		msg, status := cli.FailureMessage(out, "")
+		e = cli.APIError(status, msg, "")
 	default:
-		e = failedError("gemini --acp failed: "+re.Error()+". "+warmFailedHelp, nil)
+		e = cli.FailedError("gemini --acp failed: "+re.Error()+". "+warmFailedHelp, nil)
 	}
 	e.Err = re
 	return e.SetRan(warmStderr)

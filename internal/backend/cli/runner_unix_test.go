@@ -1,6 +1,6 @@
 //go:build linux
 
-package gemini
+package cli
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
@@ -39,7 +40,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				_, err := r.Run(ctx, Call{Prompt: prompt, Dir: workDir(t)})
+				_, err := r.Run(ctx, backend.Turn{Prompt: prompt, Dir: workDir(t)})
 				done <- err
 			}()
 			inv := waitForChild(t, log)
@@ -54,8 +55,8 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("Run did not return after cancel")
 			}
-			var e *Error
-			if !errors.As(err, &e) || e.Kind != KindCancelled || !errors.Is(err, context.Canceled) || e.Exited {
+			var e *backend.Error
+			if !errors.As(err, &e) || e.Kind != backend.KindCancelled || !errors.Is(err, context.Canceled) || e.Exited {
 				t.Fatalf("got %v", err)
 			}
 			for time.Since(start) < 2*time.Second && (geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid)) {
@@ -70,9 +71,9 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 
 func TestTimeoutStopsTheCall(t *testing.T) {
 	r, log := newTestRunner(t, Options{Timeout: 500 * time.Millisecond})
-	_, err := r.Run(context.Background(), Call{Prompt: "[[child]]", Dir: workDir(t)})
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindTimeout || !strings.Contains(e.Reason, "timed out after 0.5 s") || !errors.Is(err, context.DeadlineExceeded) || e.Exited {
+	_, err := r.Run(context.Background(), backend.Turn{Prompt: "[[child]]", Dir: workDir(t)})
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindTimeout || !strings.Contains(e.Reason, "timed out after 0.5 s") || !errors.Is(err, context.DeadlineExceeded) || e.Exited {
 		t.Fatalf("got %v", err)
 	}
 	inv := waitForChild(t, log)
@@ -86,15 +87,13 @@ func TestTimeoutStopsTheCall(t *testing.T) {
 }
 
 // TestKilledBySignal: a CLI killed by a signal is reported with the
-// signal's name, one-shot and warm, not as an exit code.
+// signal's name, not as an exit code (package acp checks the warm backend
+// the same way).
 func TestKilledBySignal(t *testing.T) {
-	cold, _ := newTestRunner(t, Options{})
-	warm, _, _ := newWarmRunner(t, Options{}, WarmOptions{})
-	for name, r := range map[string]*Runner{"one-shot": cold, "warm": warm} {
-		_, err := r.Run(ctxT(t), Call{Prompt: "[[signal:9]]", Dir: workDir(t)})
-		var e *Error
-		if !errors.As(err, &e) || e.Kind != KindFailed || !strings.Contains(e.Reason, "killed by signal SIGKILL") || strings.Contains(e.Reason, "-1") || e.Exited {
-			t.Errorf("%s: %v", name, err)
-		}
+	r, _ := newTestRunner(t, Options{})
+	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[signal:9]]", Dir: workDir(t)})
+	var e *backend.Error
+	if !errors.As(err, &e) || e.Kind != backend.KindFailed || !strings.Contains(e.Reason, "killed by signal SIGKILL") || strings.Contains(e.Reason, "-1") || e.Exited {
+		t.Errorf("one-shot: %v", err)
 	}
 }

@@ -1,91 +1,68 @@
-package gemini
+package cli
 
 import (
 	"context"
 	"fmt"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"net/http"
 	"strings"
 	"time"
-)
 
-// Kind, Error and the kinds are the backend package's: every backend
-// fails with the same typed error.
-type (
-	Kind  = backend.Kind
-	Error = backend.Error
-)
-
-// The kinds of failure, as the backend package names them.
-const (
-	KindNotFound     = backend.KindNotFound
-	KindStart        = backend.KindStart
-	KindAuth         = backend.KindAuth
-	KindInput        = backend.KindInput
-	KindSession      = backend.KindSession
-	KindConfig       = backend.KindConfig
-	KindTurnLimit    = backend.KindTurnLimit
-	KindTool         = backend.KindTool
-	KindUntrusted    = backend.KindUntrusted
-	KindCancelled    = backend.KindCancelled
-	KindTimeout      = backend.KindTimeout
-	KindAPI          = backend.KindAPI
-	KindFailed       = backend.KindFailed
-	KindBadOutput    = backend.KindBadOutput
-	KindEmpty        = backend.KindEmpty
-	KindOutputTooBig = backend.KindOutputTooBig
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
 // The constructors, one per kind. Each reason says what happened and, where
-// the user can act, what to do.
+// the user can act, what to do. Those the warm backend shares are exported.
 
-func notFoundError(reason string, cause error) *Error {
-	return &Error{Kind: KindNotFound, Reason: reason, Err: cause}
+func notFoundError(reason string, cause error) *backend.Error {
+	return &backend.Error{Kind: backend.KindNotFound, Reason: reason, Err: cause}
 }
 
-func startError(reason string, cause error) *Error {
-	return &Error{Kind: KindStart, Reason: reason, Err: cause}
+// StartError is a CLI process that could not be started.
+func StartError(reason string, cause error) *backend.Error {
+	return &backend.Error{Kind: backend.KindStart, Reason: reason, Err: cause}
 }
 
-// cancelledError is a call its caller cancelled (cause is the context's
+// CancelledError is a call its caller cancelled (cause is the context's
 // error), or a CLI that exited 130 (cause nil).
-func cancelledError(reason string, cause error) *Error {
-	return &Error{Kind: KindCancelled, Reason: reason, Err: cause}
+func CancelledError(reason string, cause error) *backend.Error {
+	return &backend.Error{Kind: backend.KindCancelled, Reason: reason, Err: cause}
 }
 
 // timeoutError is a call stopped at the server's per-call limit.
-func timeoutError(reason string) *Error {
-	return &Error{Kind: KindTimeout, Reason: reason, Err: context.DeadlineExceeded}
+func timeoutError(reason string) *backend.Error {
+	return &backend.Error{Kind: backend.KindTimeout, Reason: reason, Err: context.DeadlineExceeded}
 }
 
-// callTimeoutError is a chat call stopped at --timeout.
-func callTimeoutError(limit time.Duration) *Error {
+// CallTimeoutError is a chat call stopped at --timeout.
+func CallTimeoutError(limit time.Duration) *backend.Error {
 	return timeoutError(fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped. "+
 		"Raise --timeout (GEMINI_MCP_TIMEOUT) if such calls need longer", seconds(limit)))
 }
 
-func outputTooBigError(limit int) *Error {
-	return &Error{Kind: KindOutputTooBig, Err: errOutputLimit, Reason: fmt.Sprintf("gemini's output passed the %d-byte limit and the call was stopped. "+
+// OutputTooBigError is an answer past --max-output-bytes.
+func OutputTooBigError(limit int) *backend.Error {
+	return &backend.Error{Kind: backend.KindOutputTooBig, Err: errOutputLimit, Reason: fmt.Sprintf("gemini's output passed the %d-byte limit and the call was stopped. "+
 		"Ask for a shorter answer, or raise --max-output-bytes (GEMINI_MCP_MAX_OUTPUT_BYTES)", limit)}
 }
 
-func emptyError() *Error {
-	return &Error{Kind: KindEmpty, Reason: "gemini returned an empty answer (the model produced no text; " +
+// EmptyError is an answer without text.
+func EmptyError() *backend.Error {
+	return &backend.Error{Kind: backend.KindEmpty, Reason: "gemini returned an empty answer (the model produced no text; " +
 		"its loop detector also blanks answers that repeat themselves). Try again, or rephrase the prompt"}
 }
 
-func badOutputError(reason string) *Error {
-	return &Error{Kind: KindBadOutput, Reason: reason}
+func badOutputError(reason string) *backend.Error {
+	return &backend.Error{Kind: backend.KindBadOutput, Reason: reason}
 }
 
-// failedError is any other failure; cause may be nil.
-func failedError(reason string, cause error) *Error {
-	return &Error{Kind: KindFailed, Reason: reason, Err: cause}
+// FailedError is any other failure; cause may be nil.
+func FailedError(reason string, cause error) *backend.Error {
+	return &backend.Error{Kind: backend.KindFailed, Reason: reason, Err: cause}
 }
 
 // killedError is a CLI killed by a signal this server did not send.
-func killedError(sig string) *Error {
-	e := failedError(killedBy(sig), nil)
+func killedError(sig string) *backend.Error {
+	e := FailedError(killedBy(sig), nil)
 	e.Signal = sig
 	return e
 }
@@ -97,42 +74,42 @@ func killedBy(sig string) string {
 		"(SIGKILL often comes from the system's out-of-memory killer: see the system log and free memory). Try again"
 }
 
-// authError is a CLI without usable credentials; msg is what it said, and
+// AuthError is a CLI without usable credentials; msg is what it said, and
 // note how it said it ("(exit 41)"), if anything.
-func authError(msg, note string) *Error {
-	return &Error{Kind: KindAuth, Reason: withMessage(join("authentication failed", note), msg) + ". " + AuthHelp}
+func AuthError(msg, note string) *backend.Error {
+	return &backend.Error{Kind: backend.KindAuth, Reason: withMessage(join("authentication failed", note), msg) + ". " + AuthHelp}
 }
 
-// apiError is an HTTP status from the Gemini API.
-func apiError(status int, msg, note string) *Error {
-	return &Error{Kind: KindAPI, Status: status,
+// APIError is an HTTP status from the Gemini API.
+func APIError(status int, msg, note string) *backend.Error {
+	return &backend.Error{Kind: backend.KindAPI, Status: status,
 		Reason: withMessage(join(fmt.Sprintf("Gemini API error %d %s", status, http.StatusText(status)), note), msg) + ". " + statusHelp(status)}
 }
 
-func sessionError(resume, dir, msg, note string) *Error {
-	return &Error{Kind: KindSession, Reason: withMessage(join(fmt.Sprintf("gemini could not resume session %q in %s", resume, dir), note), msg) +
+func sessionError(resume, dir, msg, note string) *backend.Error {
+	return &backend.Error{Kind: backend.KindSession, Reason: withMessage(join(fmt.Sprintf("gemini could not resume session %q in %s", resume, dir), note), msg) +
 		". The CLI keeps sessions per working directory: resume a session in the cwd it was started in, or start a new one with chat"}
 }
 
-func inputError(msg, note string) *Error {
-	return &Error{Kind: KindInput, Reason: withMessage(join("gemini rejected its input", note), msg)}
+func inputError(msg, note string) *backend.Error {
+	return &backend.Error{Kind: backend.KindInput, Reason: withMessage(join("gemini rejected its input", note), msg)}
 }
 
-func configError(msg, note string) *Error {
-	return &Error{Kind: KindConfig, Reason: withMessage(join("gemini configuration error", note), msg) + ". Check the CLI's settings.json files"}
+func configError(msg, note string) *backend.Error {
+	return &backend.Error{Kind: backend.KindConfig, Reason: withMessage(join("gemini configuration error", note), msg) + ". Check the CLI's settings.json files"}
 }
 
-func turnLimitError(msg, note string) *Error {
-	return &Error{Kind: KindTurnLimit, Reason: withMessage(join("the session reached its turn limit", note), msg) +
+func turnLimitError(msg, note string) *backend.Error {
+	return &backend.Error{Kind: backend.KindTurnLimit, Reason: withMessage(join("the session reached its turn limit", note), msg) +
 		". The CLI's model.maxSessionTurns setting caps turns per session: start a new session with chat"}
 }
 
-func toolError(msg, note string) *Error {
-	return &Error{Kind: KindTool, Reason: withMessage(join("a tool failed fatally inside gemini", note), msg)}
+func toolError(msg, note string) *backend.Error {
+	return &backend.Error{Kind: backend.KindTool, Reason: withMessage(join("a tool failed fatally inside gemini", note), msg)}
 }
 
-func untrustedError(dir, msg, note string) *Error {
-	return &Error{Kind: KindUntrusted, Reason: withMessage(join(fmt.Sprintf("gemini does not trust the workspace %s", dir), note), msg) +
+func untrustedError(dir, msg, note string) *backend.Error {
+	return &backend.Error{Kind: backend.KindUntrusted, Reason: withMessage(join(fmt.Sprintf("gemini does not trust the workspace %s", dir), note), msg) +
 		". Trust the folder in the Gemini CLI, or let this server skip the check with --skip-trust " +
 		"(GEMINI_MCP_SKIP_TRUST=true) or GEMINI_CLI_TRUST_WORKSPACE=true in its environment"}
 }
@@ -169,18 +146,18 @@ const InstallHelp = "Install it with `npm install -g @google/gemini-cli` (Node.j
 // exit 0 with an error object in its output. out is the CLI's JSON error
 // object if one was found; resume is the session reference of the call, if
 // it resumed one; dir is its working directory.
-func classify(exit int, out *Output, stderr string, resume string, dir string) *Error {
-	msg, status := failureMessage(out, stderr)
+func classify(exit int, out *Output, stderr string, resume string, dir string) *backend.Error {
+	msg, status := FailureMessage(out, stderr)
 	// The CLI exits with an API status modulo 256 (400 gives 144, 429 gives
 	// 173, 500 gives 244); no CLI-defined exit code falls in that range but 130.
 	if status == 0 && exit >= 144 && exit <= 255 {
 		status = exit + 256
 	}
 	note := fmt.Sprintf("(exit %d)", exit)
-	var e *Error
+	var e *backend.Error
 	switch {
 	case exit == 41:
-		e = authError(msg, note)
+		e = AuthError(msg, note)
 	case exit == 42 && resume != "":
 		e = sessionError(resume, dir, msg, note)
 	case exit == 42:
@@ -194,20 +171,20 @@ func classify(exit int, out *Output, stderr string, resume string, dir string) *
 	case exit == 55:
 		e = untrustedError(dir, msg, note)
 	case exit == 130:
-		e = cancelledError(withMessage("gemini was cancelled "+note, msg), nil)
+		e = CancelledError(withMessage("gemini was cancelled "+note, msg), nil)
 	case status != 0:
-		e = apiError(status, msg, note)
+		e = APIError(status, msg, note)
 	case exit == 0:
-		e = failedError(withMessage("gemini reported an error "+note, msg), nil)
+		e = FailedError(withMessage("gemini reported an error "+note, msg), nil)
 	default:
-		e = failedError(withMessage(fmt.Sprintf("gemini exited with code %d", exit), msg), nil)
+		e = FailedError(withMessage(fmt.Sprintf("gemini exited with code %d", exit), msg), nil)
 	}
 	return e.SetRan(stderr).SetExited(exit)
 }
 
-// failureMessage finds the CLI's description of a failure and the API's
+// FailureMessage finds the CLI's description of a failure and the API's
 // HTTP status in it, if any.
-func failureMessage(out *Output, stderr string) (msg string, status int) {
+func FailureMessage(out *Output, stderr string) (msg string, status int) {
 	msg = cliMessage(out, stderr)
 	if out != nil && out.Error != nil {
 		if c, ok := out.Error.CodeInt(); ok && c >= 100 && c <= 599 {

@@ -1,4 +1,4 @@
-package gemini
+package validate
 
 import (
 	"os"
@@ -7,51 +7,30 @@ import (
 	"testing"
 )
 
-func TestParseSessionRef(t *testing.T) {
-	good := map[string]SessionRef{
-		"B9AADB6C-5aca-4c65-b929-02b095cc2b94": {"b9aadb6c-5aca-4c65-b929-02b095cc2b94", RefUUID},
-		" latest ":                             {"latest", RefLatest},
-		"LATEST":                               {"latest", RefLatest},
-		"1":                                    {"1", RefIndex},
-		"250":                                  {"250", RefIndex},
-	}
-	for in, want := range good {
-		got, err := ParseSessionRef(in)
-		if err != nil || got != want {
-			t.Errorf("ParseSessionRef(%q) = %+v, %v; want %+v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "0", "-1", "01", "b9aadb6c", "b9aadb6c-5aca-4c65-b929-02b095cc2b9", "--help", "latest; rm -rf /", "1e3", "9999999"} {
-		if got, err := ParseSessionRef(in); err == nil {
-			t.Errorf("ParseSessionRef(%q) = %+v, want an error", in, got)
-		}
-	}
-}
-
 func TestValidateModel(t *testing.T) {
 	for _, m := range []string{"gemini-2.5-pro", "gemini-3-flash", "gemini_x.1", "G"} {
-		if err := ValidateModel(m); err != nil {
-			t.Errorf("ValidateModel(%q): %v", m, err)
+		if err := Model(m); err != nil {
+			t.Errorf("Model(%q): %v", m, err)
 		}
 	}
 	for _, m := range []string{"", "-m", "--help", "a/b", "../x", "a b", "model\n", strings.Repeat("a", 101), "é"} {
-		if err := ValidateModel(m); err == nil {
-			t.Errorf("ValidateModel(%q) accepted", m)
+		if err := Model(m); err == nil {
+			t.Errorf("Model(%q) accepted", m)
 		}
 	}
 }
 
 func TestValidateText(t *testing.T) {
-	if err := ValidateText("prompt", "hello", 10); err != nil {
+	if err := Text("prompt", "hello", 10); err != nil {
 		t.Fatal(err)
 	}
-	if err := ValidateText("prompt", "hello world", 10); err == nil || !strings.Contains(err.Error(), "too large") {
+	if err := Text("prompt", "hello world", 10); err == nil || !strings.Contains(err.Error(), "too large") {
 		t.Fatalf("size: %v", err)
 	}
-	if err := ValidateText("prompt", "a\x00b", 10); err == nil || !strings.Contains(err.Error(), "NUL") {
+	if err := Text("prompt", "a\x00b", 10); err == nil || !strings.Contains(err.Error(), "NUL") {
 		t.Fatalf("NUL: %v", err)
 	}
-	if err := ValidateText("prompt", "a\xffb", 10); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+	if err := Text("prompt", "a\xffb", 10); err == nil || !strings.Contains(err.Error(), "UTF-8") {
 		t.Fatalf("UTF-8: %v", err)
 	}
 }
@@ -99,20 +78,12 @@ func FuzzValidateArgs(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if ref, err := ParseSessionRef(s); err == nil {
-			if strings.HasPrefix(ref.Value, "-") || strings.ContainsAny(ref.Value, " \t\n\x00=") {
-				t.Fatalf("session ref %q could be read as a flag or split", ref.Value)
-			}
-			if ref.Kind == RefUUID && !IsUUID(ref.Value) {
-				t.Fatalf("uuid ref %q", ref.Value)
-			}
-		}
-		if ValidateModel(s) == nil {
+		if Model(s) == nil {
 			if strings.HasPrefix(s, "-") || strings.ContainsAny(s, "/ \t\n\x00?#%") {
 				t.Fatalf("model %q accepted", s)
 			}
 		}
-		if ValidateText("prompt", s, 1<<20) == nil && strings.IndexByte(s, 0) >= 0 {
+		if Text("prompt", s, 1<<20) == nil && strings.IndexByte(s, 0) >= 0 {
 			t.Fatalf("NUL accepted")
 		}
 	})

@@ -1,4 +1,4 @@
-package gemini
+package acp
 
 import (
 	"bufio"
@@ -16,6 +16,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // This file speaks the Agent Client Protocol (ACP) to one long-lived
@@ -99,7 +104,7 @@ type acpProc struct {
 type promptSub struct {
 	mu   sync.Mutex
 	text strings.Builder
-	obs  Observer
+	obs  backend.Observer
 	// tooBig is closed when the answer passes the cap; the prompt is then
 	// cancelled and the rest of its answer dropped.
 	tooBig   chan struct{}
@@ -119,10 +124,10 @@ func (sub *promptSub) overflowed() {
 var errOutputTooBig = errors.New("the answer passed the output limit")
 
 // startACP starts `gemini --acp` and completes the initialize handshake.
-func startACP(ctx context.Context, cmdline Command, args []string, env []string, key, sysDir string, allow bool, maxOutput int, log *slog.Logger) (*acpProc, error) {
+func startACP(ctx context.Context, cmdline cli.Command, args []string, env []string, key, sysDir string, allow bool, maxOutput int, log *slog.Logger) (*acpProc, error) {
 	cmd := exec.Command(cmdline.Path, append(append([]string{}, cmdline.Args...), args...)...)
 	cmd.Env = env
-	setProcessGroup(cmd)
+	proc.SetGroup(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -131,7 +136,7 @@ func startACP(ctx context.Context, cmdline Command, args []string, env []string,
 	if err != nil {
 		return nil, err
 	}
-	stderr := &tailBuffer{max: stderrKeep}
+	stderr := proc.NewTailBuffer(stderrKeep)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -154,14 +159,14 @@ func startACP(ctx context.Context, cmdline Command, args []string, env []string,
 	}, &init)
 	if err != nil {
 		p.kill()
-		return nil, fmt.Errorf("gemini --acp did not initialize: %w (stderr: %s)", err, strings.TrimSpace(lastBytes(stderr.String(), 500)))
+		return nil, fmt.Errorf("gemini --acp did not initialize: %w (stderr: %s)", err, strings.TrimSpace(proc.LastBytes(stderr.String(), 500)))
 	}
 	log.Info("warm gemini process started", "pid", cmd.Process.Pid, "agentVersion", init.AgentInfo.Version, "systemPrompt", key != "", "startup", time.Since(p.started).Round(time.Millisecond))
 	return p, nil
 }
 
 // readLoop dispatches everything the agent sends until it exits.
-func (p *acpProc) readLoop(stdout io.Reader, stderr *tailBuffer) {
+func (p *acpProc) readLoop(stdout io.Reader, stderr *proc.TailBuffer) {
 	br := bufio.NewReaderSize(stdout, 64<<10)
 	var buf []byte
 	for {
@@ -172,7 +177,7 @@ func (p *acpProc) readLoop(stdout io.Reader, stderr *tailBuffer) {
 				// Nothing can be answered without it: the stream cannot be
 				// followed any more.
 				p.log.Warn("stopping a warm gemini process that sent a message too long to read", "pid", p.cmd.Process.Pid, "limit", p.maxOutput+lineSlack, "start", clip(string(line), 200))
-				_ = killGroup(p.cmd.Process)
+				_ = proc.KillGroup(p.cmd.Process)
 				break
 			}
 			continue
@@ -205,18 +210,18 @@ func (p *acpProc) readLoop(stdout io.Reader, stderr *tailBuffer) {
 		}
 	}
 	err := p.cmd.Wait()
-	_ = killGroup(p.cmd.Process)
+	_ = proc.KillGroup(p.cmd.Process)
 	if p.sysDir != "" {
 		os.RemoveAll(p.sysDir)
 	}
 	p.mu.Lock()
 	how := fmt.Sprint(err)
-	if sig := exitSignal(p.cmd.ProcessState); sig != "" {
+	if sig := proc.ExitSignal(p.cmd.ProcessState); sig != "" {
 		how = "killed by signal " + sig
 	} else if code := p.cmd.ProcessState.ExitCode(); code >= 0 {
 		how = fmt.Sprintf("exit code %d", code)
 	}
-	p.deadErr = fmt.Errorf("%w (%s; stderr: %s)", errProcessGone, how, strings.TrimSpace(lastBytes(stderr.String(), 500)))
+	p.deadErr = fmt.Errorf("%w (%s; stderr: %s)", errProcessGone, how, strings.TrimSpace(proc.LastBytes(stderr.String(), 500)))
 	for id, ch := range p.pending {
 		close(ch)
 		delete(p.pending, id)
@@ -384,17 +389,10 @@ func (p *acpProc) answerRequest(m rpcMessage) {
 	_ = p.write(reply)
 }
 
-func activity(obs Observer, msg string) {
-	if a, ok := obs.(ActivityObserver); ok {
-		a.Activity(msg)
+func activity(obs backend.Observer, msg string) {
+	if obs != nil {
+		obs.Activity(msg)
 	}
-}
-
-// ActivityObserver is an Observer that also hears what Gemini is doing
-// (answering, running a tool), where the backend can tell.
-type ActivityObserver interface {
-	Observer
-	Activity(msg string)
 }
 
 // newSession creates a session in dir and returns its id.
@@ -410,7 +408,7 @@ func (p *acpProc) newSession(ctx context.Context, dir string) (string, error) {
 	if err := p.call(ctx, "session/new", map[string]any{"cwd": dir, "mcpServers": []any{}}, &res); err != nil {
 		return "", err
 	}
-	if !IsUUID(res.SessionID) {
+	if !session.IsUUID(res.SessionID) {
 		return "", fmt.Errorf("gemini --acp returned an invalid session id %q", res.SessionID)
 	}
 	id := strings.ToLower(res.SessionID)
@@ -448,10 +446,11 @@ func (p *acpProc) setModel(ctx context.Context, id, model string) error {
 	return nil
 }
 
-// prompt runs one turn on session id and returns the answer text. When ctx
+// prompt runs one turn on session id and returns the answer text, and the
+// tokens it cost when the agent says (nil otherwise). When ctx
 // ends it cancels the turn (session/cancel) and gives the agent grace to
 // confirm; an agent that does not is killed.
-func (p *acpProc) prompt(ctx context.Context, id, text string, obs Observer, grace time.Duration) (string, error) {
+func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Observer, grace time.Duration) (string, *backend.Usage, error) {
 	sub := &promptSub{obs: obs, tooBig: make(chan struct{})}
 	p.mu.Lock()
 	p.subs[id] = sub
@@ -464,6 +463,14 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs Observer, gra
 	}()
 	type result struct {
 		StopReason string `json:"stopReason"`
+		Meta       struct {
+			Quota struct {
+				TokenCount *struct {
+					InputTokens  int `json:"input_tokens"`
+					OutputTokens int `json:"output_tokens"`
+				} `json:"token_count"`
+			} `json:"quota"`
+		} `json:"_meta"`
 	}
 	done := make(chan error, 1)
 	var res result
@@ -490,26 +497,30 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs Observer, gra
 	case err = <-done:
 	case <-ctx.Done():
 		stopTurn()
-		return "", ctx.Err()
+		return "", nil, ctx.Err()
 	case <-sub.tooBig:
 		stopTurn()
-		return "", errOutputTooBig
+		return "", nil, errOutputTooBig
 	}
 	select {
 	case <-sub.tooBig:
 		// The whole answer arrived before the cancel could matter.
-		return "", errOutputTooBig
+		return "", nil, errOutputTooBig
 	default:
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if res.StopReason == "cancelled" {
-		return "", errors.New("the turn was cancelled by gemini")
+		return "", nil, errors.New("the turn was cancelled by gemini")
 	}
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	return sub.text.String(), nil
+	var usage *backend.Usage
+	if tc := res.Meta.Quota.TokenCount; tc != nil {
+		usage = &backend.Usage{PromptTokens: tc.InputTokens, OutputTokens: tc.OutputTokens}
+	}
+	return sub.text.String(), usage, nil
 }
 
 // longLine handles a message too long to read, given its start. A message
@@ -598,13 +609,13 @@ func (p *acpProc) kill() {
 		return // reaped already: its pid may belong to another process by now
 	}
 	_ = p.stdin.Close()
-	_ = interruptGroup(p.cmd.Process)
+	_ = proc.InterruptGroup(p.cmd.Process)
 	select {
 	case <-p.dead:
 		return
-	case <-time.After(DefaultKillGrace):
+	case <-time.After(backend.DefaultKillGrace):
 	}
-	_ = killGroup(p.cmd.Process)
+	_ = proc.KillGroup(p.cmd.Process)
 	<-p.dead
 }
 

@@ -1,4 +1,4 @@
-package gemini
+package cli
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
 // Output is the object `gemini --output-format json` prints: on stdout when
@@ -174,4 +176,32 @@ func Newest(list []ListedSession) (ListedSession, bool) {
 		return ListedSession{}, false
 	}
 	return list[len(list)-1], true
+}
+
+// Usage sums the token counts of every model the call used, from the
+// stats the CLI prints with its answer (stats.models.NAME.tokens); nil when
+// there are none.
+func (o *Output) Usage() *backend.Usage {
+	var stats struct {
+		Models map[string]struct {
+			Tokens struct {
+				Prompt     int `json:"prompt"`
+				Candidates int `json:"candidates"`
+				Thoughts   int `json:"thoughts"`
+			} `json:"tokens"`
+		} `json:"models"`
+	}
+	if len(o.Stats) == 0 || json.Unmarshal(o.Stats, &stats) != nil || len(stats.Models) == 0 {
+		return nil
+	}
+	var u backend.Usage
+	for _, m := range stats.Models {
+		u.PromptTokens += m.Tokens.Prompt
+		u.OutputTokens += m.Tokens.Candidates
+		u.ThinkingTokens += m.Tokens.Thoughts
+	}
+	if u == (backend.Usage{}) {
+		return nil
+	}
+	return &u
 }

@@ -1,0 +1,161 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+)
+
+// newAPIBackend builds the Gemini API backend. It is nil in a build
+// without that backend; the API package sets it when it is linked in, so
+// that a server that does not use it does not pay for its packages.
+var newAPIBackend func(cfg *config.Config, store *session.Store, log *slog.Logger) (backend.Backend, error)
+
+// errNoAPIBackend is what --backend api gets from a build without it.
+var errNoAPIBackend = errors.New("the API backend is not available in this build: use --backend warm or oneshot, with the Gemini CLI")
+
+// newBackend builds the backend cfg chooses (see chooseBackend), limited
+// to --max-concurrent turns at once. It is the one place that decides how
+// turns run: which backend, what the warm one falls back to, and the
+// limits (per-call timeout, kill grace) every backend applies.
+func newBackend(cfg *config.Config, store *session.Store, log *slog.Logger) (backend.Backend, error) {
+	c, err := chooseBackend(cfg, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("backend chosen", "backend", c.name, "why", c.why)
+	if c.name != "api" && c.cliErr != nil {
+		log.Warn("calls will fail until this is fixed", "err", c.cliErr)
+	}
+	var b backend.Backend
+	switch c.name {
+	case "api":
+		if newAPIBackend == nil {
+			return nil, errNoAPIBackend
+		}
+		if b, err = newAPIBackend(cfg, store, log); err != nil {
+			return nil, err
+		}
+	case "oneshot":
+		b = cli.NewRunner(cliOptions(cfg), log)
+	default:
+		opts := cliOptions(cfg)
+		oneShot := cli.NewRunner(opts, log)
+		warm := acp.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout}
+		b = acp.New(acp.ConfigFor(opts, warm, oneShot), log)
+	}
+	return backend.Limit(b, cfg.MaxConcurrent), nil
+}
+
+// choice is the backend that would run, and why.
+type choice struct {
+	name   string // warm, oneshot or api
+	why    string
+	cliErr error    // why the CLI cannot be found, if it cannot
+	creds  []string // the API credentials found, for the api backend
+}
+
+// chooseBackend decides which backend serves: the one --backend names, or
+// for auto the warm CLI backend when a gemini executable is found, else
+// the API backend when API or Vertex AI credentials are set, else an error
+// that explains both ways.
+func chooseBackend(cfg *config.Config, getenv func(string) string) (choice, error) {
+	c := choice{name: cfg.Backend}
+	var cmd cli.Command
+	cmd, c.cliErr = cli.Resolve(cfg.Gemini)
+	c.creds = apiCredentials(getenv)
+	switch cfg.Backend {
+	case "api":
+		c.why = "--backend api"
+		if len(c.creds) > 0 {
+			c.why += "; credentials: " + strings.Join(c.creds, ", ")
+		}
+		return c, nil
+	case "warm", "oneshot":
+		c.why = "--backend " + cfg.Backend
+		return c, nil
+	}
+	switch {
+	case c.cliErr == nil:
+		c.name, c.why = "warm", "auto: the Gemini CLI was found at "+cmd.String()
+	case len(c.creds) > 0:
+		c.name, c.why = "api", "auto: no Gemini CLI was found, and API credentials are set: "+strings.Join(c.creds, ", ")
+	default:
+		return c, fmt.Errorf("--backend auto found no way to reach Gemini. "+
+			"For the Gemini CLI backends: %v "+
+			"For the Gemini API backend (no Node needed): set GEMINI_API_KEY (or GOOGLE_API_KEY), "+
+			"or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION and Application Default Credentials (gcloud auth application-default login)", c.cliErr)
+	}
+	return c, nil
+}
+
+// apiCredentials lists the Gemini API or Vertex AI credentials set in the
+// environment, as the API backend would use them. Vertex AI needs a
+// project and a location; its identity comes from Application Default
+// Credentials, which may also come from a cloud machine's metadata server,
+// so a missing credentials file is noted, not refused.
+func apiCredentials(getenv func(string) string) []string {
+	var found []string
+	for _, k := range []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"} {
+		if getenv(k) != "" {
+			found = append(found, k)
+		}
+	}
+	if v := strings.ToLower(getenv("GOOGLE_GENAI_USE_VERTEXAI")); (v == "true" || v == "1") && getenv("GOOGLE_CLOUD_PROJECT") != "" && getenv("GOOGLE_CLOUD_LOCATION") != "" {
+		adc := "Application Default Credentials from the metadata server, if any"
+		if f := adcFile(getenv); f != "" {
+			adc = "Application Default Credentials in " + f
+		}
+		found = append(found, "Vertex AI (GOOGLE_GENAI_USE_VERTEXAI with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION; "+adc+")")
+	}
+	return found
+}
+
+// adcFile is the Application Default Credentials file that exists: the
+// one GOOGLE_APPLICATION_CREDENTIALS names, or gcloud's well-known one; ""
+// when neither does.
+func adcFile(getenv func(string) string) string {
+	if f := getenv("GOOGLE_APPLICATION_CREDENTIALS"); f != "" {
+		return f
+	}
+	dir := getenv("CLOUDSDK_CONFIG")
+	if dir == "" {
+		if runtime.GOOS == "windows" {
+			dir = filepath.Join(getenv("APPDATA"), "gcloud")
+		} else {
+			dir = filepath.Join(getenv("HOME"), ".config", "gcloud")
+		}
+	}
+	f := filepath.Join(dir, "application_default_credentials.json")
+	if _, err := os.Stat(f); err != nil {
+		return ""
+	}
+	return f
+}
+
+// cliOptions is the configuration of the CLI backends.
+func cliOptions(cfg *config.Config) cli.Options {
+	return cli.Options{
+		Gemini:                cfg.Gemini,
+		Env:                   []string{NestedEnv + "=1"},
+		DefaultModel:          cfg.Model,
+		ApprovalMode:          cfg.ApprovalMode,
+		Sandbox:               cfg.Sandbox,
+		SkipTrust:             cfg.SkipTrust,
+		IncludeDirectories:    cfg.IncludeDirectories,
+		Extensions:            cfg.Extensions,
+		AllowedMCPServerNames: cfg.AllowedMCPServerNames,
+		Timeout:               cfg.Timeout,
+		MaxOutputBytes:        cfg.MaxOutputBytes,
+	}
+}

@@ -1,0 +1,159 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+)
+
+// pathWithGemini returns a directory holding an executable named gemini,
+// for PATH.
+func pathWithGemini(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	name := "gemini"
+	if runtime.GOOS == "windows" {
+		name = "gemini.exe"
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func parse(t *testing.T, args ...string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse("test", "", args, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestChooseBackend: --backend auto takes the warm CLI backend when a
+// gemini executable is in PATH, else the API backend when API or Vertex AI
+// credentials are set, else fails explaining both ways; a named backend is
+// taken as named.
+func TestChooseBackend(t *testing.T) {
+	withGemini, without := pathWithGemini(t), t.TempDir()
+	vertex := map[string]string{"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "us-central1"}
+	cases := []struct {
+		name    string
+		backend string
+		path    string
+		env     map[string]string
+		want    string // the backend, or "" for an error
+		why     string // in the reason or the error
+	}{
+		{"gemini in PATH", "auto", withGemini, nil, "warm", "the Gemini CLI was found at " + withGemini},
+		{"gemini in PATH and a key", "auto", withGemini, map[string]string{"GEMINI_API_KEY": "k"}, "warm", "found"},
+		{"a Gemini API key", "auto", without, map[string]string{"GEMINI_API_KEY": "k"}, "api", "GEMINI_API_KEY"},
+		{"a Google API key", "auto", without, map[string]string{"GOOGLE_API_KEY": "k"}, "api", "GOOGLE_API_KEY"},
+		{"Vertex AI", "auto", without, vertex, "api", "Vertex AI"},
+		{"Vertex AI without a location", "auto", without, map[string]string{"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p"}, "", "GOOGLE_CLOUD_LOCATION"},
+		{"a project without Vertex AI", "auto", without, map[string]string{"GOOGLE_GENAI_USE_VERTEXAI": "false", "GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "l"}, "", "GEMINI_API_KEY"},
+		{"nothing", "auto", without, nil, "", "npm install -g @google/gemini-cli"},
+		{"oneshot named", "oneshot", without, nil, "oneshot", "--backend oneshot"},
+		{"warm named", "warm", withGemini, nil, "warm", "--backend warm"},
+		{"api named", "api", withGemini, map[string]string{"GEMINI_API_KEY": "k"}, "api", "--backend api; credentials: GEMINI_API_KEY"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("PATH", c.path)
+			cfg := parse(t, "--backend", c.backend)
+			getenv := func(k string) string { return c.env[k] }
+			got, err := chooseBackend(cfg, getenv)
+			switch {
+			case c.want == "" && err == nil:
+				t.Fatalf("chose %s (%s), want an error", got.name, got.why)
+			case c.want == "" && (!strings.Contains(err.Error(), c.why) || !strings.Contains(err.Error(), "GEMINI_API_KEY") || !strings.Contains(err.Error(), "npm install")):
+				t.Fatalf("error %q does not explain both ways and %q", err, c.why)
+			case c.want != "" && err != nil:
+				t.Fatal(err)
+			case c.want != "" && (got.name != c.want || !strings.Contains(got.why, c.why)):
+				t.Fatalf("chose %s (%s), want %s (%s)", got.name, got.why, c.want, c.why)
+			}
+		})
+	}
+}
+
+// stubAPI stands for the API backend.
+type stubAPI struct{ closed bool }
+
+func (s *stubAPI) Name() string { return "api" }
+func (s *stubAPI) Close()       { s.closed = true }
+func (s *stubAPI) Run(context.Context, backend.Turn) (*backend.Answer, error) {
+	return &backend.Answer{Text: "api"}, nil
+}
+
+// TestNewBackendAPI: --backend api fails clearly in a build without the
+// API backend, and builds it, limited, where it is linked in.
+func TestNewBackendAPI(t *testing.T) {
+	t.Setenv("GEMINI_API_KEY", "k")
+	store, err := session.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	cfg := parse(t, "--backend", "api")
+	saved := newAPIBackend
+	t.Cleanup(func() { newAPIBackend = saved })
+	newAPIBackend = nil
+	if _, err := newBackend(cfg, store, log); !errors.Is(err, errNoAPIBackend) || !strings.Contains(err.Error(), "not available in this build") {
+		t.Fatalf("without the API backend: %v", err)
+	}
+	stub := &stubAPI{}
+	newAPIBackend = func(*config.Config, *session.Store, *slog.Logger) (backend.Backend, error) { return stub, nil }
+	b, err := newBackend(cfg, store, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := b.Run(context.Background(), backend.Turn{}); err != nil || a.Text != "api" || b.Name() != "api" {
+		t.Fatalf("%v %v %s", a, err, b.Name())
+	}
+	b.Close()
+	if !stub.closed {
+		t.Fatal("Close did not reach the API backend")
+	}
+}
+
+// TestDoctorReportsBackend: doctor names the backend that would run and
+// why; for the API backend it lists the credentials found and skips the
+// CLI's checks, and it fails when this build has no API backend.
+func TestDoctorReportsBackend(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	saved := newAPIBackend
+	t.Cleanup(func() { newAPIBackend = saved })
+	env := map[string]string{"GEMINI_API_KEY": "k", "HOME": t.TempDir()}
+	getenv := func(k string) string { return env[k] }
+	cfg := parse(t, "--state-dir", t.TempDir(), "--cwd", t.TempDir())
+	doctor := func() (int, string) {
+		var out strings.Builder
+		code := Doctor(context.Background(), cfg, "test", &out, getenv)
+		return code, out.String()
+	}
+
+	newAPIBackend = nil
+	if code, out := doctor(); code != 1 || !strings.Contains(out, "FAIL  backend: api (auto: no Gemini CLI was found, and API credentials are set: GEMINI_API_KEY): the API backend is not available in this build") {
+		t.Fatalf("without the API backend: exit %d\n%s", code, out)
+	}
+	newAPIBackend = func(*config.Config, *session.Store, *slog.Logger) (backend.Backend, error) { return &stubAPI{}, nil }
+	code, out := doctor()
+	if code != 0 || !strings.Contains(out, "ok    backend: api (auto: no Gemini CLI was found, and API credentials are set: GEMINI_API_KEY)") || strings.Contains(out, "gemini CLI") {
+		t.Fatalf("with the API backend: exit %d\n%s", code, out)
+	}
+	delete(env, "GEMINI_API_KEY")
+	if code, out := doctor(); code != 1 || !strings.Contains(out, "FAIL  backend: --backend auto found no way to reach Gemini") {
+		t.Fatalf("with nothing: exit %d\n%s", code, out)
+	}
+}
