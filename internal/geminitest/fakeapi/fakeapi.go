@@ -47,7 +47,10 @@
 //   - [[finish:REASON]] answers a candidate without content whose
 //     finishReason is REASON (e.g. SAFETY);
 //   - [[block:REASON]] answers no candidate and a promptFeedback whose
-//     blockReason is REASON (e.g. SAFETY).
+//     blockReason is REASON (e.g. SAFETY);
+//   - [[continuation]] answers with finishReason CONTINUATION and a
+//     continuationToken, as the API does for an answer it will go on with
+//     when asked (a request that carries the token is answered normally).
 //
 // A request whose last content carries functionResponse parts (the results
 // of the function calls the model asked for) is answered with text that
@@ -440,6 +443,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Status = http.StatusOK
 		s.record(rec)
 		b, _ := json.Marshal(map[string]any{"promptFeedback": map[string]any{"blockReason": bm[1]}})
+		s.stream(w, b)
+		return
+	}
+	if strings.Contains(rec.LastUserText, "[[continuation]]") && !bytes.Contains(body, []byte(`"continuationToken"`)) {
+		rec.Status = http.StatusOK
+		rec.Answer = Answer(rec.Model, rec.NumContents, rec.SystemInstruction, rec.LastUserText)
+		s.record(rec)
+		b, _ := json.Marshal(map[string]any{"candidates": []any{map[string]any{
+			"content":           map[string]any{"role": "model", "parts": []any{map[string]any{"text": rec.Answer}}},
+			"finishReason":      "CONTINUATION",
+			"continuationToken": "Y29udGludWU=",
+			"index":             0,
+		}}})
 		s.stream(w, b)
 		return
 	}
