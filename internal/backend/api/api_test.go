@@ -282,6 +282,60 @@ func TestAuthError(t *testing.T) {
 	}
 }
 
+// TestBadKey: the Gemini API answers a bad key with 400 API_KEY_INVALID,
+// which the backend reports as an auth error naming the credentials it
+// accepts, from Check as from a turn (whose model list request fails
+// first), and without retrying.
+func TestBadKey(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.fake.RequireKey("another-key")
+	err := f.b.Check(context.Background())
+	wantKind(t, err, backend.KindAuth, 400, "refused the credentials (400 INVALID_ARGUMENT: "+fakeapi.BadKeyMessage,
+		"using Gemini API key from GEMINI_API_KEY", "GEMINI_API_KEY or GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI")
+	_, err = f.run(backend.Turn{Prompt: "hi"})
+	wantKind(t, err, backend.KindAuth, 400, "refused the credentials")
+	if n := len(f.fake.Requests()); n != 2 {
+		t.Fatalf("%d requests, want 2 (one list each, no stream, no retry)", n)
+	}
+	f.fake.RequireKey("test-key")
+	f.mustRun(backend.Turn{Prompt: "hi"})
+}
+
+// TestConcurrentRepliesQueue: two replies to one conversation at once both
+// land, one after the other, neither losing the other's turn.
+func TestConcurrentRepliesQueue(t *testing.T) {
+	f := newFixture(t, Options{})
+	a := f.mustRun(backend.Turn{Prompt: "hi"})
+	var wg sync.WaitGroup
+	texts := make([]string, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ans, err := f.run(backend.Turn{Prompt: "reply", Session: a.SessionID})
+			errs[i] = err
+			if err == nil {
+				texts[i] = ans.Text
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := []string{texts[0], texts[1]}
+	if !(strings.Contains(got[0], "contents=3") && strings.Contains(got[1], "contents=5") ||
+		strings.Contains(got[0], "contents=5") && strings.Contains(got[1], "contents=3")) {
+		t.Fatalf("answers %q", got)
+	}
+	if f.turns(a.SessionID) != 3 {
+		t.Fatalf("%d turns, want 3", f.turns(a.SessionID))
+	}
+}
+
 type recorder struct {
 	mu       sync.Mutex
 	started  int

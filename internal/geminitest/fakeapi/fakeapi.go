@@ -165,6 +165,7 @@ type Server struct {
 	changed chan struct{} // closed and replaced when a request is recorded
 	models  []Model
 	failed  map[string]int // [[fail]] answers given, by last user text
+	key     string         // the API key required, "" for any
 
 	closeOnce sync.Once
 }
@@ -323,6 +324,19 @@ type apiRequest struct {
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := Request{Time: time.Now()}
+	s.mu.Lock()
+	key := s.key
+	s.mu.Unlock()
+	if key != "" && r.Header.Get("X-Goog-Api-Key") != key {
+		// The Gemini API's own answer to a bad key: 400, not 401.
+		rec.Method = r.Method + " " + r.URL.Path
+		s.failWith(w, rec, http.StatusBadRequest, BadKeyMessage, []any{map[string]any{
+			"@type":  "type.googleapis.com/google.rpc.ErrorInfo",
+			"reason": "API_KEY_INVALID",
+			"domain": "googleapis.com",
+		}})
+		return
+	}
 	if r.Method == http.MethodGet && modelsRE.MatchString(r.URL.Path) {
 		s.listModels(w, r, rec)
 		return

@@ -43,6 +43,19 @@ func DefaultModels() []Model {
 	}
 }
 
+// BadKeyMessage is the message of the error the Server answers a request
+// without the key [Server.RequireKey] set: the Gemini API's own words.
+const BadKeyMessage = "API key not valid. Please pass a valid API key."
+
+// RequireKey makes the Server refuse every request whose X-Goog-Api-Key is
+// not key, as the Gemini API does: HTTP 400 INVALID_ARGUMENT with an
+// ErrorInfo whose reason is API_KEY_INVALID. "" accepts any key again.
+func (s *Server) RequireKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.key = key
+}
+
 // SetModels replaces the model list the Server serves.
 func (s *Server) SetModels(models []Model) {
 	s.mu.Lock()

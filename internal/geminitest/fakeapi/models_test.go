@@ -62,6 +62,25 @@ func get(t *testing.T, u string) (*http.Response, string) {
 	return resp, string(b)
 }
 
+func TestRequireKey(t *testing.T) {
+	s := newServer(t)
+	s.RequireKey("good")
+	resp, body := get(t, s.URL()+"/v1beta/models")
+	if resp.StatusCode != 400 || !strings.Contains(body, BadKeyMessage) || !strings.Contains(body, "API_KEY_INVALID") {
+		t.Fatalf("without a key: %d %s", resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest("GET", s.URL()+"/v1beta/models", nil)
+	req.Header.Set("X-Goog-Api-Key", "good")
+	r2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Body.Close()
+	if r2.StatusCode != 200 {
+		t.Fatalf("with the key: %d", r2.StatusCode)
+	}
+}
+
 func TestCountTokens(t *testing.T) {
 	s := newServer(t)
 	resp, body := post(t, s, "gemini-2.5-flash", MethodCountTokens, reqBody(t, "", "one two three", "four five"))
