@@ -42,6 +42,10 @@ const (
 	// maxBackoff bounds the wait before one retry when the API names no
 	// delay.
 	maxBackoff = 30 * time.Second
+	// maxRetryWait is the longest delay the API may ask for that is waited
+	// out; a longer one (a daily quota) ends the call with the delay in
+	// its error.
+	maxRetryWait = time.Minute
 )
 
 // progressEvery is the least time between two progress reports while an
@@ -180,8 +184,14 @@ func (b *Backend) Close() {
 // Credentials returns what Credentials said when the Backend was made.
 func (b *Backend) Credentials() string { return b.creds.what }
 
-func (b *Backend) listModels(ctx context.Context) ([]*genai.Model, error) {
-	var out []*genai.Model
+func (b *Backend) listModels(ctx context.Context) (out []*genai.Model, err error) {
+	defer func() {
+		// The SDK panics on some malformed lists (v1.77.0: "models": null);
+		// a proxy's odd answer must not bring the server down.
+		if v := recover(); v != nil {
+			out, err = nil, fmt.Errorf("the model list could not be read: %v", v)
+		}
+	}()
 	for m, err := range b.client.Models.All(ctx) {
 		if err != nil {
 			return nil, err
@@ -452,7 +462,7 @@ func (b *Backend) streamWithRetries(parent, ctx context.Context, model string, c
 			wait = backoff
 			backoff = min(2*backoff, maxBackoff)
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait || wait > maxRetryWait {
 			// Waiting would outlast the call: say so now, with the delay.
 			return nil, b.classify(parent, ctx, err, model)
 		}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -387,18 +390,50 @@ func TestRetry429Exhausted(t *testing.T) {
 	}
 }
 
-// TestRetryDelayBeyondTimeout: a delay longer than the call has left is
-// not waited out; the error says how long the API asked for.
+// TestRetryDelayBeyondTimeout: a delay longer than the call has left, or
+// than maxRetryWait, is not waited out; the error says how long the API
+// asked for.
 func TestRetryDelayBeyondTimeout(t *testing.T) {
-	f := newFixture(t, Options{Timeout: time.Minute})
-	start := time.Now()
-	_, err := f.run(backend.Turn{Prompt: "[[status:429]] [[retry-delay:3600s]]"})
-	wantKind(t, err, backend.KindAPI, 429, "wait 1h0m0s")
-	if n := len(f.streams()); n != 1 {
-		t.Fatalf("%d stream requests, want 1", n)
+	for _, tc := range []struct {
+		timeout time.Duration
+		delay   string
+		says    string
+	}{
+		{30 * time.Second, "45s", "wait 45s"},
+		{0, "3600s", "wait 1h0m0s"},
+	} {
+		f := newFixture(t, Options{Timeout: tc.timeout})
+		_, err := f.run(backend.Turn{Prompt: "[[status:429]] [[retry-delay:" + tc.delay + "]]"})
+		wantKind(t, err, backend.KindAPI, 429, tc.says)
+		if n := len(f.streams()); n != 1 {
+			t.Fatalf("%d stream requests, want 1", n)
+		}
 	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Fatalf("took %v: the delay was waited for", d)
+}
+
+// TestNullModelList: an answer the SDK panics on is a list that could not
+// be had, not a crash.
+func TestNullModelList(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"models":null}`)
+	}))
+	defer ts.Close()
+	f := newFixture(t, Options{})
+	f.restart(Options{BaseURL: ts.URL})
+	err := f.b.Check(context.Background())
+	wantKind(t, err, backend.KindFailed, 0, "the model list could not be read")
+	f.b.Close()
+}
+
+// TestEmptyModelList: an endpoint that lists no models leaves names
+// unchecked rather than refusing them all.
+func TestEmptyModelList(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.fake.SetModels(nil)
+	f.mustRun(backend.Turn{Prompt: "hi", Model: "any-model"})
+	if err := f.b.Check(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 

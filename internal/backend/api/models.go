@@ -81,6 +81,11 @@ func (m *models) lookup(ctx context.Context, name string) (mi modelInfo, found, 
 			// A stale list is better than none.
 		}
 	}
+	if len(m.byName) == 0 {
+		// An empty list (an endpoint or proxy that lists nothing) says
+		// nothing about which models exist.
+		return modelInfo{}, false, false, nil
+	}
 	if mi, ok := m.byName[name]; ok {
 		return mi, true, true, nil
 	}

@@ -77,7 +77,11 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request, rec Request)
 	start, _ := strconv.Atoi(r.URL.Query().Get("pageToken"))
 	start = min(max(start, 0), len(models))
 	end := min(start+size, len(models))
-	page := map[string]any{"models": models[start:end]}
+	// Like the API, an empty page leaves models out rather than null.
+	page := map[string]any{}
+	if end > start {
+		page["models"] = models[start:end]
+	}
 	if end < len(models) {
 		page["nextPageToken"] = strconv.Itoa(end)
 	}
