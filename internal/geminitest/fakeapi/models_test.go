@@ -195,3 +195,16 @@ func TestStallEndsWithClient(t *testing.T) {
 		t.Fatalf("recorded %+v", r)
 	}
 }
+
+func TestContinuationDirective(t *testing.T) {
+	s := newServer(t)
+	_, b := post(t, s, "m", MethodStream, reqBody(t, "", "[[continuation]] more"))
+	if !strings.Contains(string(b), `"finishReason":"CONTINUATION"`) || !strings.Contains(string(b), `"continuationToken":"Y29udGludWU="`) {
+		t.Fatalf("first answer: %s", b)
+	}
+	body := strings.Replace(reqBody(t, "", "[[continuation]] more"), `"tools"`, `"continuationToken":"Y29udGludWU=","tools"`, 1)
+	_, b = post(t, s, "m", MethodStream, body)
+	if strings.Contains(string(b), "CONTINUATION") || !strings.Contains(string(b), `"finishReason":"STOP"`) {
+		t.Fatalf("answer to the continued request: %s", b)
+	}
+}
