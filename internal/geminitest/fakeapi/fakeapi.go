@@ -1,5 +1,6 @@
 // Package fakeapi is a fake Gemini API for tests that run the real Gemini CLI
-// offline.
+// offline, and for the tests of the API backend, which talks to it through
+// the Go SDK.
 //
 // A Server listens on 127.0.0.1 only and answers the two calls the CLI makes:
 //
@@ -8,7 +9,19 @@
 //     deterministic (see [Answer]);
 //   - POST /v1beta/models/<model>:generateContent, used by the CLI's model
 //     router and for session titles, answered with the router's JSON
-//     ([RouterAnswer]).
+//     ([RouterAnswer]);
+//
+// and two more the API backend makes:
+//
+//   - GET /v1beta/models, the model list ([Server.SetModels], by default
+//     [DefaultModels]), in pages of pageSize;
+//   - POST /v1beta/models/<model>:countTokens, answered with [CountTokens]
+//     of the contents.
+//
+// Streamed answers carry usageMetadata: promptTokenCount is [CountTokens]
+// of the contents, candidatesTokenCount that of the answer, and
+// thoughtsTokenCount is [ThoughtTokens] when the request asks for thinking
+// (a thinkingConfig with a level or a non-zero budget).
 //
 // Every request is recorded ([Server.Requests]). The text of the last user
 // content of a streamGenerateContent request may carry directives:
@@ -21,7 +34,23 @@
 //     the model calls the function NAME (letters, digits, '_', '.', '-') with
 //     the JSON object as its arguments. NAME must be one the request offers
 //     in tools (see [Request.Tools]); the CLI then runs the tool and sends
-//     its result back in a functionResponse part.
+//     its result back in a functionResponse part;
+//   - [[fail:N:CODE]] answers HTTP CODE, as [[status:CODE]] does, to the
+//     first N requests with this same last user text, and normally after
+//     that (a transient error that a retry gets past);
+//   - [[retry-delay:D]] adds a google.rpc.RetryInfo detail whose retryDelay
+//     is D (a protobuf duration such as "0.05s") to the error answered;
+//   - [[chunks:N]] streams the answer in N events (the answer is cut into N
+//     pieces of about equal size);
+//   - [[stall]] streams the first event, then holds the stream open until
+//     the client goes away, and records the request with Ended set;
+//   - [[finish:REASON]] answers a candidate without content whose
+//     finishReason is REASON (e.g. SAFETY);
+//   - [[block:REASON]] answers no candidate and a promptFeedback whose
+//     blockReason is REASON (e.g. SAFETY);
+//   - [[continuation]] answers with finishReason CONTINUATION and a
+//     continuationToken, as the API does for an answer it will go on with
+//     when asked (a request that carries the token is answered normally).
 //
 // A request whose last content carries functionResponse parts (the results
 // of the function calls the model asked for) is answered with text that
@@ -55,8 +84,10 @@ import (
 // Methods of the Gemini API that the Server answers, as recorded in
 // [Request.Method].
 const (
-	MethodStream   = "streamGenerateContent"
-	MethodGenerate = "generateContent"
+	MethodStream      = "streamGenerateContent"
+	MethodGenerate    = "generateContent"
+	MethodCountTokens = "countTokens"
+	MethodListModels  = "models.list"
 )
 
 // RouterAnswer is the text of every generateContent answer. It satisfies the
@@ -99,6 +130,12 @@ type Request struct {
 	Answer string
 	// Body is the raw request body.
 	Body []byte
+	// GenerationConfig is the request's generationConfig as sent, nil when
+	// it has none.
+	GenerationConfig json.RawMessage
+	// Ended says the client went away before the Server had finished the
+	// answer (a [[stall]]ed or [[sleep]]ing stream it cancelled).
+	Ended bool
 	// Time is when the request arrived.
 	Time time.Time
 }
@@ -124,7 +161,11 @@ type Server struct {
 
 	mu      sync.Mutex
 	reqs    []Request
-	arrived []Request // as they came in, before any answer or delay
+	arrived []Request     // as they came in, before any answer or delay
+	changed chan struct{} // closed and replaced when a request is recorded
+	models  []Model
+	failed  map[string]int // [[fail]] answers given, by last user text
+	key     string         // the API key required, "" for any
 
 	closeOnce sync.Once
 }
@@ -132,7 +173,7 @@ type Server struct {
 // New starts a Server on 127.0.0.1 with a random port. The caller must Close
 // it (in tests: t.Cleanup(s.Close)).
 func New() *Server {
-	s := &Server{}
+	s := &Server{changed: make(chan struct{}), models: DefaultModels(), failed: map[string]int{}}
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -248,7 +289,13 @@ func (s *Server) Home(tb testing.TB, dir string) []string {
 }
 
 var (
-	pathRE   = regexp.MustCompile(`^/v1(?:beta|alpha|)/models/([^/:]+):(streamGenerateContent|generateContent)$`)
+	pathRE   = regexp.MustCompile(`^/v1(?:beta|alpha|)/models/([^/:]+):(streamGenerateContent|generateContent|countTokens)$`)
+	modelsRE = regexp.MustCompile(`^/v1(?:beta|alpha|)/models$`)
+	failRE   = regexp.MustCompile(`\[\[fail:(\d+):(\d{3})\]\]`)
+	delayRE  = regexp.MustCompile(`\[\[retry-delay:([0-9.]+s)\]\]`)
+	chunksRE = regexp.MustCompile(`\[\[chunks:(\d+)\]\]`)
+	finishRE = regexp.MustCompile(`\[\[finish:([A-Z_]+)\]\]`)
+	blockRE  = regexp.MustCompile(`\[\[block:([A-Z_]+)\]\]`)
 	statusRE = regexp.MustCompile(`\[\[status:(\d{3})\]\]`)
 	sleepRE  = regexp.MustCompile(`\[\[sleep:(\d+)\]\]`)
 	callRE   = regexp.MustCompile(`(?s)\[\[call:([A-Za-z0-9_.-]+):(\{.*?\})\]\]`)
@@ -265,8 +312,9 @@ type content struct {
 }
 
 type apiRequest struct {
-	SystemInstruction *content  `json:"systemInstruction"`
-	Contents          []content `json:"contents"`
+	SystemInstruction *content        `json:"systemInstruction"`
+	Contents          []content       `json:"contents"`
+	GenerationConfig  json.RawMessage `json:"generationConfig"`
 	Tools             []struct {
 		FunctionDeclarations []struct {
 			Name string `json:"name"`
@@ -276,13 +324,35 @@ type apiRequest struct {
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := Request{Time: time.Now()}
+	s.mu.Lock()
+	key := s.key
+	s.mu.Unlock()
+	if key != "" && r.Header.Get("X-Goog-Api-Key") != key {
+		// The Gemini API's own answer to a bad key: 400, not 401.
+		rec.Method = r.Method + " " + r.URL.Path
+		s.failWith(w, rec, http.StatusBadRequest, BadKeyMessage, []any{map[string]any{
+			"@type":  "type.googleapis.com/google.rpc.ErrorInfo",
+			"reason": "API_KEY_INVALID",
+			"domain": "googleapis.com",
+		}})
+		return
+	}
+	if r.Method == http.MethodGet && modelsRE.MatchString(r.URL.Path) {
+		s.listModels(w, r, rec)
+		return
+	}
 	m := pathRE.FindStringSubmatch(r.URL.Path)
-	if r.Method != http.MethodPost || m == nil {
+	if m == nil {
 		rec.Method = r.Method + " " + r.URL.Path
 		s.fail(w, rec, http.StatusNotFound, "fakeapi: no such method")
 		return
 	}
 	rec.Model, rec.Method = m[1], m[2]
+	if r.Method != http.MethodPost {
+		rec.Method = r.Method + " " + r.URL.Path
+		s.fail(w, rec, http.StatusNotFound, "fakeapi: no such method")
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	rec.Body = body
 	if err != nil {
@@ -297,6 +367,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if req.SystemInstruction != nil {
 		rec.SystemInstruction = joinParts(req.SystemInstruction.Parts)
 	}
+	rec.GenerationConfig = req.GenerationConfig
 	rec.NumContents = len(req.Contents)
 	for _, t := range req.Tools {
 		for _, fd := range t.FunctionDeclarations {
@@ -321,6 +392,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.arrived = append(s.arrived, rec)
 	s.mu.Unlock()
 
+	if rec.Method == MethodCountTokens {
+		rec.Status = http.StatusOK
+		s.record(rec)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"totalTokens":%d}`, countContents(req.Contents))
+		return
+	}
 	if rec.Method == MethodGenerate {
 		rec.Status, rec.Answer = http.StatusOK, RouterAnswer
 		s.record(rec)
@@ -344,14 +422,63 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		case <-r.Context().Done():
 			t.Stop()
+			rec.Ended = true
 		}
+	}
+	var details []any
+	if dm := delayRE.FindStringSubmatch(rec.LastUserText); dm != nil {
+		details = append(details, map[string]any{
+			"@type":      "type.googleapis.com/google.rpc.RetryInfo",
+			"retryDelay": dm[1],
+		})
 	}
 	if sm := statusRE.FindStringSubmatch(rec.LastUserText); sm != nil {
 		code, _ := strconv.Atoi(sm[1])
 		if code != http.StatusOK {
-			s.fail(w, rec, code, ErrorMessage(code))
+			s.failWith(w, rec, code, ErrorMessage(code), details)
 			return
 		}
+	}
+	if fm := failRE.FindStringSubmatch(rec.LastUserText); fm != nil {
+		n, _ := strconv.Atoi(fm[1])
+		code, _ := strconv.Atoi(fm[2])
+		s.mu.Lock()
+		k := s.failed[rec.LastUserText]
+		if k < n {
+			s.failed[rec.LastUserText] = k + 1
+		}
+		s.mu.Unlock()
+		if k < n {
+			s.failWith(w, rec, code, ErrorMessage(code), details)
+			return
+		}
+	}
+	if bm := blockRE.FindStringSubmatch(rec.LastUserText); bm != nil {
+		rec.Status = http.StatusOK
+		s.record(rec)
+		b, _ := json.Marshal(map[string]any{"promptFeedback": map[string]any{"blockReason": bm[1]}})
+		s.stream(w, b)
+		return
+	}
+	if strings.Contains(rec.LastUserText, "[[continuation]]") && !bytes.Contains(body, []byte(`"continuationToken"`)) {
+		rec.Status = http.StatusOK
+		rec.Answer = Answer(rec.Model, rec.NumContents, rec.SystemInstruction, rec.LastUserText)
+		s.record(rec)
+		b, _ := json.Marshal(map[string]any{"candidates": []any{map[string]any{
+			"content":           map[string]any{"role": "model", "parts": []any{map[string]any{"text": rec.Answer}}},
+			"finishReason":      "CONTINUATION",
+			"continuationToken": "Y29udGludWU=",
+			"index":             0,
+		}}})
+		s.stream(w, b)
+		return
+	}
+	if fm := finishRE.FindStringSubmatch(rec.LastUserText); fm != nil {
+		rec.Status = http.StatusOK
+		s.record(rec)
+		b, _ := json.Marshal(map[string]any{"candidates": []any{map[string]any{"finishReason": fm[1], "index": 0}}})
+		s.stream(w, b)
+		return
 	}
 
 	if cm := callRE.FindStringSubmatch(rec.LastUserText); cm != nil {
@@ -369,24 +496,61 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	rec.Status = http.StatusOK
 	rec.Answer = Answer(rec.Model, rec.NumContents, rec.SystemInstruction, rec.LastUserText)
+	usage := map[string]any{"promptTokenCount": countContents(req.Contents), "candidatesTokenCount": CountTokens(rec.Answer)}
+	if wantsThinking(req.GenerationConfig) {
+		usage["thoughtsTokenCount"] = ThoughtTokens
+	}
+	n := 1
+	if cm := chunksRE.FindStringSubmatch(rec.LastUserText); cm != nil {
+		n, _ = strconv.Atoi(cm[1])
+	}
+	pieces := split(rec.Answer, max(n, 1))
+	if strings.Contains(rec.LastUserText, "[[stall]]") {
+		// The first piece goes out, then nothing until the client leaves.
+		s.stream(w, textJSON(pieces[0], nil))
+		<-r.Context().Done()
+		rec.Ended = true
+		s.record(rec)
+		return
+	}
 	s.record(rec)
-	s.stream(w, responseJSON(rec.Answer))
+	frames := make([][]byte, len(pieces))
+	for i, p := range pieces {
+		var u map[string]any
+		if i == len(pieces)-1 {
+			u = usage
+		}
+		frames[i] = textJSON(p, u)
+	}
+	s.stream(w, frames...)
 }
 
-// stream answers with one server-sent event holding frame.
-func (s *Server) stream(w http.ResponseWriter, frame []byte) {
+// stream answers with one server-sent event per frame, flushing each.
+func (s *Server) stream(w http.ResponseWriter, frames ...[]byte) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "data: %s\n\n", frame)
+	for _, f := range frames {
+		fmt.Fprintf(w, "data: %s\n\n", f)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+	}
 }
 
 // fail records rec and answers with a Google API error.
 func (s *Server) fail(w http.ResponseWriter, rec Request, code int, msg string) {
+	s.failWith(w, rec, code, msg, nil)
+}
+
+// failWith is fail with the error's details.
+func (s *Server) failWith(w http.ResponseWriter, rec Request, code int, msg string, details []any) {
 	rec.Status, rec.Answer = code, msg
 	s.record(rec)
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"code": code, "message": msg, "status": statusName(code),
-	}})
+	e := map[string]any{"code": code, "message": msg, "status": statusName(code)}
+	if details != nil {
+		e["details"] = details
+	}
+	b, _ := json.Marshal(map[string]any{"error": e})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	w.Write(b)
@@ -396,6 +560,8 @@ func (s *Server) record(rec Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reqs = append(s.reqs, rec)
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // responseJSON is a GenerateContentResponse with one candidate saying text.
@@ -407,6 +573,23 @@ func responseJSON(text string) []byte {
 // function.
 func functionCallJSON(fc FunctionCall) []byte {
 	return candidateJSON(map[string]any{"functionCall": fc})
+}
+
+// textJSON is a stream event with one candidate saying text, and usage
+// when not nil.
+func textJSON(text string, usage map[string]any) []byte {
+	m := map[string]any{
+		"candidates": []any{map[string]any{
+			"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}},
+			"index":   0,
+		}},
+	}
+	if usage != nil {
+		m["candidates"].([]any)[0].(map[string]any)["finishReason"] = "STOP"
+		m["usageMetadata"] = usage
+	}
+	b, _ := json.Marshal(m)
+	return b
 }
 
 func candidateJSON(part map[string]any) []byte {

@@ -249,7 +249,8 @@ func TestBadRequests(t *testing.T) {
 		want         int
 	}{
 		{"GET", "/v1beta/models/m:streamGenerateContent", "", 404},
-		{"POST", "/v1beta/models/m:countTokens", "{}", 404},
+		{"POST", "/v1beta/models/m:embedContent", "{}", 404},
+		{"GET", "/v1beta/models/m:countTokens", "", 404},
 		{"POST", "/v1beta/models/m:generateContent", "not json", 400},
 	} {
 		req, _ := http.NewRequest(tc.method, s.URL()+tc.path, strings.NewReader(tc.body))
@@ -262,8 +263,8 @@ func TestBadRequests(t *testing.T) {
 			t.Errorf("%s %s: status %d, want %d", tc.method, tc.path, resp.StatusCode, tc.want)
 		}
 	}
-	if n := len(s.Requests()); n != 3 {
-		t.Errorf("recorded %d requests, want 3", n)
+	if n := len(s.Requests()); n != 4 {
+		t.Errorf("recorded %d requests, want 4", n)
 	}
 }
 

@@ -1,0 +1,562 @@
+// Package api is the backend that talks to the Gemini API itself, through
+// Google's Go SDK (google.golang.org/genai), with no Gemini CLI and no
+// process of any kind: every call is an HTTPS request from this server.
+//
+// The API remembers nothing between calls, so the backend keeps each
+// conversation's turns in a [History] (the session store) and sends the
+// whole conversation with every turn. A turn is recorded only once its
+// answer is complete: a failed or cancelled call leaves the conversation as
+// it was.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+)
+
+// DefaultModel is the model a turn without one runs on. Gemini 2.5 Flash is
+// generally available (its name is stable, unlike a preview's), served on
+// the Gemini API's free tier, fast, and able to think within a budget. If
+// Google retires it, the model list check says so and names its
+// successors.
+const DefaultModel = "gemini-2.5-flash"
+
+// Defaults of Options.
+const (
+	DefaultRetries      = 3
+	DefaultRetryBackoff = time.Second
+	DefaultModelsTTL    = 10 * time.Minute
+	// maxBackoff bounds the wait before one retry when the API names no
+	// delay.
+	maxBackoff = 30 * time.Second
+	// maxRetryWait is the longest delay the API may ask for that is waited
+	// out; a longer one (a daily quota) ends the call with the delay in
+	// its error.
+	maxRetryWait = time.Minute
+)
+
+// progressEvery is the least time between two progress reports while an
+// answer streams in; the first is sent at once.
+const progressEvery = time.Second
+
+// History keeps the turns of the API backend's conversations. The session
+// store implements it (internal/session). A turn is an opaque JSON value
+// to it. Implementations must be safe for concurrent use.
+type History interface {
+	// LoadTurns returns the turns of session id, oldest first; ok is false
+	// when the session has none. An id that is not a lower-case UUID is an
+	// error.
+	LoadTurns(id string) (turns []json.RawMessage, ok bool, err error)
+	// AppendTurn records one more turn of session id, durably, all or
+	// nothing.
+	AppendTurn(id string, turn json.RawMessage) error
+	// DeleteTurns forgets session id.
+	DeleteTurns(id string) error
+}
+
+// Options configure a Backend.
+type Options struct {
+	// Model is the default model; "" means DefaultModel.
+	Model string
+	// Timeout bounds each call, retries included; 0 leaves it to the
+	// caller's context.
+	Timeout time.Duration
+	// MaxOutputBytes caps an answer; 0 means no cap.
+	MaxOutputBytes int
+	// Getenv reads the credentials (see Credentials); nil means os.Getenv.
+	Getenv func(string) string
+	// BaseURL overrides the API's endpoint (also GOOGLE_GEMINI_BASE_URL,
+	// or GOOGLE_VERTEX_BASE_URL for Vertex AI), for proxies and tests.
+	BaseURL string
+	// Retries is how often a 429 or 5xx answer is retried; 0 means
+	// DefaultRetries, a negative number none.
+	Retries int
+	// RetryBackoff is the wait before the first retry when the API names
+	// no delay, doubled for each next one; 0 means DefaultRetryBackoff.
+	RetryBackoff time.Duration
+	// ModelsTTL is how long the model list is trusted; 0 means
+	// DefaultModelsTTL.
+	ModelsTTL time.Duration
+}
+
+// Backend runs turns on the Gemini API. It is safe for concurrent use.
+type Backend struct {
+	client    *genai.Client
+	transport *http.Transport // nil when the SDK made its own
+	creds     creds
+	hist      History
+	log       *slog.Logger
+	model     string
+	timeout   time.Duration
+	maxOut    int
+	retries   int
+	backoff   time.Duration
+	models    *models
+
+	sessions sync.Map // session id → *sync.Mutex: one turn at a time per conversation
+}
+
+// New returns a Backend using the credentials found through
+// opts.Getenv, keeping conversations in hist. It makes no request; see
+// Check. Its error, when there are no credentials, is a *backend.Error of
+// KindAuth that says what to set.
+func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
+	if hist == nil {
+		return nil, errors.New("api backend: no history store")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := readCreds(opts.Getenv)
+	if !c.ok {
+		return nil, newError(backend.KindAuth, nil, "no credentials for the Gemini API: %s. %s", c.what, CredentialsHelp)
+	}
+	cc := c.clientConfig(opts.BaseURL)
+	var transport *http.Transport
+	if c.key != "" {
+		// With a key, the SDK only adds a header: our own transport lets
+		// Close drop its idle connections. Vertex AI with Application
+		// Default Credentials keeps the SDK's, which signs the requests.
+		transport = http.DefaultTransport.(*http.Transport).Clone()
+		cc.HTTPClient = &http.Client{Transport: transport}
+	}
+	client, err := genai.NewClient(context.Background(), cc)
+	if err != nil {
+		return nil, newError(backend.KindAuth, err, "the Gemini API client could not be set up with %s: %v. %s",
+			c.what, err, CredentialsHelp)
+	}
+	b := &Backend{
+		client:    client,
+		transport: transport,
+		creds:     c,
+		hist:      hist,
+		log:       log,
+		model:     shortName(opts.Model),
+		timeout:   opts.Timeout,
+		maxOut:    opts.MaxOutputBytes,
+		retries:   opts.Retries,
+		backoff:   opts.RetryBackoff,
+	}
+	if b.model == "" {
+		b.model = DefaultModel
+	}
+	if b.retries == 0 {
+		b.retries = DefaultRetries
+	}
+	if b.retries < 0 {
+		b.retries = 0
+	}
+	if b.backoff <= 0 {
+		b.backoff = DefaultRetryBackoff
+	}
+	ttl := opts.ModelsTTL
+	if ttl <= 0 {
+		ttl = DefaultModelsTTL
+	}
+	b.models = &models{ttl: ttl, list: b.listModels}
+	return b, nil
+}
+
+// Name is "api".
+func (b *Backend) Name() string { return "api" }
+
+// Close closes the idle connections to the API. The backend keeps no
+// process and no goroutine of its own between calls.
+func (b *Backend) Close() {
+	if b.transport != nil {
+		b.transport.CloseIdleConnections()
+	}
+}
+
+// Credentials returns what Credentials said when the Backend was made.
+func (b *Backend) Credentials() string { return b.creds.what }
+
+func (b *Backend) listModels(ctx context.Context) (out []*genai.Model, err error) {
+	defer func() {
+		// The SDK panics on some malformed lists (v1.77.0: "models": null);
+		// a proxy's odd answer must not bring the server down.
+		if v := recover(); v != nil {
+			out, err = nil, fmt.Errorf("the model list could not be read: %v", v)
+		}
+	}()
+	for m, err := range b.client.Models.All(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Check makes one cheap request, listing the models, to see that the
+// credentials work and that the default model is served. Doctor uses it.
+func (b *Backend) Check(ctx context.Context) error {
+	_, found, known, err := b.models.lookup(ctx, b.model)
+	if err != nil {
+		return b.classify(ctx, ctx, err, b.model)
+	}
+	if known && !found {
+		e := b.unknownModel(b.model)
+		e.Reason = "the default " + e.Reason
+		return e
+	}
+	return nil
+}
+
+// turnRecord is one turn as History keeps it.
+type turnRecord struct {
+	User  *genai.Content `json:"user"`
+	Model *genai.Content `json:"model"`
+	// ModelName is the model that answered.
+	ModelName string         `json:"modelName,omitempty"`
+	Time      time.Time      `json:"time"`
+	Usage     *backend.Usage `json:"usage,omitempty"`
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// newSessionID returns a random (version 4) UUID, in lower case.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// lockSession serialises the turns of one conversation in this process,
+// so that two concurrent replies do not both build on the same history.
+func (b *Backend) lockSession(id string) func() {
+	mu, _ := b.sessions.LoadOrStore(id, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
+// loadHistory returns the contents of session id so far.
+func (b *Backend) loadHistory(id string) ([]*genai.Content, error) {
+	raws, ok, err := b.hist.LoadTurns(id)
+	if err != nil {
+		return nil, newError(backend.KindSession, err, "session %s could not be read: %v", id, err)
+	}
+	if !ok {
+		return nil, newError(backend.KindSession, nil, "no API conversation has id %s: it was never "+
+			"started here, or it was started on another backend; start a new one with chat", id)
+	}
+	contents := make([]*genai.Content, 0, 2*len(raws)+1)
+	for i, raw := range raws {
+		var tr turnRecord
+		if err := json.Unmarshal(raw, &tr); err != nil || tr.User == nil || tr.Model == nil {
+			return nil, newError(backend.KindSession, err, "session %s is damaged at turn %d; start a new one with chat", id, i+1)
+		}
+		contents = append(contents, tr.User, tr.Model)
+	}
+	return contents, nil
+}
+
+// Run runs one turn: it checks the model, loads the conversation, refuses
+// one that no longer fits the model's input, streams the answer (retrying
+// a busy or failing API) and records the turn.
+func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, error) {
+	parent := ctx
+	if b.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.timeout)
+		defer cancel()
+	}
+	obs := t.Observer
+	if obs == nil {
+		obs = nopObserver{}
+	}
+
+	id, fresh := strings.ToLower(t.Session), t.Session == ""
+	if fresh {
+		id = newSessionID()
+	} else if !uuidRE.MatchString(id) {
+		return nil, newError(backend.KindSession, nil, "the API backend continues a conversation by the "+
+			"session id chat returned (a UUID), not %q; \"latest\" and indexes are for the Gemini CLI backends", t.Session)
+	}
+	unlock := b.lockSession(id)
+	defer unlock()
+
+	var contents []*genai.Content
+	if !fresh {
+		var err error
+		if contents, err = b.loadHistory(id); err != nil {
+			return nil, err
+		}
+	}
+	user := genai.NewContentFromText(t.Prompt, genai.RoleUser)
+	contents = append(contents, user)
+
+	model := shortName(t.Model)
+	if model == "" {
+		model = b.model
+	}
+	mi, found, known, err := b.models.lookup(ctx, model)
+	if err != nil {
+		if be := b.classify(parent, ctx, err, model); be.Kind != backend.KindFailed && be.Kind != backend.KindAPI {
+			return nil, be
+		}
+		b.log.Warn("gemini api: the model list could not be had; the model name goes unchecked", "err", err)
+	}
+	if known && !found {
+		return nil, b.unknownModel(model)
+	}
+	if known && !mi.generates {
+		return nil, newError(backend.KindInput, nil, "model %q does not generate content (it is not a chat model); "+
+			"leave model out for the default (%s)", model, b.model)
+	}
+
+	cfg := &genai.GenerateContentConfig{
+		// The SDK would otherwise resend a truncated answer's request with
+		// a continuation token, each billed, beyond our timeout's view.
+		AutomaticContinuation: genai.Ptr(false),
+	}
+	if t.SystemPrompt != "" {
+		cfg.SystemInstruction = genai.NewContentFromText(t.SystemPrompt, genai.RoleUser)
+	}
+	if t.Temperature != nil {
+		cfg.Temperature = genai.Ptr(float32(*t.Temperature))
+	}
+	var notApplied []string
+	if t.ThinkingMode != "" {
+		tc, note, err := thinkingConfig(t.ThinkingMode, model, mi, known)
+		if err != nil {
+			return nil, newError(backend.KindInput, nil, "%v", err)
+		}
+		cfg.ThinkingConfig = tc
+		if note != "" {
+			notApplied = append(notApplied, note)
+		}
+	}
+
+	if known && mi.inputLimit > 0 {
+		if err := b.checkFits(parent, ctx, model, mi.inputLimit, cfg.SystemInstruction, contents); err != nil {
+			return nil, err
+		}
+	}
+
+	obs.Started()
+	res, err := b.streamWithRetries(parent, ctx, model, contents, cfg, obs)
+	if err != nil {
+		return nil, err
+	}
+
+	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: notApplied, Via: "api"}
+	rec, err := json.Marshal(turnRecord{
+		User:      user,
+		Model:     genai.NewContentFromText(res.text, genai.RoleModel),
+		ModelName: model,
+		Time:      time.Now().UTC(),
+		Usage:     res.usage,
+	})
+	if err == nil {
+		err = b.hist.AppendTurn(id, rec)
+	}
+	if err != nil {
+		b.log.Error("gemini api: the turn could not be recorded", "session", id, "err", err)
+		ans.NotApplied = append(ans.NotApplied, "session: this turn could not be saved ("+err.Error()+"), so it cannot be continued")
+		if fresh {
+			ans.SessionID = ""
+		}
+	}
+	return ans, nil
+}
+
+// classify turns any error of a call into the *backend.Error the tools
+// show. parent is the caller's context, ctx the call's.
+func (b *Backend) classify(parent, ctx context.Context, err error, model string) *backend.Error {
+	var be *backend.Error
+	if errors.As(err, &be) {
+		return be
+	}
+	if ctx.Err() != nil {
+		return contextError(parent, b.timeout)
+	}
+	if e, ok := asAPIError(err); ok {
+		return b.apiError(ctx, e, model)
+	}
+	return newError(backend.KindFailed, err, "the Gemini API could not be reached (%v); check the network, "+
+		"and GOOGLE_GEMINI_BASE_URL if set", err)
+}
+
+// checkFits refuses a conversation the model cannot take in. Counting
+// tokens is a request of its own, so it is made only when the
+// conversation could be too long: a token is at least one byte, so text
+// shorter than the limit in bytes fits.
+func (b *Backend) checkFits(parent, ctx context.Context, model string, limit int, system *genai.Content, contents []*genai.Content) error {
+	all := contents
+	if system != nil {
+		// The Gemini API counts no system instruction of its own; as the
+		// model reads it, it counts as one more content.
+		all = append([]*genai.Content{system}, contents...)
+	}
+	size := 0
+	for _, c := range all {
+		size += 8 // the role and framing of each content
+		for _, p := range c.Parts {
+			size += len(p.Text)
+		}
+	}
+	if size < limit {
+		return nil
+	}
+	res, err := b.client.Models.CountTokens(ctx, model, all, nil)
+	if err != nil {
+		be := b.classify(parent, ctx, err, model)
+		if be.Kind == backend.KindCancelled || be.Kind == backend.KindTimeout || be.Kind == backend.KindAuth {
+			return be
+		}
+		b.log.Warn("gemini api: tokens could not be counted; sending unchecked", "err", err)
+		return nil
+	}
+	if n := int(res.TotalTokens); n > limit {
+		return newError(backend.KindInput, nil, "this conversation is %d tokens with the new prompt, more than "+
+			"the %d tokens model %s takes in; start a new conversation with chat (summarise this one in its "+
+			"prompt if needed), or use a model with a larger input", n, limit, model)
+	}
+	return nil
+}
+
+type streamResult struct {
+	text  string
+	usage *backend.Usage
+}
+
+// streamWithRetries streams the answer, trying again after a 429 or 5xx
+// that came before any of the answer did, as long as the call's time
+// allows.
+func (b *Backend) streamWithRetries(parent, ctx context.Context, model string, contents []*genai.Content, cfg *genai.GenerateContentConfig, obs backend.Observer) (*streamResult, error) {
+	backoff := b.backoff
+	for attempt := 0; ; attempt++ {
+		res, received, err := b.stream(ctx, model, contents, cfg, obs)
+		if err == nil {
+			return res, nil
+		}
+		var be *backend.Error
+		if errors.As(err, &be) {
+			return nil, be
+		}
+		if ctx.Err() != nil {
+			return nil, contextError(parent, b.timeout)
+		}
+		e, ok := asAPIError(err)
+		if !ok || !retryable(e.Code) || received || attempt >= b.retries {
+			return nil, b.classify(parent, ctx, err, model)
+		}
+		wait, asked := retryDelay(e)
+		if !asked {
+			wait = backoff
+			backoff = min(2*backoff, maxBackoff)
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait || wait > maxRetryWait {
+			// Waiting would outlast the call: say so now, with the delay.
+			return nil, b.classify(parent, ctx, err, model)
+		}
+		b.log.Info("gemini api: retrying", "status", e.Code, "wait", wait, "attempt", attempt+1)
+		obs.Activity(fmt.Sprintf("the Gemini API answered %d; retrying in %s", e.Code, wait.Round(time.Millisecond)))
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, contextError(parent, b.timeout)
+		}
+	}
+}
+
+// stream makes one streaming request. received says whether any of the
+// answer arrived, after which a failure is not retried.
+func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Content, cfg *genai.GenerateContentConfig, obs backend.Observer) (res *streamResult, received bool, err error) {
+	// Leaving the loop early (the output cap) must end the request at once.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var text strings.Builder
+	var usage *genai.GenerateContentResponseUsageMetadata
+	var finish genai.FinishReason
+	var lastReport time.Time
+	for chunk, err := range b.client.Models.GenerateContentStream(ctx, model, contents, cfg) {
+		if err != nil {
+			return nil, received, err
+		}
+		if chunk == nil {
+			continue
+		}
+		if pf := chunk.PromptFeedback; pf != nil && pf.BlockReason != "" {
+			return nil, received, newError(backend.KindInput, nil, "the Gemini API blocked the prompt (%s); "+
+				"rephrase it, or start a new conversation if earlier turns are the cause", pf.BlockReason)
+		}
+		if chunk.UsageMetadata != nil {
+			usage = chunk.UsageMetadata
+		}
+		if len(chunk.Candidates) == 0 || chunk.Candidates[0] == nil {
+			continue
+		}
+		c := chunk.Candidates[0]
+		if c.FinishReason != "" {
+			finish = c.FinishReason
+		}
+		if c.Content != nil {
+			for _, p := range c.Content.Parts {
+				if p == nil || p.Thought || p.Text == "" {
+					continue
+				}
+				received = true
+				text.WriteString(p.Text)
+			}
+		}
+		if b.maxOut > 0 && text.Len() > b.maxOut {
+			return nil, received, newError(backend.KindOutputTooBig, nil, "the answer grew past %d bytes, "+
+				"this server's cap, and was stopped; ask for a shorter answer", b.maxOut)
+		}
+		if received && time.Since(lastReport) >= progressEvery {
+			lastReport = time.Now()
+			obs.Activity(fmt.Sprintf("receiving the answer: %d characters", text.Len()))
+		}
+	}
+	switch finish {
+	case genai.FinishReasonSafety, genai.FinishReasonProhibitedContent, genai.FinishReasonBlocklist,
+		genai.FinishReasonSPII, genai.FinishReasonImageSafety:
+		return nil, received, newError(backend.KindEmpty, nil, "the Gemini API stopped the answer for safety "+
+			"(finish reason %s); rephrase the prompt", finish)
+	case genai.FinishReasonRecitation:
+		return nil, received, newError(backend.KindEmpty, nil, "the Gemini API stopped the answer because it "+
+			"recited existing material (finish reason RECITATION); ask for it in other words")
+	}
+	if text.Len() == 0 {
+		reason := string(finish)
+		if reason == "" {
+			reason = "none"
+		}
+		return nil, received, newError(backend.KindEmpty, nil, "the Gemini API answered no text (finish reason %s); try again", reason)
+	}
+	res = &streamResult{text: text.String()}
+	if usage != nil {
+		res.usage = &backend.Usage{
+			PromptTokens:   int(usage.PromptTokenCount),
+			OutputTokens:   int(usage.CandidatesTokenCount),
+			ThinkingTokens: int(usage.ThoughtsTokenCount),
+		}
+	}
+	return res, received, nil
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Queued(int)      {}
+func (nopObserver) Started()        {}
+func (nopObserver) Activity(string) {}

@@ -1,0 +1,139 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+)
+
+func newError(kind backend.Kind, cause error, format string, args ...any) *backend.Error {
+	return &backend.Error{Kind: kind, Reason: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// asAPIError finds the API's error in err; the SDK returns it by value.
+func asAPIError(err error) (genai.APIError, bool) {
+	var v genai.APIError
+	if errors.As(err, &v) {
+		return v, true
+	}
+	var p *genai.APIError
+	if errors.As(err, &p) && p != nil {
+		return *p, true
+	}
+	return genai.APIError{}, false
+}
+
+// retryable says whether a status is worth another try: the API is busy,
+// over quota or failing for a moment. 400, 401, 403 and 404 never get
+// better by asking again.
+func retryable(code int) bool {
+	return code == 408 || code == 429 || code >= 500 && code <= 599
+}
+
+// retryDelay is the delay the API asks for in its google.rpc.RetryInfo
+// detail, if any.
+func retryDelay(e genai.APIError) (time.Duration, bool) {
+	for _, d := range e.Details {
+		t, _ := d["@type"].(string)
+		if !strings.HasSuffix(t, "google.rpc.RetryInfo") {
+			continue
+		}
+		s, _ := d["retryDelay"].(string)
+		if v, err := time.ParseDuration(s); err == nil && v >= 0 {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// isAuth says whether the API refused the credentials. The Gemini API
+// answers a bad key with 400 API_KEY_INVALID rather than 401.
+func isAuth(e genai.APIError) bool {
+	if e.Code == 401 || e.Code == 403 {
+		return true
+	}
+	if e.Code != 400 {
+		return false
+	}
+	if strings.Contains(e.Message, "API key") || strings.Contains(e.Message, "API_KEY") {
+		return true
+	}
+	for _, d := range e.Details {
+		if r, _ := d["reason"].(string); strings.HasPrefix(r, "API_KEY") {
+			return true
+		}
+	}
+	return false
+}
+
+// apiError turns the API's error into the one the tools show.
+func (b *Backend) apiError(ctx context.Context, e genai.APIError, model string) *backend.Error {
+	status := e.Status
+	if status == "" {
+		status = "error"
+	}
+	said := fmt.Sprintf("%d %s: %s", e.Code, status, strings.TrimSpace(e.Message))
+	switch {
+	case isAuth(e):
+		be := newError(backend.KindAuth, e, "the Gemini API refused the credentials (%s; using %s). %s",
+			said, b.creds.what, CredentialsHelp)
+		be.Status = e.Code
+		return be
+	case e.Code == 429:
+		wait := "wait a minute and try again"
+		if d, ok := retryDelay(e); ok {
+			wait = fmt.Sprintf("the API asks to wait %s before retrying", d.Round(time.Millisecond))
+		}
+		be := newError(backend.KindAPI, e, "the Gemini API's quota or rate limit is exhausted (%s); %s, "+
+			"or use a key or project with a higher quota (https://ai.google.dev/gemini-api/docs/rate-limits)", said, wait)
+		be.Status = 429
+		return be
+	case e.Code == 404:
+		b.models.forget()
+		reason := fmt.Sprintf("the Gemini API does not know model %q (%s)", model, said)
+		if _, found, known, _ := b.models.lookup(ctx, model); known && !found {
+			reason = b.unknownModel(model).Reason + " (the API said " + said + ")"
+		}
+		be := newError(backend.KindAPI, e, "%s", reason)
+		be.Status = 404
+		return be
+	case e.Code >= 500:
+		be := newError(backend.KindAPI, e, "the Gemini API failed (%s) and kept failing on retry; try again later", said)
+		be.Status = e.Code
+		return be
+	}
+	be := newError(backend.KindAPI, e, "the Gemini API refused the request (%s)", said)
+	be.Status = e.Code
+	return be
+}
+
+// unknownModel is the error for a model name the API does not list.
+func (b *Backend) unknownModel(model string) *backend.Error {
+	if matches := b.models.closeMatches(model); len(matches) > 0 {
+		return newError(backend.KindInput, nil, "model %q is not in the Gemini API's model list; did you mean %s?",
+			model, strings.Join(matches, ", "))
+	}
+	return newError(backend.KindInput, nil, "model %q is not in the Gemini API's model list, nor is any like it; "+
+		"leave model out for the default (%s)", model, b.model)
+}
+
+// contextError is the error for a call whose context ended: parent is
+// the caller's context, the call ran under a timeout of limit.
+func contextError(parent context.Context, limit time.Duration) *backend.Error {
+	if errors.Is(parent.Err(), context.Canceled) {
+		return newError(backend.KindCancelled, context.Canceled, "the call was cancelled before Gemini answered")
+	}
+	if parent.Err() == nil && limit > 0 {
+		return newError(backend.KindTimeout, context.DeadlineExceeded,
+			"the Gemini API did not answer within %s, the server's limit per call; "+
+				"ask for less at once, or raise the limit", limit)
+	}
+	return newError(backend.KindTimeout, context.DeadlineExceeded,
+		"the Gemini API did not answer before the caller's deadline")
+}

@@ -1,0 +1,168 @@
+package api
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/genai"
+)
+
+// modelInfo is what the model list says of one model.
+type modelInfo struct {
+	name       string // without "models/" or "publishers/google/models/"
+	inputLimit int    // tokens; 0 when the list does not say
+	thinking   bool
+	generates  bool // offers generateContent (or does not say)
+}
+
+// models caches the API's model list, so that a model name is checked
+// against what the API serves today rather than a catalogue compiled in.
+type models struct {
+	list func(ctx context.Context) ([]*genai.Model, error)
+	ttl  time.Duration
+
+	mu      sync.Mutex // held while fetching, so that one caller fetches for all
+	fetched time.Time  // zero when never fetched successfully
+	byName  map[string]modelInfo
+}
+
+// minMissRefresh is how old the list must be before a name missing from it
+// fetches it again: a model published minutes ago is found, while a caller
+// repeating a misspelt name does not list the models on every call.
+const minMissRefresh = 30 * time.Second
+
+// shortName drops the resource prefix of a model name.
+func shortName(name string) string {
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+// refresh fetches the list. The caller holds m.mu.
+func (m *models) refresh(ctx context.Context) error {
+	list, err := m.list(ctx)
+	if err != nil {
+		return err
+	}
+	by := make(map[string]modelInfo, len(list))
+	for _, md := range list {
+		if md == nil || md.Name == "" {
+			continue
+		}
+		mi := modelInfo{
+			name:       shortName(md.Name),
+			inputLimit: int(md.InputTokenLimit),
+			thinking:   md.Thinking,
+			generates:  len(md.SupportedActions) == 0 || slices.Contains(md.SupportedActions, "generateContent"),
+		}
+		by[mi.name] = mi
+	}
+	m.byName, m.fetched = by, time.Now()
+	return nil
+}
+
+// lookup returns what the list says of name. found is false when the list
+// does not hold it; known is false when no list could be had (err says
+// why), and the caller goes on unchecked.
+func (m *models) lookup(ctx context.Context, name string) (mi modelInfo, found, known bool, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	age := time.Since(m.fetched)
+	if m.fetched.IsZero() || age > m.ttl {
+		if err := m.refresh(ctx); err != nil {
+			if m.fetched.IsZero() {
+				return modelInfo{}, false, false, err
+			}
+			// A stale list is better than none.
+		}
+	}
+	if len(m.byName) == 0 {
+		// An empty list (an endpoint or proxy that lists nothing) says
+		// nothing about which models exist.
+		return modelInfo{}, false, false, nil
+	}
+	if mi, ok := m.byName[name]; ok {
+		return mi, true, true, nil
+	}
+	if time.Since(m.fetched) > minMissRefresh {
+		if err := m.refresh(ctx); err != nil {
+			return modelInfo{}, false, false, err
+		}
+		if mi, ok := m.byName[name]; ok {
+			return mi, true, true, nil
+		}
+	}
+	return modelInfo{}, false, true, nil
+}
+
+// forget marks the list stale, after the API said a model it listed is not
+// found.
+func (m *models) forget() {
+	m.mu.Lock()
+	m.fetched = time.Time{}
+	m.mu.Unlock()
+}
+
+// closeMatches returns up to five names from the list that look like name:
+// within a small edit distance, or sharing a prefix with it, closest
+// first.
+func (m *models) closeMatches(name string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	limit := max(2, len(name)/4)
+	for n, mi := range m.byName {
+		if !mi.generates {
+			continue
+		}
+		d := editDistance(name, n)
+		if d <= limit || len(name) >= 6 && (strings.HasPrefix(n, name) || strings.HasPrefix(name, n)) {
+			cs = append(cs, cand{n, d})
+		}
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].d != cs[j].d {
+			return cs[i].d < cs[j].d
+		}
+		return cs[i].name < cs[j].name
+	})
+	out := make([]string, 0, 5)
+	for _, c := range cs {
+		if len(out) == 5 {
+			break
+		}
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes
+// (model names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

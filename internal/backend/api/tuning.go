@@ -1,0 +1,70 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/genai"
+)
+
+// Thinking budgets, in tokens, for the models that take a budget (Gemini
+// 2.5), by thinking mode. They follow seed 002's ladder, capped at 32K
+// tokens: minimal 128, low 2048, medium 8192, high 16384, max 32768.
+var thinkingBudgets = map[string]int32{
+	"minimal": 128,
+	"low":     2048,
+	"medium":  8192,
+	"high":    16384,
+	"max":     32768,
+}
+
+// The API refuses budgets outside a model's range. Gemini 2.5 Pro takes
+// 128–32768; the Flash models stop at 24576, and Flash-Lite starts at 512.
+const (
+	flashMaxBudget     = 24576
+	flashLiteMinBudget = 512
+)
+
+// ThinkingModes are the values Turn.ThinkingMode may take besides "".
+var ThinkingModes = []string{"minimal", "low", "medium", "high", "max"}
+
+// thinkingConfig maps a thinking mode onto model's thinking configuration:
+// a level for Gemini 3 models, a budget for the others. note says what was
+// changed to fit the model, or why nothing could be applied (tc nil).
+func thinkingConfig(mode, model string, mi modelInfo, known bool) (tc *genai.ThinkingConfig, note string, err error) {
+	budget, ok := thinkingBudgets[mode]
+	if !ok {
+		return nil, "", fmt.Errorf("thinking_mode %q is not one of %s", mode, strings.Join(ThinkingModes, ", "))
+	}
+	if known && !mi.thinking {
+		return nil, fmt.Sprintf("thinking_mode: model %s does not think (the API's model list says so)", model), nil
+	}
+	if strings.HasPrefix(model, "gemini-3") {
+		// Gemini 3 takes levels. Its Pro models know only LOW and HIGH.
+		level := map[string]genai.ThinkingLevel{
+			"minimal": genai.ThinkingLevelMinimal,
+			"low":     genai.ThinkingLevelLow,
+			"medium":  genai.ThinkingLevelMedium,
+			"high":    genai.ThinkingLevelHigh,
+			"max":     genai.ThinkingLevelHigh,
+		}[mode]
+		if strings.Contains(model, "-pro") {
+			switch level {
+			case genai.ThinkingLevelMinimal:
+				level, note = genai.ThinkingLevelLow, "thinking_mode: minimal sent as LOW, the least "+model+" takes"
+			case genai.ThinkingLevelMedium:
+				level, note = genai.ThinkingLevelHigh, "thinking_mode: medium sent as HIGH, as "+model+" takes only LOW and HIGH"
+			}
+		}
+		return &genai.ThinkingConfig{ThinkingLevel: level}, note, nil
+	}
+	switch {
+	case strings.Contains(model, "flash-lite") && budget < flashLiteMinBudget:
+		note = fmt.Sprintf("thinking_mode: %s sent as a budget of %d tokens, the least %s takes", mode, flashLiteMinBudget, model)
+		budget = flashLiteMinBudget
+	case strings.Contains(model, "flash") && budget > flashMaxBudget:
+		note = fmt.Sprintf("thinking_mode: %s sent as a budget of %d tokens, the most %s takes", mode, flashMaxBudget, model)
+		budget = flashMaxBudget
+	}
+	return &genai.ThinkingConfig{ThinkingBudget: genai.Ptr(budget)}, note, nil
+}
