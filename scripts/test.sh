@@ -83,6 +83,10 @@ for os in linux darwin windows; do
 	GOOS=$os GOARCH=amd64 go vet ./...
 	echo "$os ok"
 done
+# The CLI-only build, without the Gemini API backend's SDK.
+go build -tags noapi -o /dev/null ./cmd/gemini-mcp-server
+go vet -tags noapi ./internal/app/
+echo "noapi ok"
 
 say "Tests (race detector; fuzz seed corpora included)"
 # GODEBUG=execwait=2 makes the runtime report a started process that is

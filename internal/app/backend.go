@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/apicreds"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -93,54 +92,19 @@ func chooseBackend(cfg *config.Config, getenv func(string) string) (choice, erro
 	default:
 		return c, fmt.Errorf("--backend auto found no way to reach Gemini. "+
 			"For the Gemini CLI backends: %v "+
-			"For the Gemini API backend (no Node needed): set GEMINI_API_KEY (or GOOGLE_API_KEY), "+
-			"or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION and Application Default Credentials (gcloud auth application-default login)", c.cliErr)
+			"For the Gemini API backend (no Node needed): %s", c.cliErr, apicreds.CredentialsHelp)
 	}
 	return c, nil
 }
 
-// apiCredentials lists the Gemini API or Vertex AI credentials set in the
-// environment, as the API backend would use them. Vertex AI needs a
-// project and a location; its identity comes from Application Default
-// Credentials, which may also come from a cloud machine's metadata server,
-// so a missing credentials file is noted, not refused.
+// apiCredentials names the Gemini API or Vertex AI credentials the API
+// backend would use, read from the environment alone; none when they are
+// missing or incomplete.
 func apiCredentials(getenv func(string) string) []string {
-	var found []string
-	for _, k := range []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"} {
-		if getenv(k) != "" {
-			found = append(found, k)
-		}
+	if c := apicreds.Read(getenv); c.OK {
+		return []string{c.What}
 	}
-	if v := strings.ToLower(getenv("GOOGLE_GENAI_USE_VERTEXAI")); (v == "true" || v == "1") && getenv("GOOGLE_CLOUD_PROJECT") != "" && getenv("GOOGLE_CLOUD_LOCATION") != "" {
-		adc := "Application Default Credentials from the metadata server, if any"
-		if f := adcFile(getenv); f != "" {
-			adc = "Application Default Credentials in " + f
-		}
-		found = append(found, "Vertex AI (GOOGLE_GENAI_USE_VERTEXAI with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION; "+adc+")")
-	}
-	return found
-}
-
-// adcFile is the Application Default Credentials file that exists: the
-// one GOOGLE_APPLICATION_CREDENTIALS names, or gcloud's well-known one; ""
-// when neither does.
-func adcFile(getenv func(string) string) string {
-	if f := getenv("GOOGLE_APPLICATION_CREDENTIALS"); f != "" {
-		return f
-	}
-	dir := getenv("CLOUDSDK_CONFIG")
-	if dir == "" {
-		if runtime.GOOS == "windows" {
-			dir = filepath.Join(getenv("APPDATA"), "gcloud")
-		} else {
-			dir = filepath.Join(getenv("HOME"), ".config", "gcloud")
-		}
-	}
-	f := filepath.Join(dir, "application_default_credentials.json")
-	if _, err := os.Stat(f); err != nil {
-		return ""
-	}
-	return f
+	return nil
 }
 
 // cliOptions is the configuration of the CLI backends.

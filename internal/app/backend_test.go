@@ -13,6 +13,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -46,7 +47,11 @@ func parse(t *testing.T, args ...string) *config.Config {
 // taken as named.
 func TestChooseBackend(t *testing.T) {
 	withGemini, without := pathWithGemini(t), t.TempDir()
-	vertex := map[string]string{"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "us-central1"}
+	adc := filepath.Join(t.TempDir(), "adc.json")
+	if err := os.WriteFile(adc, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vertex := map[string]string{"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "us-central1", "GOOGLE_APPLICATION_CREDENTIALS": adc}
 	cases := []struct {
 		name    string
 		backend string
@@ -60,12 +65,12 @@ func TestChooseBackend(t *testing.T) {
 		{"a Gemini API key", "auto", without, map[string]string{"GEMINI_API_KEY": "k"}, "api", "GEMINI_API_KEY"},
 		{"a Google API key", "auto", without, map[string]string{"GOOGLE_API_KEY": "k"}, "api", "GOOGLE_API_KEY"},
 		{"Vertex AI", "auto", without, vertex, "api", "Vertex AI"},
-		{"Vertex AI without a location", "auto", without, map[string]string{"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p"}, "", "GOOGLE_CLOUD_LOCATION"},
+		{"Vertex AI without credentials", "auto", without, map[string]string{"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "l", "HOME": without}, "", "Application Default Credentials"},
 		{"a project without Vertex AI", "auto", without, map[string]string{"GOOGLE_GENAI_USE_VERTEXAI": "false", "GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "l"}, "", "GEMINI_API_KEY"},
 		{"nothing", "auto", without, nil, "", "npm install -g @google/gemini-cli"},
 		{"oneshot named", "oneshot", without, nil, "oneshot", "--backend oneshot"},
 		{"warm named", "warm", withGemini, nil, "warm", "--backend warm"},
-		{"api named", "api", withGemini, map[string]string{"GEMINI_API_KEY": "k"}, "api", "--backend api; credentials: GEMINI_API_KEY"},
+		{"api named", "api", withGemini, map[string]string{"GEMINI_API_KEY": "k"}, "api", "--backend api; credentials: Gemini API key from GEMINI_API_KEY"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -134,7 +139,11 @@ func TestDoctorReportsBackend(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	saved := newAPIBackend
 	t.Cleanup(func() { newAPIBackend = saved })
-	env := map[string]string{"GEMINI_API_KEY": "k", "HOME": t.TempDir()}
+	// doctor's one request goes to a fake Gemini API that wants key k.
+	fake := fakeapi.New()
+	t.Cleanup(fake.Close)
+	fake.RequireKey("k")
+	env := map[string]string{"GEMINI_API_KEY": "k", "HOME": t.TempDir(), "GOOGLE_GEMINI_BASE_URL": fake.URL()}
 	getenv := func(k string) string { return env[k] }
 	cfg := parse(t, "--state-dir", t.TempDir(), "--cwd", t.TempDir())
 	doctor := func() (int, string) {
@@ -144,14 +153,20 @@ func TestDoctorReportsBackend(t *testing.T) {
 	}
 
 	newAPIBackend = nil
-	if code, out := doctor(); code != 1 || !strings.Contains(out, "FAIL  backend: api (auto: no Gemini CLI was found, and API credentials are set: GEMINI_API_KEY): the API backend is not available in this build") {
+	if code, out := doctor(); code != 1 || !strings.Contains(out, "FAIL  backend: api (auto: no Gemini CLI was found, and API credentials are set: Gemini API key from GEMINI_API_KEY, endpoint "+fake.URL()+"): the API backend is not available in this build") {
 		t.Fatalf("without the API backend: exit %d\n%s", code, out)
 	}
 	newAPIBackend = func(*config.Config, *session.Store, *slog.Logger) (backend.Backend, error) { return &stubAPI{}, nil }
 	code, out := doctor()
-	if code != 0 || !strings.Contains(out, "ok    backend: api (auto: no Gemini CLI was found, and API credentials are set: GEMINI_API_KEY)") || strings.Contains(out, "gemini CLI") {
+	if code != 0 || !strings.Contains(out, "ok    backend: api (auto: no Gemini CLI was found, and API credentials are set: Gemini API key from GEMINI_API_KEY") ||
+		!strings.Contains(out, "ok    the Gemini API accepts the credentials") || strings.Contains(out, "gemini CLI") {
 		t.Fatalf("with the API backend: exit %d\n%s", code, out)
 	}
+	env["GEMINI_API_KEY"] = "wrong"
+	if code, out := doctor(); code != 1 || !strings.Contains(out, "FAIL  the Gemini API refused the credentials") {
+		t.Fatalf("with a wrong key: exit %d\n%s", code, out)
+	}
+	env["GEMINI_API_KEY"] = "k"
 	delete(env, "GEMINI_API_KEY")
 	if code, out := doctor(); code != 1 || !strings.Contains(out, "FAIL  backend: --backend auto found no way to reach Gemini") {
 		t.Fatalf("with nothing: exit %d\n%s", code, out)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/apicreds"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -83,8 +84,7 @@ func checkBackend(ctx context.Context, r *report, cfg *config.Config, getenv fun
 	case newAPIBackend == nil:
 		r.fail("backend: api (%s): %v", c.why, errNoAPIBackend)
 	case len(c.creds) == 0:
-		r.fail("backend: api, but no API credentials are set: set GEMINI_API_KEY (or GOOGLE_API_KEY), " +
-			"or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION and Application Default Credentials")
+		r.fail("backend: api, but %s. %s", apicreds.Read(getenv).What, apicreds.CredentialsHelp)
 	default:
 		r.ok("backend: api (%s)", c.why)
 		if checkAPICredentials != nil {

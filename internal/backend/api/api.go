@@ -25,6 +25,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/apicreds"
 )
 
 // DefaultModel is the model a turn without one runs on. Gemini 2.5 Flash is
@@ -96,7 +97,7 @@ type Options struct {
 type Backend struct {
 	client    *genai.Client
 	transport *http.Transport // nil when the SDK made its own
-	creds     creds
+	creds     apicreds.Creds
 	hist      History
 	log       *slog.Logger
 	model     string
@@ -120,13 +121,13 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := readCreds(opts.Getenv)
-	if !c.ok {
-		return nil, newError(backend.KindAuth, nil, "no credentials for the Gemini API: %s. %s", c.what, CredentialsHelp)
+	c := apicreds.Read(opts.Getenv)
+	if !c.OK {
+		return nil, newError(backend.KindAuth, nil, "no credentials for the Gemini API: %s. %s", c.What, CredentialsHelp)
 	}
-	cc := c.clientConfig(opts.BaseURL)
+	cc := clientConfig(c, opts.BaseURL)
 	var transport *http.Transport
-	if c.key != "" {
+	if c.Key != "" {
 		// With a key, the SDK only adds a header: our own transport lets
 		// Close drop its idle connections. Vertex AI with Application
 		// Default Credentials keeps the SDK's, which signs the requests.
@@ -136,7 +137,7 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 	client, err := genai.NewClient(context.Background(), cc)
 	if err != nil {
 		return nil, newError(backend.KindAuth, err, "the Gemini API client could not be set up with %s: %v. %s",
-			c.what, err, CredentialsHelp)
+			c.What, err, CredentialsHelp)
 	}
 	b := &Backend{
 		client:    client,
@@ -182,7 +183,7 @@ func (b *Backend) Close() {
 }
 
 // Credentials returns what Credentials said when the Backend was made.
-func (b *Backend) Credentials() string { return b.creds.what }
+func (b *Backend) Credentials() string { return b.creds.What }
 
 func (b *Backend) listModels(ctx context.Context) (out []*genai.Model, err error) {
 	defer func() {

@@ -82,7 +82,7 @@ func (b *Backend) apiError(ctx context.Context, e genai.APIError, model string) 
 	switch {
 	case isAuth(e):
 		be := newError(backend.KindAuth, e, "the Gemini API refused the credentials (%s; using %s). %s",
-			said, b.creds.what, CredentialsHelp)
+			said, b.creds.What, CredentialsHelp)
 		be.Status = e.Code
 		return be
 	case e.Code == 429:

@@ -1,0 +1,45 @@
+//go:build !noapi
+
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+)
+
+// The API backend is linked in unless the build says -tags noapi: its SDK
+// costs every process some start-up time and memory, whether or not it
+// serves (see the README's "Backends"), and a CLI-only server can do
+// without.
+func init() {
+	newAPIBackend = func(cfg *config.Config, store *session.Store, log *slog.Logger) (backend.Backend, error) {
+		return api.New(apiOptions(cfg, nil), store, log)
+	}
+	checkAPICredentials = func(ctx context.Context, cfg *config.Config, getenv func(string) string) error {
+		b, err := api.New(apiOptions(cfg, getenv), discardHistory{}, nil)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		return b.Check(ctx)
+	}
+}
+
+// apiOptions is the API backend's configuration; getenv nil means the
+// process environment.
+func apiOptions(cfg *config.Config, getenv func(string) string) api.Options {
+	return api.Options{Model: cfg.Model, Timeout: cfg.Timeout, MaxOutputBytes: cfg.MaxOutputBytes, Getenv: getenv}
+}
+
+// discardHistory is the history of doctor's one request, which keeps none.
+type discardHistory struct{}
+
+func (discardHistory) LoadTurns(string) ([]json.RawMessage, bool, error) { return nil, false, nil }
+func (discardHistory) AppendTurn(string, json.RawMessage) error          { return nil }
+func (discardHistory) DeleteTurns(string) error                          { return nil }
