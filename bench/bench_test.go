@@ -13,11 +13,14 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/genai"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 	ourserver "github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
@@ -67,6 +70,8 @@ func TestQuick(t *testing.T) {
 		"### 1. Server overhead per call", "| gemini-mcp-server |", "bare exec of the fake",
 		"### 2. Cold start", "### 3. Memory", "### 4. Parallelism", "### 5. HTTP", "### 6. End to end",
 		"### How each server ran the CLI", "--output-format json", "### Targets",
+		"### 7. API backend", "| bare genai client (in the bench process) |", "| gemini-mcp-server --backend api |",
+		"| `-tags noapi` build, backend warm |", "**Package initialisation**", "API backend: overhead ≤ 1 ms",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
@@ -117,7 +122,7 @@ type inProcess struct {
 	fakeHome string
 }
 
-func newInProcess(b *testing.B, warm bool) *inProcess {
+func newInProcess(b *testing.B, kind string) *inProcess {
 	dir := b.TempDir()
 	work, err := filepath.EvalSymlinks(b.TempDir())
 	if err != nil {
@@ -135,8 +140,16 @@ func newInProcess(b *testing.B, warm bool) *inProcess {
 	}
 	oneShot := cli.NewRunner(opts, nil)
 	var runner backend.Backend = oneShot
-	if warm {
+	switch kind {
+	case backendWarm:
 		runner = acp.New(acp.ConfigFor(opts, acp.WarmOptions{}, oneShot), nil)
+	case backendAPI:
+		fake := fakeapi.New()
+		b.Cleanup(fake.Close)
+		env := map[string]string{"GEMINI_API_KEY": apiKey, "GOOGLE_GEMINI_BASE_URL": fake.URL()}
+		if runner, err = api.New(api.Options{Timeout: time.Minute, Getenv: func(k string) string { return env[k] }}, store, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 	runner = backend.Limit(runner, 0)
 	srv := ourserver.New("bench", &tools.Deps{Backend: runner, Store: store, DefaultCwd: work, MaxPromptBytes: 1 << 20}, nil)
@@ -169,13 +182,14 @@ func resetFakeEvery(b *testing.B, i, n int, home string) {
 // BenchmarkServerCall is one chat call through our server with the instant
 // fake CLI, with each backend. Compare oneshot with BenchmarkBareExec: the
 // difference is the server's overhead per call. warm sends each prompt to
-// a long-lived fake `gemini --acp` process instead.
+// a long-lived fake `gemini --acp` process instead; api sends it to the
+// fake Gemini API (compare with BenchmarkBareGenai).
 //
 //	go test -run '^$' -bench . -cpuprofile cpu.out ./bench && go tool pprof -top bench.test cpu.out
 func BenchmarkServerCall(b *testing.B) {
-	for _, backend := range []string{backendOneshot, backendWarm} {
+	for _, backend := range []string{backendOneshot, backendWarm, backendAPI} {
 		b.Run(backend, func(b *testing.B) {
-			h := newInProcess(b, backend == backendWarm)
+			h := newInProcess(b, backend)
 			t := ours("", "", "gemini-mcp-server", backend)
 			ctx := context.Background()
 			b.ResetTimer()
@@ -208,6 +222,26 @@ func BenchmarkBareExec(b *testing.B) {
 		out, err := cmd.Output()
 		if err != nil || !bytes.Contains(out, []byte(m)) {
 			b.Fatalf("fake: %v: %s", err, out)
+		}
+	}
+}
+
+// BenchmarkBareGenai makes the API backend's request for a new
+// conversation with the genai SDK alone, against the fake Gemini API.
+func BenchmarkBareGenai(b *testing.B) {
+	fake := fakeapi.New()
+	defer fake.Close()
+	client, err := genai.NewClient(context.Background(), &genai.ClientConfig{
+		APIKey: apiKey, Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: fake.URL()},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m := marker("gobench", 0, i)
+		if _, err := bareGenai(context.Background(), client, prompt(m), m); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -1,12 +1,13 @@
 // Command bench measures gemini-mcp-server: its overhead per call over a
-// bare exec of the CLI, cold start, memory, parallel calls, HTTP throughput
-// and an end-to-end call with the real Gemini CLI, side by side with other
+// bare exec of the CLI, cold start, memory, parallel calls, HTTP throughput,
+// an end-to-end call with the real Gemini CLI, and the API backend's
+// overhead over a bare genai call and start-up cost, side by side with other
 // MCP servers that wrap the same CLI. Targets are interleaved round by
 // round (A B C A B C …) so that drift of the machine hits them all alike;
 // the report gives medians with min–max over rounds and ratios against
 // ours.
 //
-//	go run ./bench [-rounds N] [-calls N] [-only overhead,cold,memory,parallel,http,e2e] [-out FILE] [-quick] [-peers=false]
+//	go run ./bench [-rounds N] [-calls N] [-only overhead,cold,memory,parallel,http,e2e,api] [-out FILE] [-quick] [-peers=false]
 //
 // See bench/README-section.md for what each number means.
 package main
@@ -37,9 +38,10 @@ const (
 	secParallel = "parallel"
 	secHTTP     = "http"
 	secE2E      = "e2e"
+	secAPI      = "api"
 )
 
-var allSections = []string{secOverhead, secCold, secMemory, secParallel, secHTTP, secE2E}
+var allSections = []string{secOverhead, secCold, secMemory, secParallel, secHTTP, secE2E, secAPI}
 
 type config struct {
 	rounds      int           // rounds per section
@@ -155,6 +157,7 @@ type bench struct {
 	root, tmp string
 
 	serverBin, serverVersion string
+	serverNoAPI              string // the same built with -tags noapi
 	noop                     string // an empty Go program
 	defaultBackend           string // --backend's default; "" when the build has no --backend
 	fake, fakeDir            string
@@ -201,6 +204,7 @@ func run(ctx context.Context, cfg *config, stdout, log io.Writer) (err error) {
 		{secParallel, b.parallel},
 		{secHTTP, b.http},
 		{secE2E, b.e2e},
+		{secAPI, b.apiBackend},
 	}
 	var failed []string
 	for _, r := range runners {
@@ -245,11 +249,18 @@ func (b *bench) setup(ctx context.Context) error {
 	if err := buildServer(ctx, b.root, b.serverBin); err != nil {
 		return err
 	}
+	if cfg.wants(secAPI) {
+		b.serverNoAPI = filepath.Join(b.tmp, "bin", "gemini-mcp-server-noapi")
+		fmt.Fprintln(b.log, "building ./cmd/gemini-mcp-server -tags noapi")
+		if err := buildServer(ctx, b.root, b.serverNoAPI, "-tags", "noapi"); err != nil {
+			return err
+		}
+	}
 	b.serverVersion = strings.TrimPrefix(versionOf(ctx, b.serverBin, "--version"), "gemini-mcp-server ")
 	if m := defaultBackendRE.FindStringSubmatch(helpText(ctx, b.serverBin)); m != nil {
 		b.defaultBackend = m[1]
 	}
-	if cfg.wants(secCold) {
+	if cfg.wants(secCold) || cfg.wants(secAPI) {
 		b.noop = filepath.Join(b.tmp, "bin", "noop")
 		if err := buildNoop(ctx, filepath.Join(b.tmp, "noop-src"), b.noop); err != nil {
 			return err
@@ -268,7 +279,7 @@ func (b *bench) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	needPeers := cfg.peers && slices.ContainsFunc(cfg.only, func(s string) bool { return s != secHTTP })
+	needPeers := cfg.peers && slices.ContainsFunc(cfg.only, func(s string) bool { return s != secHTTP && s != secAPI })
 	if needPeers {
 		var err error
 		if b.node, err = exec.LookPath("node"); err != nil {

@@ -32,11 +32,12 @@ func moduleRoot(ctx context.Context) (string, error) {
 
 // buildServer builds our server the way a user does (never go run, whose
 // compile time would swamp a cold start).
-func buildServer(ctx context.Context, root, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/gemini-mcp-server")
+func buildServer(ctx context.Context, root, out string, flags ...string) error {
+	args := append(append([]string{"build"}, flags...), "-o", out, "./cmd/gemini-mcp-server")
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/gemini-mcp-server: %w\n%s", err, b)
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, b)
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ type target struct {
 const (
 	backendOneshot = "oneshot"
 	backendWarm    = "warm"
+	backendAPI     = "api"
 )
 
 // backendNotes say how each backend runs the CLI.
@@ -36,6 +37,8 @@ var backendNotes = map[string]string{
 		"at most `--max-concurrent` CLIs at once (default 4)",
 	backendWarm: "the same tool; keeps up to `--warm-processes` (default 2) long-lived `gemini --acp` processes and sends each prompt over " +
 		"the Agent Client Protocol (`session/new`, then `session/prompt`) on their stdin, so a call pays no process start; calls the pool cannot serve run one-shot",
+	backendAPI: "the same tool; runs no CLI: sends the conversation to the Gemini API (`streamGenerateContent`) through the genai SDK, " +
+		"checks the model against the API's model list (fetched once, cached for 10 minutes) and records the turn in the session store",
 }
 
 // ours is gemini-mcp-server itself with extra flags. backend is the one
