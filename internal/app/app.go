@@ -150,7 +150,11 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 	}
 	var warm *gemini.WarmOptions
 	if cfg.Backend == "warm" {
-		warm = &gemini.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout}
+		warm = &gemini.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout,
+			SpareAge: cfg.WarmSpareAge}
+		if cfg.WarmSpareAge == 0 {
+			warm.SpareAge = -1 // the flag's 0 turns spares off
+		}
 	}
 	runner := gemini.NewRunner(gemini.Options{
 		Warm:                  warm,
