@@ -151,7 +151,7 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 	var warm *gemini.WarmOptions
 	if cfg.Backend == "warm" {
 		warm = &gemini.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout,
-			SpareAge: cfg.WarmSpareAge}
+			SpareAge: cfg.WarmSpareAge, MaxSessions: cfg.WarmMaxSessions}
 		if cfg.WarmSpareAge == 0 {
 			warm.SpareAge = -1 // the flag's 0 turns spares off
 		}

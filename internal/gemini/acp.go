@@ -101,6 +101,10 @@ type acpProc struct {
 	// replacing is set once a replacement for this process is starting;
 	// the process serves on until the replacement is ready.
 	replacing bool
+	// cmdline and system are what the process was started with, for its
+	// replacement.
+	cmdline Command
+	system  string
 
 	dead    chan struct{} // closed when the process has exited and been reaped
 	deadErr error

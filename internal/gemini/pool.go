@@ -69,8 +69,10 @@ type pool struct {
 	// instead of each paying for a failed start.
 	noStartUntil time.Time
 
-	// now is the clock that ages spares (a test sets it).
-	now func() time.Time
+	// now is the clock that ages spares, startProc starts a process
+	// (start; a test wraps them).
+	now       func() time.Time
+	startProc func(ctx context.Context, cmd Command, key, systemPrompt string) (*acpProc, error)
 	// bg is the background work (spares being made or discarded,
 	// replacements starting), which close waits for; bgCtx ends with close.
 	bg sync.WaitGroup
@@ -109,8 +111,10 @@ func newPool(r *Runner, o WarmOptions) *pool {
 		o.MaxSessions = DefaultWarmMaxSessions
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &pool{r: r, opts: o, starting: map[string]*startWait{}, owner: map[string]*acpProc{},
+	pl := &pool{r: r, opts: o, starting: map[string]*startWait{}, owner: map[string]*acpProc{},
 		now: time.Now, bgCtx: ctx, bgCancel: cancel}
+	pl.startProc = pl.start
+	return pl
 }
 
 // background runs f as background work of the pool, unless the pool is
@@ -269,7 +273,7 @@ func (pl *pool) process(ctx context.Context, cmd Command, key, systemPrompt stri
 		pl.starting[key] = w
 		pl.mu.Unlock()
 
-		p, err := pl.start(ctx, cmd, key, systemPrompt)
+		p, err := pl.startProc(ctx, cmd, key, systemPrompt)
 		pl.mu.Lock()
 		delete(pl.starting, key)
 		if p != nil && pl.closed {
@@ -347,6 +351,7 @@ func (pl *pool) start(ctx context.Context, cmd Command, key, systemPrompt string
 		return nil, startError("the warm gemini process could not start: "+err.Error(), err)
 	}
 	p.home = cliHome(env)
+	p.cmdline, p.system = cmd, systemPrompt
 	return p, nil
 }
 
@@ -441,7 +446,7 @@ func (pl *pool) afterPrompt(p *acpProc) {
 		p.mu.Unlock()
 		return // already on its way out, and logged as such
 	}
-	prompts := p.prompts
+	prompts, sessions := p.prompts, p.sessions
 	if prompts >= pl.opts.MaxPrompts {
 		// Deciding and draining under one lock: no call can take p between
 		// the two, so p serves at most the calls holding it now.
@@ -452,12 +457,57 @@ func (pl *pool) afterPrompt(p *acpProc) {
 		return // this call holds p: its done stops p if it is the last
 	}
 	p.mu.Unlock()
+	if sessions >= pl.opts.MaxSessions {
+		// Each new session costs more in a process that holds many (the
+		// CLI rebuilds every live session's prompt): a fresh process takes
+		// over, started before this one stops taking calls.
+		pl.replace(p, "after its session limit", "sessions", sessions, "limit", pl.opts.MaxSessions)
+		return
+	}
 	// Memory grows slowly; reading /proc every 16 prompts is enough.
 	if prompts%16 != 1 {
 		return
 	}
 	if rss := p.rss(); rss > pl.opts.MaxRSS && pl.retire(p) {
 		pl.r.log.Info("recycling a warm gemini process past its memory limit", "pid", p.cmd.Process.Pid, "rssMB", rss>>20, "limitMB", pl.opts.MaxRSS>>20)
+	}
+}
+
+// replace starts a process to take p's place and retires p once it is
+// ready, so that no call waits for a start: meanwhile p serves on (but
+// makes no more spares). If the start fails, p is retired all the same,
+// and calls start a process on demand or run one-shot as usual. why and
+// args say why, in the log.
+func (pl *pool) replace(p *acpProc, why string, args ...any) {
+	p.mu.Lock()
+	if p.draining || p.replacing {
+		p.mu.Unlock()
+		return
+	}
+	p.replacing = true
+	p.mu.Unlock()
+	pl.r.log.Info("recycling a warm gemini process "+why, append([]any{"pid", p.cmd.Process.Pid}, args...)...)
+	started := pl.background(func() {
+		q, err := pl.startProc(pl.bgCtx, p.cmdline, p.key, p.system)
+		pl.mu.Lock()
+		closed := pl.closed
+		if q != nil && !closed {
+			pl.procs = append(pl.procs, q)
+			pl.watchProc(q)
+		}
+		pl.mu.Unlock()
+		switch {
+		case q != nil && closed:
+			q.kill()
+		case q != nil:
+			pl.r.log.Info("a warm gemini process replaced another", "pid", q.cmd.Process.Pid, "replaced", p.cmd.Process.Pid)
+		case !closed:
+			pl.r.log.Warn("could not start a warm gemini process to replace another; retiring it all the same", "pid", p.cmd.Process.Pid, "err", err)
+		}
+		pl.retire(p)
+	})
+	if !started {
+		pl.retire(p)
 	}
 }
 

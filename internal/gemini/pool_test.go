@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -915,5 +916,64 @@ func TestUnusedSessionFile(t *testing.T) {
 		if got := unusedSessionFile([]byte(c.data), id); got != c.want {
 			t.Errorf("unusedSessionFile(%q) = %v", c.data, got)
 		}
+	}
+}
+
+func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
+	r, log, acpLog, logs := newWarmRunnerLogged(t, Options{}, WarmOptions{MaxSessions: 3, SpareAge: -1})
+	// The replacement's start waits for the test, to show that the old
+	// process serves meanwhile.
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce) // before Close, which waits for the start
+	starting := make(chan struct{}, 1)
+	var starts atomic.Int32
+	start := r.pool.startProc
+	r.pool.startProc = func(ctx context.Context, cmd Command, key, sys string) (*acpProc, error) {
+		switch starts.Add(1) {
+		case 1:
+		case 2:
+			starting <- struct{}{}
+			<-release
+		default:
+			return nil, errors.New("a third process started")
+		}
+		return start(ctx, cmd, key, sys)
+	}
+	dir := workDir(t)
+	var ids []string
+	for i := 0; i < 3; i++ {
+		res, err := r.Run(ctxT(t), Call{Prompt: fmt.Sprint("chat ", i), Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.SessionID)
+	}
+	old := onlyProc(t, r)
+	// The third session reached the limit: a replacement is starting, and
+	// the old process serves on, without a cold start for anyone.
+	select {
+	case <-starting:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no replacement started at the session limit")
+	}
+	res, err := r.Run(ctxT(t), Call{Prompt: "while the replacement starts", Dir: dir, Resume: ids[0]})
+	if err != nil || res.SessionIDSource != "warm" || old.isDraining() {
+		t.Fatalf("during the replacement: %v, served %s, old process draining: %v", err, res.SessionIDSource, old.isDraining())
+	}
+	releaseOnce()
+	<-old.dead
+	// The next chat goes to the replacement, warm.
+	res, err = r.Run(ctxT(t), Call{Prompt: "after", Dir: dir})
+	if err != nil || res.SessionIDSource != "warm" {
+		t.Fatalf("after the replacement: %v, served %s", err, res.SessionIDSource)
+	}
+	started, oneShot := acpStarts(t, log)
+	served := promptsByPid(t, acpLog)
+	if len(started) != 2 || len(oneShot) != 0 || served[started[0].Pid] != 4 || served[started[1].Pid] != 1 {
+		t.Fatalf("%d processes, %d one-shot runs, prompts by process %v", len(started), len(oneShot), served)
+	}
+	if recs := logRecords(t, logs, "recycling a warm gemini process after its session limit"); len(recs) != 1 || recs[0].Pid != started[0].Pid {
+		t.Fatalf("recycle lines %+v", recs)
 	}
 }
