@@ -126,6 +126,7 @@ func newInProcess(b *testing.B, warm bool) *inProcess {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(store.Close)
 	opts := gemini.Options{
 		Gemini:  fakeGemini,
 		Env:     geminitest.FakeEnv(h.fakeHome, "", time.Minute),

@@ -197,6 +197,8 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *too
 		if deps.Closer != nil {
 			deps.Closer.Close()
 		}
+		// The session records' last updates, written in the background.
+		deps.Store.Close()
 	}
 	return deps, life, cancel, stop, nil
 }
