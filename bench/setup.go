@@ -35,6 +35,8 @@ func moduleRoot(ctx context.Context) (string, error) {
 func buildServer(ctx context.Context, root, out string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/gemini-mcp-server")
 	cmd.Dir = root
+	// Static, as the README builds it.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./cmd/gemini-mcp-server: %w\n%s", err, b)
 	}

@@ -192,8 +192,14 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *too
 	}
 	life, cancel := context.WithCancel(ctx)
 	deps.Lifetime = life
+	idle := make(chan struct{})
+	go func() {
+		defer close(idle)
+		newIdleReleaser().run(life)
+	}()
 	stop = func() {
 		cancel()
+		<-idle
 		if deps.Closer != nil {
 			deps.Closer.Close()
 		}
