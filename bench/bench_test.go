@@ -133,6 +133,7 @@ func newInProcess(b *testing.B, kind string) *inProcess {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(store.Close)
 	opts := cli.Options{
 		Gemini:  fakeGemini,
 		Env:     geminitest.FakeEnv(h.fakeHome, "", time.Minute),

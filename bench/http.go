@@ -26,7 +26,8 @@ func (b *bench) http(ctx context.Context) *section {
 		title: "HTTP: `tools/call` throughput and latency (Streamable HTTP, instant fake CLI)",
 		intro: fmt.Sprintf("gemini-mcp-server (default backend) with `--http 127.0.0.1:PORT --max-concurrent %d` (and any -server-flags), driven by the Go SDK's Streamable HTTP client at `/mcp`. "+
 			"*c* clients, each its own MCP session (no standalone SSE stream), call `chat` back to back for %s per round; rounds interleave the concurrencies. "+
-			"Calls/s is per round (median, min–max); the latency percentiles pool every call of every round. The peers serve stdio only.", maxLevel, fmtDur(b.cfg.httpTime.Seconds())),
+			"Calls/s is per round (median, min–max); the latency percentiles pool every call of every round. The peers serve stdio only. "+
+			"The ceiling is a go-sdk server whose `chat` only echoes its prompt (Streamable HTTP, stateful, inside the bench process), driven the same way in the same rounds.", maxLevel, fmtDur(b.cfg.httpTime.Seconds())),
 	}
 	if !helpMentions(ctx, b.serverBin, "http") {
 		s.skipped = "this build of gemini-mcp-server has no `--http` flag (`gemini-mcp-server --help` does not list it)"
@@ -59,31 +60,51 @@ func (b *bench) http(ctx context.Context) *section {
 		}
 	}()
 
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 4 * maxLevel, MaxIdleConnsPerHost: 4 * maxLevel, IdleConnTimeout: time.Minute}}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 8 * maxLevel, MaxIdleConnsPerHost: 4 * maxLevel, IdleConnTimeout: time.Minute}}
 	defer hc.CloseIdleConnections()
-	endpoint := "http://" + addr + "/mcp"
-	sessions := make([]*mcp.ClientSession, maxLevel)
-	defer func() {
+	connect := func(endpoint string) ([]*mcp.ClientSession, error) {
+		sessions := make([]*mcp.ClientSession, maxLevel)
+		for i := range sessions {
+			client := mcp.NewClient(&mcp.Implementation{Name: "gemini-mcp-server-bench", Version: "1"}, nil)
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+			if err != nil {
+				return sessions, fmt.Errorf("connecting to %s: %w", endpoint, err)
+			}
+			sessions[i] = cs
+			m := marker("warm", 0, i)
+			if _, err := callTool(ctx, cs, t, prompt(m), "", m, fakeCallTimeout); err != nil {
+				return sessions, err
+			}
+		}
+		return sessions, nil
+	}
+	closeAll := func(sessions []*mcp.ClientSession) {
 		for _, cs := range sessions {
 			if cs != nil {
 				cs.Close()
 			}
 		}
-	}()
-	for i := range sessions {
-		client := mcp.NewClient(&mcp.Implementation{Name: "gemini-mcp-server-bench", Version: "1"}, nil)
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
-		if err != nil {
-			s.failed = fmt.Errorf("connecting to %s: %w", endpoint, err)
-			return s
-		}
-		sessions[i] = cs
-		m := marker("warm", 0, i)
-		if _, err := callTool(ctx, cs, t, prompt(m), "", m, fakeCallTimeout); err != nil {
-			s.failed = err
-			return s
-		}
 	}
+	sessions, err := connect("http://" + addr + "/mcp")
+	defer closeAll(sessions)
+	if err != nil {
+		s.failed = err
+		return s
+	}
+	// The ceiling: a no-op go-sdk server, measured in the same rounds.
+	noopEndpoint, stopNoop, err := startNoopServer()
+	if err != nil {
+		s.failed = err
+		return s
+	}
+	defer stopNoop()
+	noopSessions, err := connect(noopEndpoint)
+	defer closeAll(noopSessions)
+	if err != nil {
+		s.failed = err
+		return s
+	}
+	noopRPS := make([]series, len(httpLevels))
 
 	rps := make([]series, len(httpLevels))
 	lat := make([]series, len(httpLevels))
@@ -107,13 +128,20 @@ func (b *bench) http(ctx context.Context) *section {
 			}
 			rps[li] = append(rps[li], float64(n)/elapsed.Seconds())
 			lat[li] = append(lat[li], ls...)
+			n, _, elapsed, errs = httpBurst(ctx, noopSessions[:c], t, r, b.cfg.httpTime)
+			if len(errs) > 0 {
+				s.failed = fmt.Errorf("the no-op server failed %d calls; the first: %w", len(errs), errs[0])
+				return s
+			}
+			noopRPS[li] = append(noopRPS[li], float64(n)/elapsed.Seconds())
 		}
 	}
-	tb := newTable("client concurrency", "calls/s (median)", "min – max", "p50 latency", "p99 latency", "calls", "failed calls")
+	tb := newTable("client concurrency", "calls/s (median)", "min – max", "p50 latency", "p99 latency", "calls", "failed calls", "no-op go-sdk server: calls/s (ceiling)", "ours ÷ ceiling")
 	total := 0
 	for li, c := range httpLevels {
 		tb.add(fmt.Sprint(c), fmt.Sprintf("%.0f", rps[li].median()), fmt.Sprintf("%.0f – %.0f", rps[li].min(), rps[li].max()),
-			fmtDur(lat[li].percentile(50)), fmtDur(lat[li].percentile(99)), fmt.Sprint(len(lat[li])), fmt.Sprint(failures[li]))
+			fmtDur(lat[li].percentile(50)), fmtDur(lat[li].percentile(99)), fmt.Sprint(len(lat[li])), fmt.Sprint(failures[li]),
+			fmt.Sprintf("%.0f", noopRPS[li].median()), fmt.Sprintf("%.2f", rps[li].median()/noopRPS[li].median()))
 		total += failures[li]
 	}
 	s.table = tb

@@ -39,11 +39,13 @@ const (
 	secHTTP     = "http"
 	secE2E      = "e2e"
 	secAPI      = "api"
+	secWarm     = "warm"
 )
 
-var allSections = []string{secOverhead, secCold, secMemory, secParallel, secHTTP, secE2E, secAPI}
+var allSections = []string{secOverhead, secCold, secMemory, secParallel, secHTTP, secE2E, secAPI, secWarm}
 
 type config struct {
+	warmCalls   int           // calls per row of the warm series
 	rounds      int           // rounds per section
 	batch       int           // sequential calls per target per round (overhead)
 	calls       int           // calls in the memory run
@@ -68,6 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.rounds, "rounds", 7, "rounds per measurement; targets are interleaved within each round")
 	fs.IntVar(&c.batch, "batch", 20, "sequential calls per target per round in the overhead run (the round's value is their median)")
 	fs.IntVar(&c.calls, "calls", 1000, "calls in the memory run")
+	fs.IntVar(&c.warmCalls, "warm-calls", 300, "calls per row of the warm series (real CLI)")
 	only := fs.String("only", strings.Join(allSections, ","), "comma-separated sections to run: "+strings.Join(allSections, ","))
 	fs.StringVar(&c.out, "out", "", "also write the markdown report to this file")
 	fs.BoolVar(&c.quick, "quick", false, "a fast smoke run: 2 rounds, 5 calls a batch, 50 calls for memory, short HTTP runs (unless given explicitly)")
@@ -97,6 +100,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 		if !set["calls"] {
 			c.calls = 50
+		}
+		if !set["warm-calls"] {
+			c.warmCalls = 20
 		}
 		if !set["http-time"] {
 			c.httpTime = 300 * time.Millisecond
@@ -205,6 +211,7 @@ func run(ctx context.Context, cfg *config, stdout, log io.Writer) (err error) {
 		{secHTTP, b.http},
 		{secE2E, b.e2e},
 		{secAPI, b.apiBackend},
+		{secWarm, b.warmSeries},
 	}
 	var failed []string
 	for _, r := range runners {
@@ -301,7 +308,7 @@ func (b *bench) setup(ctx context.Context) error {
 			b.peers = append(b.peers, t)
 		}
 	}
-	if cfg.wants(secE2E) {
+	if cfg.wants(secE2E) || cfg.wants(secWarm) {
 		b.realCLI, b.realWhy = findRealCLI(ctx, cfg, b.root, b.log)
 		if b.realCLI != "" {
 			b.realDir = filepath.Join(b.tmp, "real")

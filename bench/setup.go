@@ -36,6 +36,8 @@ func buildServer(ctx context.Context, root, out string, flags ...string) error {
 	args := append(append([]string{"build"}, flags...), "-o", out, "./cmd/gemini-mcp-server")
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
+	// Static, as the README builds it.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, b)
 	}

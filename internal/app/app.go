@@ -171,9 +171,17 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *too
 	}
 	life, cancel := context.WithCancel(ctx)
 	deps.Lifetime = life
+	idle := make(chan struct{})
+	go func() {
+		defer close(idle)
+		newIdleReleaser().run(life)
+	}()
 	stop = func() {
 		cancel()
+		<-idle
 		deps.Backend.Close()
+		// The session records' last updates, written in the background.
+		deps.Store.Close()
 	}
 	return deps, life, cancel, stop, nil
 }

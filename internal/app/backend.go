@@ -50,7 +50,11 @@ func newBackend(cfg *config.Config, store *session.Store, log *slog.Logger) (bac
 	default:
 		opts := cliOptions(cfg)
 		oneShot := cli.NewRunner(opts, log)
-		warm := acp.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout}
+		warm := acp.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout,
+			SpareAge: cfg.WarmSpareAge, MaxSessions: cfg.WarmMaxSessions}
+		if cfg.WarmSpareAge == 0 {
+			warm.SpareAge = -1 // the flag's 0 turns spares off
+		}
 		b = acp.New(acp.ConfigFor(opts, warm, oneShot), log)
 	}
 	return backend.Limit(b, cfg.MaxConcurrent), nil

@@ -45,3 +45,6 @@ func (l *limited) Run(ctx context.Context, t Turn) (*Answer, error) {
 	}
 	return l.Backend.Run(ctx, t)
 }
+
+// Unwrap returns the backend that l limits.
+func (l *limited) Unwrap() Backend { return l.Backend }

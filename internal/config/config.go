@@ -47,6 +47,8 @@ type Config struct {
 	WarmMaxPrompts  int
 	WarmMaxRSSBytes int
 	WarmIdleTimeout time.Duration
+	WarmSpareAge    time.Duration // 0: no spare sessions
+	WarmMaxSessions int
 
 	HTTP                string // serve HTTP on this address instead of stdio
 	Tokens              []string
@@ -200,6 +202,8 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	intFlag(&c.WarmProcesses, "warm-processes", "GEMINI_MCP_WARM_PROCESSES", acp.DefaultWarmProcesses, "warm backend: most gemini --acp processes (about 220 MB each)")
 	intFlag(&c.WarmMaxPrompts, "warm-max-prompts", "GEMINI_MCP_WARM_MAX_PROMPTS", acp.DefaultWarmMaxPrompts, "warm backend: recycle a process after this many prompts")
 	duration(&c.WarmIdleTimeout, "warm-idle-timeout", "GEMINI_MCP_WARM_IDLE_TIMEOUT", acp.DefaultWarmIdleTimeout, "warm backend: stop a process idle this long, giving its memory back")
+	duration(&c.WarmSpareAge, "warm-spare-age", "GEMINI_MCP_WARM_SPARE_AGE", acp.DefaultWarmSpareAge, "warm backend: keep a session made ahead of time per process and folder, used by a new chat within this age (its date and folder listing are as of its creation), 0 for none")
+	intFlag(&c.WarmMaxSessions, "warm-max-sessions", "GEMINI_MCP_WARM_MAX_SESSIONS", acp.DefaultWarmMaxSessions, "warm backend: recycle a process holding more sessions than this (each new session costs more in a process holding many)")
 	size(&c.WarmMaxRSSBytes, "warm-max-rss", "GEMINI_MCP_WARM_MAX_RSS", acp.DefaultWarmMaxRSS, "warm backend: recycle a process past this resident memory (e.g. 700MiB)")
 	str(&c.HTTP, "http", "GEMINI_MCP_HTTP", "", "serve MCP over HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio: Streamable HTTP at /mcp, SSE at /sse, /healthz")
 	if v, ok := env("GEMINI_MCP_TOKENS"); ok {
@@ -298,6 +302,9 @@ func (c *Config) validate() error {
 	}
 	if c.WarmProcesses < 1 || c.WarmProcesses > 64 || c.WarmMaxPrompts < 1 {
 		return errors.New("--warm-processes must be 1 to 64, --warm-max-prompts at least 1")
+	}
+	if c.WarmMaxSessions < 1 || c.WarmSpareAge < 0 {
+		return errors.New("--warm-max-sessions must be at least 1, --warm-spare-age 0 (no spare sessions) or more")
 	}
 	if c.Model != "" {
 		if err := validate.Model(c.Model); err != nil {

@@ -48,6 +48,7 @@ type harness struct {
 	client   *mcp.ClientSession
 	log      string // the fake's invocation log
 	stateDir string
+	store    *session.Store // the latest server's
 	env      []string
 	home     string // the server's default cwd
 	opts     options
@@ -114,6 +115,8 @@ func (h *harness) newServer() *mcp.Server {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.t.Cleanup(store.Close)
+	h.store = store
 	var roots []string
 	if h.opts.allowedRoots != nil {
 		var given []string
@@ -271,6 +274,7 @@ func TestChatAndReply(t *testing.T) {
 	if isErr || id3 != id || !strings.HasPrefix(text, "fake-gemini turn=3 ") {
 		t.Fatalf("after restart: %q %q %v", text, id3, isErr)
 	}
+	h.store.Flush() // the last turn's update is written in the background
 	st, _ := session.Open(h.stateDir)
 	rec, ok, err := st.Get(id)
 	if err != nil || !ok || rec.Turns != 3 || rec.Cwd != work || rec.Model != "gemini-3-flash" {

@@ -29,6 +29,7 @@ func TestHTTPShutdownAnswersCalls(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(store.Close)
 			life, endLife := context.WithCancel(context.Background())
 			defer endLife()
 			runner := cli.NewRunner(cli.Options{Gemini: fakeGemini, Env: h.env, Timeout: time.Minute}, nil)

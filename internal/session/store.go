@@ -7,6 +7,14 @@
 // file, then rename). Several server processes may share a directory
 // without locks: a reader sees a whole record or none, and two processes
 // touching the same session at once lose at most one turn count.
+//
+// A new record is written before Touch returns, so that every process
+// finds a session as soon as its first answer is out. Later turns only
+// update it (count, time, model, client): those writes happen in the
+// background, off the call's path, several touches of one record
+// between two writes making one write. A process killed meanwhile loses
+// at most those not-yet-written updates, never a record; Close writes
+// them.
 package session
 
 import (
@@ -66,6 +74,14 @@ type Turn struct {
 type Store struct {
 	dir string
 	mu  sync.Mutex // serialises read-modify-write within this process
+	// pending are the updated records not written yet, by id; the writer
+	// goroutine (running while there are some) writes them.
+	pending map[string]Record
+	writing bool
+	closed  bool
+	idle    *sync.Cond // signalled when the writer stops
+	// writeFile writes a record (writeAtomic; a test wraps it).
+	writeFile func(p string, r Record) error
 }
 
 // validID accepts the lower-case UUIDs records are named by.
@@ -83,7 +99,73 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
 	removeStaleTemps(sessions, time.Now().Add(-staleTemp))
-	return &Store{dir: sessions}, nil
+	s := &Store{dir: sessions, pending: map[string]Record{}, writeFile: writeAtomic}
+	s.idle = sync.NewCond(&s.mu)
+	return s, nil
+}
+
+// Close writes the updates not written yet and makes later ones
+// synchronous. The store stays usable.
+func (s *Store) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for s.writing {
+		s.idle.Wait()
+	}
+	s.writePending()
+}
+
+// Flush writes the updates not written yet.
+func (s *Store) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.writing {
+		s.idle.Wait()
+	}
+	s.writePending()
+}
+
+// writePending writes every pending record; s.mu must be held.
+func (s *Store) writePending() {
+	for id, r := range s.pending {
+		if p, err := s.path(id); err == nil {
+			_ = s.writeFile(p, r) // best effort, as in the background
+		}
+		delete(s.pending, id)
+	}
+}
+
+// write is the writer goroutine: it writes pending records until there
+// are none, then ends (the next update starts another).
+func (s *Store) write() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.pending) > 0 {
+		// Records stay pending until written, so that a reader meanwhile
+		// sees them rather than what is on disk.
+		batch := make(map[string]Record, len(s.pending))
+		for id, r := range s.pending {
+			batch[id] = r
+		}
+		s.mu.Unlock()
+		for id, r := range batch {
+			if p, err := s.path(id); err == nil {
+				// An update that cannot be written is lost, as the turn
+				// count of a failed write always was; the next touch
+				// tries again.
+				_ = s.writeFile(p, r)
+			}
+		}
+		s.mu.Lock()
+		for id, r := range batch {
+			if s.pending[id] == r {
+				delete(s.pending, id) // not touched again meanwhile
+			}
+		}
+	}
+	s.writing = false
+	s.idle.Broadcast()
 }
 
 // staleTemp is how old a temp file must be before Open removes it. A write
@@ -121,9 +203,16 @@ func (s *Store) path(id string) (string, error) {
 
 // Get returns the record of id, and whether there is one.
 func (s *Store) Get(id string) (Record, bool, error) {
-	p, err := s.path(strings.ToLower(id))
+	id = strings.ToLower(id)
+	p, err := s.path(id)
 	if err != nil {
 		return Record{}, false, err
+	}
+	s.mu.Lock()
+	r, ok := s.pending[id]
+	s.mu.Unlock()
+	if ok {
+		return r, true, nil
 	}
 	return readRecord(p)
 }
@@ -153,11 +242,16 @@ func (s *Store) Touch(id string, t Turn, now time.Time) (Record, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok, err := readRecord(p)
-	if err != nil {
-		// A corrupt record is replaced rather than blocking the session.
-		ok = false
+	r, ok := s.pending[id]
+	if !ok {
+		var err error
+		r, ok, err = readRecord(p)
+		if err != nil {
+			// A corrupt record is replaced rather than blocking the session.
+			ok = false
+		}
 	}
+	existed := ok
 	if !ok {
 		r = Record{ID: id, Created: now, Owner: t.Owner, Backend: t.Backend}
 	}
@@ -168,7 +262,15 @@ func (s *Store) Touch(id string, t Turn, now time.Time) (Record, error) {
 	r.LastClient = t.Client
 	r.Updated = now
 	r.Turns++
-	return r, writeAtomic(p, r)
+	if !existed || s.closed {
+		return r, s.writeFile(p, r)
+	}
+	s.pending[id] = r
+	if !s.writing {
+		s.writing = true
+		go s.write()
+	}
+	return r, nil
 }
 
 // Latest returns the most recently updated record, restricted to cwd when
@@ -185,9 +287,15 @@ func (s *Store) Latest(cwd string, match func(Record) bool) (Record, bool, error
 		if !strings.HasSuffix(name, ".json") || !validID(strings.TrimSuffix(name, ".json")) {
 			continue
 		}
-		r, ok, err := readRecord(filepath.Join(s.dir, name))
-		if err != nil || !ok {
-			continue // a record being replaced or a corrupt one
+		s.mu.Lock()
+		r, ok := s.pending[strings.TrimSuffix(name, ".json")]
+		s.mu.Unlock()
+		if !ok {
+			var err error
+			r, ok, err = readRecord(filepath.Join(s.dir, name))
+			if err != nil || !ok {
+				continue // a record being replaced or a corrupt one
+			}
 		}
 		if cwd != "" && r.Cwd != cwd || match != nil && !match(r) {
 			continue

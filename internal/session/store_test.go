@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -20,6 +21,7 @@ func TestTouchGetSurvivesReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	if _, err := s.Touch(idA, Turn{Cwd: "/w1", Model: "gemini-x"}, t0); err != nil {
 		t.Fatal(err)
@@ -27,7 +29,9 @@ func TestTouchGetSurvivesReopen(t *testing.T) {
 	if _, err := s.Touch(idA, Turn{Cwd: "/w1"}, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	// A new Store on the same directory is a restarted server.
+	// A new Store on the same directory is a restarted server; the old
+	// one's Close wrote its last update.
+	s.Close()
 	s2, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +61,7 @@ func TestLatest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	if _, ok, err := s.Latest("", nil); ok || err != nil {
 		t.Fatalf("empty store: %v %v", ok, err)
 	}
@@ -91,6 +96,7 @@ func TestConcurrentTouchCountsEveryTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	var wg sync.WaitGroup
 	for i := 0; i < 20; i++ {
 		wg.Add(1)
@@ -102,6 +108,7 @@ func TestConcurrentTouchCountsEveryTurn(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	s.Flush()
 	r, _, _ := s.Get(idA)
 	if r.Turns != 20 {
 		t.Fatalf("turns = %d, want 20", r.Turns)
@@ -127,6 +134,7 @@ func TestOwnerAndClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	t0 := time.Now()
 	s.Touch(idA, Turn{Cwd: "/w", Owner: "t1", Client: "token:t1"}, t0)
 	s.Touch(idB, Turn{Cwd: "/w", Owner: "t2", Client: "token:t2"}, t0.Add(time.Second))
@@ -159,6 +167,7 @@ func TestOpenRemovesStaleTemps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	if _, err := s.Touch(idA, Turn{Cwd: "/w"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -209,5 +218,69 @@ func TestRecordBackend(t *testing.T) {
 	}
 	if r, ok, err := s.Get(old); !ok || err != nil || r.Family() != "cli" {
 		t.Fatalf("old record: %+v %v %v", r, ok, err)
+	}
+}
+
+// TestUpdatesWrittenInTheBackground checks that a new record is on disk
+// when Touch returns (so other processes find it), that an update is
+// seen at once by this process and written later, that the file on disk
+// is always a whole record (what a kill -9 would leave), and that Close
+// writes what is pending.
+func TestUpdatesWrittenInTheBackground(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	if _, err := s.Touch(idA, Turn{Cwd: "/w"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	// Another process (another Store) finds the new record at once.
+	other, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := other.Get(idA); !ok || err != nil || r.Turns != 1 {
+		t.Fatalf("another process: %+v %v %v", r, ok, err)
+	}
+	// Writes of updates wait for the test: Touch returns all the same,
+	// and the file still holds the first turn whole meanwhile.
+	release, entered := make(chan struct{}), make(chan struct{}, 10)
+	var writes atomic.Int32
+	s.writeFile = func(p string, r Record) error {
+		writes.Add(1)
+		entered <- struct{}{}
+		<-release
+		return writeAtomic(p, r)
+	}
+	r, err := s.Touch(idA, Turn{Cwd: "/w", Model: "m2"}, t0.Add(time.Second))
+	if err != nil || r.Turns != 2 {
+		t.Fatalf("update: %+v %v", r, err)
+	}
+	// More updates while the first is being written make one more write.
+	<-entered
+	for i := 0; i < 5; i++ {
+		if _, err := s.Touch(idA, Turn{Cwd: "/w", Model: "m2"}, t0.Add(2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, ok, _ := s.Get(idA); !ok || got.Turns != 7 || got.Model != "m2" {
+		t.Fatalf("this process sees %+v", got)
+	}
+	if got, _, err := readRecord(filepath.Join(s.Dir(), idA+".json")); err != nil || (got.Turns != 1 && got.Turns != 2) {
+		t.Fatalf("the file is not a whole record: %+v %v", got, err)
+	}
+	close(release)
+	s.Close()
+	if got, ok, err := other.Get(idA); !ok || err != nil || got.Turns != 7 || got.Model != "m2" {
+		t.Fatalf("after Close: %+v %v %v", got, ok, err)
+	}
+	if n := writes.Load(); n != 2 {
+		t.Fatalf("%d writes for 6 updates, want 2", n)
+	}
+	entries, _ := os.ReadDir(s.Dir())
+	if len(entries) != 1 {
+		t.Fatalf("left %d files, want 1 (no temp files)", len(entries))
 	}
 }

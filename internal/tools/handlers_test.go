@@ -59,6 +59,7 @@ func newStubDeps(t *testing.T) (*Deps, *stubRunner) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(store.Close)
 	r := &stubRunner{}
 	d := &Deps{Backend: r, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20}
 	Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d) // fills the defaults

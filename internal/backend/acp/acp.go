@@ -95,6 +95,21 @@ type acpProc struct {
 	inflight     int                   // calls that hold the process (see use), not only prompts
 	draining     bool
 	lastUsed     time.Time // when the last prompt ended (or the process started)
+	sessions     int       // sessions created (never freed by the CLI), spares included
+	calls        int       // calls that held the process and ended
+	// home is the CLI's home (GEMINI_CLI_HOME, else HOME), where it keeps
+	// session files.
+	home string
+	// spares are sessions created ahead of time, by cwd, so that a new
+	// chat does not wait for session/new (see pool.session).
+	spares map[string]*spare
+	// replacing is set once a replacement for this process is starting;
+	// the process serves on until the replacement is ready.
+	replacing bool
+	// cmdline and system are what the process was started with, for its
+	// replacement.
+	cmdline cli.Command
+	system  string
 
 	dead    chan struct{} // closed when the process has exited and been reaped
 	deadErr error
@@ -142,7 +157,7 @@ func startACP(ctx context.Context, cmdline cli.Command, args []string, env []str
 		return nil, err
 	}
 	p := &acpProc{key: key, cmd: cmd, stdin: stdin, sysDir: sysDir, log: log, allow: allow, maxOutput: maxOutput, started: time.Now(), lastUsed: time.Now(),
-		pending: map[int64]chan rpcMessage{}, subs: map[string]*promptSub{}, models: map[string]string{}, dead: make(chan struct{})}
+		pending: map[int64]chan rpcMessage{}, subs: map[string]*promptSub{}, models: map[string]string{}, spares: map[string]*spare{}, dead: make(chan struct{})}
 	go p.readLoop(stdout, stderr)
 	var init struct {
 		ProtocolVersion int `json:"protocolVersion"`
@@ -395,9 +410,21 @@ func activity(obs backend.Observer, msg string) {
 	}
 }
 
-// newSession creates a session in dir and returns its id.
-func (p *acpProc) newSession(ctx context.Context, dir string) (string, error) {
-	p.newMu.Lock()
+// errCreating says a spare was not made because a call was creating a
+// session: a spare never makes a call wait for the session-creation lock.
+var errCreating = errors.New("a call is creating a session")
+
+// newSession creates a session in dir and returns its id. With try set (a
+// spare), it gives up at once with errCreating when another session/new
+// holds the lock, rather than queue before a call that may come.
+func (p *acpProc) newSession(ctx context.Context, dir string, try bool) (string, error) {
+	if try {
+		if !p.newMu.TryLock() {
+			return "", errCreating
+		}
+	} else {
+		p.newMu.Lock()
+	}
 	defer p.newMu.Unlock()
 	var res struct {
 		SessionID string `json:"sessionId"`
@@ -413,6 +440,7 @@ func (p *acpProc) newSession(ctx context.Context, dir string) (string, error) {
 	}
 	id := strings.ToLower(res.SessionID)
 	p.mu.Lock()
+	p.sessions++
 	if p.defaultModel == "" {
 		p.defaultModel = res.Models.CurrentModelID
 	}
@@ -595,6 +623,7 @@ func (p *acpProc) use() bool {
 func (p *acpProc) done() {
 	p.mu.Lock()
 	p.inflight--
+	p.calls++
 	p.lastUsed = time.Now()
 	stop := p.draining && p.inflight == 0
 	p.mu.Unlock()

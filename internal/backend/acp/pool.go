@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -28,6 +29,15 @@ type WarmOptions struct {
 	// IdleTimeout stops a process that has served nothing for this long,
 	// giving its memory back; 0 means DefaultWarmIdleTimeout.
 	IdleTimeout time.Duration
+	// SpareAge is how long a spare session (created ahead of time, so that
+	// a new chat skips session/new) may wait for its call; its context (the
+	// date, the folder listing) is frozen at creation. 0 means
+	// DefaultWarmSpareAge; negative turns spares off.
+	SpareAge time.Duration
+	// MaxSessions recycles a process holding more sessions than this
+	// (session/new slows down with every session a process holds); 0 means
+	// DefaultWarmMaxSessions.
+	MaxSessions int
 }
 
 // Defaults of the warm backend. A process is about 220 MB idle and grows
@@ -37,6 +47,8 @@ const (
 	DefaultWarmMaxPrompts  = 500
 	DefaultWarmMaxRSS      = 700 << 20
 	DefaultWarmIdleTimeout = 10 * time.Minute
+	DefaultWarmSpareAge    = time.Minute
+	DefaultWarmMaxSessions = 100
 )
 
 // pool owns the warm processes and knows which process holds which
@@ -61,6 +73,20 @@ type pool struct {
 	// without --acp, a broken install): calls run one-shot meanwhile
 	// instead of each paying for a failed start.
 	noStartUntil time.Time
+
+	// now is the clock that ages spares, startProc starts a process
+	// (start; a test wraps them).
+	now       func() time.Time
+	startProc func(ctx context.Context, cmd cli.Command, key, systemPrompt string) (*acpProc, error)
+	// bg is the background work (spares being made or discarded,
+	// replacements starting), which close waits for; bgCtx ends with close.
+	bg sync.WaitGroup
+	// fills are the spares being made. close waits for them before it
+	// stops the processes: a session/new cut short would leave a session
+	// file that no one knows the id of.
+	fills    sync.WaitGroup
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
 }
 
 // startRetry is how long the pool waits after a failed start.
@@ -83,7 +109,33 @@ func newPool(r *Backend, o WarmOptions) *pool {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultWarmIdleTimeout
 	}
-	return &pool{r: r, opts: o, starting: map[string]*startWait{}, owner: map[string]*acpProc{}}
+	if o.SpareAge == 0 {
+		o.SpareAge = DefaultWarmSpareAge
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultWarmMaxSessions
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pl := &pool{r: r, opts: o, starting: map[string]*startWait{}, owner: map[string]*acpProc{},
+		now: time.Now, bgCtx: ctx, bgCancel: cancel}
+	pl.startProc = pl.start
+	return pl
+}
+
+// background runs f as background work of the pool, unless the pool is
+// closed; close waits for it.
+func (pl *pool) background(f func()) bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.closed {
+		return false
+	}
+	pl.bg.Add(1)
+	go func() {
+		defer pl.bg.Done()
+		f()
+	}()
+	return true
 }
 
 func systemKey(systemPrompt string) string {
@@ -112,8 +164,11 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 		if p == nil {
 			return nil, errNotWarm
 		}
+		// Once the call ends the process may be idle: the time to make
+		// the next chat's spare session.
+		defer pl.refill(p, c.Dir)
 		defer p.done()
-		if id, err = p.newSession(ctx, c.Dir); err != nil {
+		if id, err = pl.session(ctx, p, c.Dir); err != nil {
 			return nil, pl.failure(p, err, c)
 		}
 		pl.mu.Lock()
@@ -222,12 +277,19 @@ func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt 
 		pl.starting[key] = w
 		pl.mu.Unlock()
 
-		p, err := pl.start(ctx, cmd, key, systemPrompt)
+		p, err := pl.startProc(ctx, cmd, key, systemPrompt)
 		pl.mu.Lock()
 		delete(pl.starting, key)
+		if p != nil && pl.closed {
+			// Closed during the start: close did not see p.
+			pl.mu.Unlock()
+			close(w.done)
+			p.kill()
+			return nil, nil
+		}
 		if p != nil {
 			pl.procs = append(pl.procs, p)
-			go pl.watch(p)
+			pl.watchProc(p)
 		} else if ctx.Err() == nil {
 			pl.noStartUntil = time.Now().Add(startRetry)
 			pl.r.log.Warn("the warm backend could not start gemini --acp; calls run one-shot for a while", "retryIn", startRetry, "err", err)
@@ -292,7 +354,20 @@ func (pl *pool) start(ctx context.Context, cmd cli.Command, key, systemPrompt st
 		}
 		return nil, cli.StartError("the warm gemini process could not start: "+err.Error(), err)
 	}
+	p.home = cliHome(env)
+	p.cmdline, p.system = cmd, systemPrompt
 	return p, nil
+}
+
+// watchProc adds p's watch to the pool's background work, so that close
+// waits for it (it removes the files of p's spares); pl.mu must be held,
+// and the pool not closed.
+func (pl *pool) watchProc(p *acpProc) {
+	pl.bg.Add(1)
+	go func() {
+		defer pl.bg.Done()
+		pl.watch(p)
+	}()
 }
 
 // watch removes a process from the pool when it exits, releasing its
@@ -300,10 +375,16 @@ func (pl *pool) start(ctx context.Context, cmd cli.Command, key, systemPrompt st
 func (pl *pool) watch(p *acpProc) {
 	tick := time.NewTicker(min(pl.opts.IdleTimeout/4, time.Minute))
 	defer tick.Stop()
+	// Spares are checked four times per SpareAge: one lives at most 1.25
+	// SpareAge (and is never used past SpareAge).
+	spareTick := time.NewTicker(max(pl.opts.SpareAge/4, time.Second))
+	defer spareTick.Stop()
 	for waiting := true; waiting; {
 		select {
 		case <-p.dead:
 			waiting = false
+		case <-spareTick.C:
+			pl.expireSpares(p)
 		case <-tick.C:
 			if p.idleFor() >= pl.opts.IdleTimeout && !p.isDraining() {
 				pl.r.log.Info("stopping an idle warm gemini process", "pid", p.cmd.Process.Pid, "idle", pl.opts.IdleTimeout)
@@ -324,9 +405,33 @@ func (pl *pool) watch(p *acpProc) {
 		}
 	}
 	pl.mu.Unlock()
+	pl.dropSpares(p)
 	if !p.isDraining() {
 		pl.r.log.Warn("a warm gemini process exited; its sessions continue through one-shot resume", "pid", p.cmd.Process.Pid, "err", p.deadErr)
 	}
+}
+
+// cliHome is the directory the CLI run with env keeps its files under:
+// GEMINI_CLI_HOME, else HOME.
+func cliHome(env []string) string {
+	// The last entry of a variable wins, as in os/exec.
+	cliHome, home := "", ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GEMINI_CLI_HOME="); ok {
+			cliHome = v
+		}
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	switch {
+	case cliHome != "":
+		return cliHome
+	case home != "":
+		return home
+	}
+	home, _ = os.UserHomeDir()
+	return home
 }
 
 // release takes session id away from the process holding it, for good.
@@ -345,7 +450,7 @@ func (pl *pool) afterPrompt(p *acpProc) {
 		p.mu.Unlock()
 		return // already on its way out, and logged as such
 	}
-	prompts := p.prompts
+	prompts, sessions := p.prompts, p.sessions
 	if prompts >= pl.opts.MaxPrompts {
 		// Deciding and draining under one lock: no call can take p between
 		// the two, so p serves at most the calls holding it now.
@@ -356,12 +461,57 @@ func (pl *pool) afterPrompt(p *acpProc) {
 		return // this call holds p: its done stops p if it is the last
 	}
 	p.mu.Unlock()
+	if sessions >= pl.opts.MaxSessions {
+		// Each new session costs more in a process that holds many (the
+		// CLI rebuilds every live session's prompt): a fresh process takes
+		// over, started before this one stops taking calls.
+		pl.replace(p, "after its session limit", "sessions", sessions, "limit", pl.opts.MaxSessions)
+		return
+	}
 	// Memory grows slowly; reading /proc every 16 prompts is enough.
 	if prompts%16 != 1 {
 		return
 	}
 	if rss := p.rss(); rss > pl.opts.MaxRSS && pl.retire(p) {
 		pl.r.log.Info("recycling a warm gemini process past its memory limit", "pid", p.cmd.Process.Pid, "rssMB", rss>>20, "limitMB", pl.opts.MaxRSS>>20)
+	}
+}
+
+// replace starts a process to take p's place and retires p once it is
+// ready, so that no call waits for a start: meanwhile p serves on (but
+// makes no more spares). If the start fails, p is retired all the same,
+// and calls start a process on demand or run one-shot as usual. why and
+// args say why, in the log.
+func (pl *pool) replace(p *acpProc, why string, args ...any) {
+	p.mu.Lock()
+	if p.draining || p.replacing {
+		p.mu.Unlock()
+		return
+	}
+	p.replacing = true
+	p.mu.Unlock()
+	pl.r.log.Info("recycling a warm gemini process "+why, append([]any{"pid", p.cmd.Process.Pid}, args...)...)
+	started := pl.background(func() {
+		q, err := pl.startProc(pl.bgCtx, p.cmdline, p.key, p.system)
+		pl.mu.Lock()
+		closed := pl.closed
+		if q != nil && !closed {
+			pl.procs = append(pl.procs, q)
+			pl.watchProc(q)
+		}
+		pl.mu.Unlock()
+		switch {
+		case q != nil && closed:
+			q.kill()
+		case q != nil:
+			pl.r.log.Info("a warm gemini process replaced another", "pid", q.cmd.Process.Pid, "replaced", p.cmd.Process.Pid)
+		case !closed:
+			pl.r.log.Warn("could not start a warm gemini process to replace another; retiring it all the same", "pid", p.cmd.Process.Pid, "err", err)
+		}
+		pl.retire(p)
+	})
+	if !started {
+		pl.retire(p)
 	}
 }
 
@@ -464,6 +614,8 @@ func (pl *pool) close() {
 	pl.closed = true
 	procs := append([]*acpProc(nil), pl.procs...)
 	pl.mu.Unlock()
+	pl.bgCancel()
+	pl.fills.Wait()
 	var wg sync.WaitGroup
 	for _, p := range procs {
 		wg.Add(1)
@@ -476,4 +628,244 @@ func (pl *pool) close() {
 		}()
 	}
 	wg.Wait()
+	// Spares being made fail once their process is gone; replacements
+	// starting see bgCtx end.
+	pl.bg.Wait()
+}
+
+// spare is a session created ahead of time in one process and cwd, so that
+// a new chat skips session/new, by far the largest part of a warm chat's
+// time. Its context is frozen at creation (the CLI writes the date and the
+// folder listing into the session at session/new), so it is used only
+// within SpareAge, and its file is removed when it is discarded unused.
+type spare struct {
+	dir   string
+	calls int           // the process's calls when it was asked for
+	ready chan struct{} // closed once session/new has answered
+	// Set before ready is closed.
+	id   string
+	made time.Time
+	err  error
+}
+
+// session returns a new session in dir for a call holding p: the process's
+// spare for dir if it has one young enough (waiting for it if it is being
+// made, which is never slower than asking for another: session/new runs
+// one at a time), else a new one.
+func (pl *pool) session(ctx context.Context, p *acpProc, dir string) (string, error) {
+	p.mu.Lock()
+	s := p.spares[dir]
+	delete(p.spares, dir)
+	p.mu.Unlock()
+	if s != nil {
+		select {
+		case <-s.ready:
+			if s.err == nil {
+				if age := pl.now().Sub(s.made); age < pl.opts.SpareAge {
+					pl.r.log.Debug("a new chat uses a spare session", "pid", p.cmd.Process.Pid, "session", s.id, "age", age)
+					return s.id, nil
+				}
+				pl.discard(p, s)
+			}
+		case <-ctx.Done():
+			// The spare is still being made; it is discarded once made.
+			pl.background(func() {
+				<-s.ready
+				if s.err == nil {
+					pl.discard(p, s)
+				}
+			})
+			return "", ctx.Err()
+		}
+	}
+	return p.newSession(ctx, dir, false)
+}
+
+// refill makes a spare session for dir in p, if p is idle (so that making
+// it competes with no call), has none for dir, and is not on its way out.
+// It returns the spare being made, or nil.
+func (pl *pool) refill(p *acpProc, dir string) *spare {
+	if pl.opts.SpareAge < 0 {
+		return nil
+	}
+	p.mu.Lock()
+	ok := p.inflight == 0 && !p.draining && !p.replacing && p.alive() && p.spares[dir] == nil && p.sessions < pl.opts.MaxSessions
+	var s *spare
+	if ok {
+		s = &spare{dir: dir, calls: p.calls, ready: make(chan struct{})}
+		p.spares[dir] = s
+	}
+	p.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	pl.mu.Lock()
+	started := !pl.closed
+	if started {
+		pl.fills.Add(1)
+	}
+	pl.mu.Unlock()
+	if started {
+		go pl.fill(p, s)
+	}
+	if !started {
+		s.err = errors.New("the pool is closed")
+		close(s.ready)
+		p.mu.Lock()
+		if p.spares[dir] == s {
+			delete(p.spares, dir)
+		}
+		p.mu.Unlock()
+	}
+	return s
+}
+
+// fill makes spare s in p.
+func (pl *pool) fill(p *acpProc, s *spare) {
+	defer pl.fills.Done()
+	// Not cut short by close (see fills); the process's end ends it.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	made := pl.now()
+	// newSession's try: when a call holds the session-creation lock, no
+	// spare is made (that call's end asks again), so a spare never queues
+	// before a call.
+	id, err := p.newSession(ctx, s.dir, true)
+	s.id, s.made, s.err = id, made, err
+	close(s.ready)
+	if err != nil {
+		p.mu.Lock()
+		if p.spares[s.dir] == s {
+			delete(p.spares, s.dir)
+		}
+		p.mu.Unlock()
+		if !errors.Is(err, errCreating) && p.alive() {
+			pl.r.log.Debug("could not make a spare session", "pid", p.cmd.Process.Pid, "err", err)
+		}
+	}
+}
+
+// expireSpares discards p's spares older than SpareAge, and makes a new
+// one for each dir p served a call in since (an idle process keeps no
+// fresh spare for long: it makes at most one more).
+func (pl *pool) expireSpares(p *acpProc) {
+	now := pl.now()
+	var old []*spare
+	p.mu.Lock()
+	for dir, s := range p.spares {
+		select {
+		case <-s.ready:
+		default:
+			continue
+		}
+		if s.err == nil && now.Sub(s.made) >= pl.opts.SpareAge {
+			delete(p.spares, dir)
+			old = append(old, s)
+		}
+	}
+	calls := p.calls
+	p.mu.Unlock()
+	for _, s := range old {
+		pl.discard(p, s)
+		if calls > s.calls {
+			pl.refill(p, s.dir)
+		}
+	}
+}
+
+// discard forgets a spare session that no call used. The process keeps it
+// in memory (the CLI frees no session); its file goes.
+func (pl *pool) discard(p *acpProc, s *spare) {
+	removed, err := removeSessionFile(p.home, s.id)
+	pl.r.log.Debug("discarded a spare session", "pid", p.cmd.Process.Pid, "session", s.id, "fileRemoved", removed, "err", err)
+}
+
+// dropSpares discards every spare of p, which has ended.
+func (pl *pool) dropSpares(p *acpProc) {
+	p.mu.Lock()
+	spares := p.spares
+	p.spares = map[string]*spare{}
+	p.mu.Unlock()
+	for _, s := range spares {
+		<-s.ready // a process that has ended answers nothing more
+		if s.err == nil {
+			pl.discard(p, s)
+		}
+	}
+}
+
+// maxSessionFile bounds the size of a file removeSessionFile reads: an
+// unused session's file is about 2 KB.
+const maxSessionFile = 64 << 10
+
+// removeSessionFile removes the file that an unused session left in the
+// CLI's store under home (the CLI's home: GEMINI_CLI_HOME, else HOME):
+// .gemini/tmp/<project>/chats/session-<time>-<first 8 of id>.jsonl. It
+// removes only a file every record of which is this session's header or
+// the context the CLI writes at session/new, so it never touches another
+// session or one that holds a turn. It reports whether it removed one.
+func removeSessionFile(home, id string) (bool, error) {
+	if home == "" || !session.IsUUID(id) {
+		return false, nil
+	}
+	files, err := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+id[:8]+".jsonl"))
+	if err != nil {
+		return false, err
+	}
+	removed := false
+	for _, f := range files {
+		if fi, err := os.Lstat(f); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxSessionFile {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil || !unusedSessionFile(data, id) {
+			continue
+		}
+		if err := os.Remove(f); err != nil {
+			return removed, err
+		}
+		removed = true
+	}
+	return removed, nil
+}
+
+// unusedSessionFile reports whether data, a CLI session file, holds
+// nothing but session id's headers and its start-up context.
+func unusedSessionFile(data []byte, id string) bool {
+	headers := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var rec struct {
+			SessionID *string `json:"sessionId"`
+			Set       *struct {
+				Messages []struct {
+					Type    string `json:"type"`
+					Content []struct {
+						Text string `json:"text"`
+					} `json:"content"`
+				} `json:"messages"`
+			} `json:"$set"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			return false
+		}
+		switch {
+		case rec.SessionID != nil && rec.Set == nil:
+			if !strings.EqualFold(*rec.SessionID, id) {
+				return false
+			}
+			headers++
+		case rec.Set != nil && rec.SessionID == nil:
+			for _, m := range rec.Set.Messages {
+				if m.Type != "user" || len(m.Content) != 1 || !strings.HasPrefix(m.Content[0].Text, "<session_context>") {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return headers > 0
 }

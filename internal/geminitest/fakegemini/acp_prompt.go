@@ -160,6 +160,7 @@ func (s *acpServer) prompt(a *acpSession, run *promptRun, sessionID, text string
 	t.Tool = d.tool
 	a.data.Turns = append(a.data.Turns, t)
 	err := a.save()
+	a.chats.turn(text, answer)
 	if a.run == run && !d.holdEnd {
 		a.run = nil
 	}

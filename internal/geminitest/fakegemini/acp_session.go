@@ -28,6 +28,8 @@ type acpSession struct {
 	mode  string
 	// run is the prompt in progress, nil when there is none.
 	run *promptRun
+	// chats is the session's file in the real CLI's layout (see chatLog), nil if none.
+	chats *chatLog
 }
 
 // save writes the session's turns that are still the store's business.
@@ -102,6 +104,7 @@ func (s *acpServer) newSession(m rpcIncoming) {
 		s.respond(m.ID, nil, internalError(err.Error()))
 		return
 	}
+	a.chats = newChatLog(a.data.ID, p.Cwd)
 	s.mu.Lock()
 	s.sessions[a.data.ID] = a
 	s.mu.Unlock()

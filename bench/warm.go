@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+)
+
+// warmSeries runs long series of calls through our default (warm) server
+// with the real CLI against the fake API: a new `chat` each time, back to
+// back and with a pause between calls, and `chat-reply` on one session.
+// They show a warm process's behaviour over its life (spare sessions,
+// recycling by sessions held), which the one-call-per-round e2e section
+// does not.
+func (b *bench) warmSeries(ctx context.Context) *section {
+	s := &section{
+		title: "Warm series: many calls in a row with the real Gemini CLI against a local fake Gemini API",
+		intro: fmt.Sprintf("Our server alone (default backend, any -server-flags), one process, the real CLI talking to internal/geminitest/fakeapi on 127.0.0.1 as in the end-to-end section. "+
+			"*chat* rows: %d new chats (each a new session), one after the other with the given pause between the end of one and the start of the next; "+
+			"*chat-reply*: %d replies on one session, back to back. One unmeasured chat first starts the warm process. "+
+			"Percentiles are over all the calls of a row; every answer is checked to echo its prompt.", b.cfg.warmCalls, b.cfg.warmCalls),
+	}
+	if b.realCLI == "" {
+		s.skipped = b.realWhy
+		return s
+	}
+	api := fakeapi.New()
+	defer api.Close()
+	sb, err := newSandbox(b.tmp, "warm-series", b.realDir)
+	if err != nil {
+		s.failed = err
+		return s
+	}
+	if err := os.MkdirAll(filepath.Join(sb.home, ".gemini"), 0o700); err != nil {
+		s.failed = err
+		return s
+	}
+	if err := os.WriteFile(filepath.Join(sb.home, ".gemini", "settings.json"), []byte(fakeapi.Settings), 0o600); err != nil {
+		s.failed = err
+		return s
+	}
+	sb.extraEnv = []string{"GEMINI_API_KEY=bench-not-a-real-key", "GOOGLE_GEMINI_BASE_URL=" + api.URL()}
+	tg := b.targets()[0]
+	srv, _, err := startStdio(ctx, tg, sb)
+	if err != nil {
+		s.failed = err
+		return s
+	}
+	defer srv.close()
+	m := marker("warmseries", 0, 0)
+	if _, err := srv.call(ctx, prompt(m), e2eModel, m, e2eCallTimeout); err != nil {
+		s.failed = err
+		return s
+	}
+	t := newTable("calls", "pause between calls", "p50", "p99", "min – max")
+	for _, pause := range []time.Duration{0, 300 * time.Millisecond} {
+		var ser series
+		for i := range b.cfg.warmCalls {
+			if pause > 0 {
+				time.Sleep(pause)
+			}
+			m := marker(fmt.Sprintf("warmchat%d", pause.Milliseconds()), 0, i)
+			d, err := srv.call(ctx, prompt(m), e2eModel, m, e2eCallTimeout)
+			if err != nil {
+				s.failed = err
+				return s
+			}
+			ser = append(ser, d.Seconds())
+		}
+		fmt.Fprintf(b.log, "  chat, pause %v: p50 %s p99 %s\n", pause, fmtDur(ser.median()), fmtDur(ser.percentile(99)))
+		t.add(fmt.Sprintf("%d × `chat`", len(ser)), pause.String(), fmtDur(ser.median()), fmtDur(ser.percentile(99)), fmtRange(ser, fmtDur))
+	}
+	// Replies on one session.
+	m = marker("warmreply", 0, 0)
+	res, err := srv.cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": prompt(m), "model": e2eModel}})
+	if err != nil {
+		s.failed = err
+		return s
+	}
+	id, _ := res.Meta["sessionId"].(string)
+	if id == "" {
+		s.failed = errors.New("the chat's result names no sessionId")
+		return s
+	}
+	var ser series
+	for i := range b.cfg.warmCalls {
+		m := marker("warmreply", 1, i)
+		start := time.Now()
+		res, err := srv.cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": prompt(m), "sessionId": id}})
+		d := time.Since(start)
+		if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, m) {
+			s.failed = fmt.Errorf("chat-reply %d: %v %+v", i, err, res)
+			return s
+		}
+		ser = append(ser, d.Seconds())
+	}
+	t.add(fmt.Sprintf("%d × `chat-reply`", len(ser)), "0s", fmtDur(ser.median()), fmtDur(ser.percentile(99)), fmtRange(ser, fmtDur))
+	s.table = t
+	return s
+}
