@@ -20,7 +20,7 @@ func TestE2ECancelKillsNode(t *testing.T) {
 		t.Skip("needs /proc")
 	}
 	begin := time.Now()
-	h := start(t, "--backend", "oneshot")
+	h := start(t, "oneshot")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() {
@@ -97,7 +97,7 @@ func (h *harness) cliProcesses(t *testing.T) map[int]string {
 // API: the call ends at once, the process serves on, and the cancelled
 // turn is not in the session's history.
 func TestE2EWarmCancel(t *testing.T) {
-	h := start(t, "--backend", "warm")
+	h := start(t, "warm")
 	res := h.call(t, callTimeout, "chat", map[string]any{"prompt": "e2e:warm-cancel first", "model": model})
 	_, id := success(t, res)
 	ctx, cancel := context.WithCancel(t.Context())

@@ -29,15 +29,18 @@ const (
 	slowTimeout   = 7 * time.Minute
 	serverTimeout = "8m"
 	model         = "gemini-e2e-model"
+	modelD        = "gemini-e2e-model-d" // the model scenario's
 )
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // TestE2E shares one server process between every scenario; the scenarios
 // run in parallel, and the checks that need them all finished come after.
-// backends are the server's ways of running the CLI; every scenario runs
-// through each, and TestE2EBackendsAgree compares their results.
-var backends = []string{"oneshot", "warm"}
+// backends are the server's backends: the Gemini CLI one process per
+// call, the CLI's warm pool, and the Gemini API itself (reaching the same
+// fake API through GOOGLE_GEMINI_BASE_URL). Every scenario runs through
+// each, and TestE2EBackendsAgree compares their results.
+var backends = []string{"oneshot", "warm", "api"}
 
 func TestE2E(t *testing.T) {
 	for _, backend := range backends {
@@ -49,9 +52,13 @@ func TestE2E(t *testing.T) {
 }
 
 func testBackend(t *testing.T, backend string) {
-	h := start(t, "--backend", backend)
+	h := start(t, backend)
 	t.Run("calls", func(t *testing.T) {
-		t.Run("status_500", h.testStatus500) // the long one first
+		t.Run("status_500", h.testStatus500) // the long ones first
+		t.Run("status_429_exhausted", h.testStatus429Exhausted)
+		t.Run("status_429_retried", h.testStatus429Retried)
+		t.Run("cancel_mid_stream", h.testCancelMidStream)
+		t.Run("tuning", h.testTuning)
 		t.Run("chat_then_reply", h.testChatThenReply)
 		t.Run("system_prompt", h.testSystemPrompt)
 		t.Run("model", h.testModel)
@@ -60,14 +67,18 @@ func testBackend(t *testing.T, backend string) {
 		t.Run("status_400", h.testStatus400)
 		t.Run("reply_latest_of_cli", h.testReplyLatestOfCLI)
 	})
-	if backend == "oneshot" {
-		// One-shot calls leave nothing running between calls. The warm
-		// backend keeps its processes (and their system prompt files)
-		// until the server exits, so it is checked after the exit.
+	if backend != "warm" {
+		// One-shot calls leave nothing running between calls, and the API
+		// backend starts nothing at all. The warm backend keeps its
+		// processes (and their system prompt files) until the server
+		// exits, so it is checked after the exit.
 		t.Run("nothing_left_behind", func(t *testing.T) {
 			h.checkTmpDir(t)
 			h.checkNoCLIProcesses(t)
 		})
+	}
+	if backend == "api" {
+		t.Run("no_gemini_run", h.checkNoInvocations)
 	}
 	h.shutdown(t)
 	t.Run("no_temp_leftovers_after_exit", h.checkTmpDir)
@@ -116,8 +127,9 @@ func success(t *testing.T, res *mcp.CallToolResult) (answer, sessionID string) {
 }
 
 // failure checks that res is an error result for an API failure with
-// HTTP status code.
-func failure(t *testing.T, res *mcp.CallToolResult, code int) {
+// HTTP status code. A CLI backend's error ends with the tail of the CLI's
+// stderr; the API backend runs no process, so its error has none.
+func (h *harness) failure(t *testing.T, res *mcp.CallToolResult, code int) {
 	t.Helper()
 	msg := text(t, res)
 	if !res.IsError {
@@ -127,8 +139,11 @@ func failure(t *testing.T, res *mcp.CallToolResult, code int) {
 		t.Errorf("text does not start with %q:\n%s", "Error executing gemini: ", msg)
 	}
 	reason, stderr, ok := strings.Cut(msg, "\nStderr: ")
-	if !ok {
+	if !ok && h.backend != "api" {
 		t.Errorf("text has no %q part:\n%s", "\nStderr: ", msg)
+	}
+	if ok && h.backend == "api" {
+		t.Errorf("the API backend's error has a %q part, yet it runs no process:\n%s", "\nStderr: ", msg)
 	}
 	if !strings.Contains(reason, strconv.Itoa(code)) || !strings.Contains(reason, fakeapi.ErrorMessage(code)) {
 		t.Errorf("reason does not mention %d and %q:\n%s", code, fakeapi.ErrorMessage(code), reason)
@@ -168,7 +183,13 @@ func (h *harness) testChatThenReply(t *testing.T) {
 	prompt := "e2e:chat-first hello there"
 	res := h.call(t, callTimeout, "chat", map[string]any{"prompt": prompt, "model": model, "cwd": work})
 	answer, id := success(t, res)
-	for _, want := range []string{"fake-api answer", "model=" + model, "contents=1", prompt} {
+	// The CLI always sends a system prompt of its own; the API backend
+	// sends none unless asked.
+	system := "system=yes"
+	if h.backend == "api" {
+		system = "system=no"
+	}
+	for _, want := range []string{"fake-api answer", "model=" + model, "contents=1", system, prompt} {
 		if !strings.Contains(answer, want) {
 			t.Errorf("answer %q does not contain %q", answer, want)
 		}
@@ -177,13 +198,17 @@ func (h *harness) testChatThenReply(t *testing.T) {
 	if first.Model != model || first.NumContents != 1 {
 		t.Errorf("first request: model %q, %d contents; want %q, 1", first.Model, first.NumContents, model)
 	}
-	// The CLI describes its working directory to the model.
-	real, _ := filepath.EvalSymlinks(work) // macOS: /var is /private/var
-	if !bytes.Contains(first.Body, []byte(work)) && (real == "" || !bytes.Contains(first.Body, []byte(real))) {
-		t.Errorf("the CLI did not run in cwd %s: the request does not mention it", work)
-	}
-	if id != "" {
-		h.checkSessionFile(t, id)
+	if h.backend != "api" {
+		// The CLI describes its working directory to the model (the API
+		// backend has no workspace to describe), and keeps the session in
+		// its own files.
+		real, _ := filepath.EvalSymlinks(work) // macOS: /var is /private/var
+		if !bytes.Contains(first.Body, []byte(work)) && (real == "" || !bytes.Contains(first.Body, []byte(real))) {
+			t.Errorf("the CLI did not run in cwd %s: the request does not mention it", work)
+		}
+		if id != "" {
+			h.checkSessionFile(t, id)
+		}
 	}
 
 	replyPrompt := "e2e:chat-reply again"
@@ -198,6 +223,14 @@ func (h *harness) testChatThenReply(t *testing.T) {
 	reply := h.stream(t, "e2e:chat-reply")
 	if reply.NumContents <= first.NumContents {
 		t.Errorf("the resumed turn sent %d contents, the first %d: the history did not come along", reply.NumContents, first.NumContents)
+	}
+	if h.backend == "api" {
+		// Exactly the conversation: the first prompt, its answer, the new
+		// prompt, and no system instruction nobody asked for.
+		if reply.NumContents != 3 || reply.SystemInstruction != "" || !bytes.Contains(reply.Body, []byte(prompt)) ||
+			!bytes.Contains(reply.Body, []byte(fakeapi.Answer(model, 1, "", prompt))) {
+			t.Errorf("the API backend's second turn sent %d contents, system instruction %q: %s", reply.NumContents, reply.SystemInstruction, clip(string(reply.Body), 2000))
+		}
 	}
 }
 
@@ -239,7 +272,7 @@ func (h *harness) testSystemPrompt(t *testing.T) {
 // Scenario d: model reaches the URL path.
 func (h *harness) testModel(t *testing.T) {
 	t.Parallel()
-	m := "gemini-e2e-model-d"
+	m := modelD
 	res := h.call(t, callTimeout, "chat", map[string]any{"prompt": "e2e:model check", "model": m})
 	answer, _ := success(t, res)
 	if !strings.Contains(answer, "model="+m+" ") {
@@ -305,7 +338,7 @@ func bigPrompt(n int) string {
 func (h *harness) testStatus400(t *testing.T) {
 	t.Parallel()
 	res := h.call(t, callTimeout, "chat", map[string]any{"prompt": "e2e:status-400 [[status:400]]", "model": model})
-	failure(t, res, 400)
+	h.failure(t, res, 400)
 	if rs := h.streams("e2e:status-400"); len(rs) != 1 || rs[0].Status != 400 {
 		t.Errorf("fake API answered %d requests for the 400 case, want 1 with status 400", len(rs))
 	}
@@ -316,7 +349,7 @@ func (h *harness) testStatus400(t *testing.T) {
 func (h *harness) testStatus500(t *testing.T) {
 	t.Parallel()
 	res := h.call(t, slowTimeout, "chat", map[string]any{"prompt": "e2e:status-500 [[status:500]]", "model": model})
-	failure(t, res, 500)
+	h.failure(t, res, 500)
 	rs := h.streams("e2e:status-500")
 	if len(rs) < 2 {
 		t.Errorf("fake API saw %d requests for the 500 case; the CLI should have retried", len(rs))
@@ -325,11 +358,15 @@ func (h *harness) testStatus500(t *testing.T) {
 	for i := 1; i < len(rs); i++ {
 		gaps = append(gaps, rs[i].Time.Sub(rs[i-1].Time).Round(100*time.Millisecond).String())
 	}
-	t.Logf("the CLI tried %d times; gaps %v", len(rs), gaps)
+	t.Logf("the backend tried %d times; gaps %v", len(rs), gaps)
 }
 
 // Scenario j: chat-reply without sessionId in a directory where only the
 // CLI has run continues the CLI's latest session there.
+//
+// On the API backend the CLI's session is not the server's to continue:
+// with no session of its own in the directory, chat-reply says so, and
+// asks the API nothing.
 func (h *harness) testReplyLatestOfCLI(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -350,6 +387,16 @@ func (h *harness) testReplyLatestOfCLI(t *testing.T) {
 	}
 
 	res := h.call(t, callTimeout, "chat-reply", map[string]any{"prompt": "e2e:latest reply", "cwd": dir, "model": model})
+	if h.backend == "api" {
+		msg := text(t, res)
+		if !res.IsError || !strings.Contains(msg, "there is no session to continue yet: start one with chat") {
+			t.Errorf("chat-reply on the API backend in the CLI's directory: %s", dump(res))
+		}
+		if rs := h.streams("e2e:latest reply"); len(rs) != 0 {
+			t.Errorf("the API backend sent the refused turn to the API: %d requests", len(rs))
+		}
+		return
+	}
 	answer, id := success(t, res)
 	if id != out.SessionID {
 		t.Errorf("chat-reply continued session %q, want the CLI's %q", id, out.SessionID)

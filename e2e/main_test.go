@@ -68,46 +68,80 @@ const raceEnabled = geminitest.RaceEnabled
 // harness is one server process with its own fake API, CLI home, state
 // directory and TMPDIR, and an MCP client session to it.
 type harness struct {
-	gemini   string
+	backend  string // as --backend spells it
+	gemini   string // the real CLI
 	api      *fakeapi.Server
 	home     string // the CLI's HOME
 	stateDir string // the server's --state-dir
 	tmpDir   string // the server's (and so the CLI's) TMPDIR
+	dir      string // the server's own directory: the default cwd
 	cliEnv   []string
-	cmd      *exec.Cmd
-	stderr   *geminitest.LockedBuffer
-	session  *mcp.ClientSession
-	closed   bool
+	// invocations is the file the server's --gemini writes a line to each
+	// time it runs, on the API backend: that backend must run nothing.
+	invocations string
+	extraArgs   []string
+	cmd         *exec.Cmd
+	stderr      *geminitest.LockedBuffer
+	session     *mcp.ClientSession
+	closed      bool
+	progressLog progressLog
 }
 
-// start starts the server behind a fresh fake API. The server and the API
-// stop when the test ends.
-func start(t *testing.T, extraArgs ...string) *harness {
+// start starts the server on backend behind a fresh fake API. The server
+// and the API stop when the test ends.
+func start(t *testing.T, backend string, extraArgs ...string) *harness {
 	t.Helper()
-	h := &harness{gemini: fakeapi.RealCLI(t)}
+	h := &harness{backend: backend, gemini: fakeapi.RealCLI(t), extraArgs: extraArgs}
 	if serverBin == "" {
 		t.Fatal("the server binary was not built")
 	}
 	h.api = fakeapi.New()
 	t.Cleanup(h.api.Close)
-	h.home, h.stateDir, h.tmpDir = t.TempDir(), t.TempDir(), t.TempDir()
-	serverDir := t.TempDir() // the server's own directory: the default cwd
+	// The API backend checks model names against the API's list: the
+	// models the scenarios ask for are in it, as real ones would be.
+	models := fakeapi.DefaultModels()
+	for _, m := range []string{model, modelD} {
+		models = append(models, fakeapi.Model{Name: "models/" + m, InputTokenLimit: 1 << 20, OutputTokenLimit: 8192,
+			Methods: []string{"generateContent", "countTokens"}})
+	}
+	h.api.SetModels(models)
+	h.home, h.stateDir, h.tmpDir, h.dir = t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 
+	// The fake's environment holds GEMINI_API_KEY and
+	// GOOGLE_GEMINI_BASE_URL: the CLI and the API backend both reach the
+	// fake through them.
 	h.cliEnv = append([]string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + h.tmpDir}, h.api.Home(t, h.home)...)
 	if testing.Short() {
 		// The CLI's general.maxAttempts (default 10, at most 10) bounds its
 		// retries of an HTTP 500: 2 attempts take seconds, not 4 minutes.
 		setGeneral(t, h.home, "maxAttempts", 2)
 	}
-	h.cmd = exec.Command(serverBin, append([]string{"--gemini", h.gemini, "--state-dir", h.stateDir,
-		"--timeout", serverTimeout, "--log-level", "debug"}, extraArgs...)...)
+	h.invocations = filepath.Join(t.TempDir(), "gemini-invocations")
+	h.launch(t, backend)
+	return h
+}
+
+// launch starts the harness's server, on backend, with its state
+// directory, home and fake API as they are, and connects to it.
+func (h *harness) launch(t *testing.T, backend string) {
+	t.Helper()
+	gemini := h.gemini
+	if backend == "api" {
+		// Whatever the API backend might start as the CLI leaves a trace.
+		gemini = recorder(t, h.invocations, h.gemini)
+	}
+	h.cmd = exec.Command(serverBin, append([]string{"--backend", backend, "--gemini", gemini, "--state-dir", h.stateDir,
+		"--timeout", serverTimeout, "--log-level", "debug"}, h.extraArgs...)...)
 	// GODEBUG=execwait=2 makes the server report an exec.Cmd it never waited for.
 	h.cmd.Env = append(append([]string{}, h.cliEnv...), "GODEBUG=execwait=2")
-	h.cmd.Dir = serverDir
+	h.cmd.Dir = h.dir
 	h.stderr = &geminitest.LockedBuffer{}
 	h.cmd.Stderr = h.stderr
+	h.closed = false
 
-	client := mcp.NewClient(&mcp.Implementation{Name: "gemini-mcp-server-e2e", Version: "0"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "gemini-mcp-server-e2e", Version: "0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: h.progressLog.add,
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: h.cmd}, nil)
@@ -115,15 +149,27 @@ func start(t *testing.T, extraArgs ...string) *harness {
 		t.Fatalf("connecting to the server: %v\nserver stderr:\n%s", err, h.stderr)
 	}
 	h.session = s
+	stderr := h.stderr
 	t.Cleanup(func() {
-		if !h.closed {
-			h.session.Close()
+		if h.session == s && !h.closed {
+			s.Close()
 		}
 		if t.Failed() {
-			t.Logf("server stderr:\n%s", h.stderr)
+			t.Logf("server stderr:\n%s", stderr)
 		}
 	})
-	return h
+}
+
+// recorder writes a script that appends its arguments to file, then runs
+// gemini with them.
+func recorder(t *testing.T, file, gemini string) string {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "gemini")
+	body := "#!/bin/sh\necho \"$*\" >> '" + file + "'\nexec '" + gemini + "' \"$@\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script
 }
 
 // shutdown closes the client session, which closes the server's stdin, and

@@ -16,7 +16,7 @@ import (
 func TestNestedServerIsQuiet(t *testing.T) {
 	t.Parallel()
 	c := newCLIHome(t)
-	line := readmeCommand(t, readmeSection(t, "Register it with a client"), "gemini mcp add")
+	line := readmeCommand(t, readmeSection(t, "Register it with a client"), "gemini mcp add", false)
 	if stdout, stderr, code := c.sh(t, strings.ReplaceAll(line, binPlaceholder, serverBin)); code != 0 {
 		t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
 	}

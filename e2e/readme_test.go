@@ -55,20 +55,49 @@ func codeBlocks(section, lang string) []string {
 	return out
 }
 
+// apiBackend marks the README's registration examples for API-key users.
+const apiBackend = "--backend api"
+
 // readmeCommand returns the one line of the section's sh blocks that
-// starts with prefix.
-func readmeCommand(t *testing.T, section, prefix string) string {
+// starts with prefix, among the API-key examples (those that say
+// --backend api) when api is set, among the others when not.
+func readmeCommand(t *testing.T, section, prefix string, api bool) string {
 	t.Helper()
 	var found []string
 	for _, block := range codeBlocks(section, "sh") {
 		for _, line := range strings.Split(block, "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), prefix) {
-				found = append(found, strings.TrimSpace(line))
+			line = strings.TrimSpace(line)
+			if strings.HasPrefix(line, prefix) && strings.Contains(line, apiBackend) == api {
+				found = append(found, line)
 			}
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("want one README command starting %q, found %q", prefix, found)
+		t.Fatalf("want one README command starting %q (API-key example: %v), found %q", prefix, api, found)
+	}
+	return found[0]
+}
+
+// readmeSettings returns the mcpServers of the section's json block, the
+// API-key example (whose args say --backend api) when api is set, the
+// other when not, with the binary's path put in.
+func readmeSettings(t *testing.T, api bool) map[string]map[string]any {
+	t.Helper()
+	var found []map[string]map[string]any
+	for _, block := range codeBlocks(readmeSection(t, "Register it with a client"), "json") {
+		var snippet struct {
+			MCPServers map[string]map[string]any `json:"mcpServers"`
+		}
+		if err := json.Unmarshal([]byte(strings.ReplaceAll(block, binPlaceholder, serverBin)), &snippet); err != nil {
+			t.Fatalf("a settings snippet of the README: %v\n%s", err, block)
+		}
+		args, _ := json.Marshal(snippet.MCPServers["gemini"]["args"])
+		if strings.Contains(string(args), `"--backend","api"`) == api {
+			found = append(found, snippet.MCPServers)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one json block in the README's registration section (API-key example: %v), found %d", api, len(found))
 	}
 	return found[0]
 }
@@ -127,7 +156,11 @@ func (c *cliHome) exec(t *testing.T, name string, args ...string) (stdout, stder
 // askChat has the model (the fake API) call mcp_gemini_chat through a
 // headless `gemini -p`, and checks that the call reached this server, ran
 // a Gemini call of its own, and came back to the model as an answer.
-func (c *cliHome) askChat(t *testing.T) {
+func (c *cliHome) askChat(t *testing.T) { c.ask(t, false) }
+
+// ask is askChat; api says the server runs on the API backend, whose own
+// call to the fake is its own request, not a nested CLI's.
+func (c *cliHome) ask(t *testing.T, api bool) {
 	t.Helper()
 	const tool = "mcp_gemini_chat"
 	inner := "readme: the registered server answers"
@@ -141,6 +174,17 @@ func (c *cliHome) askChat(t *testing.T) {
 	var responses []string
 	for _, r := range c.api.Requests() {
 		if r.Method != fakeapi.MethodStream {
+			continue
+		}
+		if r.LastUserText == inner && api {
+			// The API backend sends the prompt alone: no tools, and no
+			// system prompt but one a call asks for. Only the CLI adds
+			// them, so this is not the CLI.
+			nested = true
+			if len(r.Tools) > 0 || r.SystemInstruction != "" || r.NumContents != 1 {
+				t.Errorf("the server's own call is not the API backend's: tools %v, system instruction %q, %d contents",
+					r.Tools, clip(r.SystemInstruction, 200), r.NumContents)
+			}
 			continue
 		}
 		if r.LastUserText == inner {
@@ -187,7 +231,7 @@ func (c *cliHome) askChat(t *testing.T) {
 func TestReadmeGeminiCLIRegistration(t *testing.T) {
 	t.Parallel()
 	c := newCLIHome(t)
-	line := readmeCommand(t, readmeSection(t, "Register it with a client"), "gemini mcp add")
+	line := readmeCommand(t, readmeSection(t, "Register it with a client"), "gemini mcp add", false)
 	line = strings.ReplaceAll(line, binPlaceholder, serverBin)
 	if stdout, stderr, code := c.sh(t, line); code != 0 {
 		t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
@@ -205,18 +249,32 @@ func TestReadmeGeminiCLIRegistration(t *testing.T) {
 func TestReadmeGeminiCLISettings(t *testing.T) {
 	t.Parallel()
 	c := newCLIHome(t)
-	var snippet struct {
-		MCPServers map[string]map[string]any `json:"mcpServers"`
-	}
-	blocks := codeBlocks(readmeSection(t, "Register it with a client"), "json")
-	if len(blocks) != 1 {
-		t.Fatalf("want one json block in the README's registration section, found %d", len(blocks))
-	}
-	if err := json.Unmarshal([]byte(strings.ReplaceAll(blocks[0], binPlaceholder, serverBin)), &snippet); err != nil {
-		t.Fatalf("the README's settings snippet: %v", err)
-	}
-	geminitest.SetSetting(t, c.home, "mcpServers", snippet.MCPServers)
+	geminitest.SetSetting(t, c.home, "mcpServers", readmeSettings(t, false))
 	c.askChat(t)
+}
+
+// TestReadmeAPIKeySettings puts the README's API-key snippet into the
+// Gemini CLI's settings, as the client, and calls chat the same way: the
+// server answers on the API backend, with the key the snippet gives it
+// (the fake API takes no other; the CLI passes no key of its own to its
+// MCP servers), and runs no Gemini CLI.
+func TestReadmeAPIKeySettings(t *testing.T) {
+	t.Parallel()
+	c := newCLIHome(t)
+	servers := readmeSettings(t, true)
+	key, _ := servers["gemini"]["env"].(map[string]any)["GEMINI_API_KEY"].(string)
+	if key == "" {
+		t.Fatalf("the README's API-key snippet sets no GEMINI_API_KEY: %v", servers)
+	}
+	// The client, too, reaches the fake with this key.
+	c.env = append(c.env, "GEMINI_API_KEY="+key)
+	c.api.RequireKey(key)
+	// The Gemini CLI offers a headless model only the tools of a trusted
+	// server; other clients have no such setting, so the README leaves it
+	// to the Gemini CLI's own example.
+	servers["gemini"]["trust"] = true
+	geminitest.SetSetting(t, c.home, "mcpServers", servers)
+	c.ask(t, true)
 }
 
 // TestReadmeTwoCommands runs the README's command that builds and starts
@@ -291,26 +349,36 @@ func otherCLI(t *testing.T, name string) string {
 	return path
 }
 
-// envRecorder is a script that writes its environment to a file and then
-// runs the server: it stands for the binary in a client's registration,
+// envRecorder is a script that writes its environment to a file (and its
+// arguments to the file's name plus ".args") and then runs the server: it stands for the binary in a client's registration,
 // to show what the client passes on.
 func envRecorder(t *testing.T) (script, envFile string) {
 	t.Helper()
 	dir := t.TempDir()
 	script, envFile = filepath.Join(dir, "gemini-mcp-server"), filepath.Join(dir, "env")
-	body := "#!/bin/sh\nenv > '" + envFile + "'\nexec '" + serverBin + "' \"$@\"\n"
+	body := "#!/bin/sh\nenv > '" + envFile + "'\necho \"$*\" > '" + envFile + ".args'\nexec '" + serverBin + "' \"$@\"\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return script, envFile
 }
 
-// TestReadmeClaudeCodeRegistration runs the README's `claude mcp add` line
-// with the real Claude Code (offline, in a throwaway home): `claude mcp
-// list` must start the server and find it connected, with the key in its
-// environment although Claude Code's own environment lacks it.
+// TestReadmeClaudeCodeRegistration runs the README's `claude mcp add`
+// lines, the CLI one and the API-key one, with the real Claude Code
+// (offline, in a throwaway home): `claude mcp list` must start the server
+// and find it connected, with the key in its environment although Claude
+// Code's own environment lacks it.
 func TestReadmeClaudeCodeRegistration(t *testing.T) {
 	t.Parallel()
+	for _, api := range []bool{false, true} {
+		t.Run(map[bool]string{false: "cli", true: "api"}[api], func(t *testing.T) {
+			t.Parallel()
+			testClaudeCodeRegistration(t, api)
+		})
+	}
+}
+
+func testClaudeCodeRegistration(t *testing.T, api bool) {
 	claude := otherCLI(t, "claude")
 	home, work := t.TempDir(), t.TempDir()
 	script, envFile := envRecorder(t)
@@ -320,7 +388,7 @@ func TestReadmeClaudeCodeRegistration(t *testing.T) {
 		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "NO_COLOR=1",
 		"GEMINI_MCP_STATE_DIR=" + t.TempDir()}
 	c := &cliHome{home: home, work: work, env: env}
-	line := readmeCommand(t, readmeSection(t, "Register it with a client"), "claude mcp add")
+	line := readmeCommand(t, readmeSection(t, "Register it with a client"), "claude mcp add", api)
 	line = strings.ReplaceAll(line, binPlaceholder, script)
 	if stdout, stderr, code := c.sh(t, line); code != 0 {
 		t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
@@ -338,6 +406,9 @@ func TestReadmeClaudeCodeRegistration(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^GEMINI_API_KEY=` + key + `$`).Match(got) {
 		t.Errorf("Claude Code started the server without GEMINI_API_KEY=%s:\n%s", key, got)
+	}
+	if args, _ := os.ReadFile(envFile + ".args"); strings.Contains(string(args), apiBackend) != api {
+		t.Errorf("Claude Code started the server with arguments %q", args)
 	}
 }
 

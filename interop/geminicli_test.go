@@ -160,13 +160,15 @@ func TestGeminiCLICallsChat(t *testing.T) {
 			}
 			const tool = "mcp_gemini_chat"
 			inner := "interop: the Gemini CLI asks gemini-mcp-server over " + transport
-			args, _ := json.Marshal(map[string]string{"prompt": inner})
+			// The model tunes its call, as the schema allows.
+			args, _ := json.Marshal(map[string]any{"prompt": inner, "temperature": 0.5, "thinking_mode": "low"})
 			res := g.run(t, "-m", "gemini-interop-model", "-o", "json",
 				"--prompt=Ask the other Gemini. [[call:"+tool+":"+string(args)+"]]")
 			if res.code != 0 {
 				t.Fatalf("gemini: exit %d\nstdout: %s\nstderr: %s", res.code, clip(res.stdout, 4000), clip(res.stderr, 8000))
 			}
 			checkToolRoundTrip(t, g.api.Requests(), tool, inner, res.stdout)
+			checkTuningOffered(t, g.api.Requests(), tool)
 
 			// The server ran the fake CLI once, with the model's prompt.
 			var n int
@@ -250,4 +252,48 @@ func jsonHoldsString(raw []byte, s string) bool {
 		return false
 	}
 	return walk(v)
+}
+
+// checkTuningOffered checks that the CLI offers the model chat's tuning
+// arguments with their constraints as the server declares them: the CLI
+// passes a tool's schema to the API as parametersJsonSchema, and a
+// constraint it dropped would let the model send values the server
+// refuses.
+func checkTuningOffered(t *testing.T, reqs []fakeapi.Request, tool string) {
+	t.Helper()
+	type prop struct {
+		Type    string   `json:"type"`
+		Minimum *float64 `json:"minimum"`
+		Maximum *float64 `json:"maximum"`
+		Enum    []string `json:"enum"`
+	}
+	for _, r := range reqs {
+		var body struct {
+			Tools []struct {
+				FunctionDeclarations []struct {
+					Name   string `json:"name"`
+					Schema struct {
+						Properties map[string]prop `json:"properties"`
+					} `json:"parametersJsonSchema"`
+				} `json:"functionDeclarations"`
+			} `json:"tools"`
+		}
+		if r.Method != fakeapi.MethodStream || json.Unmarshal(r.Body, &body) != nil {
+			continue
+		}
+		for _, tl := range body.Tools {
+			for _, fd := range tl.FunctionDeclarations {
+				if fd.Name != tool {
+					continue
+				}
+				temp, mode := fd.Schema.Properties["temperature"], fd.Schema.Properties["thinking_mode"]
+				if temp.Type != "number" || temp.Minimum == nil || *temp.Minimum != 0 || temp.Maximum == nil || *temp.Maximum != 2 ||
+					mode.Type != "string" || strings.Join(mode.Enum, ",") != "minimal,low,medium,high,max" {
+					t.Errorf("the CLI offers %s with temperature %+v and thinking_mode %+v", tool, temp, mode)
+				}
+				return
+			}
+		}
+	}
+	t.Errorf("no request declares %s with a parametersJsonSchema", tool)
 }

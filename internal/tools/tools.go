@@ -85,6 +85,7 @@ func Register(s *mcp.Server, d *Deps) {
 	if d.MaxPagedBytes <= 0 {
 		d.MaxPagedBytes = DefaultMaxPagedBytes
 	}
+	s.AddReceivingMiddleware(tuningMiddleware)
 	mcp.AddTool(s, chatTool(d.SessionIDInText), d.chat)
 	mcp.AddTool(s, replyTool(), d.chatReply)
 	mcp.AddTool(s, pageTool(), d.chatPage)
@@ -105,7 +106,7 @@ func chatTool(idInText bool) *mcp.Tool {
 		Description: "Start a new conversation with Google Gemini (through the Gemini CLI) and return its answer. " +
 			"Use it for a second opinion, a review, research or a long-context question. " +
 			"The result's " + where + " identifies the conversation: pass it to chat-reply to continue it with its history.",
-		InputSchema: inputSchema[ChatInput](),
+		InputSchema: tuneSchema(inputSchema[ChatInput]()),
 		Annotations: &mcp.ToolAnnotations{Title: "Chat with Gemini", OpenWorldHint: ptr(true)},
 	}
 }
@@ -116,7 +117,7 @@ func replyTool() *mcp.Tool {
 		Description: "Continue an existing Gemini conversation: Gemini sees the session's earlier turns. " +
 			"Pass the sessionId from an earlier chat or chat-reply result. Without sessionId it continues this client's most recent session " +
 			"(in cwd, when cwd is given).",
-		InputSchema: inputSchema[ReplyInput](),
+		InputSchema: tuneSchema(inputSchema[ReplyInput]()),
 		Annotations: &mcp.ToolAnnotations{Title: "Continue a Gemini chat", OpenWorldHint: ptr(true)},
 	}
 }
@@ -142,6 +143,7 @@ type ChatInput struct {
 	Model        string `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use (e.g. 'gemini-3-pro', 'gemini-3-flash'). Omit to use the Gemini CLI's default."`
 	SystemPrompt string `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt."`
 	Cwd          string `json:"cwd,omitempty" jsonschema:"Optional: the working directory the Gemini CLI runs in (absolute, or relative to the server's directory). Gemini can read files there. Sessions belong to the directory they were started in."`
+	Tuning
 }
 
 // ReplyInput is chat-reply's arguments; its tags are chat-reply's input
@@ -152,6 +154,7 @@ type ReplyInput struct {
 	Model        string `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use for this turn (e.g. 'gemini-3-pro', 'gemini-3-flash')."`
 	SystemPrompt string `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt."`
 	Cwd          string `json:"cwd,omitempty" jsonschema:"Optional: the working directory of the session. A session recorded by this server runs in its own directory when cwd is omitted."`
+	Tuning
 }
 
 func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput) (*mcp.CallToolResult, any, error) {
@@ -165,7 +168,9 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 	if err != nil {
 		return failure(err), nil, nil
 	}
-	return d.run(ctx, req, backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt, Dir: dir}), nil, nil
+	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt, Dir: dir}
+	in.apply(&call)
+	return d.run(ctx, req, call), nil, nil
 }
 
 func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
@@ -176,6 +181,7 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 		return failure(err), nil, nil
 	}
 	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
+	in.apply(&call)
 	if err := d.target(&call, in.SessionID, in.Cwd, d.clientOf(req)); err != nil {
 		return failure(err), nil, nil
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"google.golang.org/genai"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
 // Thinking budgets, in tokens, for the models that take a budget (Gemini
@@ -25,16 +27,13 @@ const (
 	flashLiteMinBudget = 512
 )
 
-// ThinkingModes are the values Turn.ThinkingMode may take besides "".
-var ThinkingModes = []string{"minimal", "low", "medium", "high", "max"}
-
 // thinkingConfig maps a thinking mode onto model's thinking configuration:
 // a level for Gemini 3 models, a budget for the others. note says what was
 // changed to fit the model, or why nothing could be applied (tc nil).
 func thinkingConfig(mode, model string, mi modelInfo, known bool) (tc *genai.ThinkingConfig, note string, err error) {
 	budget, ok := thinkingBudgets[mode]
 	if !ok {
-		return nil, "", fmt.Errorf("thinking_mode %q is not one of %s", mode, strings.Join(ThinkingModes, ", "))
+		return nil, "", fmt.Errorf("thinking_mode %q is not one of %s", mode, strings.Join(backend.ThinkingModes, ", "))
 	}
 	if known && !mi.thinking {
 		return nil, fmt.Sprintf("thinking_mode: model %s does not think (the API's model list says so)", model), nil

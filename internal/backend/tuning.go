@@ -1,0 +1,14 @@
+package backend
+
+// ThinkingModes are the values Turn.ThinkingMode may take besides "", from
+// the least thinking to the most. The tools offer exactly these; each
+// backend maps them onto what its model takes (the API backend onto
+// thinking budgets or levels) or reports them as not applied.
+var ThinkingModes = []string{"minimal", "low", "medium", "high", "max"}
+
+// The range of Turn.Temperature, as the Gemini API takes it (Gemini 2 and
+// later models).
+const (
+	MinTemperature = 0.0
+	MaxTemperature = 2.0
+)

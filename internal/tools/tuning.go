@@ -1,0 +1,92 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+)
+
+// Tuning is the optional per-call tuning chat and chat-reply take (seed
+// 002's temperature and thinking_mode). Its tags are part of both tools'
+// input schemas; tuneSchema adds the range and the values they accept.
+type Tuning struct {
+	Temperature  *float64 `json:"temperature,omitempty" jsonschema:"Optional: the sampling temperature, from 0 to 2: lower is more focused and repeatable, higher more varied. Omit it for the model's default. Applied by the Gemini API backend; the Gemini CLI backends cannot set it per call, answer without it and say so in the result's _meta.notApplied."`
+	ThinkingMode string   `json:"thinking_mode,omitempty" jsonschema:"Optional: how much Gemini may think before it answers: minimal, low, medium, high or max. On the Gemini API backend it becomes a thinking budget of 128, 2048, 8192, 16384 or 32768 tokens (Gemini 2.5 models, kept within the model's range) or a thinking level (Gemini 3 models, max being HIGH); any adjustment is reported in _meta.notApplied. The Gemini CLI backends cannot set it per call, answer without it and say so in _meta.notApplied."`
+}
+
+// apply copies the tuning into a turn.
+func (t Tuning) apply(turn *backend.Turn) {
+	turn.Temperature = t.Temperature
+	turn.ThinkingMode = t.ThinkingMode
+}
+
+// tuneSchema gives the tuning properties of a generated input schema their
+// constraints, which struct tags cannot express: a clients' model then
+// sees the range and the values. The temperature is a plain number (the
+// generator makes a pointer nullable; null is refused like any other
+// non-number).
+func tuneSchema(s *jsonschema.Schema) *jsonschema.Schema {
+	t := s.Properties["temperature"]
+	t.Types, t.Type = nil, "number"
+	t.Minimum, t.Maximum = ptr(backend.MinTemperature), ptr(backend.MaxTemperature)
+	m := s.Properties["thinking_mode"]
+	for _, v := range backend.ThinkingModes {
+		m.Enum = append(m.Enum, v)
+	}
+	return s
+}
+
+// checkTuning refuses a temperature or thinking_mode outside what the
+// tools take, from a call's raw arguments, with a message that says what
+// to send instead.
+func checkTuning(raw json.RawMessage) error {
+	var args struct {
+		Temperature  json.RawMessage `json:"temperature"`
+		ThinkingMode json.RawMessage `json:"thinking_mode"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &args) != nil {
+		return nil // not an object: the SDK's own validation says so
+	}
+	if args.Temperature != nil {
+		var t float64
+		if err := json.Unmarshal(args.Temperature, &t); err != nil || string(args.Temperature) == "null" ||
+			math.IsNaN(t) || t < backend.MinTemperature || t > backend.MaxTemperature {
+			return fmt.Errorf("temperature must be a number from %g to %g, not %s; omit it for the model's default",
+				backend.MinTemperature, backend.MaxTemperature, args.Temperature)
+		}
+	}
+	if args.ThinkingMode != nil {
+		var m string
+		if err := json.Unmarshal(args.ThinkingMode, &m); err != nil || !slices.Contains(backend.ThinkingModes, m) {
+			return fmt.Errorf("thinking_mode must be one of %s, not %s; omit it for the model's default",
+				strings.Join(backend.ThinkingModes, ", "), args.ThinkingMode)
+		}
+	}
+	return nil
+}
+
+// tuningMiddleware checks the tuning of chat and chat-reply calls before
+// the SDK validates the arguments against the schema: the SDK's own
+// message for a value out of range ("maximum: 3/1 is greater than
+// 2.000000") would leave the caller guessing. A refused call never
+// reaches the tool, so nothing runs.
+func tuningMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/call" {
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && (p.Name == "chat" || p.Name == "chat-reply") {
+				if err := checkTuning(p.Arguments); err != nil {
+					return failure(err), nil
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
