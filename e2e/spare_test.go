@@ -16,7 +16,7 @@ var logSession = regexp.MustCompile(` session=([0-9a-f-]{36})`)
 // that the spare left at shutdown leaves no file behind.
 func TestE2EWarmSpare(t *testing.T) {
 	t.Parallel()
-	h := start(t, "--backend", "warm")
+	h := start(t, "warm")
 	work := t.TempDir()
 	res := h.call(t, callTimeout, "chat", map[string]any{"prompt": "e2e:spare first", "model": model, "cwd": work})
 	_, first := success(t, res)
