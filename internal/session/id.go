@@ -6,7 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 )
 
 // NewUUID returns a random (version 4) UUID in the CLI's lower-case form.
@@ -74,17 +75,5 @@ func ParseSessionRef(s string) (SessionRef, error) {
 	case indexRE().MatchString(t):
 		return SessionRef{Value: t, Kind: RefIndex}, nil
 	}
-	return SessionRef{}, fmt.Errorf("invalid sessionId %q: expected a session UUID (as returned in _meta.sessionId), \"latest\", or a session index such as 1", clip(s, 80))
-}
-
-// clip shortens s for inclusion in an error message.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return SessionRef{}, fmt.Errorf("invalid sessionId %q: expected a session UUID (as returned in _meta.sessionId), \"latest\", or a session index such as 1", msg.Clip(s, 80))
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 )
 
 // Bad input is refused here, before any process starts, so that nothing a
@@ -28,7 +30,7 @@ func Model(m string) error {
 	if modelRE().MatchString(m) {
 		return nil
 	}
-	return fmt.Errorf("invalid model %q: use a Gemini model name such as gemini-2.5-pro (letters, digits, '.', '_' and '-', at most 100 characters, not starting with '-')", clip(m, 80))
+	return fmt.Errorf("invalid model %q: use a Gemini model name such as gemini-2.5-pro (letters, digits, '.', '_' and '-', at most 100 characters, not starting with '-')", msg.Clip(m, 80))
 }
 
 // Text checks a prompt or system prompt: it must be valid UTF-8,
@@ -82,16 +84,4 @@ func ResolveDir(dir, base string) (string, error) {
 		return "", fmt.Errorf("cwd %q is not a directory", orig)
 	}
 	return filepath.Clean(real), nil
-}
-
-// clip shortens s for inclusion in an error message.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

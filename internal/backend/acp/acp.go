@@ -19,6 +19,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -191,7 +192,7 @@ func (p *acpProc) readLoop(stdout io.Reader, stderr *proc.TailBuffer) {
 			if !p.longLine(line) {
 				// Nothing can be answered without it: the stream cannot be
 				// followed any more.
-				p.log.Warn("stopping a warm gemini process that sent a message too long to read", "pid", p.cmd.Process.Pid, "limit", p.maxOutput+lineSlack, "start", clip(string(line), 200))
+				p.log.Warn("stopping a warm gemini process that sent a message too long to read", "pid", p.cmd.Process.Pid, "limit", p.maxOutput+lineSlack, "start", msg.Clip(string(line), 200))
 				_ = proc.KillGroup(p.cmd.Process)
 				break
 			}
@@ -202,7 +203,7 @@ func (p *acpProc) readLoop(stdout io.Reader, stderr *proc.TailBuffer) {
 		}
 		var m rpcMessage
 		if err := json.Unmarshal(line, &m); err != nil {
-			p.log.Debug("ignoring a line from gemini --acp that is not JSON-RPC", "line", clip(string(line), 200))
+			p.log.Debug("ignoring a line from gemini --acp that is not JSON-RPC", "line", msg.Clip(string(line), 200))
 			continue
 		}
 		switch {
@@ -362,7 +363,7 @@ func (p *acpProc) notification(m rpcMessage) {
 		return
 	case "tool_call":
 		sub.mu.Unlock()
-		activity(obs, "gemini is running a tool: "+clip(u.Update.Title, 120))
+		activity(obs, "gemini is running a tool: "+msg.Clip(u.Update.Title, 120))
 		return
 	}
 	sub.mu.Unlock()

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"log/slog"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
@@ -124,15 +123,3 @@ func ConfigFor(o cli.Options, w WarmOptions, oneShot *cli.Runner) Options {
 // stderrKeep is how much of a warm process's stderr is kept, to explain
 // its end.
 const stderrKeep = 64 << 10
-
-// clip shortens s for inclusion in a log line or message.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 )
 
 // The constructors, one per kind. Each reason says what happened and, where
@@ -228,7 +229,7 @@ func cliMessage(out *Output, stderr string) string {
 		t := strings.TrimSpace(l)
 		if strings.HasPrefix(t, "Error") || strings.HasPrefix(t, "Unknown argument") ||
 			strings.HasPrefix(t, "No input provided") || strings.HasPrefix(t, "Please set an Auth method") {
-			return clip(t, 500)
+			return msg.Clip(t, 500)
 		}
 	}
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -236,7 +237,7 @@ func cliMessage(out *Output, stderr string) string {
 		if t == "" || strings.HasPrefix(t, "at ") || t == "}" || t == "{" {
 			continue
 		}
-		return clip(t, 500)
+		return msg.Clip(t, 500)
 	}
 	return ""
 }

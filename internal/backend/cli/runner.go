@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -351,7 +352,7 @@ func (r *Runner) interpret(res execResult, c backend.Turn) (Output, error) {
 	out, err := ParseOutput(res.stdout)
 	if err != nil {
 		return Output{}, badOutputError(fmt.Sprintf("gemini exited 0 but did not print the expected JSON (stdout began: %q). "+
-			"Check that --gemini points at the Gemini CLI, and update it", clip(strings.TrimSpace(string(res.stdout)), 200))).SetRan(tail).SetExited(0)
+			"Check that --gemini points at the Gemini CLI, and update it", msg.Clip(strings.TrimSpace(string(res.stdout)), 200))).SetRan(tail).SetExited(0)
 	}
 	if out.Error != nil {
 		return Output{}, classify(0, &out, tail, c.Session, c.Dir)
