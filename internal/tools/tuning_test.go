@@ -21,6 +21,7 @@ func connectStub(t *testing.T) (*mcp.ClientSession, *stubRunner) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(store.Close)
 	r := &stubRunner{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
 	Register(srv, &Deps{Backend: r, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20})
