@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -31,30 +30,6 @@ func newTestRunner(t *testing.T, opts cli.Options, extraEnv ...string) (*cli.Run
 	opts.Gemini = fakeGemini
 	opts.Env = append(env, opts.Env...)
 	return cli.NewRunner(opts, nil), log
-}
-
-func workDir(t *testing.T) string {
-	t.Helper()
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func invocations(t *testing.T, log string) []geminitest.Invocation {
-	t.Helper()
-	inv, err := geminitest.ReadLog(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return inv
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func contains(list []string, s string) bool {

@@ -114,7 +114,7 @@ func waitExit(t *testing.T, pid int) {
 
 // acpStarts counts the --acp processes the fake logged.
 func acpStarts(t *testing.T, log string) (warm, oneShot []geminitest.Invocation) {
-	for _, inv := range invocations(t, log) {
+	for _, inv := range geminitest.Invocations(t, log) {
 		if contains(inv.Argv, "--acp") {
 			warm = append(warm, inv)
 		} else {
@@ -129,17 +129,17 @@ func TestWarmMatchesOneShot(t *testing.T) {
 	// (TestWarmSpare* test them).
 	warm, wlog, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{SpareAge: -1})
 	cold, _ := newTestRunner(t, cli.Options{})
-	dir := workDir(t)
+	dir := geminitest.WorkDir(t)
 	calls := []backend.Turn{
 		{Prompt: "-h first", Model: "gemini-x", SystemPrompt: "SYS one", Dir: dir},
 		{Prompt: strings.Repeat("big prompt line\n", 10000), Dir: dir},
 	}
 	for _, c := range calls {
-		w, err := warm.Run(ctxT(t), c)
+		w, err := warm.Run(geminitest.Context(t), c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := cold.Run(ctxT(t), c)
+		o, err := cold.Run(geminitest.Context(t), c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,11 +148,11 @@ func TestWarmMatchesOneShot(t *testing.T) {
 		}
 		// The reply continues the warm session, in the process that holds
 		// it, with the model back at the default as a one-shot reply has.
-		w2, err := warm.Run(ctxT(t), backend.Turn{Prompt: "again", Dir: dir, Session: w.SessionID, SystemPrompt: c.SystemPrompt})
+		w2, err := warm.Run(geminitest.Context(t), backend.Turn{Prompt: "again", Dir: dir, Session: w.SessionID, SystemPrompt: c.SystemPrompt})
 		if err != nil {
 			t.Fatal(err)
 		}
-		o2, err := cold.Run(ctxT(t), backend.Turn{Prompt: "again", Dir: dir, Session: o.SessionID, SystemPrompt: c.SystemPrompt})
+		o2, err := cold.Run(geminitest.Context(t), backend.Turn{Prompt: "again", Dir: dir, Session: o.SessionID, SystemPrompt: c.SystemPrompt})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,11 +180,11 @@ func TestWarmMatchesOneShot(t *testing.T) {
 func TestWarmErrorsMatchOneShot(t *testing.T) {
 	warm, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
 	cold, _ := newTestRunner(t, cli.Options{})
-	dir := workDir(t)
+	dir := geminitest.WorkDir(t)
 	// API failures are per prompt in both modes (auth: TestWarmAuthError).
 	for _, prompt := range []string{"[[exit:144]]", "[[exit:173]]", "[[exit:244]]"} {
-		_, werr := warm.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: dir})
-		_, oerr := cold.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: dir})
+		_, werr := warm.Run(geminitest.Context(t), backend.Turn{Prompt: prompt, Dir: dir})
+		_, oerr := cold.Run(geminitest.Context(t), backend.Turn{Prompt: prompt, Dir: dir})
 		var we, oe *backend.Error
 		if !errors.As(werr, &we) || !errors.As(oerr, &oe) {
 			t.Fatalf("%s: %v / %v", prompt, werr, oerr)
@@ -204,8 +204,8 @@ func TestWarmErrorsMatchOneShot(t *testing.T) {
 func TestWarmCancelKeepsTheProcess(t *testing.T) {
 	// Without spares, whose session/new could come last in the log.
 	r, log, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{SpareAge: -1})
-	dir := workDir(t)
-	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "start", Dir: dir})
+	dir := geminitest.WorkDir(t)
+	first, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestWarmCancelKeepsTheProcess(t *testing.T) {
 		t.Fatalf("last message %s %s", m.Method, m.SessionID())
 	}
 	// The process serves on; the cancelled turn was not kept.
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "after", Dir: dir, Session: first.SessionID})
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "after", Dir: dir, Session: first.SessionID})
 	if err != nil || !strings.HasPrefix(res.Text, "fake-gemini turn=2 ") {
 		t.Fatalf("after cancel: %v %+v", err, res)
 	}
@@ -248,23 +248,23 @@ func TestWarmCancelKeepsTheProcess(t *testing.T) {
 
 func TestWarmCrashContinuesOneShot(t *testing.T) {
 	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
-	dir := workDir(t)
-	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "start", Dir: dir})
+	dir := geminitest.WorkDir(t)
+	first, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.Run(ctxT(t), backend.Turn{Prompt: "[[crash]]", Dir: dir, Session: first.SessionID})
+	_, err = r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[crash]]", Dir: dir, Session: first.SessionID})
 	var e *backend.Error
 	if !errors.As(err, &e) || e.Kind != backend.KindFailed || !strings.Contains(e.Reason, "exited during the call") {
 		t.Fatalf("crash: %v", err)
 	}
 	// The session continues through one-shot resume, its history intact.
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "after the crash", Dir: dir, Session: first.SessionID})
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "after the crash", Dir: dir, Session: first.SessionID})
 	if err != nil || res.SessionID != first.SessionID || !strings.HasPrefix(res.Text, "fake-gemini turn=2 ") || res.Via == "warm" {
 		t.Fatalf("after crash: %v %+v", err, res)
 	}
 	// A new session gets a new process.
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "new", Dir: dir}); err != nil {
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "new", Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	started, oneShot := acpStarts(t, log)
@@ -275,12 +275,12 @@ func TestWarmCrashContinuesOneShot(t *testing.T) {
 
 func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
 	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{MaxPrompts: 2})
-	dir := workDir(t)
-	a, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: dir})
+	dir := geminitest.WorkDir(t)
+	a, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "two", Dir: dir, Session: a.SessionID}); err != nil {
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "two", Dir: dir, Session: a.SessionID}); err != nil {
 		t.Fatal(err)
 	}
 	// The first process has served its two prompts and is retired.
@@ -292,11 +292,11 @@ func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
 	if geminitest.Alive(started[0].Pid) {
 		t.Fatal("the process outlived its prompt limit")
 	}
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "three", Dir: dir, Session: a.SessionID})
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "three", Dir: dir, Session: a.SessionID})
 	if err != nil || res.Via == "warm" || !strings.HasPrefix(res.Text, "fake-gemini turn=3 ") {
 		t.Fatalf("after recycling: %v %+v", err, res)
 	}
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "four", Dir: dir}); err != nil {
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "four", Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	if started, _ := acpStarts(t, log); len(started) != 2 {
@@ -306,7 +306,7 @@ func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
 
 func TestWarmPermissions(t *testing.T) {
 	deny, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
-	res, err := deny.Run(ctxT(t), backend.Turn{Prompt: "write it [[permission]]", Dir: workDir(t)})
+	res, err := deny.Run(geminitest.Context(t), backend.Turn{Prompt: "write it [[permission]]", Dir: geminitest.WorkDir(t)})
 	if err != nil || !strings.HasSuffix(res.Text, " permission=cancel") {
 		t.Fatalf("default policy: %v %+v", err, res)
 	}
@@ -314,17 +314,17 @@ func TestWarmPermissions(t *testing.T) {
 
 func TestWarmLatestGoesOneShotAndReleases(t *testing.T) {
 	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
-	dir := workDir(t)
-	a, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: dir})
+	dir := geminitest.WorkDir(t)
+	a, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "two", Dir: dir, Session: "latest"})
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "two", Dir: dir, Session: "latest"})
 	if err != nil || res.SessionID != a.SessionID || res.Via == "warm" {
 		t.Fatalf("latest: %v %+v", err, res)
 	}
 	// The one-shot turn took the session from its process for good.
-	res, err = r.Run(ctxT(t), backend.Turn{Prompt: "three", Dir: dir, Session: a.SessionID})
+	res, err = r.Run(geminitest.Context(t), backend.Turn{Prompt: "three", Dir: dir, Session: a.SessionID})
 	if err != nil || res.Via == "warm" || !strings.HasPrefix(res.Text, "fake-gemini turn=3 ") {
 		t.Fatalf("after latest: %v %+v", err, res)
 	}
@@ -335,9 +335,9 @@ func TestWarmLatestGoesOneShotAndReleases(t *testing.T) {
 
 func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
 	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{Processes: 1})
-	dir := workDir(t)
+	dir := geminitest.WorkDir(t)
 	for i, sys := range []string{"SYS A", "SYS B", "SYS A"} {
-		res, err := r.Run(ctxT(t), backend.Turn{Prompt: "hi", SystemPrompt: sys, Dir: dir})
+		res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "hi", SystemPrompt: sys, Dir: dir})
 		if err != nil || !strings.Contains(res.Text, "system="+sys+" ") || res.Via != "warm" {
 			t.Fatalf("call %d: %v %+v", i, err, res)
 		}
@@ -357,7 +357,7 @@ func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
 
 func TestWarmIdleProcessStops(t *testing.T) {
 	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{IdleTimeout: 200 * time.Millisecond})
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: workDir(t)}); err != nil {
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "one", Dir: geminitest.WorkDir(t)}); err != nil {
 		t.Fatal(err)
 	}
 	started, _ := acpStarts(t, log)
@@ -377,7 +377,7 @@ func TestWarmIdleProcessStops(t *testing.T) {
 func TestWarmRecycleUnderLoad(t *testing.T) {
 	const maxPrompts = 5
 	r, log, acpLog, logs := newWarmRunnerSlots(t, 16, cli.Options{}, WarmOptions{MaxPrompts: maxPrompts, Processes: 2})
-	dir := workDir(t)
+	dir := geminitest.WorkDir(t)
 	errs := make(chan error, 200)
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
@@ -385,7 +385,7 @@ func TestWarmRecycleUnderLoad(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 20; j++ {
-				if _, err := r.Run(ctxT(t), backend.Turn{Prompt: fmt.Sprintf("load %d %d [[sleep:2]]", i, j), Dir: dir}); err != nil {
+				if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: fmt.Sprintf("load %d %d [[sleep:2]]", i, j), Dir: dir}); err != nil {
 					errs <- err
 				}
 			}
@@ -444,9 +444,9 @@ func TestWarmRecycleUnderLoad(t *testing.T) {
 // decides it, and never for a process that stays.
 func TestWarmRecycleLogsOnce(t *testing.T) {
 	r, log, _, logs := newWarmRunnerLogged(t, cli.Options{}, WarmOptions{MaxPrompts: 3})
-	dir := workDir(t)
+	dir := geminitest.WorkDir(t)
 	for i := 1; i <= 4; i++ {
-		if _, err := r.Run(ctxT(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
+		if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
 			t.Fatal(err)
 		}
 		recs := logRecords(t, logs, "recycling a warm gemini process")
@@ -472,7 +472,7 @@ func TestWarmRecycleLogsOnce(t *testing.T) {
 	}
 	r, log, _, logs = newWarmRunnerLogged(t, cli.Options{}, WarmOptions{MaxRSS: 1})
 	for i := 1; i <= 2; i++ {
-		if _, err := r.Run(ctxT(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
+		if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -490,12 +490,12 @@ func TestWarmOutputCap(t *testing.T) {
 	const limit = 100000
 	r, log, acpLog := newWarmRunner(t, cli.Options{MaxOutputBytes: limit}, WarmOptions{})
 	cold, _ := newTestRunner(t, cli.Options{MaxOutputBytes: limit})
-	dir := workDir(t)
-	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "start", Dir: dir})
+	dir := geminitest.WorkDir(t)
+	first, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, oerr := cold.Run(ctxT(t), backend.Turn{Prompt: "[[stdout:1000000]]", Dir: dir})
+	_, oerr := cold.Run(geminitest.Context(t), backend.Turn{Prompt: "[[stdout:1000000]]", Dir: dir})
 	var oe *backend.Error
 	if !errors.As(oerr, &oe) || oe.Kind != backend.KindOutputTooBig {
 		t.Fatalf("one-shot: %v", oerr)
@@ -504,7 +504,7 @@ func TestWarmOutputCap(t *testing.T) {
 	// not into memory).
 	// [[holdend]] keeps the turn open until it is cancelled.
 	for _, prompt := range []string{"[[stdout:1000000]] [[chunks:100]] [[holdend]]", "[[stdout:3000000]] [[holdend]]"} {
-		_, err := r.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: dir, Session: first.SessionID})
+		_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: prompt, Dir: dir, Session: first.SessionID})
 		var e *backend.Error
 		if !errors.As(err, &e) || e.Kind != backend.KindOutputTooBig || e.Reason != oe.Reason {
 			t.Fatalf("%s: warm %v, one-shot %v", prompt, err, oerr)
@@ -515,7 +515,7 @@ func TestWarmOutputCap(t *testing.T) {
 		}
 	}
 	// The process serves on.
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "after", Dir: dir, Session: first.SessionID})
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "after", Dir: dir, Session: first.SessionID})
 	if err != nil || res.Via != "warm" {
 		t.Fatalf("after the cap: %v %+v", err, res)
 	}
@@ -549,9 +549,9 @@ func TestWarmAuthError(t *testing.T) {
 	noKey := geminitest.EnvNoAPIKey + "=1"
 	warm, _, _ := newWarmRunner(t, cli.Options{Env: []string{noKey}}, WarmOptions{})
 	cold, _ := newTestRunner(t, cli.Options{}, noKey)
-	dir := workDir(t)
-	_, werr := warm.Run(ctxT(t), backend.Turn{Prompt: "hi", Dir: dir})
-	_, oerr := cold.Run(ctxT(t), backend.Turn{Prompt: "hi", Dir: dir})
+	dir := geminitest.WorkDir(t)
+	_, werr := warm.Run(geminitest.Context(t), backend.Turn{Prompt: "hi", Dir: dir})
+	_, oerr := cold.Run(geminitest.Context(t), backend.Turn{Prompt: "hi", Dir: dir})
 	for name, err := range map[string]error{"warm": werr, "one-shot": oerr} {
 		var e *backend.Error
 		if !errors.As(err, &e) || e.Kind != backend.KindAuth || !strings.HasSuffix(e.Reason, cli.AuthHelp) {
@@ -576,7 +576,7 @@ func atoi(t *testing.T, s string) int {
 // errors.Is tells apart from a cancel.
 func TestWarmTimeout(t *testing.T) {
 	r, _, _ := newWarmRunner(t, cli.Options{Timeout: 300 * time.Millisecond}, WarmOptions{})
-	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[hang]]", Dir: workDir(t)})
+	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[hang]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
 	if !errors.As(err, &e) || e.Kind != backend.KindTimeout || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		!strings.Contains(e.Reason, "--timeout") || e.Exited {
@@ -659,8 +659,8 @@ func TestWarmSpareServesANewChat(t *testing.T) {
 	home := t.TempDir()
 	warm, _, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{})
 	cold, _ := newTestRunner(t, cli.Options{})
-	dir := workDir(t)
-	if _, err := warm.Run(ctxT(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
+	dir := geminitest.WorkDir(t)
+	if _, err := warm.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	p := onlyProc(t, warm)
@@ -671,11 +671,11 @@ func TestWarmSpareServesANewChat(t *testing.T) {
 	news := countMethod(t, acpLog, "session/new")
 	// The model is set at call time; the answer is the one-shot one.
 	c := backend.Turn{Prompt: "second", Model: "gemini-x", Dir: dir}
-	w, err := warm.Run(ctxT(t), c)
+	w, err := warm.Run(geminitest.Context(t), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := cold.Run(ctxT(t), c)
+	o, err := cold.Run(geminitest.Context(t), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -698,7 +698,7 @@ func TestWarmSpareServesANewChat(t *testing.T) {
 		t.Fatalf("%d session/new before the prompt, %d before the call", len(before), news)
 	}
 	// A reply continues it in the same process, and its file is kept.
-	if _, err := warm.Run(ctxT(t), backend.Turn{Prompt: "again", Dir: dir, Session: w.SessionID}); err != nil {
+	if _, err := warm.Run(geminitest.Context(t), backend.Turn{Prompt: "again", Dir: dir, Session: w.SessionID}); err != nil {
 		t.Fatal(err)
 	}
 	last := readySpare(t, p, dir)
@@ -715,14 +715,14 @@ func TestWarmSpareServesANewChat(t *testing.T) {
 
 func TestWarmSpareOnlyWhenIdle(t *testing.T) {
 	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{})
-	dir, other := workDir(t), workDir(t)
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
+	dir, other := geminitest.WorkDir(t), geminitest.WorkDir(t)
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	p := onlyProc(t, r)
 	s := readySpare(t, p, dir)
 	// A long call takes the spare and holds the process.
-	ctx, cancel := context.WithCancel(ctxT(t))
+	ctx, cancel := context.WithCancel(geminitest.Context(t))
 	defer cancel()
 	held := make(chan error, 1)
 	go func() {
@@ -733,7 +733,7 @@ func TestWarmSpareOnlyWhenIdle(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	// A chat in another folder ends while the process is busy: no spare.
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "busy", Dir: other}); err != nil {
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "busy", Dir: other}); err != nil {
 		t.Fatal(err)
 	}
 	p.mu.Lock()
@@ -767,15 +767,15 @@ func promptsText(t *testing.T, acpLog string) string {
 
 func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{})
-	dir := workDir(t)
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
+	dir := geminitest.WorkDir(t)
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	p := onlyProc(t, r)
 	readySpare(t, p, dir)
 	// A call creating a session holds the lock (the test stands in for
 	// it): a spare asked for meanwhile is not made, rather than queue.
-	other := workDir(t)
+	other := geminitest.WorkDir(t)
 	news := countMethod(t, acpLog, "session/new")
 	p.newMu.Lock()
 	s := poolOf(r).refill(p, other)
@@ -806,13 +806,13 @@ func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 	res := make(chan string, 1)
 	go func() {
 		defer p.done()
-		id, err := poolOf(r).session(ctxT(t), p, other)
+		id, err := poolOf(r).session(geminitest.Context(t), p, other)
 		if err != nil {
 			t.Error(err)
 		}
 		res <- id
 	}()
-	id, err := p.newSession(ctxT(t), other, false)
+	id, err := p.newSession(geminitest.Context(t), other, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -841,8 +841,8 @@ func TestWarmSpareExpires(t *testing.T) {
 		now = now.Add(d)
 		mu.Unlock()
 	}
-	dir := workDir(t)
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
+	dir := geminitest.WorkDir(t)
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	p := onlyProc(t, r)
@@ -850,7 +850,7 @@ func TestWarmSpareExpires(t *testing.T) {
 	// Too old at call time: a new session serves the chat, the spare's
 	// file goes.
 	advance(time.Hour)
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "second", Dir: dir})
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "second", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -863,7 +863,7 @@ func TestWarmSpareExpires(t *testing.T) {
 	// The sweep discards an old spare unasked, and makes another one
 	// since the process served a call after the old one was made.
 	s2 := readySpare(t, p, dir)
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "reply", Dir: dir, Session: res.SessionID}); err != nil {
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "reply", Dir: dir, Session: res.SessionID}); err != nil {
 		t.Fatal(err)
 	}
 	advance(time.Hour)
@@ -886,8 +886,8 @@ func TestWarmSpareExpires(t *testing.T) {
 func TestWarmSparesGoWithTheProcess(t *testing.T) {
 	home := t.TempDir()
 	r, _, _, logs := newWarmRunnerLogged(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{MaxPrompts: 2})
-	dir := workDir(t)
-	first, err := r.Run(ctxT(t), backend.Turn{Prompt: "first", Dir: dir})
+	dir := geminitest.WorkDir(t)
+	first, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -895,7 +895,7 @@ func TestWarmSparesGoWithTheProcess(t *testing.T) {
 	s := readySpare(t, p, dir)
 	// The reply is the process's second prompt: it is recycled with its
 	// spare unused.
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "reply", Dir: dir, Session: first.SessionID}); err != nil {
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "reply", Dir: dir, Session: first.SessionID}); err != nil {
 		t.Fatal(err)
 	}
 	<-p.dead
@@ -963,10 +963,10 @@ func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
 		}
 		return start(ctx, cmd, key, sys)
 	}
-	dir := workDir(t)
+	dir := geminitest.WorkDir(t)
 	var ids []string
 	for i := 0; i < 3; i++ {
-		res, err := r.Run(ctxT(t), backend.Turn{Prompt: fmt.Sprint("chat ", i), Dir: dir})
+		res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: fmt.Sprint("chat ", i), Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -980,14 +980,14 @@ func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no replacement started at the session limit")
 	}
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "while the replacement starts", Dir: dir, Session: ids[0]})
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "while the replacement starts", Dir: dir, Session: ids[0]})
 	if err != nil || res.Via != "warm" || old.isDraining() {
 		t.Fatalf("during the replacement: %v, served %s, old process draining: %v", err, res.Via, old.isDraining())
 	}
 	releaseOnce()
 	<-old.dead
 	// The next chat goes to the replacement, warm.
-	res, err = r.Run(ctxT(t), backend.Turn{Prompt: "after", Dir: dir})
+	res, err = r.Run(geminitest.Context(t), backend.Turn{Prompt: "after", Dir: dir})
 	if err != nil || res.Via != "warm" {
 		t.Fatalf("after the replacement: %v, served %s", err, res.Via)
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -35,41 +34,17 @@ func newTestRunner(t *testing.T, opts Options, extraEnv ...string) (*Runner, str
 	return NewRunner(opts, nil), log
 }
 
-func workDir(t *testing.T) string {
-	t.Helper()
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func invocations(t *testing.T, log string) []geminitest.Invocation {
-	t.Helper()
-	inv, err := geminitest.ReadLog(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return inv
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestRunNewSession(t *testing.T) {
 	r, log := newTestRunner(t, Options{})
-	dir := workDir(t)
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "-h mcp", Model: "gemini-x", Dir: dir})
+	dir := geminitest.WorkDir(t)
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "-h mcp", Model: "gemini-x", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := geminitest.Answer(1, "gemini-x", "", "-h mcp"); res.Text != want {
 		t.Fatalf("response %q, want %q", res.Text, want)
 	}
-	inv := invocations(t, log)
+	inv := geminitest.Invocations(t, log)
 	if len(inv) != 1 {
 		t.Fatalf("%d invocations", len(inv))
 	}
@@ -85,7 +60,7 @@ func TestRunNewSession(t *testing.T) {
 		t.Fatalf("session %q via %q", res.SessionID, res.Via)
 	}
 	// The session exists where the CLI keeps it, and can be resumed.
-	res2, err := r.Run(ctxT(t), backend.Turn{Prompt: "again", Dir: dir, Session: res.SessionID})
+	res2, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "again", Dir: dir, Session: res.SessionID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,14 +78,14 @@ func TestRunLargePromptOnStdin(t *testing.T) {
 		b.WriteString(" — varied text\n")
 	}
 	prompt := "-" + b.String()
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: prompt, Dir: workDir(t)})
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: prompt, Dir: geminitest.WorkDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := geminitest.Answer(1, geminitest.DefaultModel, "", prompt); res.Text != want {
 		t.Fatalf("response %q, want %q", res.Text, want)
 	}
-	inv := invocations(t, log)[0]
+	inv := geminitest.Invocations(t, log)[0]
 	if inv.StdinKind != geminitest.StdinPipe || inv.StdinBytes != len(prompt) {
 		t.Fatalf("stdin %s %d bytes", inv.StdinKind, inv.StdinBytes)
 	}
@@ -125,7 +100,7 @@ func TestRunSystemPromptFileIsPrivateAndRemoved(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	r, log := newTestRunner(t, Options{})
-	dir := workDir(t)
+	dir := geminitest.WorkDir(t)
 	type seen struct {
 		dirMode, fileMode os.FileMode
 		err               error
@@ -148,7 +123,7 @@ func TestRunSystemPromptFileIsPrivateAndRemoved(t *testing.T) {
 		}
 		got <- seen{err: errors.New("SYSTEM.md never appeared")}
 	}()
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "hi [[sleep:700]]", SystemPrompt: "You are MARK.\nSecond line.", Dir: dir})
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "hi [[sleep:700]]", SystemPrompt: "You are MARK.\nSecond line.", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +134,7 @@ func TestRunSystemPromptFileIsPrivateAndRemoved(t *testing.T) {
 	if !strings.Contains(res.Text, "system=You are MARK.") {
 		t.Fatalf("response %q", res.Text)
 	}
-	inv := invocations(t, log)[0]
+	inv := geminitest.Invocations(t, log)[0]
 	if inv.SystemMd != "You are MARK.\nSecond line." || inv.Env["GEMINI_SYSTEM_MD"] != inv.SystemMdPath {
 		t.Fatalf("invocation %+v", inv)
 	}
@@ -167,7 +142,7 @@ func TestRunSystemPromptFileIsPrivateAndRemoved(t *testing.T) {
 	// Failure and timeout paths remove it too.
 	r.opts.Timeout = 300 * time.Millisecond
 	for _, p := range []string{"[[exit:41]]", "[[hang]]"} {
-		if _, err := r.Run(ctxT(t), backend.Turn{Prompt: p, SystemPrompt: "S", Dir: dir}); err == nil {
+		if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: p, SystemPrompt: "S", Dir: dir}); err == nil {
 			t.Fatalf("%s succeeded", p)
 		}
 		assertNoTempDirs(t, tmp)
@@ -183,18 +158,18 @@ func assertNoTempDirs(t *testing.T, tmp string) {
 
 func TestRunOlderCLIWithoutSessionIDFlag(t *testing.T) {
 	r, log := newTestRunner(t, Options{}, geminitest.EnvNoSessionIDFlag+"=1")
-	dir := workDir(t)
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "one", Dir: dir})
+	dir := geminitest.WorkDir(t)
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !session.IsUUID(res.SessionID) || res.Via != "json" {
 		t.Fatalf("session %q via %s", res.SessionID, res.Via)
 	}
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "two", Dir: dir}); err != nil {
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "two", Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
-	inv := invocations(t, log)
+	inv := geminitest.Invocations(t, log)
 	// One refused try, then two runs without the flag: it is asked once.
 	if len(inv) != 3 || !contains(inv[0].Argv, "--session-id") || contains(inv[1].Argv, "--session-id") || contains(inv[2].Argv, "--session-id") {
 		for _, i := range inv {
@@ -215,24 +190,24 @@ func contains(list []string, s string) bool {
 
 func TestRunSessionIDFallbacks(t *testing.T) {
 	r, log := newTestRunner(t, Options{})
-	dir := workDir(t)
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "first [[nosession]]", Dir: dir})
+	dir := geminitest.WorkDir(t)
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first [[nosession]]", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Via != "preselected" || !session.IsUUID(res.SessionID) {
 		t.Fatalf("new: %q via %s", res.SessionID, res.Via)
 	}
-	res2, err := r.Run(ctxT(t), backend.Turn{Prompt: "second [[nosession]]", Dir: dir, Session: res.SessionID})
+	res2, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "second [[nosession]]", Dir: dir, Session: res.SessionID})
 	if err != nil || res2.SessionID != res.SessionID || res2.Via != "resumed" {
 		t.Fatalf("resume by id: %+v %v", res2, err)
 	}
 	// With "latest" nothing but the CLI's list says which session ran.
-	res3, err := r.Run(ctxT(t), backend.Turn{Prompt: "third [[nosession]]", Dir: dir, Session: "latest"})
+	res3, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "third [[nosession]]", Dir: dir, Session: "latest"})
 	if err != nil || res3.SessionID != res.SessionID || res3.Via != "list-sessions" {
 		t.Fatalf("resume latest: %+v %v", res3, err)
 	}
-	inv := invocations(t, log)
+	inv := geminitest.Invocations(t, log)
 	if last := inv[len(inv)-1]; !contains(last.Argv, "--list-sessions") {
 		t.Fatalf("last invocation %q", last.Argv)
 	}
@@ -240,7 +215,7 @@ func TestRunSessionIDFallbacks(t *testing.T) {
 
 func TestRunFailures(t *testing.T) {
 	r, _ := newTestRunner(t, Options{})
-	dir := workDir(t)
+	dir := geminitest.WorkDir(t)
 	cases := []struct {
 		prompt, resume string
 		kind           backend.Kind
@@ -258,7 +233,7 @@ func TestRunFailures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.prompt, func(t *testing.T) {
-			_, err := r.Run(ctxT(t), backend.Turn{Prompt: c.prompt, Dir: dir, Session: c.resume})
+			_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: c.prompt, Dir: dir, Session: c.resume})
 			var e *backend.Error
 			if !errors.As(err, &e) || e.Kind != c.kind || !e.Ran {
 				t.Fatalf("got %v (%T)", err, err)
@@ -277,7 +252,7 @@ func TestRunFailures(t *testing.T) {
 
 func TestRunStderrTailIsBounded(t *testing.T) {
 	r, _ := newTestRunner(t, Options{})
-	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[stderr:500000]] [[exit:1]]", Dir: workDir(t)})
+	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[stderr:500000]] [[exit:1]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
 	if !errors.As(err, &e) || len(e.Stderr) > stderrShow || !strings.Contains(e.Reason, "fake failure") {
 		t.Fatalf("got %v, stderr %d bytes", err, len(e.Stderr))
@@ -286,7 +261,7 @@ func TestRunStderrTailIsBounded(t *testing.T) {
 
 func TestRunOutputCap(t *testing.T) {
 	r, _ := newTestRunner(t, Options{MaxOutputBytes: 64 << 10})
-	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[stdout:1000000]]", Dir: workDir(t)})
+	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[stdout:1000000]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
 	if !errors.As(err, &e) || e.Kind != backend.KindOutputTooBig {
 		t.Fatalf("got %v", err)
@@ -295,7 +270,7 @@ func TestRunOutputCap(t *testing.T) {
 
 func TestRunNotFound(t *testing.T) {
 	r := NewRunner(Options{Gemini: filepath.Join(t.TempDir(), "gemini")}, nil)
-	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "x", Dir: workDir(t)})
+	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "x", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
 	if !errors.As(err, &e) || e.Kind != backend.KindNotFound || e.Ran {
 		t.Fatalf("got %v", err)
@@ -304,7 +279,7 @@ func TestRunNotFound(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	r, _ := newTestRunner(t, Options{}, geminitest.EnvVersion+"=9.9.9")
-	v, err := r.Version(ctxT(t))
+	v, err := r.Version(geminitest.Context(t))
 	if err != nil || v != "9.9.9" {
 		t.Fatalf("got %q %v", v, err)
 	}
@@ -312,29 +287,29 @@ func TestVersion(t *testing.T) {
 
 func TestRunSkipsTheRelaunchUnlessTold(t *testing.T) {
 	r, log := newTestRunner(t, Options{})
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "a", Dir: workDir(t)}); err != nil {
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "a", Dir: geminitest.WorkDir(t)}); err != nil {
 		t.Fatal(err)
 	}
-	if got := invocations(t, log)[0].Env["GEMINI_CLI_NO_RELAUNCH"]; got != "true" {
+	if got := geminitest.Invocations(t, log)[0].Env["GEMINI_CLI_NO_RELAUNCH"]; got != "true" {
 		t.Fatalf("GEMINI_CLI_NO_RELAUNCH = %q, want true by default", got)
 	}
 	r, log = newTestRunner(t, Options{Env: []string{"GEMINI_CLI_NO_RELAUNCH="}})
-	if _, err := r.Run(ctxT(t), backend.Turn{Prompt: "a", Dir: workDir(t)}); err != nil {
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "a", Dir: geminitest.WorkDir(t)}); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := invocations(t, log)[0].Env["GEMINI_CLI_NO_RELAUNCH"]; !ok || got != "" {
+	if got, ok := geminitest.Invocations(t, log)[0].Env["GEMINI_CLI_NO_RELAUNCH"]; !ok || got != "" {
 		t.Fatalf("the operator's GEMINI_CLI_NO_RELAUNCH was overridden: %q %v", got, ok)
 	}
 }
 
 func TestRunDefaultModel(t *testing.T) {
 	r, _ := newTestRunner(t, Options{DefaultModel: "gemini-default"})
-	dir := workDir(t)
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "a", Dir: dir})
+	dir := geminitest.WorkDir(t)
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "a", Dir: dir})
 	if err != nil || !strings.Contains(res.Text, "model=gemini-default ") {
 		t.Fatalf("%v %+v", err, res)
 	}
-	res, err = r.Run(ctxT(t), backend.Turn{Prompt: "b", Model: "gemini-chosen", Dir: dir})
+	res, err = r.Run(geminitest.Context(t), backend.Turn{Prompt: "b", Model: "gemini-chosen", Dir: dir})
 	if err != nil || !strings.Contains(res.Text, "model=gemini-chosen ") {
 		t.Fatalf("the call's model must win: %v %+v", err, res)
 	}
@@ -346,7 +321,7 @@ func TestRunDefaultModel(t *testing.T) {
 func TestRunUsageAndNotApplied(t *testing.T) {
 	r, _ := newTestRunner(t, Options{})
 	temp := 0.2
-	res, err := r.Run(ctxT(t), backend.Turn{Prompt: "a", Dir: workDir(t), Temperature: &temp, ThinkingMode: "high"})
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "a", Dir: geminitest.WorkDir(t), Temperature: &temp, ThinkingMode: "high"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +331,7 @@ func TestRunUsageAndNotApplied(t *testing.T) {
 	if len(res.NotApplied) != 2 || !strings.HasPrefix(res.NotApplied[0], "temperature: ") || !strings.HasPrefix(res.NotApplied[1], "thinking_mode: ") {
 		t.Errorf("not applied: %q", res.NotApplied)
 	}
-	res, err = r.Run(ctxT(t), backend.Turn{Prompt: "b", Dir: workDir(t)})
+	res, err = r.Run(geminitest.Context(t), backend.Turn{Prompt: "b", Dir: geminitest.WorkDir(t)})
 	if err != nil || res.NotApplied != nil {
 		t.Errorf("untuned turn: %v %q", err, res.NotApplied)
 	}

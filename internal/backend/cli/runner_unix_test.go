@@ -40,7 +40,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				_, err := r.Run(ctx, backend.Turn{Prompt: prompt, Dir: workDir(t)})
+				_, err := r.Run(ctx, backend.Turn{Prompt: prompt, Dir: geminitest.WorkDir(t)})
 				done <- err
 			}()
 			inv := waitForChild(t, log)
@@ -71,7 +71,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 
 func TestTimeoutStopsTheCall(t *testing.T) {
 	r, log := newTestRunner(t, Options{Timeout: 500 * time.Millisecond})
-	_, err := r.Run(context.Background(), backend.Turn{Prompt: "[[child]]", Dir: workDir(t)})
+	_, err := r.Run(context.Background(), backend.Turn{Prompt: "[[child]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
 	if !errors.As(err, &e) || e.Kind != backend.KindTimeout || !strings.Contains(e.Reason, "timed out after 0.5 s") || !errors.Is(err, context.DeadlineExceeded) || e.Exited {
 		t.Fatalf("got %v", err)
@@ -91,7 +91,7 @@ func TestTimeoutStopsTheCall(t *testing.T) {
 // the same way).
 func TestKilledBySignal(t *testing.T) {
 	r, _ := newTestRunner(t, Options{})
-	_, err := r.Run(ctxT(t), backend.Turn{Prompt: "[[signal:9]]", Dir: workDir(t)})
+	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[signal:9]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
 	if !errors.As(err, &e) || e.Kind != backend.KindFailed || !strings.Contains(e.Reason, "killed by signal SIGKILL") || strings.Contains(e.Reason, "-1") || e.Exited {
 		t.Errorf("one-shot: %v", err)
