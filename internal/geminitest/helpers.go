@@ -35,3 +35,14 @@ func Context(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// TestFakeEnv is FakeEnv for one test: the fake gets a private home and
+// invocation log under the test's temporary directory (and a 30 s
+// self-timeout), plus extra variables. It returns the environment and the
+// log's path.
+func TestFakeEnv(t testing.TB, extra ...string) (env []string, log string) {
+	t.Helper()
+	dir := t.TempDir()
+	log = filepath.Join(dir, "invocations.jsonl")
+	return append(FakeEnv(filepath.Join(dir, "home"), log, 30*time.Second), extra...), log
+}

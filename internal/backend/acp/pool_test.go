@@ -45,7 +45,7 @@ func newWarmRunnerLogged(t *testing.T, opts cli.Options, warm WarmOptions) (back
 func newWarmRunnerSlots(t *testing.T, slots int, opts cli.Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
 	t.Helper()
 	acpLog := filepath.Join(t.TempDir(), "acp.jsonl")
-	env, log := fakeEnv(t, geminitest.EnvACPLog+"="+acpLog)
+	env, log := geminitest.TestFakeEnv(t, geminitest.EnvACPLog+"="+acpLog)
 	opts.Gemini = fakeGemini
 	opts.Env = append(env, opts.Env...)
 	logs := &geminitest.LockedBuffer{}

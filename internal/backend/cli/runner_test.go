@@ -17,18 +17,9 @@ var fakeGemini string
 
 func TestMain(m *testing.M) { os.Exit(geminitest.RunWithFake(m, &fakeGemini)) }
 
-// fakeEnv gives the fake a private home and log, and returns the log path.
-func fakeEnv(t *testing.T, extra ...string) ([]string, string) {
-	t.Helper()
-	dir := t.TempDir()
-	log := filepath.Join(dir, "invocations.jsonl")
-	env := append(geminitest.FakeEnv(filepath.Join(dir, "home"), log, 30*time.Second), extra...)
-	return env, log
-}
-
 func newTestRunner(t *testing.T, opts Options, extraEnv ...string) (*Runner, string) {
 	t.Helper()
-	env, log := fakeEnv(t, extraEnv...)
+	env, log := geminitest.TestFakeEnv(t, extraEnv...)
 	opts.Gemini = fakeGemini
 	opts.Env = append(env, opts.Env...)
 	return NewRunner(opts, nil), log
