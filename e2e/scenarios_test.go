@@ -179,7 +179,9 @@ func (h *harness) waitArrived(t *testing.T, marker string) {
 	t.Helper()
 	for deadline := time.Now().Add(callTimeout); ; time.Sleep(20 * time.Millisecond) {
 		for _, r := range h.api.Arrived() {
-			if strings.Contains(r.LastUserText, marker) {
+			// The answer's request, not the CLI's model-router call
+			// before it (generateContent, with the same prompt).
+			if r.Method == fakeapi.MethodStream && strings.Contains(r.LastUserText, marker) {
 				return
 			}
 		}
