@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
@@ -49,20 +47,11 @@ func (b *bench) e2e(ctx context.Context) *section {
 	calls := make([]int, len(targets))
 	for i, t := range targets {
 		apis[i] = fakeapi.New()
-		sb, err := newSandbox(b.tmp, "e2e-"+t.Name, b.realDir)
+		sb, err := newRealCLISandbox(b.tmp, "e2e-"+t.Name, b.realDir, apis[i].URL())
 		if err != nil {
 			s.failed = err
 			return s
 		}
-		if err := os.MkdirAll(filepath.Join(sb.home, ".gemini"), 0o700); err != nil {
-			s.failed = err
-			return s
-		}
-		if err := os.WriteFile(filepath.Join(sb.home, ".gemini", "settings.json"), []byte(fakeapi.Settings), 0o600); err != nil {
-			s.failed = err
-			return s
-		}
-		sb.extraEnv = []string{"GEMINI_API_KEY=bench-not-a-real-key", "GOOGLE_GEMINI_BASE_URL=" + apis[i].URL()}
 		srv, _, err := startStdio(ctx, t, sb)
 		if err != nil {
 			s.failed = err

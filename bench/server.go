@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 )
 
 // sandbox is the private file system corner of one target in one section:
@@ -26,6 +27,24 @@ type sandbox struct {
 	// server finds (the fake, or a link to the real CLI).
 	geminiDir string
 	extraEnv  []string
+}
+
+// newRealCLISandbox is a sandbox for the real Gemini CLI talking to the
+// fake Gemini API at apiURL: the CLI's offline settings in its home, and
+// the key and base URL in its environment.
+func newRealCLISandbox(parent, name, geminiDir, apiURL string) (*sandbox, error) {
+	sb, err := newSandbox(parent, name, geminiDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(sb.home, ".gemini"), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(sb.home, ".gemini", "settings.json"), []byte(fakeapi.Settings), 0o600); err != nil {
+		return nil, err
+	}
+	sb.extraEnv = []string{"GEMINI_API_KEY=bench-not-a-real-key", "GOOGLE_GEMINI_BASE_URL=" + apiURL}
+	return sb, nil
 }
 
 func newSandbox(parent, name, geminiDir string) (*sandbox, error) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,20 +32,11 @@ func (b *bench) warmSeries(ctx context.Context) *section {
 	}
 	api := fakeapi.New()
 	defer api.Close()
-	sb, err := newSandbox(b.tmp, "warm-series", b.realDir)
+	sb, err := newRealCLISandbox(b.tmp, "warm-series", b.realDir, api.URL())
 	if err != nil {
 		s.failed = err
 		return s
 	}
-	if err := os.MkdirAll(filepath.Join(sb.home, ".gemini"), 0o700); err != nil {
-		s.failed = err
-		return s
-	}
-	if err := os.WriteFile(filepath.Join(sb.home, ".gemini", "settings.json"), []byte(fakeapi.Settings), 0o600); err != nil {
-		s.failed = err
-		return s
-	}
-	sb.extraEnv = []string{"GEMINI_API_KEY=bench-not-a-real-key", "GOOGLE_GEMINI_BASE_URL=" + api.URL()}
 	tg := b.targets()[0]
 	srv, _, err := startStdio(ctx, tg, sb)
 	if err != nil {
