@@ -48,7 +48,7 @@ type harness struct {
 	client   *mcp.ClientSession
 	log      string // the fake's invocation log
 	stateDir string
-	store    *session.Store // the latest server's
+	store    *session.FileStore // the latest server's
 	env      []string
 	home     string // the server's default cwd
 	opts     options

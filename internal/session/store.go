@@ -49,6 +49,15 @@ type Record struct {
 	// (one-shot and warm, which share the CLI's session files) or "api".
 	// Records written before it was kept have none, and count as "cli".
 	Backend string `json:"backend,omitempty"`
+	// Title is the opening words of the session's first prompt, for the
+	// sessions tool.
+	Title string `json:"title,omitempty"`
+	// Host is the host whose Gemini CLI keeps the session's files (CLI
+	// backends only): another host cannot continue it.
+	Host string `json:"host,omitempty"`
+	// SystemPrompt is the system prompt the session started with, which
+	// its later turns keep.
+	SystemPrompt string `json:"systemPrompt,omitempty"`
 }
 
 // Family returns the family of the backend that started the session.
@@ -68,10 +77,15 @@ type Turn struct {
 	// Backend is the family of the backend that ran the turn ("cli" or
 	// "api"); kept from the first turn on.
 	Backend string
+	// Title, Host and SystemPrompt are kept from the first turn on (see
+	// Record).
+	Title        string
+	Host         string
+	SystemPrompt string
 }
 
-// Store is a directory of session records. It is safe for concurrent use.
-type Store struct {
+// FileStore is a directory of session records. It is safe for concurrent use.
+type FileStore struct {
 	dir string
 	mu  sync.Mutex // serialises read-modify-write within this process
 	// pending are the updated records not written yet, by id; the writer
@@ -90,7 +104,7 @@ func validID(id string) bool {
 }
 
 // Open opens (creating, private to the user) the store in dir.
-func Open(dir string) (*Store, error) {
+func Open(dir string) (*FileStore, error) {
 	if dir == "" {
 		return nil, errors.New("session store: no directory given")
 	}
@@ -99,14 +113,14 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
 	removeStaleTemps(sessions, time.Now().Add(-staleTemp))
-	s := &Store{dir: sessions, pending: map[string]Record{}, writeFile: writeAtomic}
+	s := &FileStore{dir: sessions, pending: map[string]Record{}, writeFile: writeAtomic}
 	s.idle = sync.NewCond(&s.mu)
 	return s, nil
 }
 
 // Close writes the updates not written yet and makes later ones
 // synchronous. The store stays usable.
-func (s *Store) Close() {
+func (s *FileStore) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
@@ -117,7 +131,7 @@ func (s *Store) Close() {
 }
 
 // Flush writes the updates not written yet.
-func (s *Store) Flush() {
+func (s *FileStore) Flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for s.writing {
@@ -127,7 +141,7 @@ func (s *Store) Flush() {
 }
 
 // writePending writes every pending record; s.mu must be held.
-func (s *Store) writePending() {
+func (s *FileStore) writePending() {
 	for id, r := range s.pending {
 		if p, err := s.path(id); err == nil {
 			_ = s.writeFile(p, r) // best effort, as in the background
@@ -138,7 +152,7 @@ func (s *Store) writePending() {
 
 // write is the writer goroutine: it writes pending records until there
 // are none, then ends (the next update starts another).
-func (s *Store) write() {
+func (s *FileStore) write() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.pending) > 0 {
@@ -192,9 +206,9 @@ func removeStaleTemps(dir string, before time.Time) {
 }
 
 // Dir is the directory holding the records.
-func (s *Store) Dir() string { return s.dir }
+func (s *FileStore) Dir() string { return s.dir }
 
-func (s *Store) path(id string) (string, error) {
+func (s *FileStore) path(id string) (string, error) {
 	if !validID(id) {
 		return "", fmt.Errorf("session store: invalid session id %q", id)
 	}
@@ -202,7 +216,7 @@ func (s *Store) path(id string) (string, error) {
 }
 
 // Get returns the record of id, and whether there is one.
-func (s *Store) Get(id string) (Record, bool, error) {
+func (s *FileStore) Get(id string) (Record, bool, error) {
 	id = strings.ToLower(id)
 	p, err := s.path(id)
 	if err != nil {
@@ -234,7 +248,7 @@ func readRecord(p string) (Record, bool, error) {
 
 // Touch records a finished turn of session id: it creates the record on
 // the first turn and counts the turn.
-func (s *Store) Touch(id string, t Turn, now time.Time) (Record, error) {
+func (s *FileStore) Touch(id string, t Turn, now time.Time) (Record, error) {
 	id = strings.ToLower(id)
 	p, err := s.path(id)
 	if err != nil {
@@ -275,7 +289,7 @@ func (s *Store) Touch(id string, t Turn, now time.Time) (Record, error) {
 
 // Latest returns the most recently updated record, restricted to cwd when
 // cwd is not empty, and to the records match accepts when match is not nil.
-func (s *Store) Latest(cwd string, match func(Record) bool) (Record, bool, error) {
+func (s *FileStore) Latest(cwd string, match func(Record) bool) (Record, bool, error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return Record{}, false, fmt.Errorf("session store: %w", err)

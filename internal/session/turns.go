@@ -37,7 +37,7 @@ const turnsSuffix = ".turns.jsonl"
 // rely on O_APPEND, under which one write of a line lands whole.
 var turnLocks sync.Map // file path → *sync.Mutex
 
-func (s *Store) turnsPath(id string) (string, error) {
+func (s *FileStore) turnsPath(id string) (string, error) {
 	id = strings.ToLower(id)
 	if !validID(id) {
 		return "", fmt.Errorf("session store: invalid session id %q", id)
@@ -47,7 +47,7 @@ func (s *Store) turnsPath(id string) (string, error) {
 
 // LoadTurns returns the turns recorded for session id, oldest first, and
 // whether the session has any: ok is false for a session never recorded.
-func (s *Store) LoadTurns(id string) (turns []json.RawMessage, ok bool, err error) {
+func (s *FileStore) LoadTurns(id string) (turns []json.RawMessage, ok bool, err error) {
 	p, err := s.turnsPath(id)
 	if err != nil {
 		return nil, false, err
@@ -79,7 +79,7 @@ func (s *Store) LoadTurns(id string) (turns []json.RawMessage, ok bool, err erro
 // AppendTurn records one more turn of session id, creating the session's
 // file on its first turn. It returns once the turn is written (see above
 // for what that survives).
-func (s *Store) AppendTurn(id string, turn json.RawMessage) error {
+func (s *FileStore) AppendTurn(id string, turn json.RawMessage) error {
 	p, err := s.turnsPath(id)
 	if err != nil {
 		return err
@@ -146,7 +146,7 @@ func cutTornLine(f *os.File) error {
 
 // DeleteTurns removes the recorded turns of session id; a session without
 // any is not an error.
-func (s *Store) DeleteTurns(id string) error {
+func (s *FileStore) DeleteTurns(id string) error {
 	p, err := s.turnsPath(id)
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@ func turnJSON(i int) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"user": "question %d\nsecond line", "model": "answer %d"}`, i, i))
 }
 
-func wantTurns(t *testing.T, s *Store, id string, n int) {
+func wantTurns(t *testing.T, s *FileStore, id string, n int) {
 	t.Helper()
 	turns, ok, err := s.LoadTurns(id)
 	if err != nil {

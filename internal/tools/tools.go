@@ -28,7 +28,7 @@ type Deps struct {
 	// Backend answers the turns; the tools know nothing of which one it
 	// is. Its Close is the server's to call.
 	Backend        backend.Backend
-	Store          *session.Store
+	Store          *session.FileStore
 	DefaultCwd     string // where calls without cwd run
 	MaxPromptBytes int
 	Log            *slog.Logger

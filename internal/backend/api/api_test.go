@@ -45,7 +45,7 @@ type fixture struct {
 	t    *testing.T
 	fake *fakeapi.Server
 	dir  string
-	hist *session.Store
+	hist *session.FileStore
 	b    *Backend
 }
 

@@ -1,0 +1,136 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Store keeps everything a session needs, so that any server process
+// sharing it can continue any session: the session's record, the API
+// backend's conversation turns, the pages of answers too long for one
+// result, and a lease that keeps two turns of one session from running at
+// once, even in two processes or on two hosts.
+//
+// Two implementations satisfy it: the embedded store (one SQLite file in
+// the state directory, the default; several processes on one host may
+// share it) and Redis (for replicas on several hosts). Both pass the same
+// conformance suite, internal/session/storetest.
+//
+// Session ids are lower-case UUIDs; any other id is an error, never a
+// lookup. Every method is safe for concurrent use. An error of the store
+// itself (the database unreachable, the disk full) wraps ErrUnavailable,
+// so that callers can tell it from a bad id.
+//
+// Retention: a session (record, turns and answers together) expires
+// Options.TTL after its last turn; Touch and AppendTurn restart the
+// clock. An expired session is as unknown as one never recorded.
+type Store interface {
+	// Get returns the record of session id; ok is false when there is
+	// none (never recorded, deleted or expired).
+	Get(ctx context.Context, id string) (r Record, ok bool, err error)
+
+	// Touch records a finished turn of session id: it creates the record
+	// on the first turn (keeping t's Owner, Backend, Host, Title and
+	// SystemPrompt from then on), counts the turn, sets the cwd, model
+	// (when t has one), client and time, and restarts the session's TTL.
+	// When it returns, the record is durable: a process killed right after
+	// loses nothing of it.
+	Touch(ctx context.Context, id string, t Turn, now time.Time) (Record, error)
+
+	// List returns the records match accepts (all when match is nil),
+	// newest Updated first: it skips the first offset of them and returns
+	// at most limit; more says whether others follow.
+	List(ctx context.Context, match func(Record) bool, offset, limit int) (recs []Record, more bool, err error)
+
+	// Delete forgets session id: its record, turns and answers. A session
+	// that does not exist is not an error.
+	Delete(ctx context.Context, id string) error
+
+	// LoadTurns returns the turns recorded for session id, oldest first;
+	// ok is false when it has none. A turn is an opaque JSON value, which
+	// the API backend defines.
+	LoadTurns(ctx context.Context, id string) (turns []json.RawMessage, ok bool, err error)
+
+	// AppendTurn records one more turn of session id, all or nothing, at a
+	// cost that does not grow with the conversation's length, and
+	// restarts the session's TTL. When it returns the turn is durable (see
+	// each implementation for what that survives).
+	AppendTurn(ctx context.Context, id string, turn json.RawMessage) error
+
+	// PutAnswer keeps the pages of an answer too long for one result, for
+	// chat-page. They expire with their session, and the store may drop
+	// the oldest answers to stay within its budget for pages.
+	PutAnswer(ctx context.Context, a PagedAnswer) error
+
+	// GetAnswer returns the answer with id a.ID; ok is false when it is
+	// unknown, expired or dropped.
+	GetAnswer(ctx context.Context, id string) (a PagedAnswer, ok bool, err error)
+
+	// Lease takes session id's lease, waiting while another holder (in
+	// this process or another) has it, until ctx ends (then it returns
+	// ctx's error and holds nothing). The store renews a held lease while
+	// its holder lives; a holder that dies (kill -9, a lost host) loses it
+	// after Options.LeaseTTL. release gives it back and may be called more
+	// than once.
+	Lease(ctx context.Context, id string) (release func(), err error)
+
+	// Close releases the store's resources (connections, files, background
+	// work). Leases still held are given back.
+	Close() error
+}
+
+// PagedAnswer is an answer cut into pages for chat-page.
+type PagedAnswer struct {
+	ID        string   `json:"id"`        // a lower-case UUID
+	SessionID string   `json:"sessionId"` // "" when the answer has no session
+	Pages     []string `json:"pages"`
+	// Dropped is how many bytes at the end of an answer larger than the
+	// whole budget for pages were not kept.
+	Dropped int       `json:"dropped,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// Options are what every store is opened with.
+type Options struct {
+	// TTL is how long a session lives after its last turn.
+	TTL time.Duration
+	// LeaseTTL is how long a lease outlives its holder's last renewal.
+	LeaseTTL time.Duration
+	// MaxPagedBytes bounds the bytes of all kept answer pages; the oldest
+	// answers go first. 0 means DefaultMaxPagedBytes.
+	MaxPagedBytes int
+}
+
+// Defaults for Options.
+const (
+	// DefaultTTL keeps a session for a week after its last turn: long
+	// enough to come back to a thread after a weekend, short enough that
+	// the store does not grow without bound.
+	DefaultTTL = 7 * 24 * time.Hour
+	// DefaultLeaseTTL frees a dead holder's lease within seconds.
+	DefaultLeaseTTL = 10 * time.Second
+	// DefaultMaxPagedBytes matches the default --max-output-bytes: the
+	// largest answer a call can return fits.
+	DefaultMaxPagedBytes = 32 << 20
+	// DefaultMaxTurns caps a conversation (--max-turns).
+	DefaultMaxTurns = 200
+)
+
+// ErrUnavailable is wrapped by the errors of a store that cannot be
+// reached or written (the Redis server down, the disk full): a system
+// failure, not the caller's.
+var ErrUnavailable = errors.New("session store unavailable")
+
+// Latest returns the most recently updated record match accepts (any when
+// match is nil), in cwd when cwd is not empty.
+func Latest(ctx context.Context, s Store, cwd string, match func(Record) bool) (Record, bool, error) {
+	recs, _, err := s.List(ctx, func(r Record) bool {
+		return (cwd == "" || r.Cwd == cwd) && (match == nil || match(r))
+	}, 0, 1)
+	if err != nil || len(recs) == 0 {
+		return Record{}, false, err
+	}
+	return recs[0], true, nil
+}
