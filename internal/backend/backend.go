@@ -27,6 +27,9 @@ type Turn struct {
 	Temperature  *float64 // nil for the model's default
 	ThinkingMode string   // "", or minimal, low, medium, high, max
 	Observer     Observer // may be nil
+	// Confirm asks the user before an untrusted downstream tool runs (API
+	// backend with a ToolHost only); nil when the client cannot be asked.
+	Confirm Confirm
 }
 
 // Observer hears what a turn is doing, for progress reports. Its methods
