@@ -101,6 +101,9 @@ type Options struct {
 	// MaxPagedBytes bounds the bytes of all kept answer pages; the oldest
 	// answers go first. 0 means DefaultMaxPagedBytes.
 	MaxPagedBytes int
+	// Prefix starts every key a shared store (Redis) writes, so that
+	// several deployments can share one database. "" means DefaultPrefix.
+	Prefix string
 }
 
 // Defaults for Options.
@@ -114,6 +117,8 @@ const (
 	// DefaultMaxPagedBytes matches the default --max-output-bytes: the
 	// largest answer a call can return fits.
 	DefaultMaxPagedBytes = 32 << 20
+	// DefaultPrefix starts the keys of a shared store.
+	DefaultPrefix = "gemini-mcp:"
 	// DefaultMaxTurns caps a conversation (--max-turns).
 	DefaultMaxTurns = 200
 )
