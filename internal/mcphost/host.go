@@ -1,0 +1,437 @@
+package mcphost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+)
+
+// State is where the host stands with one server.
+type State string
+
+// A server starts disconnected, is connecting while the host connects and
+// lists its tools, then connected or failed (with a reason); a failed or
+// lost server is tried again after a backoff.
+const (
+	StateDisconnected State = "disconnected"
+	StateConnecting   State = "connecting"
+	StateConnected    State = "connected"
+	StateFailed       State = "failed"
+)
+
+// Options tune a Host; the zero value is fine.
+type Options struct {
+	// Logger gets connection events and the stdio servers' stderr (at
+	// debug level).
+	Logger *slog.Logger
+	// Environ is the environment stdio servers inherit, less secrets
+	// (default os.Environ()).
+	Environ []string
+	// Version is this server's version, sent in initialize.
+	Version string
+	// Backoff is the delay before the nth attempt (n ≥ 1) to connect again
+	// to a failed or lost server (default DefaultBackoff).
+	Backoff func(n int) time.Duration
+}
+
+// DefaultBackoff doubles from one second up to a minute.
+func DefaultBackoff(n int) time.Duration {
+	d := time.Second
+	for i := 1; i < n && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
+}
+
+// Host connects to the configured MCP servers and offers their tools
+// (backend.ToolHost). It connects in the background: New returns at once,
+// and the tools of a server appear once it is connected.
+type Host struct {
+	log     *slog.Logger
+	opts    Options
+	servers []*server
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	tools   []backend.HostTool
+	byName  map[string]*server
+	skipped []Skipped
+	changed chan struct{} // closed and replaced on every change
+}
+
+var _ backend.ToolHost = (*Host)(nil)
+
+type server struct {
+	cfg     ServerConfig
+	refresh chan struct{} // a tools/list_changed notification arrived
+
+	// Guarded by Host.mu.
+	state     State
+	reason    string
+	transport string // the transport in use (http may fall back to sse)
+	session   *mcp.ClientSession
+	tools     []*mcp.Tool
+	settled   bool // connected or failed at least once
+}
+
+// New starts connecting to every server of cfg, in parallel, and returns
+// at once. Close stops it.
+func New(cfg *Config, opts Options) *Host {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Environ == nil {
+		opts.Environ = os.Environ()
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = DefaultBackoff
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Host{log: opts.Logger, opts: opts, cancel: cancel, byName: map[string]*server{}, changed: make(chan struct{})}
+	for _, c := range cfg.Servers {
+		s := &server{cfg: c, refresh: make(chan struct{}, 1), state: StateDisconnected, transport: c.Transport()}
+		h.servers = append(h.servers, s)
+	}
+	for _, s := range h.servers {
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			h.run(ctx, s)
+		}()
+	}
+	return h
+}
+
+// Close disconnects from every server and stops the stdio ones (with
+// their process groups); calls in flight end with an error.
+func (h *Host) Close() {
+	h.cancel()
+	h.wg.Wait()
+}
+
+// Tools implements backend.ToolHost: the tools of the servers connected
+// now. The schemas are shared: do not change them.
+func (h *Host) Tools() []backend.HostTool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]backend.HostTool(nil), h.tools...)
+}
+
+// Call implements backend.ToolHost.
+func (h *Host) Call(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	h.mu.Lock()
+	s := h.byName[name]
+	var tool string
+	var sess *mcp.ClientSession
+	state, reason := StateDisconnected, ""
+	if s != nil {
+		for _, t := range h.tools {
+			if t.Name == name {
+				tool = t.Tool
+			}
+		}
+		sess, state, reason = s.session, s.state, s.reason
+	}
+	h.mu.Unlock()
+	if s == nil {
+		return nil, fmt.Errorf("no MCP tool is declared as %q now (its server may have gone or changed its tools)", name)
+	}
+	if sess == nil || state != StateConnected {
+		if reason != "" {
+			reason = ": " + reason
+		}
+		return nil, fmt.Errorf("MCP server %q is %s%s", s.cfg.Name, state, reason)
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	timeout := s.cfg.CallTimeout()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("MCP tool %q of server %q: %w", tool, s.cfg.Name, ctx.Err())
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		return nil, fmt.Errorf("MCP tool %q of server %q did not answer within %s (mcpServers.%s.timeout, in milliseconds, allows longer): %w", tool, s.cfg.Name, timeout, s.cfg.Name, context.DeadlineExceeded)
+	default:
+		return nil, fmt.Errorf("MCP tool %q of server %q: %w", tool, s.cfg.Name, err)
+	}
+}
+
+// Changed returns a channel closed at the next change of a server's state
+// or tools.
+func (h *Host) Changed() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.changed
+}
+
+// WaitSettled waits until every server has been connected or has failed
+// at least once, or ctx ends.
+func (h *Host) WaitSettled(ctx context.Context) error {
+	for {
+		h.mu.Lock()
+		done := true
+		for _, s := range h.servers {
+			done = done && s.settled
+		}
+		ch := h.changed
+		h.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// update changes a server's state under the lock, rebuilds the declared
+// tools and wakes those waiting for a change.
+func (h *Host) update(s *server, f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f()
+	if s.state == StateConnected || s.state == StateFailed {
+		s.settled = true
+	}
+	var lists []listing
+	for _, srv := range h.servers {
+		if srv.state == StateConnected {
+			lists = append(lists, listing{srv.cfg, srv.tools})
+		}
+	}
+	h.tools, h.skipped = declare(lists)
+	h.byName = make(map[string]*server, len(h.tools))
+	for _, t := range h.tools {
+		for _, srv := range h.servers {
+			if srv.cfg.Name == t.Server {
+				h.byName[t.Name] = srv
+			}
+		}
+	}
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// run keeps one server connected until ctx ends.
+func (h *Host) run(ctx context.Context, s *server) {
+	log := h.log.With("mcp_server", s.cfg.Name)
+	defer h.update(s, func() {
+		s.state, s.reason, s.session, s.tools = StateDisconnected, "", nil, nil
+	})
+	for attempt := 1; ; attempt++ {
+		h.update(s, func() { s.state, s.reason = StateConnecting, "" })
+		sess, transport, tools, release, err := h.connect(ctx, s)
+		if err == nil && ctx.Err() != nil {
+			sess.Close()
+			release()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			attempt = 0
+			log.Info("MCP server connected", "transport", transport, "tools", len(tools))
+			h.update(s, func() {
+				s.state, s.reason, s.transport, s.session, s.tools = StateConnected, "", transport, sess, tools
+			})
+			err = h.serve(ctx, s, sess)
+			release()
+			if ctx.Err() != nil {
+				return
+			}
+			err = fmt.Errorf("connection lost: %w", err)
+		}
+		log.Warn("MCP server failed", "error", err)
+		h.update(s, func() {
+			s.state, s.reason, s.session, s.tools = StateFailed, err.Error(), nil, nil
+		})
+		timer := time.NewTimer(h.opts.Backoff(max(attempt, 1)))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
+}
+
+// serve waits for the session to end, refreshing the tools when the
+// server says they changed. It closes the session before returning.
+func (h *Host) serve(ctx context.Context, s *server, sess *mcp.ClientSession) error {
+	done := make(chan error, 1)
+	go func() { done <- sess.Wait() }()
+	for {
+		select {
+		case <-ctx.Done():
+			sess.Close()
+			<-done
+			return ctx.Err()
+		case err := <-done:
+			sess.Close()
+			if err == nil {
+				err = errors.New("the server closed the connection")
+			}
+			return err
+		case <-s.refresh:
+			tools, err := listTools(ctx, sess)
+			if err != nil {
+				h.log.Warn("MCP server: listing tools after a change failed", "mcp_server", s.cfg.Name, "error", err)
+				continue
+			}
+			h.update(s, func() { s.tools = tools })
+		}
+	}
+}
+
+// connect connects to a server and lists its tools, within the server's
+// timeout, as the CLI bounds its connect.
+func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, string, []*mcp.Tool, func(), error) {
+	timeout := s.cfg.CallTimeout()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "gemini-mcp-server", Version: h.opts.Version}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case s.refresh <- struct{}{}:
+			default: // a refresh is pending already
+			}
+		},
+	})
+	transport := s.cfg.Transport()
+	sess, release, err := dial(cctx, client, h.transport(s.cfg, transport))
+	if err != nil && s.cfg.SSEFallback() && ctx.Err() == nil && !isAuthError(err) {
+		// The CLI's rule for a url without a type: Streamable HTTP first,
+		// then SSE; when both fail, the first error is the one reported.
+		if sse, rel, err2 := dial(cctx, client, h.transport(s.cfg, TransportSSE)); err2 == nil {
+			sess, release, err, transport = sse, rel, nil, TransportSSE
+		}
+	}
+	if err != nil {
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no answer to initialize within %s (mcpServers.%s.timeout): %w", timeout, s.cfg.Name, err)
+		}
+		return nil, "", nil, nil, err
+	}
+	tools, err := listTools(cctx, sess)
+	if err != nil {
+		sess.Close()
+		release()
+		return nil, "", nil, nil, fmt.Errorf("listing tools: %w", err)
+	}
+	return sess, transport, tools, release, nil
+}
+
+// dial connects within ctx. The transport gets a context of its own,
+// cut off when ctx ends before the handshake is done but not after: the
+// SDK's SSE transport ties its event stream to the context it connects
+// with. It closes what the transport opened when the handshake fails (not
+// every failure path of the SDK does), and release ends the connection's
+// context once the session is over.
+func dial(ctx context.Context, client *mcp.Client, t mcp.Transport) (sess *mcp.ClientSession, release func(), err error) {
+	connCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	tt := &trackedTransport{Transport: t, ctx: connCtx}
+	sess, err = client.Connect(ctx, tt, nil)
+	if err != nil {
+		stop()
+		if tt.conn != nil {
+			tt.conn.Close()
+		}
+		cancel()
+		return nil, nil, err
+	}
+	if !stop() {
+		// ctx ended just as the handshake finished: the stream is cut.
+		sess.Close()
+		cancel()
+		return nil, nil, ctx.Err()
+	}
+	return sess, cancel, nil
+}
+
+type trackedTransport struct {
+	mcp.Transport
+	ctx  context.Context
+	conn mcp.Connection
+}
+
+func (t *trackedTransport) Connect(context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(t.ctx)
+	t.conn = c
+	return c, err
+}
+
+func isAuthError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "401") || strings.Contains(s, "Unauthorized")
+}
+
+func (h *Host) transport(cfg ServerConfig, kind string) mcp.Transport {
+	client := func(streamable bool) *http.Client {
+		return &http.Client{Transport: &headerTransport{headers: cfg.Headers, base: http.DefaultTransport, streamable: streamable}}
+	}
+	switch kind {
+	case TransportSSE:
+		return &mcp.SSEClientTransport{Endpoint: cfg.Endpoint(), HTTPClient: client(false)}
+	case TransportHTTP:
+		return &mcp.StreamableClientTransport{Endpoint: cfg.Endpoint(), HTTPClient: client(true)}
+	default:
+		return &stdioTransport{cfg: cfg, env: serverEnv(h.opts.Environ, cfg.Env), log: h.log}
+	}
+}
+
+// headerTransport adds the configured headers to every request and, as
+// the CLI does, turns a 404 to the optional GET stream of Streamable HTTP
+// into the 405 that means "not offered".
+type headerTransport struct {
+	headers    map[string]string
+	base       http.RoundTripper
+	streamable bool
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	res, err := t.base.RoundTrip(req)
+	if err == nil && req.Method == http.MethodGet && res.StatusCode == http.StatusNotFound && t.streamable {
+		res.StatusCode, res.Status = http.StatusMethodNotAllowed, "405 Method Not Allowed"
+	}
+	return res, err
+}
+
+// listTools lists a server's tools, none when it offers no tools.
+func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, error) {
+	if ir := sess.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Tools == nil {
+		return nil, nil
+	}
+	var tools []*mcp.Tool
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
