@@ -18,7 +18,7 @@ import (
 // serves (see the README's "Backends"), and a CLI-only server can do
 // without.
 func init() {
-	newAPIBackend = func(cfg *config.Config, store *session.FileStore, log *slog.Logger) (backend.Backend, error) {
+	newAPIBackend = func(cfg *config.Config, store *session.FileStore, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error) {
 		return api.New(apiOptions(cfg, nil), store, log)
 	}
 	checkAPICredentials = func(ctx context.Context, cfg *config.Config, getenv func(string) string) error {

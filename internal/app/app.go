@@ -37,6 +37,7 @@ Usage:
   gemini-mcp-server [flags]          serve MCP over stdio (what MCP clients run)
   gemini-mcp-server --http ADDR      serve MCP over HTTP: /mcp, /sse, /healthz
   gemini-mcp-server doctor [flags]   check the backend that would run, its auth and settings
+  gemini-mcp-server mcp list [flags] the MCP servers of --mcp-config: state and tools
   gemini-mcp-server --version        print the version
 
 Tools: chat {prompt, model, systemPrompt, cwd} starts a Gemini session;
@@ -67,6 +68,12 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		switch args[0] {
 		case "doctor", "serve":
 			sub, args = args[0], args[1:]
+		case "mcp":
+			if len(args) < 2 || args[1] != "list" {
+				fmt.Fprintln(sio.Stderr, "gemini-mcp-server: the mcp subcommand has one command: mcp list [flags]")
+				return 2
+			}
+			sub, args = "mcp list", args[2:]
 		case "version":
 			fmt.Fprintln(sio.Stdout, "gemini-mcp-server", version)
 			return 0
@@ -95,6 +102,9 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	}
 	if sub == "doctor" {
 		return Doctor(ctx, cfg, version, sio.Stdout, sio.Getenv)
+	}
+	if sub == "mcp list" {
+		return mcpList(ctx, cfg, sio.Stdout, log)
 	}
 	serve := serveStdio
 	if cfg.HTTP != "" {
@@ -196,6 +206,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 	}
 	defer stop()
 	srv := server.New(version, deps, log)
+	addMCPServersResource(srv, deps.Backend)
 	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd, "state", deps.Store.Dir())
 	return serveOnStdio(life, endLife, srv, sio, cfg.MaxPromptBytes, log)
 }
@@ -276,6 +287,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	deps.RequestContext = requests.Lookup
 	inflight := server.NewInflight()
 	srv := server.New(version, deps, log)
+	addMCPServersResource(srv, deps.Backend)
 	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins, Requests: requests, Inflight: inflight,
 		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyReadTimeout: cfg.BodyReadTimeout, Log: log,
 		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,

@@ -18,7 +18,8 @@ import (
 // newAPIBackend builds the Gemini API backend. It is nil in a build
 // without that backend; the API package sets it when it is linked in, so
 // that a server that does not use it does not pay for its packages.
-var newAPIBackend func(cfg *config.Config, store *session.FileStore, log *slog.Logger) (backend.Backend, error)
+// tools is the MCP host whose tools Gemini may call (nil for none).
+var newAPIBackend func(cfg *config.Config, store *session.FileStore, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error)
 
 // errNoAPIBackend is what --backend api gets from a build without it.
 var errNoAPIBackend = errors.New("the API backend is not available in this build: use --backend warm or oneshot, with the Gemini CLI")
@@ -36,14 +37,27 @@ func newBackend(cfg *config.Config, store *session.FileStore, log *slog.Logger) 
 	if c.name != "api" && c.cliErr != nil {
 		log.Warn("calls will fail until this is fixed", "err", c.cliErr)
 	}
+	if c.name != "api" && cfg.MCPConfig != "" {
+		log.Warn("--mcp-config is for the API backend: the Gemini CLI uses the mcpServers of its own settings (~/.gemini/settings.json)", "backend", c.name)
+	}
 	var b backend.Backend
 	switch c.name {
 	case "api":
 		if newAPIBackend == nil {
 			return nil, errNoAPIBackend
 		}
-		if b, err = newAPIBackend(cfg, store, log); err != nil {
+		host, err := startToolHost(cfg, log)
+		if err != nil {
 			return nil, err
+		}
+		if b, err = newAPIBackend(cfg, store, toolHostFor(host), log); err != nil {
+			if host != nil {
+				host.Close()
+			}
+			return nil, err
+		}
+		if host != nil {
+			b = &withToolHost{Backend: b, host: host}
 		}
 	case "oneshot":
 		b = cli.NewRunner(cliOptions(cfg), log)

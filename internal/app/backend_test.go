@@ -118,7 +118,9 @@ func TestNewBackendAPI(t *testing.T) {
 		t.Fatalf("without the API backend: %v", err)
 	}
 	stub := &stubAPI{}
-	newAPIBackend = func(*config.Config, *session.FileStore, *slog.Logger) (backend.Backend, error) { return stub, nil }
+	newAPIBackend = func(*config.Config, *session.FileStore, backend.ToolHost, *slog.Logger) (backend.Backend, error) {
+		return stub, nil
+	}
 	b, err := newBackend(cfg, store, log)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +158,7 @@ func TestDoctorReportsBackend(t *testing.T) {
 	if code, out := doctor(); code != 1 || !strings.Contains(out, "FAIL  backend: api (auto: no Gemini CLI was found, and API credentials are set: Gemini API key from GEMINI_API_KEY, endpoint "+fake.URL()+"): the API backend is not available in this build") {
 		t.Fatalf("without the API backend: exit %d\n%s", code, out)
 	}
-	newAPIBackend = func(*config.Config, *session.FileStore, *slog.Logger) (backend.Backend, error) {
+	newAPIBackend = func(*config.Config, *session.FileStore, backend.ToolHost, *slog.Logger) (backend.Backend, error) {
 		return &stubAPI{}, nil
 	}
 	code, out := doctor()

@@ -30,6 +30,7 @@ type Config struct {
 	IncludeDirectories    []string
 	Extensions            []string
 	AllowedMCPServerNames []string
+	MCPConfig             string // mcpServers for the API backend's MCP host
 	AllowNested           bool
 	Timeout               time.Duration
 	MaxConcurrent         int
@@ -163,6 +164,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	list(&c.IncludeDirectories, "include-directories", "GEMINI_MCP_INCLUDE_DIRECTORIES", "extra directories the CLI may read (--include-directories)")
 	list(&c.Extensions, "extensions", "GEMINI_MCP_EXTENSIONS", "the only CLI extensions to load, or none (--extensions)")
 	list(&c.AllowedMCPServerNames, "allowed-mcp-server-names", "GEMINI_MCP_ALLOWED_MCP_SERVER_NAMES", "the only MCP servers the CLI may use (--allowed-mcp-server-names)")
+	str(&c.MCPConfig, "mcp-config", "GEMINI_MCP_CONFIG", "", "API backend: a JSON `file` of mcpServers in the Gemini CLI's format (a settings.json will do) whose tools Gemini may call; the CLI backends ignore it, as the Gemini CLI reads its own mcpServers from ~/.gemini/settings.json")
 	boolean(&c.AllowNested, "allow-nested", "GEMINI_MCP_ALLOW_NESTED", "serve the tools also when started by one of this server's own Gemini CLI processes (by default such a copy serves none, so that a chat cannot call itself)")
 	duration(&c.Timeout, "timeout", "GEMINI_MCP_TIMEOUT", DefaultTimeout, "per-call limit, 0 for none")
 	duration(&c.ProgressInterval, "progress-interval", "GEMINI_MCP_PROGRESS_INTERVAL", DefaultProgressInterval, "how often a running call reports progress to clients that ask for it")
