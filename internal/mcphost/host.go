@@ -75,6 +75,7 @@ var _ backend.ToolHost = (*Host)(nil)
 type server struct {
 	cfg     ServerConfig
 	refresh chan struct{} // a tools/list_changed notification arrived
+	check   chan struct{} // a call failed: is the connection still up?
 
 	// Guarded by Host.mu.
 	state     State
@@ -100,7 +101,7 @@ func New(cfg *Config, opts Options) *Host {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Host{log: opts.Logger, opts: opts, cancel: cancel, byName: map[string]*server{}, changed: make(chan struct{})}
 	for _, c := range cfg.Servers {
-		s := &server{cfg: c, refresh: make(chan struct{}, 1), state: StateDisconnected, transport: c.Transport()}
+		s := &server{cfg: c, refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), state: StateDisconnected, transport: c.Transport()}
 		h.servers = append(h.servers, s)
 	}
 	for _, s := range h.servers {
@@ -168,9 +169,18 @@ func (h *Host) Call(ctx context.Context, name string, args map[string]any) (*mcp
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return nil, fmt.Errorf("MCP tool %q of server %q did not answer within %s (mcpServers.%s.timeout, in milliseconds, allows longer): %w", tool, s.cfg.Name, timeout, s.cfg.Name, context.DeadlineExceeded)
 	default:
+		// The connection may be gone without the session knowing yet (an
+		// HTTP server that died): have it checked.
+		select {
+		case s.check <- struct{}{}:
+		default:
+		}
 		return nil, fmt.Errorf("MCP tool %q of server %q: %w", tool, s.cfg.Name, err)
 	}
 }
+
+// pingTimeout bounds the check of a connection after a failed call.
+const pingTimeout = 5 * time.Second
 
 // Changed returns a channel closed at the next change of a server's state
 // or tools.
@@ -290,6 +300,15 @@ func (h *Host) serve(ctx context.Context, s *server, sess *mcp.ClientSession) er
 				err = errors.New("the server closed the connection")
 			}
 			return err
+		case <-s.check:
+			pctx, cancel := context.WithTimeout(ctx, min(pingTimeout, s.cfg.CallTimeout()))
+			err := sess.Ping(pctx, nil)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				sess.Close()
+				<-done
+				return fmt.Errorf("no answer to ping after a failed call: %w", err)
+			}
 		case <-s.refresh:
 			tools, err := listTools(ctx, sess)
 			if err != nil {

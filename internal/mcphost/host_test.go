@@ -249,18 +249,15 @@ func TestHostHangingServerAndTool(t *testing.T) {
 	// the timeout.
 	cctx, cancel := context.WithCancel(ctx)
 	go func() {
-		for !strings.Contains(logs.String(), "mcpdown: hanging in tool") {
-			select {
-			case <-h.Changed():
-			case <-ctx.Done():
-				return
-			case <-time.After(10 * time.Millisecond): // the log has no event to wait on
-			}
-		}
+		waitLog(ctx, logs, "mcpdown: hanging in tool")
 		cancel()
 	}()
 	if _, err := h.Call(cctx, "mcp_slow_wait", nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
+	}
+	// The cancellation reaches the server (notifications/cancelled).
+	if !waitLog(ctx, logs, "mcpdown: hanging tool cancelled") {
+		t.Fatalf("the server never saw the cancellation:\n%s", logs.String())
 	}
 	// The server still answers after both.
 	if res, err := h.Call(ctx, "mcp_slow_echo", nil); err != nil || text(t, res) != "echo {}" {
@@ -356,4 +353,43 @@ func TestServerEnvRedactsSecrets(t *testing.T) {
 	if !slices.Equal(env, want) {
 		t.Errorf("env %q, want %q", env, want)
 	}
+}
+
+func TestHostRemoteCrashMidCall(t *testing.T) {
+	for _, transport := range []string{"http", "sse"} {
+		t.Run(transport, func(t *testing.T) {
+			url := startRemote(t, transport, "-crash", "boom")
+			cfg := ServerConfig{Name: "remote", URL: url, Type: transport}
+			h, _ := startHost(t, cfg)
+			waitStatus(t, h, "connected", stateIs("remote", StateConnected))
+			if _, err := h.Call(geminitest.Context(t), "mcp_remote_boom", nil); err == nil {
+				t.Fatal("a crash mid-call must be an error")
+			}
+			// The server is gone for good: the host says so, with the
+			// reason, and keeps trying.
+			st := waitStatus(t, h, "failed", stateIs("remote", StateFailed))
+			if st["remote"].Reason == "" || len(h.Tools()) != 0 {
+				t.Errorf("status %+v, tools %v", st["remote"], h.Tools())
+			}
+			// Streamable HTTP: the SDK's session would end only after its
+			// retries (seconds); the failed call has the host check at once.
+			if transport == "http" && !strings.Contains(st["remote"].Reason, "no answer to ping after a failed call") {
+				t.Errorf("reason %q", st["remote"].Reason)
+			}
+		})
+	}
+}
+
+// waitLog waits until the host's log (where stdio servers' stderr goes)
+// holds want. The log has no event to wait on, so it is read again every
+// few milliseconds until ctx ends.
+func waitLog(ctx context.Context, logs *geminitest.LockedBuffer, want string) bool {
+	for !strings.Contains(logs.String(), want) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return true
 }
