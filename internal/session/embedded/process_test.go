@@ -28,7 +28,7 @@ const (
 	helperArg = "GEMINI_MCP_STORE_ARG"    // the mode's argument
 	// helperLeaseTTL is the lease TTL of the helpers and of the test's
 	// store in TestLeaseAcrossProcesses.
-	helperLeaseTTL = time.Second
+	helperLeaseTTL = 1500 * time.Millisecond
 	// helperLife bounds a helper that nobody stops: a guard against a
 	// leaked process if the test dies.
 	helperLife = 2 * time.Minute
@@ -122,16 +122,15 @@ func helper(t *testing.T, db, mode, arg string) (*exec.Cmd, *bufio.Scanner) {
 // and append to another at the same time: every write counts.
 func TestTwoProcessesWrite(t *testing.T) {
 	db := t.TempDir() + "/sessions.db"
-	// Create the database first, so that the processes do not race to
-	// create its tables (which they survive too, but that is not the test).
+	// The three processes also race to create the database.
+	const n = 150
+	a, _ := helper(t, db, "write", "a:"+strconv.Itoa(n))
+	b, _ := helper(t, db, "write", "b:"+strconv.Itoa(n))
 	s, err := Open(db, session.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	const n = 150
-	a, _ := helper(t, db, "write", "a:"+strconv.Itoa(n))
-	b, _ := helper(t, db, "write", "b:"+strconv.Itoa(n))
 	ctx := context.Background()
 	for i := range n {
 		if _, err := s.Touch(ctx, idA, session.Turn{Cwd: "/t"}, time.Now()); err != nil {
@@ -208,10 +207,10 @@ func TestLeaseAcrossProcesses(t *testing.T) {
 		}
 		done <- nil
 	}()
-	// The holder keeps its lease for three TTLs by renewing it.
+	// The holder keeps its lease for two TTLs by renewing it.
 	tick := time.NewTicker(helperLeaseTTL / 4)
 	defer tick.Stop()
-	for time.Since(held) < 3*helperLeaseTTL {
+	for time.Since(held) < 2*helperLeaseTTL {
 		select {
 		case err := <-done:
 			t.Fatalf("while the holder lived: %v", err)
