@@ -24,6 +24,7 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -253,22 +254,37 @@ func clip(s string) string {
 	return s
 }
 
-// refreshSrc restarts the TTL of every key of a session: its record,
-// turns, set of answers (KEYS[1..3]) and each answer in that set (keys
-// ARGV[2]..id), forgetting the ids of answers gone (dropped for the
-// budget). ARGV[1] is the TTL in milliseconds.
-const refreshSrc = `
-for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
-for _, a in ipairs(redis.call('SMEMBERS', KEYS[3])) do
-  if redis.call('PEXPIRE', ARGV[2] .. a, ARGV[1]) == 0 then redis.call('SREM', KEYS[3], a) end
+// refreshLua defines refresh(record, turns, answers, ttl, answerPrefix),
+// which restarts the TTL of every key of a session: its record, turns, set
+// of answers and each answer in that set (key answerPrefix..id),
+// forgetting the ids of answers gone (dropped for the budget). All get the
+// same deadline, read once from Redis's clock, so that no part of a
+// session outlives the rest.
+const refreshLua = `
+local function refresh(record, turns, answers, ttl, answerPrefix)
+  local t = redis.call('TIME')
+  local at = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ttl))
+  redis.call('PEXPIREAT', record, at)
+  redis.call('PEXPIREAT', turns, at)
+  redis.call('PEXPIREAT', answers, at)
+  for _, a in ipairs(redis.call('SMEMBERS', answers)) do
+    if redis.call('PEXPIREAT', answerPrefix .. a, at) == 0 then redis.call('SREM', answers, a) end
+  end
 end
+`
+
+// refreshSrc refreshes the session whose keys are KEYS[1..3]; ARGV[1] is
+// the TTL in milliseconds, ARGV[2] the answer key prefix.
+const refreshSrc = refreshLua + `
+refresh(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2])
 return 1`
 
-// appendSrc appends ARGV[3] to the turns (KEYS[2]) and refreshes the
-// session's keys, in one atomic step.
-var appendScript = redis.NewScript(`
+// appendScript appends ARGV[3] to the turns (KEYS[2]) and refreshes the
+// session, in one atomic step.
+var appendScript = redis.NewScript(refreshLua + `
 redis.call('RPUSH', KEYS[2], ARGV[3])
-` + refreshSrc)
+refresh(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2])
+return 1`)
 
 func (s *Store) sessionKeys(id string) []string {
 	return []string{s.recordKey(id), s.turnsKey(id), s.answersKey(id)}
@@ -483,10 +499,11 @@ func (s *Store) AppendTurn(ctx context.Context, id string, turn json.RawMessage)
 	if err := checkID(id); err != nil {
 		return err
 	}
-	if !json.Valid(turn) {
-		return fmt.Errorf("session store: a turn of session %s is not valid JSON", id)
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, turn); err != nil {
+		return fmt.Errorf("session store: a turn of session %s is not valid JSON: %v", id, err)
 	}
-	if err := appendScript.Run(ctx, s.rdb, s.sessionKeys(id), s.ttlMillis(), s.key("answer", ""), []byte(turn)).Err(); err != nil {
+	if err := appendScript.Run(ctx, s.rdb, s.sessionKeys(id), s.ttlMillis(), s.key("answer", ""), compact.Bytes()).Err(); err != nil {
 		return s.fail(ctx, err)
 	}
 	return nil
@@ -495,11 +512,13 @@ func (s *Store) AppendTurn(ctx context.Context, id string, turn json.RawMessage)
 // putAnswerScript keeps an answer (KEYS[1], value ARGV[1], TTL ARGV[2]
 // ms) and evicts the oldest answers until all kept ones fit the budget
 // (ARGV[3] bytes). KEYS[2..5] are pages (ids by arrival), pagesizes (id →
-// "bytes:session"), pagebytes and pageseq; KEYS[6] the session's set of
-// answers ("" … none). ARGV[4] is the answer's id, ARGV[5] its bytes,
-// ARGV[6] its session ("" for none), ARGV[7] the answer key prefix and
-// ARGV[8] that of answer sets.
-var putAnswerScript = redis.NewScript(`
+// "bytes:session"), pagebytes and pageseq; KEYS[6..8] the session's
+// record, turns and set of answers. ARGV[4] is the answer's id, ARGV[5]
+// its bytes, ARGV[6] its session ("" for none), ARGV[7] the answer key
+// prefix and ARGV[8] that of answer sets. An answer of a session joins
+// the session's set and restarts the session's TTL, so that it expires
+// with the rest of the session.
+var putAnswerScript = redis.NewScript(refreshLua + `
 local id, size, sid = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local old = redis.call('HGET', KEYS[3], id)
 if old then redis.call('DECRBY', KEYS[4], tonumber(string.match(old, '^(%d+)'))) end
@@ -522,8 +541,8 @@ while total > budget do
   end
 end
 if sid ~= '' then
-  redis.call('SADD', KEYS[6], id)
-  redis.call('PEXPIRE', KEYS[6], ARGV[2])
+  redis.call('SADD', KEYS[8], id)
+  refresh(KEYS[6], KEYS[7], KEYS[8], ARGV[2], ARGV[7])
 end
 return 1`)
 
@@ -558,11 +577,8 @@ func (s *Store) PutAnswer(ctx context.Context, a session.PagedAnswer) error {
 	if err != nil {
 		return fmt.Errorf("session store: %w", err)
 	}
-	setKey := s.answersKey(a.SessionID)
-	if a.SessionID == "" {
-		setKey = s.prefix + "answers:"
-	}
-	keys := []string{s.answerKey(a.ID), s.prefix + "pages", s.prefix + "pagesizes", s.prefix + "pagebytes", s.prefix + "pageseq", setKey}
+	keys := append([]string{s.answerKey(a.ID), s.prefix + "pages", s.prefix + "pagesizes", s.prefix + "pagebytes", s.prefix + "pageseq"},
+		s.sessionKeys(a.SessionID)...)
 	if err := putAnswerScript.Run(ctx, s.rdb, keys, data, s.ttlMillis(), s.opts.MaxPagedBytes,
 		a.ID, size, a.SessionID, s.key("answer", ""), s.key("answers", "")).Err(); err != nil {
 		return s.fail(ctx, err)

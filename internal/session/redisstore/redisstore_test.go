@@ -238,6 +238,7 @@ func TestTTLOnKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := []string{s.recordKey(id), s.turnsKey(id), s.answersKey(id), s.answerKey(a.ID)}
+	sameDeadline(t, c, keys)
 	for _, k := range keys {
 		if !strings.HasPrefix(k, session.DefaultPrefix) {
 			t.Errorf("key %q is not under the default prefix %q", k, session.DefaultPrefix)
@@ -255,6 +256,7 @@ func TestTTLOnKeys(t *testing.T) {
 	if err := s.AppendTurn(ctx, id, turn(2)); err != nil {
 		t.Fatal(err)
 	}
+	sameDeadline(t, c, keys)
 	for _, k := range keys {
 		if d := c.PTTL(ctx, k).Val(); d <= short || d > ttl {
 			t.Errorf("after AppendTurn, PTTL %s = %v, want in (%v, %v]", k, d, short, ttl)
@@ -273,6 +275,24 @@ func TestTTLOnKeys(t *testing.T) {
 	}
 	if d := c.PTTL(ctx, s.indexKey()).Val(); d != -1 {
 		t.Errorf("the index has a TTL (%v): it must outlive its sessions", d)
+	}
+}
+
+// sameDeadline checks that keys expire at one instant: no part of a
+// session outlives the rest.
+func sameDeadline(t *testing.T, c *redis.Client, keys []string) {
+	t.Helper()
+	var first time.Duration
+	for i, k := range keys {
+		at, err := c.PExpireTime(t.Context(), k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = at
+		} else if at != first {
+			t.Errorf("%s expires at %v, %s at %v: a session's keys must expire together", k, at, keys[0], first)
+		}
 	}
 }
 
