@@ -76,7 +76,9 @@ func open(t *testing.T, srv *redistest.Server, opts session.Options) *Store {
 }
 
 // plain is a client of srv for looking at the keys.
-func plain(t *testing.T, srv *redistest.Server) *redis.Client {
+func plain(t *testing.T, srv *redistest.Server) *redis.Client { return plainB(t, srv) }
+
+func plainB(t testing.TB, srv *redistest.Server) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
