@@ -763,3 +763,27 @@ func TestLeaseWakesLocalWaiter(t *testing.T) {
 		}
 	}
 }
+
+// TestCallerDeadline checks that a call cut short by its caller's
+// deadline reports that deadline, not Redis failing: Redis is paused
+// (CLIENT PAUSE) so that the call is still waiting when the deadline
+// comes.
+func TestCallerDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv, session.Options{})
+	c := plain(t, srv)
+	id := session.NewUUID()
+	if _, err := s.Touch(t.Context(), id, session.Turn{Cwd: "/a"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ClientPause(t.Context(), time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ClientUnpause(context.Background())
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_, _, err := s.Get(ctx, id)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, session.ErrUnavailable) {
+		t.Fatalf("Get past the caller's deadline: %v; want the deadline, not ErrUnavailable", err)
+	}
+}
