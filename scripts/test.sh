@@ -7,7 +7,9 @@
 # runs gofmt, go vet, cross-compiles for Linux, macOS and Windows, runs every
 # test under the race detector (the end-to-end and interop suites included:
 # they FAIL, never skip, when their tools cannot run), and gives each fuzz
-# target a short burst.
+# target a short burst. The Redis store's tests run against a real
+# redis-server: Debian's package is installed when none is on PATH, and
+# those tests fail, never skip, when it cannot run.
 #
 # Environment:
 #   GEMINI_MCP_CACHE   where the pinned npm tools go (default: $XDG_CACHE_HOME
@@ -46,6 +48,23 @@ npm_tools() {
 		mv "$npm_dir.tmp" "$npm_dir"
 	fi
 }
+
+say "redis-server, for the Redis store's tests"
+if ! command -v redis-server >/dev/null; then
+	# Debian's package (7.0 on bookworm); the tests start their own
+	# servers on loopback ports, never the system service.
+	sudo=""
+	if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then
+		sudo=sudo
+	fi
+	if command -v apt-get >/dev/null; then
+		$sudo apt-get update
+		$sudo apt-get install -y --no-install-recommends redis-server
+	fi
+fi
+command -v redis-server >/dev/null || { echo "test.sh: redis-server is required (Debian: apt-get install redis-server; elsewhere put it on PATH)" >&2; exit 1; }
+export GEMINI_MCP_REDIS_REQUIRED=1
+redis-server --version
 
 say "The real Gemini CLI (pinned)"
 npm_tools e2e/npm npm node_modules/.bin/gemini
