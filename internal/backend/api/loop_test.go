@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/genai"
@@ -242,5 +243,23 @@ func TestResultPartsAsTheCLIBuildsThem(t *testing.T) {
 	parts = callResultParts(fc, "media", &mcp.CallToolResult{}, nil, "gemini-2.5-flash")
 	if len(parts) != 1 || len(parts[0].FunctionResponse.Response) != 0 {
 		t.Errorf("empty result gave %+v", parts[0].FunctionResponse)
+	}
+}
+
+func TestTurnTimeoutEndsDownstreamCall(t *testing.T) {
+	h := newTestHost(t, true)
+	f := newFixture(t, Options{Tools: h, Timeout: 300 * time.Millisecond})
+	_, err := f.run(backend.Turn{Prompt: `[[call:mcp_demo_block:{}]]`})
+	be := wantKind(t, err, backend.KindTimeout, 0, "300ms")
+	if !errors.Is(be, context.DeadlineExceeded) {
+		t.Error("the error does not match context.DeadlineExceeded")
+	}
+	select {
+	case <-h.cancelled:
+	case <-guard(t).Done():
+		t.Fatal("the downstream call did not end")
+	}
+	if n := len(f.streams()); n != 1 {
+		t.Errorf("%d requests, want 1: nothing goes to Gemini after the timeout", n)
 	}
 }
