@@ -19,7 +19,9 @@ import (
 // without.
 func init() {
 	newAPIBackend = func(cfg *config.Config, store *session.FileStore, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error) {
-		return api.New(apiOptions(cfg, nil), store, log)
+		opts := apiOptions(cfg, nil)
+		opts.Tools = tools
+		return api.New(opts, store, log)
 	}
 	checkAPICredentials = func(ctx context.Context, cfg *config.Config, getenv func(string) string) error {
 		b, err := api.New(apiOptions(cfg, getenv), discardHistory{}, nil)
@@ -34,7 +36,8 @@ func init() {
 // apiOptions is the API backend's configuration; getenv nil means the
 // process environment.
 func apiOptions(cfg *config.Config, getenv func(string) string) api.Options {
-	return api.Options{Model: cfg.Model, Timeout: cfg.Timeout, MaxOutputBytes: cfg.MaxOutputBytes, Getenv: getenv}
+	return api.Options{Model: cfg.Model, Timeout: cfg.Timeout, MaxOutputBytes: cfg.MaxOutputBytes, Getenv: getenv,
+		MaxToolRounds: cfg.MaxToolRounds, AllowTools: cfg.AllowMCPTools}
 }
 
 // discardHistory is the history of doctor's one request, which keeps none.

@@ -51,6 +51,10 @@ type Config struct {
 	WarmSpareAge    time.Duration // 0: no spare sessions
 	WarmMaxSessions int
 
+	// The API backend as an MCP host.
+	MaxToolRounds int
+	AllowMCPTools []string
+
 	HTTP                string // serve HTTP on this address instead of stdio
 	Tokens              []string
 	TokenFile           string
@@ -76,6 +80,7 @@ const (
 	DefaultMaxPromptBytes   = 1 << 20
 	DefaultMaxOutputBytes   = 32 << 20
 	DefaultMaxAnswerBytes   = 60000
+	DefaultMaxToolRounds    = 10 // the API backend's api.DefaultMaxToolRounds
 )
 
 // BodyBytesFor is the largest HTTP body a call needs when prompts may
@@ -206,6 +211,9 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	duration(&c.WarmIdleTimeout, "warm-idle-timeout", "GEMINI_MCP_WARM_IDLE_TIMEOUT", acp.DefaultWarmIdleTimeout, "warm backend: stop a process idle this long, giving its memory back")
 	duration(&c.WarmSpareAge, "warm-spare-age", "GEMINI_MCP_WARM_SPARE_AGE", acp.DefaultWarmSpareAge, "warm backend: keep a session made ahead of time per process and folder, used by a new chat within this age (its date and folder listing are as of its creation), 0 for none")
 	intFlag(&c.WarmMaxSessions, "warm-max-sessions", "GEMINI_MCP_WARM_MAX_SESSIONS", acp.DefaultWarmMaxSessions, "warm backend: recycle a process holding more sessions than this (each new session costs more in a process holding many)")
+	intFlag(&c.MaxToolRounds, "max-tool-rounds", "GEMINI_MCP_MAX_TOOL_ROUNDS", DefaultMaxToolRounds, "api backend: most rounds of downstream MCP tool calls in one turn; after the last, Gemini is asked for its answer without more")
+	list(&c.AllowMCPTools, "allow-mcp-tools", "GEMINI_MCP_ALLOW_MCP_TOOLS", "api backend: untrusted downstream MCP tools that run without asking the user, as server (all its tools) or server.tool; "+
+		"others run once the user allows them through MCP elicitation, and are refused when the client cannot be asked")
 	size(&c.WarmMaxRSSBytes, "warm-max-rss", "GEMINI_MCP_WARM_MAX_RSS", acp.DefaultWarmMaxRSS, "warm backend: recycle a process past this resident memory (e.g. 700MiB)")
 	str(&c.HTTP, "http", "GEMINI_MCP_HTTP", "", "serve MCP over HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio: Streamable HTTP at /mcp, SSE at /sse, /healthz")
 	if v, ok := env("GEMINI_MCP_TOKENS"); ok {
@@ -281,6 +289,14 @@ func (c *Config) validate() error {
 	}
 	if c.MaxPromptBytes <= 0 || c.MaxOutputBytes <= 0 || c.MaxAnswerBytes < 1000 {
 		return errors.New("--max-prompt-bytes and --max-output-bytes must be positive, --max-answer-bytes at least 1000")
+	}
+	if c.MaxToolRounds < 1 || c.MaxToolRounds > 1000 {
+		return fmt.Errorf("--max-tool-rounds must be between 1 and 1000, not %d", c.MaxToolRounds)
+	}
+	for _, v := range c.AllowMCPTools {
+		if strings.ContainsAny(v, " \t\x00\n") || strings.HasPrefix(v, ".") || strings.HasSuffix(v, ".") {
+			return fmt.Errorf("--allow-mcp-tools: %q is not a server name or server.tool", v)
+		}
 	}
 	if c.MaxSessions < 1 || c.MaxSessionsPerToken < 1 {
 		return errors.New("--max-sessions and --max-sessions-per-token must be at least 1")

@@ -74,6 +74,9 @@ func TestInvalid(t *testing.T) {
 		{[]string{"--body-read-timeout", "0"}, nil, "--body-read-timeout"},
 		{[]string{"stray"}, nil, "unexpected argument"},
 		{[]string{"--no-such-flag"}, nil, "no-such-flag"},
+		{[]string{"--max-tool-rounds", "0"}, nil, "--max-tool-rounds"},
+		{nil, map[string]string{"GEMINI_MCP_MAX_TOOL_ROUNDS": "many"}, "GEMINI_MCP_MAX_TOOL_ROUNDS"},
+		{[]string{"--allow-mcp-tools", "db.query,.x"}, nil, "--allow-mcp-tools"},
 	}
 	for _, c := range cases {
 		var out strings.Builder
@@ -133,5 +136,25 @@ func TestMaxBodyBytesFitsEscapedPrompts(t *testing.T) {
 	}
 	if c.MaxBodyBytes != 4<<20 || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "--max-body-bytes") {
 		t.Fatalf("explicit 4 MiB: %d %q", c.MaxBodyBytes, c.Warnings)
+	}
+}
+
+func TestToolHostFlags(t *testing.T) {
+	c, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_ALLOW_MCP_TOOLS": "db, github.create_issue", "GEMINI_MCP_MAX_TOOL_ROUNDS": "3"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxToolRounds != 3 || !reflect.DeepEqual(c.AllowMCPTools, []string{"db", "github.create_issue"}) {
+		t.Fatalf("from env: %d %q", c.MaxToolRounds, c.AllowMCPTools)
+	}
+	c, err = Parse("x", "", []string{"--max-tool-rounds=4", "--allow-mcp-tools", "web"}, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxToolRounds != 4 || !reflect.DeepEqual(c.AllowMCPTools, []string{"web"}) {
+		t.Fatalf("from flags: %d %q", c.MaxToolRounds, c.AllowMCPTools)
+	}
+	if c, _ = Parse("x", "", nil, envOf(nil), io.Discard); c.MaxToolRounds != DefaultMaxToolRounds || c.AllowMCPTools != nil {
+		t.Fatalf("defaults: %d %q", c.MaxToolRounds, c.AllowMCPTools)
 	}
 }

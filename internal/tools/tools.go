@@ -61,7 +61,12 @@ type Deps struct {
 	// answers: some clients (Claude Code) show the model only the text,
 	// never _meta, and a model must be able to continue by id.
 	SessionIDInText bool
-	pages           pager
+	// ConfirmWait is how long a turn waits for a 2026-07-28 client to come
+	// back with its user's answer to a tool confirmation (see confirm.go);
+	// 0 means DefaultConfirmWait.
+	ConfirmWait time.Duration
+	pages       pager
+	pending     pendingTurns
 	// sessions orders calls on the same session: the CLI appends to one
 	// session file, so two turns must not run at once.
 	sessions queue.Locks
@@ -368,6 +373,19 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call backend.T
 			defer context.AfterFunc(rc, cancel)()
 		}
 	}
+	switch {
+	case !canElicit(req):
+		// Untrusted downstream tools run only if the operator allows them.
+	case usesMRTR(req):
+		return d.runMRTR(ctx, req, call)
+	default:
+		call.Confirm = elicitConfirm(req)
+	}
+	return d.runTurn(ctx, req, call)
+}
+
+// runTurn runs the turn and builds the tool result.
+func (d *Deps) runTurn(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn) *mcp.CallToolResult {
 	p := startProgress(ctx, req, d.ProgressInterval)
 	defer p.finish()
 	if p != nil {

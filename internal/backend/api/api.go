@@ -91,6 +91,16 @@ type Options struct {
 	// ModelsTTL is how long the model list is trusted; 0 means
 	// DefaultModelsTTL.
 	ModelsTTL time.Duration
+	// Tools are the tools of other MCP servers Gemini may call; nil for
+	// none.
+	Tools backend.ToolHost
+	// MaxToolRounds bounds the rounds of tool calls in one turn; 0 means
+	// DefaultMaxToolRounds.
+	MaxToolRounds int
+	// AllowTools are the operator's allow-list of untrusted tools that run
+	// without asking the user: "server" for all of a server's tools,
+	// "server.tool" for one.
+	AllowTools []string
 }
 
 // Backend runs turns on the Gemini API. It is safe for concurrent use.
@@ -107,7 +117,12 @@ type Backend struct {
 	backoff   time.Duration
 	models    *models
 
+	tools      backend.ToolHost // nil: no tools
+	maxRounds  int
+	allowTools []string
+
 	sessions sync.Map // session id → *sync.Mutex: one turn at a time per conversation
+	grants   sync.Map // session id → *grants: what the user allowed for the session
 }
 
 // New returns a Backend using the credentials found through
@@ -150,6 +165,13 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 		maxOut:    opts.MaxOutputBytes,
 		retries:   opts.Retries,
 		backoff:   opts.RetryBackoff,
+
+		tools:      opts.Tools,
+		maxRounds:  opts.MaxToolRounds,
+		allowTools: opts.AllowTools,
+	}
+	if b.maxRounds <= 0 {
+		b.maxRounds = DefaultMaxToolRounds
 	}
 	if b.model == "" {
 		b.model = DefaultModel
@@ -219,8 +241,13 @@ func (b *Backend) Check(ctx context.Context) error {
 
 // turnRecord is one turn as History keeps it.
 type turnRecord struct {
-	User  *genai.Content `json:"user"`
-	Model *genai.Content `json:"model"`
+	User *genai.Content `json:"user"`
+	// Exchange is what came between the prompt and the answer when Gemini
+	// called tools: each of its answers with function calls, then the
+	// results sent back, in order. Turns recorded before tools existed
+	// have none.
+	Exchange []*genai.Content `json:"exchange,omitempty"`
+	Model    *genai.Content   `json:"model"`
 	// ModelName is the model that answered.
 	ModelName string         `json:"modelName,omitempty"`
 	Time      time.Time      `json:"time"`
@@ -262,7 +289,9 @@ func (b *Backend) loadHistory(id string) ([]*genai.Content, error) {
 		if err := json.Unmarshal(raw, &tr); err != nil || tr.User == nil || tr.Model == nil {
 			return nil, newError(backend.KindSession, err, "session %s is damaged at turn %d; start a new one with chat", id, i+1)
 		}
-		contents = append(contents, tr.User, tr.Model)
+		contents = append(contents, tr.User)
+		contents = append(contents, tr.Exchange...)
+		contents = append(contents, tr.Model)
 	}
 	return contents, nil
 }
@@ -351,14 +380,15 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 
 	obs.Started()
-	res, err := b.streamWithRetries(parent, ctx, model, contents, cfg, obs)
+	res, exchange, notes, err := b.converse(parent, ctx, id, t, model, contents, cfg, obs)
 	if err != nil {
 		return nil, err
 	}
 
-	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: notApplied, Via: "api"}
+	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Via: "api"}
 	rec, err := json.Marshal(turnRecord{
 		User:      user,
+		Exchange:  exchange,
 		Model:     genai.NewContentFromText(res.text, genai.RoleModel),
 		ModelName: model,
 		Time:      time.Now().UTC(),
@@ -435,6 +465,12 @@ func (b *Backend) checkFits(parent, ctx context.Context, model string, limit int
 type streamResult struct {
 	text  string
 	usage *backend.Usage
+	// calls are the function calls Gemini asked for, and parts its answer
+	// as it is to be sent back with their results: the text, then the
+	// function call parts as received (with their thought signatures,
+	// which Gemini 3 wants back).
+	calls []*genai.FunctionCall
+	parts []*genai.Part
 }
 
 // streamWithRetries streams the answer, trying again after a 429 or 5xx
@@ -487,6 +523,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 	defer cancel()
 
 	var text strings.Builder
+	var callParts []*genai.Part
 	var usage *genai.GenerateContentResponseUsageMetadata
 	var finish genai.FinishReason
 	var lastReport time.Time
@@ -513,6 +550,11 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		}
 		if c.Content != nil {
 			for _, p := range c.Content.Parts {
+				if p != nil && p.FunctionCall != nil {
+					received = true
+					callParts = append(callParts, p)
+					continue
+				}
 				if p == nil || p.Thought || p.Text == "" {
 					continue
 				}
@@ -538,7 +580,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		return nil, received, newError(backend.KindEmpty, nil, "the Gemini API stopped the answer because it "+
 			"recited existing material (finish reason RECITATION); ask for it in other words")
 	}
-	if text.Len() == 0 {
+	if text.Len() == 0 && len(callParts) == 0 {
 		reason := string(finish)
 		if reason == "" {
 			reason = "none"
@@ -546,6 +588,15 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		return nil, received, newError(backend.KindEmpty, nil, "the Gemini API answered no text (finish reason %s); try again", reason)
 	}
 	res = &streamResult{text: text.String()}
+	if len(callParts) > 0 {
+		if text.Len() > 0 {
+			res.parts = append(res.parts, genai.NewPartFromText(text.String()))
+		}
+		res.parts = append(res.parts, callParts...)
+		for _, p := range callParts {
+			res.calls = append(res.calls, p.FunctionCall)
+		}
+	}
 	if usage != nil {
 		res.usage = &backend.Usage{
 			PromptTokens:   int(usage.PromptTokenCount),

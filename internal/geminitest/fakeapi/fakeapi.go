@@ -34,7 +34,17 @@
 //     the model calls the function NAME (letters, digits, '_', '.', '-') with
 //     the JSON object as its arguments. NAME must be one the request offers
 //     in tools (see [Request.Tools]); the CLI then runs the tool and sends
-//     its result back in a functionResponse part;
+//     its result back in a functionResponse part. Several [[call:…]]
+//     directives answer with as many functionCall parts, in their order, in
+//     one answer: parallel calls;
+//   - [[then-call:NAME:{JSON}]] is a call for a later round: the request
+//     that brings back the results of round R (the R-th model answer with
+//     function calls since the prompt) is answered with the R-th
+//     [[then-call:…]] directive of the prompt as a functionCall part,
+//     instead of the results' text; once they are used up, with the text;
+//   - [[loop-call:NAME:{JSON}]] answers every request that brings back
+//     function results with this call again: a model that never stops
+//     calling, to test a client's bound on rounds;
 //   - [[fail:N:CODE]] answers HTTP CODE, as [[status:CODE]] does, to the
 //     first N requests with this same last user text, and normally after
 //     that (a transient error that a retry gets past);
@@ -55,7 +65,10 @@
 // A request whose last content carries functionResponse parts (the results
 // of the function calls the model asked for) is answered with text that
 // holds them (see [FunctionResultAnswer]) and is recorded with them in
-// [Request.FunctionResponses]; directives do not apply to it.
+// [Request.FunctionResponses]; of the directives, only [[then-call:…]] and
+// [[loop-call:…]] in the prompt (the last user content with text) apply to
+// it, and none when the request's toolConfig sets function calling mode
+// NONE (the model may not call functions).
 //
 // [Home] prepares a throwaway home directory in which the CLI talks to a
 // Server and to nothing else, and [RealCLI] finds the real CLI for tests
@@ -73,6 +86,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,8 +135,21 @@ type Request struct {
 	// content has no text.
 	FunctionResponses []FunctionResponse
 	// FunctionCall is the function call the Server answered with
-	// ([[call:NAME:{JSON}]]); nil when it answered with text.
+	// ([[call:NAME:{JSON}]]); nil when it answered with text. When it
+	// answered with several, it is the first.
 	FunctionCall *FunctionCall
+	// FunctionCalls are all the function calls the Server answered with,
+	// in their order.
+	FunctionCalls []FunctionCall
+	// Prompt is the text of the last user content that has text: the
+	// turn's prompt, also on a request that brings back function results.
+	Prompt string
+	// Round is, on a request that brings back function results, the number
+	// of model answers with function calls since the prompt; 0 otherwise.
+	Round int
+	// ToolMode is the request's toolConfig.functionCallingConfig.mode ("" when
+	// it sets none).
+	ToolMode string
 	// Status is the HTTP status the Server answered with.
 	Status int
 	// Answer is the text the Server answered with (the error message when
@@ -153,6 +180,9 @@ type FunctionResponse struct {
 	ID       string          `json:"id,omitempty"`
 	Name     string          `json:"name"`
 	Response json.RawMessage `json:"response"`
+	// Parts are the multimodal parts nested in the response (inline
+	// data), as sent; nil when there are none.
+	Parts json.RawMessage `json:"parts,omitempty"`
 }
 
 // Server is a fake Gemini API. Its methods are safe for concurrent use.
@@ -299,11 +329,14 @@ var (
 	statusRE = regexp.MustCompile(`\[\[status:(\d{3})\]\]`)
 	sleepRE  = regexp.MustCompile(`\[\[sleep:(\d+)\]\]`)
 	callRE   = regexp.MustCompile(`(?s)\[\[call:([A-Za-z0-9_.-]+):(\{.*?\})\]\]`)
+	thenRE   = regexp.MustCompile(`(?s)\[\[then-call:([A-Za-z0-9_.-]+):(\{.*?\})\]\]`)
+	loopRE   = regexp.MustCompile(`(?s)\[\[loop-call:([A-Za-z0-9_.-]+):(\{.*?\})\]\]`)
 )
 
 type part struct {
 	Text             string            `json:"text"`
 	FunctionResponse *FunctionResponse `json:"functionResponse"`
+	FunctionCall     *FunctionCall     `json:"functionCall"`
 }
 
 type content struct {
@@ -320,6 +353,11 @@ type apiRequest struct {
 			Name string `json:"name"`
 		} `json:"functionDeclarations"`
 	} `json:"tools"`
+	ToolConfig struct {
+		FunctionCallingConfig struct {
+			Mode string `json:"mode"`
+		} `json:"functionCallingConfig"`
+	} `json:"toolConfig"`
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -387,6 +425,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
+	rec.ToolMode = req.ToolConfig.FunctionCallingConfig.Mode
+	for i := len(req.Contents) - 1; i >= 0; i-- {
+		c := req.Contents[i]
+		if c.Role == "user" {
+			if text := joinParts(withoutContext(c.Parts)); text != "" {
+				rec.Prompt = text
+				break
+			}
+		}
+		if c.Role == "model" && len(rec.FunctionResponses) > 0 && slices.ContainsFunc(c.Parts, func(p part) bool { return p.FunctionCall != nil }) {
+			rec.Round++
+		}
+	}
 
 	s.mu.Lock()
 	s.arrived = append(s.arrived, rec)
@@ -408,6 +459,25 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if len(rec.FunctionResponses) > 0 {
+		if rec.ToolMode != "NONE" {
+			var next *FunctionCall
+			if lm := loopRE.FindStringSubmatch(rec.Prompt); lm != nil {
+				next = &FunctionCall{Name: lm[1], Args: json.RawMessage(lm[2])}
+			} else if tm := thenRE.FindAllStringSubmatch(rec.Prompt, -1); rec.Round >= 1 && rec.Round <= len(tm) {
+				next = &FunctionCall{Name: tm[rec.Round-1][1], Args: json.RawMessage(tm[rec.Round-1][2])}
+			}
+			if next != nil {
+				if !json.Valid(next.Args) {
+					s.fail(w, rec, http.StatusBadRequest, "fakeapi: [[then-call]] arguments are not a JSON object")
+					return
+				}
+				rec.Status = http.StatusOK
+				rec.FunctionCall, rec.FunctionCalls = next, []FunctionCall{*next}
+				s.record(rec)
+				s.stream(w, functionCallJSON(*next))
+				return
+			}
+		}
 		rec.Status = http.StatusOK
 		rec.Answer = FunctionResultAnswer(rec.FunctionResponses)
 		s.record(rec)
@@ -481,16 +551,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if cm := callRE.FindStringSubmatch(rec.LastUserText); cm != nil {
-		var args map[string]any
-		if err := json.Unmarshal([]byte(cm[2]), &args); err != nil {
-			s.fail(w, rec, http.StatusBadRequest, "fakeapi: [[call]] arguments are not a JSON object: "+err.Error())
-			return
+	if cms := callRE.FindAllStringSubmatch(rec.LastUserText, -1); cms != nil {
+		for _, cm := range cms {
+			var args map[string]any
+			if err := json.Unmarshal([]byte(cm[2]), &args); err != nil {
+				s.fail(w, rec, http.StatusBadRequest, "fakeapi: [[call]] arguments are not a JSON object: "+err.Error())
+				return
+			}
+			rec.FunctionCalls = append(rec.FunctionCalls, FunctionCall{Name: cm[1], Args: json.RawMessage(cm[2])})
 		}
 		rec.Status = http.StatusOK
-		rec.FunctionCall = &FunctionCall{Name: cm[1], Args: json.RawMessage(cm[2])}
+		rec.FunctionCall = &rec.FunctionCalls[0]
 		s.record(rec)
-		s.stream(w, functionCallJSON(*rec.FunctionCall))
+		s.stream(w, functionCallJSON(rec.FunctionCalls...))
 		return
 	}
 
@@ -569,10 +642,14 @@ func responseJSON(text string) []byte {
 	return candidateJSON(map[string]any{"text": text})
 }
 
-// functionCallJSON is a GenerateContentResponse with one candidate calling a
-// function.
-func functionCallJSON(fc FunctionCall) []byte {
-	return candidateJSON(map[string]any{"functionCall": fc})
+// functionCallJSON is a GenerateContentResponse with one candidate calling
+// functions, one part each.
+func functionCallJSON(fcs ...FunctionCall) []byte {
+	parts := make([]any, len(fcs))
+	for i, fc := range fcs {
+		parts[i] = map[string]any{"functionCall": fc}
+	}
+	return candidateJSON(parts...)
 }
 
 // textJSON is a stream event with one candidate saying text, and usage
@@ -592,10 +669,10 @@ func textJSON(text string, usage map[string]any) []byte {
 	return b
 }
 
-func candidateJSON(part map[string]any) []byte {
+func candidateJSON(parts ...any) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"candidates": []any{map[string]any{
-			"content":      map[string]any{"role": "model", "parts": []any{part}},
+			"content":      map[string]any{"role": "model", "parts": parts},
 			"finishReason": "STOP",
 			"index":        0,
 		}},

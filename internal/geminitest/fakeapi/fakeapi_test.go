@@ -440,3 +440,118 @@ func TestCallDirectiveBadArguments(t *testing.T) {
 		t.Errorf("status %d: %q", resp.StatusCode, got)
 	}
 }
+
+// frameCalls returns the names and arguments of the functionCall parts of
+// a one-event answer.
+func frameCalls(t *testing.T, body []byte) []FunctionCall {
+	t.Helper()
+	frame, ok := strings.CutPrefix(strings.TrimSuffix(string(body), "\n\n"), "data: ")
+	if !ok {
+		t.Fatalf("not one SSE frame: %q", body)
+	}
+	var r struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct {
+					Text         string
+					FunctionCall *FunctionCall
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(frame), &r); err != nil || len(r.Candidates) != 1 {
+		t.Fatalf("frame %s: %v", frame, err)
+	}
+	var out []FunctionCall
+	for _, p := range r.Candidates[0].Content.Parts {
+		if p.FunctionCall == nil {
+			t.Fatalf("a part without functionCall in %s", frame)
+		}
+		out = append(out, *p.FunctionCall)
+	}
+	return out
+}
+
+func callsString(fcs []FunctionCall) string {
+	var b strings.Builder
+	for _, fc := range fcs {
+		fmt.Fprintf(&b, "%s%s;", fc.Name, fc.Args)
+	}
+	return b.String()
+}
+
+func TestSeveralCallDirectivesAnswerParallelCalls(t *testing.T) {
+	s := newServer(t)
+	prompt := `both [[call:mcp_a_x:{"n":1}]] and [[call:mcp_b_y:{"n":2}]]`
+	resp, body := post(t, s, "m", MethodStream, toolBody(t, []string{"mcp_a_x", "mcp_b_y"}, userText(prompt)))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if got, want := callsString(frameCalls(t, body)), `mcp_a_x{"n":1};mcp_b_y{"n":2};`; got != want {
+		t.Errorf("calls = %s, want %s", got, want)
+	}
+	r := s.Requests()[0]
+	if callsString(r.FunctionCalls) != `mcp_a_x{"n":1};mcp_b_y{"n":2};` || r.FunctionCall == nil || r.FunctionCall.Name != "mcp_a_x" {
+		t.Errorf("recorded %+v", r)
+	}
+}
+
+// round is the contents of a request after rounds of function calls: the
+// prompt, then per round the model's call and the user's response.
+func round(prompt string, rounds int) []any {
+	contents := []any{userText(prompt)}
+	for i := 0; i < rounds; i++ {
+		contents = append(contents,
+			map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "f", "args": map[string]any{}}}}},
+			map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": "f", "response": map[string]any{"output": fmt.Sprint(i)}}}}})
+	}
+	return contents
+}
+
+func TestThenCallDirectivesAnswerLaterRounds(t *testing.T) {
+	s := newServer(t)
+	prompt := `[[call:f:{"r":0}]] [[then-call:f:{"r":1}]] [[then-call:g:{"r":2}]]`
+	tools := []string{"f", "g"}
+	for r, want := range []string{`f{"r":0};`, `f{"r":1};`, `g{"r":2};`} {
+		resp, body := post(t, s, "m", MethodStream, toolBody(t, tools, round(prompt, r)...))
+		if resp.StatusCode != 200 {
+			t.Fatalf("round %d: status %d: %s", r, resp.StatusCode, body)
+		}
+		if got := callsString(frameCalls(t, body)); got != want {
+			t.Errorf("round %d: calls = %s, want %s", r, got, want)
+		}
+		if rec := s.Requests()[r]; rec.Round != r || rec.Prompt != prompt {
+			t.Errorf("round %d: recorded Round %d, Prompt %q", r, rec.Round, rec.Prompt)
+		}
+	}
+	// Once the directives are used up, the results come back as text.
+	_, body := post(t, s, "m", MethodStream, toolBody(t, tools, round(prompt, 3)...))
+	if got := sseText(t, body); len(got) != 1 || !strings.HasPrefix(got[0], "fake-api answer: function results:\nf returned") {
+		t.Errorf("round 3: %q", got)
+	}
+}
+
+func TestLoopCallDirectiveAndModeNone(t *testing.T) {
+	s := newServer(t)
+	prompt := `[[call:f:{}]] [[loop-call:f:{"again":true}]]`
+	for _, r := range []int{1, 2, 7} {
+		_, body := post(t, s, "m", MethodStream, toolBody(t, []string{"f"}, round(prompt, r)...))
+		if got := callsString(frameCalls(t, body)); got != `f{"again":true};` {
+			t.Errorf("round %d: calls = %s", r, got)
+		}
+	}
+	// A request that forbids function calls gets the results as text.
+	var m map[string]any
+	if err := json.Unmarshal([]byte(toolBody(t, []string{"f"}, round(prompt, 3)...)), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["toolConfig"] = map[string]any{"functionCallingConfig": map[string]any{"mode": "NONE"}}
+	b, _ := json.Marshal(m)
+	_, body := post(t, s, "m", MethodStream, string(b))
+	if got := sseText(t, body); len(got) != 1 || !strings.HasPrefix(got[0], "fake-api answer: function results:") {
+		t.Errorf("mode NONE: %q", got)
+	}
+	if rec := s.Requests()[3]; rec.ToolMode != "NONE" || rec.FunctionCall != nil {
+		t.Errorf("recorded %+v", rec)
+	}
+}

@@ -1,0 +1,195 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+)
+
+// DefaultMaxToolRounds is how many rounds of tool calls a turn may make
+// when Options.MaxToolRounds is 0. A round is one answer of Gemini's that
+// asks for tool calls (one or several, run in parallel) and the results
+// sent back.
+const DefaultMaxToolRounds = 10
+
+// grants are the tools and servers the user allowed for the rest of one
+// session (AllowTool, AllowServer), kept for this process's life.
+type grants struct {
+	mu      sync.Mutex
+	tools   map[string]bool // server + "\x00" + tool
+	servers map[string]bool
+}
+
+// converse asks Gemini for the answer to contents and, while Gemini answers
+// with function calls, runs them and sends their results back, at most
+// maxRounds times: after the last round allowed, the results go back with
+// function calling turned off, so that Gemini answers with what it has.
+// It returns the final answer, the exchange that led to it (Gemini's calls
+// and the results, in order, for the history) and notes for
+// Answer.NotApplied.
+func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Turn, model string, contents []*genai.Content,
+	cfg *genai.GenerateContentConfig, obs backend.Observer) (res *streamResult, exchange []*genai.Content, notes []string, err error) {
+	var usage *backend.Usage // of all the rounds' requests
+	for round := 0; ; round++ {
+		var tools map[string]backend.HostTool
+		if b.tools != nil {
+			tools = declare(b.tools.Tools(), cfg)
+			if round >= b.maxRounds && cfg.Tools != nil {
+				cfg.ToolConfig = &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeNone}}
+			}
+		}
+		res, err := b.streamWithRetries(parent, ctx, model, contents, cfg, obs)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if res.usage != nil {
+			if usage == nil {
+				usage = &backend.Usage{}
+			}
+			usage.PromptTokens += res.usage.PromptTokens
+			usage.OutputTokens += res.usage.OutputTokens
+			usage.ThinkingTokens += res.usage.ThinkingTokens
+		}
+		res.usage = usage
+		if len(res.calls) == 0 {
+			if round >= b.maxRounds {
+				notes = append(notes, fmt.Sprintf("tools: Gemini used the %d rounds of tool calls this server allows "+
+					"(--max-tool-rounds) and was asked for its answer without more", b.maxRounds))
+			}
+			return res, exchange, notes, nil
+		}
+		if round >= b.maxRounds {
+			return nil, nil, nil, newError(backend.KindFailed, nil, "Gemini still asked for tool calls after the %d "+
+				"rounds this server allows (--max-tool-rounds), although told to answer; try again, or raise "+
+				"--max-tool-rounds", b.maxRounds)
+		}
+		call := &genai.Content{Role: genai.RoleModel, Parts: res.parts}
+		results := &genai.Content{Role: genai.RoleUser, Parts: b.runCalls(ctx, id, t, model, tools, res.calls, obs)}
+		if ctx.Err() != nil {
+			return nil, nil, nil, contextError(parent, b.timeout)
+		}
+		contents = append(contents, call, results)
+		exchange = append(exchange, call, results)
+	}
+}
+
+// declare offers tools to Gemini in cfg and returns them by name.
+func declare(tools []backend.HostTool, cfg *genai.GenerateContentConfig) map[string]backend.HostTool {
+	cfg.Tools = nil
+	if len(tools) == 0 {
+		return nil
+	}
+	byName := make(map[string]backend.HostTool, len(tools))
+	decls := make([]*genai.FunctionDeclaration, 0, len(tools))
+	for _, ht := range tools {
+		if ht.Name == "" {
+			continue
+		}
+		byName[ht.Name] = ht
+		fd := &genai.FunctionDeclaration{Name: ht.Name, Description: ht.Description}
+		if ht.Schema != nil {
+			fd.ParametersJsonSchema = ht.Schema
+		}
+		decls = append(decls, fd)
+	}
+	cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
+	return byName
+}
+
+// runCalls runs Gemini's function calls, the allowed ones in parallel,
+// and returns the parts that answer them, in the calls' order. A call that
+// fails, or that may not run, is answered with an error for Gemini to read:
+// it does not fail the turn. The user is asked about one call at a time.
+func (b *Backend) runCalls(ctx context.Context, id string, t backend.Turn, model string, tools map[string]backend.HostTool,
+	calls []*genai.FunctionCall, obs backend.Observer) []*genai.Part {
+	out := make([][]*genai.Part, len(calls))
+	var wg sync.WaitGroup
+	for i, fc := range calls {
+		ht, ok := tools[fc.Name]
+		if !ok {
+			out[i] = []*genai.Part{errorPart(fc, fmt.Sprintf("Tool %q not found: it is none of the tools this "+
+				"server declared. Tools must use the exact names that are declared.", fc.Name))}
+			continue
+		}
+		if why := b.permit(ctx, id, t, ht, fc.Args); why != "" {
+			b.log.Info("gemini api: tool call refused", "tool", fc.Name, "session", id, "why", why)
+			out[i] = []*genai.Part{errorPart(fc, why)}
+			continue
+		}
+		obs.Activity("calling " + fc.Name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			res, err := b.tools.Call(ctx, fc.Name, fc.Args)
+			b.log.Debug("gemini api: tool call", "tool", fc.Name, "elapsed", time.Since(start), "err", err)
+			out[i] = callResultParts(fc, ht.Tool, res, err, model)
+		}()
+	}
+	wg.Wait()
+	var parts []*genai.Part
+	for _, ps := range out {
+		parts = append(parts, ps...)
+	}
+	return parts
+}
+
+// permit decides whether tool ht may run now in session id, asking the
+// user through t.Confirm when neither trust, the operator's allow-list nor
+// an earlier answer decides. It returns "" when the tool may run, else why
+// not, for Gemini.
+func (b *Backend) permit(ctx context.Context, id string, t backend.Turn, ht backend.HostTool, args map[string]any) string {
+	if ht.Trusted || b.allowListed(ht) || b.granted(id, ht) {
+		return ""
+	}
+	how := fmt.Sprintf("the operator may allow it with --allow-mcp-tools=%s.%s (or =%s for every tool of that server), "+
+		"or mark the server trusted", ht.Server, ht.Tool, ht.Server)
+	if t.Confirm == nil {
+		return fmt.Sprintf("The tool %s was not run: its server %q is not trusted, and the user cannot be asked to "+
+			"confirm tool calls (their MCP client does not support elicitation); %s.", ht.Name, ht.Server, how)
+	}
+	d, err := t.Confirm(ctx, backend.ConfirmRequest{Tool: ht, Args: args})
+	if err != nil {
+		return fmt.Sprintf("The tool %s was not run: the user could not be asked to confirm it (%v); %s.", ht.Name, err, how)
+	}
+	switch d {
+	case backend.AllowOnce:
+		return ""
+	case backend.AllowTool, backend.AllowServer:
+		g, _ := b.grants.LoadOrStore(id, &grants{tools: map[string]bool{}, servers: map[string]bool{}})
+		gr := g.(*grants)
+		gr.mu.Lock()
+		if d == backend.AllowTool {
+			gr.tools[ht.Server+"\x00"+ht.Tool] = true
+		} else {
+			gr.servers[ht.Server] = true
+		}
+		gr.mu.Unlock()
+		return ""
+	}
+	return fmt.Sprintf("The tool %s was not run: the user declined this call.", ht.Name)
+}
+
+// allowListed says whether the operator's --allow-mcp-tools names ht's
+// server, or the server and the tool.
+func (b *Backend) allowListed(ht backend.HostTool) bool {
+	return slices.Contains(b.allowTools, ht.Server) || slices.Contains(b.allowTools, ht.Server+"."+ht.Tool)
+}
+
+// granted says whether the user allowed ht for the rest of session id.
+func (b *Backend) granted(id string, ht backend.HostTool) bool {
+	g, ok := b.grants.Load(id)
+	if !ok {
+		return false
+	}
+	gr := g.(*grants)
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	return gr.servers[ht.Server] || gr.tools[ht.Server+"\x00"+ht.Tool]
+}

@@ -1,0 +1,263 @@
+package tools
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+)
+
+// Before Gemini may run an untrusted downstream tool (API backend with MCP
+// servers configured), the user of the MCP client is asked through MCP
+// elicitation, in one of two ways, by the protocol the call came with:
+//
+//   - up to 2025-11-25, the server sends its own elicitation/create request
+//     while the call runs, and waits for the answer;
+//   - from 2026-07-28 on, a server may not send requests of its own: the
+//     call returns at once with an input request (a result carrying
+//     inputRequests and a requestState), the client asks its user and
+//     calls chat again with the answer (inputResponses and the same
+//     requestState), and the turn, which waited meanwhile, goes on. The
+//     go-sdk client does this by itself.
+//
+// A client that declared no elicitation capability cannot be asked:
+// Turn.Confirm is nil and only the operator's --allow-mcp-tools lets
+// untrusted tools run.
+
+// protocolMRTR is the first protocol version in which a server asks for
+// input through the tool result (multi round-trip requests, SEP-2322).
+const protocolMRTR = "2026-07-28"
+
+// confirmInputID is the id of the one input request a suspended call
+// returns.
+const confirmInputID = "confirm-tool"
+
+// DefaultConfirmWait is how long a turn waits, suspended, for a 2026-07-28
+// client to call again with its user's answer before it is stopped.
+const DefaultConfirmWait = 10 * time.Minute
+
+// The choices offered, as the form's values.
+const (
+	choiceOnce    = "once"
+	choiceTool    = "tool"
+	choiceServer  = "server"
+	choiceDecline = "decline"
+)
+
+// confirmParams is the elicitation form that asks about one tool call.
+func confirmParams(r backend.ConfirmRequest) *mcp.ElicitParams {
+	args, err := json.Marshal(r.Args)
+	if err != nil || r.Args == nil {
+		args = []byte("{}")
+	}
+	msg := fmt.Sprintf("Gemini wants to run the tool %q of the MCP server %q (declared to Gemini as %s) with these arguments:\n%s\n\nAllow it?",
+		r.Tool.Tool, r.Tool.Server, r.Tool.Name, clip(string(args), 2000))
+	if r.Tool.Description != "" {
+		msg += "\n\nThe tool says of itself: " + clip(r.Tool.Description, 500)
+	}
+	return &mcp.ElicitParams{
+		Mode:    "form",
+		Message: msg,
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"decision": map[string]any{
+					"type":  "string",
+					"title": "Allow this tool call?",
+					"oneOf": []any{
+						map[string]any{"const": choiceOnce, "title": "Allow once"},
+						map[string]any{"const": choiceTool, "title": "Always allow " + r.Tool.Tool + " in this session"},
+						map[string]any{"const": choiceServer, "title": "Always allow every tool of " + r.Tool.Server + " in this session"},
+						map[string]any{"const": choiceDecline, "title": "Decline"},
+					},
+				},
+			},
+			"required": []string{"decision"},
+		},
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// decision reads the user's answer: anything but an accepted allow is a
+// refusal.
+func decision(res *mcp.ElicitResult) backend.Decision {
+	if res == nil || res.Action != "accept" {
+		return backend.Decline
+	}
+	switch res.Content["decision"] {
+	case choiceOnce:
+		return backend.AllowOnce
+	case choiceTool:
+		return backend.AllowTool
+	case choiceServer:
+		return backend.AllowServer
+	}
+	return backend.Decline
+}
+
+// canElicit says whether the client that made req declared form
+// elicitation (an empty elicitation capability means form, for clients
+// older than the modes).
+func canElicit(req *mcp.CallToolRequest) bool {
+	if req == nil || req.Session == nil {
+		return false
+	}
+	caps := req.ClientCapabilities()
+	if caps == nil || caps.Elicitation == nil {
+		return false
+	}
+	return caps.Elicitation.Form != nil || caps.Elicitation.URL == nil
+}
+
+// usesMRTR says whether req came under a protocol where the server asks
+// through the result rather than with a request of its own.
+func usesMRTR(req *mcp.CallToolRequest) bool { return req.ProtocolVersion() >= protocolMRTR }
+
+// elicitConfirm asks through an elicitation/create request (protocols
+// before 2026-07-28).
+func elicitConfirm(req *mcp.CallToolRequest) backend.Confirm {
+	return func(ctx context.Context, r backend.ConfirmRequest) (backend.Decision, error) {
+		res, err := req.Session.Elicit(ctx, confirmParams(r))
+		if err != nil {
+			return backend.Decline, err
+		}
+		return decision(res), nil
+	}
+}
+
+// suspended is a turn waiting for a 2026-07-28 client to bring its user's
+// answer in a later call.
+type suspended struct {
+	client string                   // who may answer: clientOf(req).key()
+	asks   chan ask                 // from the turn: a question to put
+	done   chan *mcp.CallToolResult // the turn's result (buffered)
+	cancel context.CancelFunc       // stops the turn
+	mu     sync.Mutex
+	cur    *ask        // the question out, once returned to the client
+	timer  *time.Timer // stops the turn when the client does not come back
+}
+
+type ask struct {
+	req   backend.ConfirmRequest
+	reply chan backend.Decision // buffered
+}
+
+// confirm is the Turn.Confirm of a suspendable turn: it hands the question
+// to whichever call of the client is waiting, and waits for the answer.
+func (s *suspended) confirm(ctx context.Context, r backend.ConfirmRequest) (backend.Decision, error) {
+	a := ask{req: r, reply: make(chan backend.Decision, 1)}
+	select {
+	case s.asks <- a:
+	case <-ctx.Done():
+		return backend.Decline, ctx.Err()
+	}
+	select {
+	case d := <-a.reply:
+		return d, nil
+	case <-ctx.Done():
+		return backend.Decline, ctx.Err()
+	}
+}
+
+// pendingTurns are the suspended turns, by request state.
+type pendingTurns struct{ m sync.Map }
+
+// runMRTR runs a turn whose confirmations go through the tool result: it
+// starts the turn (or, for a call carrying a request state, resumes the one
+// suspended under it) and returns its result, or the next question.
+func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn) *mcp.CallToolResult {
+	who := d.clientOf(req).key()
+	if state := req.Params.RequestState; state != "" {
+		v, ok := d.pending.m.LoadAndDelete(state)
+		if !ok || v.(*suspended).client != who {
+			return failure(errors.New("this call answers a tool confirmation that is unknown here or has expired " +
+				"(a turn waits " + d.confirmWait().String() + " for the answer); send the prompt again"))
+		}
+		s := v.(*suspended)
+		s.mu.Lock()
+		s.timer.Stop()
+		a := s.cur
+		s.cur = nil
+		s.mu.Unlock()
+		var res *mcp.ElicitResult
+		if r, ok := req.Params.InputResponses[confirmInputID].(*mcp.ElicitResult); ok {
+			res = r
+		}
+		a.reply <- decision(res)
+		return d.await(ctx, req, s, who)
+	}
+
+	// The turn outlives this call, which ends at the first question: it
+	// runs on a context of its own, stopped with the server, by a call of
+	// the client that is cancelled, or when the client does not come back.
+	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if d.Lifetime != nil {
+		stop := context.AfterFunc(d.Lifetime, cancel)
+		go func() { <-tctx.Done(); stop() }()
+	}
+	s := &suspended{client: who, asks: make(chan ask), done: make(chan *mcp.CallToolResult, 1), cancel: cancel}
+	call.Confirm = s.confirm
+	go func() { s.done <- d.runTurn(tctx, req, call) }()
+	return d.await(ctx, req, s, who)
+}
+
+// await waits, for the call ctx, until the turn ends or asks a question;
+// a question goes back to the client as an input request, and the turn
+// stays suspended under a new request state.
+func (d *Deps) await(ctx context.Context, req *mcp.CallToolRequest, s *suspended, who string) *mcp.CallToolResult {
+	select {
+	case res := <-s.done:
+		s.cancel()
+		return res
+	case a := <-s.asks:
+		state := newState()
+		s.mu.Lock()
+		s.cur = &a
+		s.timer = time.AfterFunc(d.confirmWait(), func() {
+			if _, ok := d.pending.m.LoadAndDelete(state); ok {
+				d.Log.Info("tool confirmation not answered in time; turn stopped", "wait", d.confirmWait())
+				s.cancel()
+			}
+		})
+		s.mu.Unlock()
+		d.pending.m.Store(state, s)
+		d.Log.Info("asking the client to confirm a tool call", "tool", a.req.Tool.Name)
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{confirmInputID: confirmParams(a.req)},
+			RequestState:  state,
+		}
+	case <-ctx.Done():
+		s.cancel()
+		<-s.done
+		return failure(fmt.Errorf("the call was cancelled: %w", context.Cause(ctx)))
+	}
+}
+
+func (d *Deps) confirmWait() time.Duration {
+	if d.ConfirmWait > 0 {
+		return d.ConfirmWait
+	}
+	return DefaultConfirmWait
+}
+
+// newState returns an unguessable request state: it names a suspended
+// turn, and whoever holds it may answer for the user.
+func newState() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
