@@ -18,7 +18,7 @@ import (
 // serves (see the README's "Backends"), and a CLI-only server can do
 // without.
 func init() {
-	newAPIBackend = func(cfg *config.Config, store *session.FileStore, log *slog.Logger) (backend.Backend, error) {
+	newAPIBackend = func(cfg *config.Config, store session.Store, log *slog.Logger) (backend.Backend, error) {
 		return api.New(apiOptions(cfg, nil), store, log)
 	}
 	checkAPICredentials = func(ctx context.Context, cfg *config.Config, getenv func(string) string) error {
@@ -40,6 +40,7 @@ func apiOptions(cfg *config.Config, getenv func(string) string) api.Options {
 // discardHistory is the history of doctor's one request, which keeps none.
 type discardHistory struct{}
 
-func (discardHistory) LoadTurns(string) ([]json.RawMessage, bool, error) { return nil, false, nil }
-func (discardHistory) AppendTurn(string, json.RawMessage) error          { return nil }
-func (discardHistory) DeleteTurns(string) error                          { return nil }
+func (discardHistory) LoadTurns(context.Context, string) ([]json.RawMessage, bool, error) {
+	return nil, false, nil
+}
+func (discardHistory) AppendTurn(context.Context, string, json.RawMessage) error { return nil }

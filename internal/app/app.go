@@ -19,7 +19,6 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
@@ -112,20 +111,19 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	return 0
 }
 
-// NewDeps builds the tools' dependencies from the configuration.
-func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
-	stateDir := cfg.StateDir
-	if stateDir == "" {
-		d, err := session.DefaultDir()
-		if err != nil {
-			return nil, fmt.Errorf("finding a state directory (set --state-dir): %w", err)
-		}
-		stateDir = d
-	}
-	store, err := session.Open(stateDir)
+// NewDeps builds the tools' dependencies from the configuration. The
+// session store it opens is the caller's to close (Deps.Store.Close).
+func NewDeps(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *tools.Deps, err error) {
+	store, where, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			store.Close()
+		}
+	}()
+	log.Info("session store", "store", where, "ttl", cfg.SessionTTL, "maxTurns", cfg.MaxTurns)
 	cwd := cfg.Cwd
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {
@@ -153,7 +151,7 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 	if err != nil {
 		return nil, err
 	}
-	deps := &tools.Deps{Backend: b, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
+	deps = &tools.Deps{Backend: b, Store: store, MaxTurns: cfg.MaxTurns, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP != "", Authenticated: len(cfg.Tokens) > 0 || cfg.TokenFile != "",
 		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions, SessionIDInText: cfg.SessionIDInText}
 	return deps, nil
@@ -165,7 +163,7 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 // signal through ctx, or by stop) is what stops calls at shutdown. stop
 // ends the lifetime and then the warm processes.
 func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *tools.Deps, life context.Context, endLife, stop func(), err error) {
-	deps, err = NewDeps(cfg, log)
+	deps, err = NewDeps(ctx, cfg, log)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -180,8 +178,10 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *too
 		cancel()
 		<-idle
 		deps.Backend.Close()
-		// The session records' last updates, written in the background.
-		deps.Store.Close()
+		// The calls have ended: nothing writes to the store any more.
+		if err := deps.Store.Close(); err != nil {
+			log.Warn("closing the session store", "err", err)
+		}
 	}
 	return deps, life, cancel, stop, nil
 }
@@ -196,7 +196,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 	}
 	defer stop()
 	srv := server.New(version, deps, log)
-	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd, "state", deps.Store.Dir())
+	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd)
 	return serveOnStdio(life, endLife, srv, sio, cfg.MaxPromptBytes, log)
 }
 
