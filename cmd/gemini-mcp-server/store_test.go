@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,3 +75,61 @@ func TestMaxTurnsBinary(t *testing.T) {
 		t.Fatalf("a new chat: %+v", res.Content[0])
 	}
 }
+
+// TestSessionsToolOverHTTP: over HTTP with two tokens, each client's
+// sessions tool lists its own sessions only, newest first, with their
+// titles in the structured result.
+func TestSessionsToolOverHTTP(t *testing.T) {
+	e := newEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
+	addr, _ := startHTTP(t, e, "--store", "memory:")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	clientOf := func(token string) *mcp.ClientSession {
+		t.Helper()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bin-sessions", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: &http.Client{Transport: authTransport(token)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	one, two := clientOf(tokenOne), clientOf(tokenTwo)
+	chat := func(cs *mcp.ClientSession, prompt string) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": prompt}})
+		if err != nil || res.IsError {
+			t.Fatalf("chat: %v %+v", err, res)
+		}
+		return res.Meta["sessionId"].(string)
+	}
+	a1, b1, a2 := chat(one, "first of one"), chat(two, "only of two"), chat(one, "second of one")
+	list := func(cs *mcp.ClientSession) []string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sessions", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("sessions: %v %+v", err, res)
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		var out struct {
+			Sessions []struct{ ID, Title string }
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range out.Sessions {
+			got = append(got, s.ID+" "+s.Title)
+		}
+		return got
+	}
+	if got, want := list(one), []string{a2 + " second of one", a1 + " first of one"}; !slices.Equal(got, want) {
+		t.Errorf("token one lists %q, want %q", got, want)
+	}
+	if got, want := list(two), []string{b1 + " only of two"}; !slices.Equal(got, want) {
+		t.Errorf("token two lists %q, want %q", got, want)
+	}
+}
+
+const tokenOne, tokenTwo = "first-token-0123456789", "second-token-0123456789"

@@ -41,7 +41,7 @@ Usage:
 Tools: chat {prompt, model, systemPrompt, cwd} starts a Gemini session;
 chat-reply {prompt, sessionId, model, systemPrompt, cwd} continues one;
 chat-page {answerId, page} returns the next page of an answer too long for
-one result.
+one result; sessions {limit, cursor, cwd} lists this client's sessions.
 --backend auto (the default) runs the Gemini CLI when a gemini executable is
 found (npm install -g @google/gemini-cli), authenticated with a paid Gemini
 API key (GEMINI_API_KEY), Vertex AI, or a Code Assist Standard/Enterprise

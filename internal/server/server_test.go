@@ -215,7 +215,7 @@ func TestToolSchemasSnapshot(t *testing.T) {
 			t.Errorf("tool %s differs from %s (rerun with -update if intended):\n%s", tool.Name, path, got)
 		}
 	}
-	if len(names) != 3 || !names["chat"] || !names["chat-reply"] || !names["chat-page"] {
+	if len(names) != 4 || !names["chat"] || !names["chat-reply"] || !names["chat-page"] || !names["sessions"] {
 		t.Fatalf("tools %v", names)
 	}
 }

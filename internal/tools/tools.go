@@ -1,6 +1,6 @@
 // Package tools defines the MCP tools this server offers: chat and
-// chat-reply, and chat-page for answers too long for one result. Register
-// lists them explicitly.
+// chat-reply, chat-page for answers too long for one result, and sessions
+// to find a conversation again. Register lists them explicitly.
 package tools
 
 import (
@@ -82,7 +82,7 @@ type Deps struct {
 // specification requires.
 const ErrorPrefix = "Error executing gemini: "
 
-// Register adds chat, chat-reply and chat-page to s.
+// Register adds chat, chat-reply, chat-page and sessions to s.
 func Register(s *mcp.Server, d *Deps) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
@@ -108,6 +108,7 @@ func Register(s *mcp.Server, d *Deps) {
 	mcp.AddTool(s, chatTool(d.SessionIDInText), d.chat)
 	mcp.AddTool(s, replyTool(), d.chatReply)
 	mcp.AddTool(s, pageTool(), d.chatPage)
+	mcp.AddTool(s, sessionsTool(), d.listSessions)
 }
 
 // The input schemas are generated from the input structs below (their json
@@ -578,7 +579,7 @@ func checkArgs(req *mcp.CallToolRequest) error {
 // from the same schemas the tools are registered with.
 var toolArgs = sync.OnceValue(func() map[string][]string {
 	m := map[string][]string{}
-	for _, t := range []*mcp.Tool{chatTool(false), replyTool(), pageTool()} {
+	for _, t := range []*mcp.Tool{chatTool(false), replyTool(), pageTool(), sessionsTool()} {
 		m[t.Name] = t.InputSchema.(*jsonschema.Schema).PropertyOrder
 	}
 	return m
