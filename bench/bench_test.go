@@ -23,6 +23,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 	ourserver "github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
@@ -129,11 +130,8 @@ func newInProcess(b *testing.B, kind string) *inProcess {
 		b.Fatal(err)
 	}
 	h := &inProcess{fakeHome: filepath.Join(dir, "fakehome")}
-	store, err := session.Open(filepath.Join(dir, "state"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(store.Close)
+	store := memstore.New(session.Options{})
+	b.Cleanup(func() { store.Close() })
 	opts := cli.Options{
 		Gemini:  fakeGemini,
 		Env:     geminitest.FakeEnv(h.fakeHome, "", time.Minute),

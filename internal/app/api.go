@@ -18,7 +18,7 @@ import (
 // serves (see the README's "Backends"), and a CLI-only server can do
 // without.
 func init() {
-	newAPIBackend = func(cfg *config.Config, store *session.FileStore, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error) {
+	newAPIBackend = func(cfg *config.Config, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error) {
 		opts := apiOptions(cfg, nil)
 		opts.Tools = tools
 		return api.New(opts, store, log)
@@ -43,6 +43,7 @@ func apiOptions(cfg *config.Config, getenv func(string) string) api.Options {
 // discardHistory is the history of doctor's one request, which keeps none.
 type discardHistory struct{}
 
-func (discardHistory) LoadTurns(string) ([]json.RawMessage, bool, error) { return nil, false, nil }
-func (discardHistory) AppendTurn(string, json.RawMessage) error          { return nil }
-func (discardHistory) DeleteTurns(string) error                          { return nil }
+func (discardHistory) LoadTurns(context.Context, string) ([]json.RawMessage, bool, error) {
+	return nil, false, nil
+}
+func (discardHistory) AppendTurn(context.Context, string, json.RawMessage) error { return nil }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
@@ -43,7 +42,7 @@ Usage:
 Tools: chat {prompt, model, systemPrompt, cwd} starts a Gemini session;
 chat-reply {prompt, sessionId, model, systemPrompt, cwd} continues one;
 chat-page {answerId, page} returns the next page of an answer too long for
-one result.
+one result; sessions {limit, cursor, cwd} lists this client's sessions.
 --backend auto (the default) runs the Gemini CLI when a gemini executable is
 found (npm install -g @google/gemini-cli), authenticated with a paid Gemini
 API key (GEMINI_API_KEY), Vertex AI, or a Code Assist Standard/Enterprise
@@ -122,20 +121,19 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	return 0
 }
 
-// NewDeps builds the tools' dependencies from the configuration.
-func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
-	stateDir := cfg.StateDir
-	if stateDir == "" {
-		d, err := session.DefaultDir()
-		if err != nil {
-			return nil, fmt.Errorf("finding a state directory (set --state-dir): %w", err)
-		}
-		stateDir = d
-	}
-	store, err := session.Open(stateDir)
+// NewDeps builds the tools' dependencies from the configuration. The
+// session store it opens is the caller's to close (Deps.Store.Close).
+func NewDeps(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *tools.Deps, err error) {
+	store, where, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			store.Close()
+		}
+	}()
+	log.Info("session store", "store", where, "ttl", cfg.SessionTTL, "maxTurns", cfg.MaxTurns)
 	cwd := cfg.Cwd
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {
@@ -163,7 +161,7 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 	if err != nil {
 		return nil, err
 	}
-	deps := &tools.Deps{Backend: b, Store: store, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
+	deps = &tools.Deps{Backend: b, Store: store, MaxTurns: cfg.MaxTurns, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP != "", Authenticated: len(cfg.Tokens) > 0 || cfg.TokenFile != "",
 		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions, SessionIDInText: cfg.SessionIDInText}
 	return deps, nil
@@ -175,7 +173,7 @@ func NewDeps(cfg *config.Config, log *slog.Logger) (*tools.Deps, error) {
 // signal through ctx, or by stop) is what stops calls at shutdown. stop
 // ends the lifetime and then the warm processes.
 func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *tools.Deps, life context.Context, endLife, stop func(), err error) {
-	deps, err = NewDeps(cfg, log)
+	deps, err = NewDeps(ctx, cfg, log)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -190,8 +188,10 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *too
 		cancel()
 		<-idle
 		deps.Backend.Close()
-		// The session records' last updates, written in the background.
-		deps.Store.Close()
+		// The calls have ended: nothing writes to the store any more.
+		if err := deps.Store.Close(); err != nil {
+			log.Warn("closing the session store", "err", err)
+		}
 	}
 	return deps, life, cancel, stop, nil
 }
@@ -207,7 +207,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 	defer stop()
 	srv := server.New(version, deps, log)
 	addMCPServersResource(srv, deps.Backend)
-	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd, "state", deps.Store.Dir())
+	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd)
 	return serveOnStdio(life, endLife, srv, sio, cfg.MaxPromptBytes, log)
 }
 

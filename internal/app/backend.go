@@ -19,7 +19,7 @@ import (
 // without that backend; the API package sets it when it is linked in, so
 // that a server that does not use it does not pay for its packages.
 // tools is the MCP host whose tools Gemini may call (nil for none).
-var newAPIBackend func(cfg *config.Config, store *session.FileStore, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error)
+var newAPIBackend func(cfg *config.Config, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error)
 
 // errNoAPIBackend is what --backend api gets from a build without it.
 var errNoAPIBackend = errors.New("the API backend is not available in this build: use --backend warm or oneshot, with the Gemini CLI")
@@ -28,7 +28,7 @@ var errNoAPIBackend = errors.New("the API backend is not available in this build
 // to --max-concurrent turns at once. It is the one place that decides how
 // turns run: which backend, what the warm one falls back to, and the
 // limits (per-call timeout, kill grace) every backend applies.
-func newBackend(cfg *config.Config, store *session.FileStore, log *slog.Logger) (backend.Backend, error) {
+func newBackend(cfg *config.Config, store session.Store, log *slog.Logger) (backend.Backend, error) {
 	c, err := chooseBackend(cfg, os.Getenv)
 	if err != nil {
 		return nil, err

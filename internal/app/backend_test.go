@@ -15,6 +15,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
 // pathWithGemini returns a directory holding an executable named gemini,
@@ -105,10 +106,8 @@ func (s *stubAPI) Run(context.Context, backend.Turn) (*backend.Answer, error) {
 // API backend, and builds it, limited, where it is linked in.
 func TestNewBackendAPI(t *testing.T) {
 	t.Setenv("GEMINI_API_KEY", "k")
-	store, err := session.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := memstore.New(session.Options{})
+	t.Cleanup(func() { store.Close() })
 	log := slog.New(slog.DiscardHandler)
 	cfg := parse(t, "--backend", "api")
 	saved := newAPIBackend
@@ -118,7 +117,7 @@ func TestNewBackendAPI(t *testing.T) {
 		t.Fatalf("without the API backend: %v", err)
 	}
 	stub := &stubAPI{}
-	newAPIBackend = func(*config.Config, *session.FileStore, backend.ToolHost, *slog.Logger) (backend.Backend, error) {
+	newAPIBackend = func(*config.Config, session.Store, backend.ToolHost, *slog.Logger) (backend.Backend, error) {
 		return stub, nil
 	}
 	b, err := newBackend(cfg, store, log)
@@ -158,7 +157,7 @@ func TestDoctorReportsBackend(t *testing.T) {
 	if code, out := doctor(); code != 1 || !strings.Contains(out, "FAIL  backend: api (auto: no Gemini CLI was found, and API credentials are set: Gemini API key from GEMINI_API_KEY, endpoint "+fake.URL()+"): the API backend is not available in this build") {
 		t.Fatalf("without the API backend: exit %d\n%s", code, out)
 	}
-	newAPIBackend = func(*config.Config, *session.FileStore, backend.ToolHost, *slog.Logger) (backend.Backend, error) {
+	newAPIBackend = func(*config.Config, session.Store, backend.ToolHost, *slog.Logger) (backend.Backend, error) {
 		return &stubAPI{}, nil
 	}
 	code, out := doctor()

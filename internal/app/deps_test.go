@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -37,11 +38,12 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deps, err := NewDeps(cfg, slog.New(slog.DiscardHandler))
+			deps, err := NewDeps(context.Background(), cfg, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer deps.Backend.Close()
+			defer deps.Store.Close()
 			if len(deps.AllowedRoots) != len(c.want) || (c.want == nil) != (deps.AllowedRoots == nil) {
 				t.Fatalf("roots %q, want %q", deps.AllowedRoots, c.want)
 			}
@@ -56,7 +58,7 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewDeps(cfg, slog.New(slog.DiscardHandler)); err == nil {
+	if _, err := NewDeps(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil {
 		t.Fatal("a missing root was accepted")
 	}
 }

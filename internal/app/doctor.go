@@ -13,7 +13,6 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/apicreds"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -44,17 +43,7 @@ func Doctor(ctx context.Context, cfg *config.Config, version string, w io.Writer
 		cwd, _ = os.Getwd()
 	}
 
-	stateDir := cfg.StateDir
-	if stateDir == "" {
-		stateDir, _ = session.DefaultDir()
-	}
-	if st, err := session.Open(stateDir); err != nil {
-		r.fail("session records: %v (set --state-dir)", err)
-	} else if err := checkWritable(st.Dir()); err != nil {
-		r.fail("session records in %s are not writable: %v", st.Dir(), err)
-	} else {
-		r.ok("session records: %s", st.Dir())
-	}
+	checkStore(ctx, r, cfg)
 	if _, err := validate.ResolveDir(cwd, cwd); err != nil {
 		r.fail("default working directory: %v", err)
 	} else {
@@ -231,16 +220,6 @@ func checkRetention(r *report, home string, user, workspace *settings) {
 	}
 	r.warn("session retention is on: the CLI's clean-up can delete a resumed session (upstream bug google-gemini/gemini-cli#27368). "+
 		"Add {\"general\":{\"sessionRetention\":{\"enabled\":false}}} to %s", filepath.Join(home, "settings.json"))
-}
-
-func checkWritable(dir string) error {
-	f, err := os.CreateTemp(dir, ".doctor-*")
-	if err != nil {
-		return err
-	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
 }
 
 // stripJSONComments removes // and /* */ comments outside strings: the

@@ -12,13 +12,14 @@ import (
 )
 
 // TestDoctorStateDirNotWritable checks that doctor fails (exit 1) on a
-// state directory where no record can be written. Its sessions entry is a
-// regular file, which stops root as well as anyone.
+// state directory where the session store cannot be made: it lies under
+// a regular file, which stops root as well as anyone.
 func TestDoctorStateDirNotWritable(t *testing.T) {
-	state := t.TempDir()
-	if err := os.WriteFile(filepath.Join(state, "sessions"), nil, 0o600); err != nil {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	state := filepath.Join(file, "state")
 	cfg, err := config.Parse("test", "", []string{"--state-dir", state, "--cwd", t.TempDir()}, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +35,7 @@ func TestDoctorStateDirNotWritable(t *testing.T) {
 	if code := Doctor(context.Background(), cfg, "test", &out, getenv); code != 1 {
 		t.Fatalf("exit %d\n%s", code, out.String())
 	}
-	if !strings.Contains(out.String(), "FAIL  session records") {
+	if !strings.Contains(out.String(), "FAIL  session store") || !strings.Contains(out.String(), "--state-dir") {
 		t.Fatalf("no finding about the state directory:\n%s", out.String())
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/mcphost"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
 // mcpConfig builds the downstream test server and writes a configuration
@@ -75,16 +76,13 @@ func TestMCPList(t *testing.T) {
 // closes the host; a bad file stops the start with the file's error.
 func TestAPIBackendGetsToolHost(t *testing.T) {
 	t.Setenv("GEMINI_API_KEY", "k")
-	store, err := session.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := memstore.New(session.Options{})
 	defer store.Close()
 	log := slog.New(slog.DiscardHandler)
 	saved := newAPIBackend
 	t.Cleanup(func() { newAPIBackend = saved })
 	var given backend.ToolHost
-	newAPIBackend = func(_ *config.Config, _ *session.FileStore, tools backend.ToolHost, _ *slog.Logger) (backend.Backend, error) {
+	newAPIBackend = func(_ *config.Config, _ session.Store, tools backend.ToolHost, _ *slog.Logger) (backend.Backend, error) {
 		given = tools
 		return &stubAPI{}, nil
 	}

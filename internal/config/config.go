@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -70,6 +71,13 @@ type Config struct {
 	AllowedRoots    []string
 	ShareSessions   bool
 	SessionIDInText bool
+
+	// Where sessions live: see the flags' help and the README's "Where
+	// sessions live".
+	Store       string // "" (the embedded store in the state directory), sqlite:PATH, memory: or redis://…
+	StorePrefix string
+	SessionTTL  time.Duration
+	MaxTurns    int
 }
 
 // Defaults.
@@ -236,6 +244,11 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	boolean(&c.ShareSessions, "share-sessions", "GEMINI_MCP_SHARE_SESSIONS", "over HTTP, let every client continue every session: by its id, \"latest\" or an index (default: a client continues only its own sessions, per bearer token when tokens are set, and chat-reply without sessionId means this client's newest)")
 	c.SessionIDInText = true
 	boolean(&c.SessionIDInText, "session-id-in-text", "GEMINI_MCP_SESSION_ID_IN_TEXT", "end chat and chat-reply results with a second text item \"sessionId: <id> …\", for clients that show the model only the text and not _meta (Claude Code); false leaves the id in _meta only")
+	str(&c.Store, "store", "GEMINI_MCP_STORE", "", "where sessions live: sqlite:PATH (the embedded store in that file), memory: (in this process: sessions end when it exits) "+
+		"or redis://[:PASSWORD@]HOST:PORT/DB (rediss:// for TLS; REDIS_PASSWORD also sets the password), shared by replicas (default: the embedded store at <state-dir>/sessions.db)")
+	str(&c.StorePrefix, "store-prefix", "GEMINI_MCP_STORE_PREFIX", session.DefaultPrefix, "prefix of every key a shared store (Redis) writes, so that several deployments can share one database")
+	duration(&c.SessionTTL, "session-ttl", "GEMINI_MCP_SESSION_TTL", session.DefaultTTL, "a session (its record, turns and answer pages) is forgotten this long after its last turn")
+	intFlag(&c.MaxTurns, "max-turns", "GEMINI_MCP_MAX_TURNS", session.DefaultMaxTurns, "most turns of one conversation; a reply to a session at the limit is refused, and the caller starts a new session with chat")
 	level := "info"
 	if v, ok := env("GEMINI_MCP_LOG_LEVEL"); ok {
 		level = v
@@ -331,6 +344,24 @@ func (c *Config) validate() error {
 	}
 	if c.Gemini == "" {
 		return errors.New("--gemini must not be empty")
+	}
+	return c.validateStore()
+}
+
+// validateStore checks the flags of the session store. Which kinds of
+// store exist is the app's to say (it opens them); here only the form.
+func (c *Config) validateStore() error {
+	if c.Store != "" && !strings.Contains(c.Store, ":") {
+		return fmt.Errorf("--store: %q names no kind of store: use sqlite:PATH, memory: or redis://HOST:PORT/DB, or leave it unset for the embedded store in --state-dir", c.Store)
+	}
+	if c.StorePrefix == "" || strings.ContainsFunc(c.StorePrefix, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return fmt.Errorf("--store-prefix: %q must be non-empty, without spaces or control characters (the default is %q)", c.StorePrefix, session.DefaultPrefix)
+	}
+	if c.SessionTTL < time.Minute {
+		return fmt.Errorf("--session-ttl must be at least 1m, not %v: it is how long a session lives after its last turn (the default is %v)", c.SessionTTL, session.DefaultTTL)
+	}
+	if c.MaxTurns < 1 {
+		return fmt.Errorf("--max-turns must be at least 1, not %d (the default is %d)", c.MaxTurns, session.DefaultMaxTurns)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
@@ -48,7 +49,7 @@ type harness struct {
 	client   *mcp.ClientSession
 	log      string // the fake's invocation log
 	stateDir string
-	store    *session.FileStore // the latest server's
+	store    session.Store // shared by the servers it starts, as a restarted server shares its store
 	env      []string
 	home     string // the server's default cwd
 	opts     options
@@ -111,13 +112,13 @@ func (h *harness) connect() {
 
 // newServer builds a server on the fake CLI with the harness's options.
 func (h *harness) newServer() *mcp.Server {
-	store, err := session.Open(h.stateDir)
-	if err != nil {
-		h.t.Fatal(err)
+	if h.store == nil {
+		h.store = memstore.New(session.Options{})
+		h.t.Cleanup(func() { h.store.Close() })
 	}
-	h.t.Cleanup(store.Close)
-	h.store = store
+	store := h.store
 	var roots []string
+	var err error
 	if h.opts.allowedRoots != nil {
 		var given []string
 		for _, r := range h.opts.allowedRoots {
@@ -214,7 +215,7 @@ func TestToolSchemasSnapshot(t *testing.T) {
 			t.Errorf("tool %s differs from %s (rerun with -update if intended):\n%s", tool.Name, path, got)
 		}
 	}
-	if len(names) != 3 || !names["chat"] || !names["chat-reply"] || !names["chat-page"] {
+	if len(names) != 4 || !names["chat"] || !names["chat-reply"] || !names["chat-page"] || !names["sessions"] {
 		t.Fatalf("tools %v", names)
 	}
 }
@@ -274,9 +275,7 @@ func TestChatAndReply(t *testing.T) {
 	if isErr || id3 != id || !strings.HasPrefix(text, "fake-gemini turn=3 ") {
 		t.Fatalf("after restart: %q %q %v", text, id3, isErr)
 	}
-	h.store.Flush() // the last turn's update is written in the background
-	st, _ := session.Open(h.stateDir)
-	rec, ok, err := st.Get(id)
+	rec, ok, err := h.store.Get(context.Background(), id)
 	if err != nil || !ok || rec.Turns != 3 || rec.Cwd != work || rec.Model != "gemini-3-flash" {
 		t.Fatalf("record %+v %v %v", rec, ok, err)
 	}

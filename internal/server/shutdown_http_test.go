@@ -12,6 +12,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
@@ -25,11 +26,8 @@ func TestHTTPShutdownAnswersCalls(t *testing.T) {
 	for _, transport := range []string{"streamable", "sse"} {
 		t.Run(transport, func(t *testing.T) {
 			h := newHarness(t, options{noConnect: true})
-			store, err := session.Open(h.stateDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(store.Close)
+			store := memstore.New(session.Options{})
+			t.Cleanup(func() { store.Close() })
 			life, endLife := context.WithCancel(context.Background())
 			defer endLife()
 			runner := cli.NewRunner(cli.Options{Gemini: fakeGemini, Env: h.env, Timeout: time.Minute}, nil)

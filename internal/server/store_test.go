@@ -1,25 +1,33 @@
 package server
 
 import (
-	"os"
-	"path/filepath"
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
-// TestUnsavedSessionIsSaid checks a state directory that cannot be written
-// (here its sessions directory has become a file, which stops root too):
-// the answer, already paid for, is returned, with a note that the session
-// was not saved and how to continue it anyway.
+// touchFails is a session store that cannot record a turn (its disk is
+// full), and works otherwise.
+type touchFails struct{ session.Store }
+
+func (touchFails) Touch(context.Context, string, session.Turn, time.Time) (session.Record, error) {
+	return session.Record{}, fmt.Errorf("writing the record: no space left on device: %w", session.ErrUnavailable)
+}
+
+// TestUnsavedSessionIsSaid checks a session store that cannot record a
+// turn: the answer, already paid for, is returned, with a note that the
+// session was not saved and how to continue it anyway.
 func TestUnsavedSessionIsSaid(t *testing.T) {
-	h := newHarness(t)
-	sessions := filepath.Join(h.stateDir, "sessions")
-	if err := os.RemoveAll(sessions); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(sessions, []byte("not a directory"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	h := newHarness(t, options{noConnect: true})
+	mem := memstore.New(session.Options{})
+	t.Cleanup(func() { mem.Close() })
+	h.store = touchFails{mem}
+	h.connect()
 	texts, isErr := h.textsOnly("chat", map[string]any{"prompt": "remember 42"})
 	if isErr || len(texts) != 2 || !strings.HasPrefix(texts[0], "fake-gemini turn=1 ") {
 		t.Fatalf("chat: %q", texts)

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -67,14 +68,14 @@ var errScoped = errors.New("this server continues only sessions that this client
 
 // latestOf is chat-reply's session when no sessionId is given, for a
 // remote client: the newest session this client used.
-func (d *Deps) latestOf(c client, dir string) (session.Record, bool, error) {
+func (d *Deps) latestOf(ctx context.Context, c client, dir string) (session.Record, bool, error) {
 	key := c.key()
 	if key == "" {
 		return session.Record{}, false, errors.New("without sessionId, chat-reply continues this client's most recent session, but this server cannot tell its clients apart (stateless HTTP without tokens): pass the sessionId of an earlier chat or chat-reply result")
 	}
-	rec, ok, err := d.Store.Latest(dir, func(r session.Record) bool { return r.LastClient == key && d.mayUse(r, c) && d.ofThisFamily(r) })
+	rec, ok, err := session.Latest(ctx, d.Store, dir, func(r session.Record) bool { return r.LastClient == key && d.mayUse(r, c) && d.continuable(r) })
 	if err != nil {
-		d.Log.Warn("reading session records", "err", err)
+		return session.Record{}, false, storeError(err)
 	}
 	if !ok && !d.ShareSessions {
 		where := ""

@@ -13,6 +13,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
 // dbHost is a ToolHost with one untrusted tool, db's query.
@@ -54,11 +55,8 @@ func TestAPIBackendConfirmsThroughTheClient(t *testing.T) {
 			{"cannot be asked", nil, false, "--allow-mcp-tools=db.query"},
 		} {
 			t.Run(protocol+"/"+c.name, func(t *testing.T) {
-				hist, err := session.Open(t.TempDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(hist.Close)
+				hist := memstore.New(session.Options{})
+				t.Cleanup(func() { hist.Close() })
 				host := &dbHost{}
 				b, err := api.New(api.Options{Tools: host, Getenv: func(k string) string {
 					return map[string]string{"GEMINI_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.URL()}[k]

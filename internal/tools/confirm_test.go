@@ -13,6 +13,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
 // asking is a backend whose turns ask Turn.Confirm about a downstream tool
@@ -66,11 +67,8 @@ func (a *asking) Run(ctx context.Context, t backend.Turn) (*backend.Answer, erro
 // the messages the client was asked.
 func confirmServer(t *testing.T, b backend.Backend, protocol string, answer func() *mcp.ElicitResult, opts *mcp.ClientOptions) (*mcp.ClientSession, *Deps, func() []string) {
 	t.Helper()
-	store, err := session.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
+	store := memstore.New(session.Options{})
+	t.Cleanup(func() { store.Close() })
 	d := &Deps{Backend: b, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20}
 	s := mcp.NewServer(&mcp.Implementation{Name: "gemini-mcp-server", Version: "t"}, nil)
 	Register(s, d)

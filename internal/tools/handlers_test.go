@@ -14,6 +14,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
 // stubRunner is a backend that answers every turn at once with a new or
@@ -55,11 +56,8 @@ func (s *stubRunner) last() backend.Turn {
 
 func newStubDeps(t *testing.T) (*Deps, *stubRunner) {
 	t.Helper()
-	store, err := session.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
+	store := memstore.New(session.Options{})
+	t.Cleanup(func() { store.Close() })
 	r := &stubRunner{}
 	d := &Deps{Backend: r, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20}
 	Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d) // fills the defaults
@@ -259,7 +257,7 @@ func TestSessionBelongsToItsBackend(t *testing.T) {
 	}
 	family := func(id string) string {
 		t.Helper()
-		rec, ok, err := d.Store.Get(id)
+		rec, ok, err := d.Store.Get(context.Background(), id)
 		if !ok || err != nil {
 			t.Fatalf("no record of %s: %v", id, err)
 		}
@@ -299,7 +297,7 @@ func TestSessionBelongsToItsBackend(t *testing.T) {
 
 	// A record from before the family was kept belongs to the CLI.
 	old := session.NewUUID()
-	if _, err := d.Store.Touch(old, session.Turn{Cwd: d.DefaultCwd}, d.Now()); err != nil {
+	if _, err := d.Store.Touch(context.Background(), old, session.Turn{Cwd: d.DefaultCwd}, d.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res, text := reply(old); !res.IsError || !strings.Contains(text, "was started on the Gemini CLI backends") {

@@ -1,15 +1,14 @@
 package tools
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -18,84 +17,44 @@ import (
 // 75–100 KB of text), and a capped result is silently cut.
 const DefaultMaxAnswerBytes = 60000
 
-// keptAnswers is how many paged answers are kept for chat-page, newest
-// first.
-const keptAnswers = 32
-
-// DefaultMaxPagedBytes bounds the bytes of all kept pages together, so that
-// a few huge answers cannot grow the server without limit. It matches the
-// default --max-output-bytes: the largest answer a call can return fits.
+// DefaultMaxPagedBytes bounds the bytes of one answer's kept pages, so
+// that a huge answer cannot fill the store. It matches the default
+// --max-output-bytes: the largest answer a call can return fits.
 const DefaultMaxPagedBytes = 32 << 20
 
-// pager keeps the pages of answers too large for one result, so that a
-// client can fetch them in turn with chat-page. Pages live in memory:
-// after a restart, the session (and the answer in its history) remain,
-// but the pages must be asked for again.
-type pager struct {
-	mu    sync.Mutex
-	order *list.List // of string ids, newest at the front
-	pages map[string]*pagedAnswer
-	bytes int // of all kept pages
-}
-
-type pagedAnswer struct {
-	sessionID string
-	pages     []string
-	bytes     int
-	// dropped is how many bytes at the end of an answer larger than the
-	// whole budget were not kept.
-	dropped int
-	elem    *list.Element
-}
-
-// put keeps pages (an answer of total bytes) within budget bytes in all,
-// evicting the oldest answers first. An answer larger than the whole
-// budget keeps its first pages only, and says so in its notes.
-func (p *pager) put(sessionID string, pages []string, budget int) string {
-	id := session.NewUUID()
-	total := 0
-	for _, pg := range pages {
-		total += len(pg)
+// pageAnswer keeps text, an answer too long for one result, in the session
+// store as pages for chat-page, and returns its first page. The pages live
+// as long as the session (any server process sharing the store serves
+// them), or until the store drops the oldest answers to stay within its
+// budget. When the store cannot keep them, the first page still comes
+// back, with a note saying how to get the rest.
+func (d *Deps) pageAnswer(ctx context.Context, sessionID, text string) *mcp.CallToolResult {
+	pages := splitPages(text, d.MaxAnswerBytes)
+	a := session.PagedAnswer{ID: session.NewUUID(), SessionID: sessionID, Pages: pages, Created: d.Now()}
+	kept, n := 0, 0
+	for kept < len(pages) && (kept == 0 || n+len(pages[kept]) <= d.MaxPagedBytes) {
+		n += len(pages[kept])
+		kept++
 	}
-	a := &pagedAnswer{sessionID: sessionID, pages: pages, bytes: total}
-	if total > budget {
-		kept, n := 0, 0
-		for kept < len(pages) && (kept == 0 || n+len(pages[kept]) <= budget) {
-			n += len(pages[kept])
-			kept++
-		}
+	if kept < len(pages) {
 		// Copies, so that the whole answer the pages were cut from can be
 		// freed.
-		a.pages = make([]string, kept)
+		a.Pages = make([]string, kept)
 		for i := range kept {
-			a.pages[i] = strings.Clone(pages[i])
+			a.Pages[i] = strings.Clone(pages[i])
 		}
-		a.bytes, a.dropped = n, total-n
+		a.Dropped = len(text) - n
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pages == nil {
-		p.pages, p.order = map[string]*pagedAnswer{}, list.New()
+	if err := d.Store.PutAnswer(ctx, a); err != nil {
+		d.Log.Warn("keeping an answer's pages", "session", sessionID, "bytes", len(text), "err", err)
+		out := d.pageResult(a.ID, session.PagedAnswer{SessionID: sessionID, Pages: pages[:1], Dropped: len(text) - len(pages[0])}, 1)
+		out.Content[0] = &mcp.TextContent{Text: pages[0] + fmt.Sprintf("\n\n[gemini-mcp-server: the answer is too long for one result, and its other pages could not be kept (%v): "+
+			"this first page of %d is all there is of it. To get the rest, ask with chat-reply for the part after this one.]", storeError(err), len(pages))}
+		delete(out.Meta, "answerId")
+		return out
 	}
-	for p.order.Len() > 0 && (p.order.Len() >= keptAnswers || p.bytes+a.bytes > budget) {
-		old := p.order.Remove(p.order.Back()).(string)
-		p.bytes -= p.pages[old].bytes
-		delete(p.pages, old)
-	}
-	a.elem = p.order.PushFront(id)
-	p.pages[id] = a
-	p.bytes += a.bytes
-	return id
-}
-
-func (p *pager) get(id string) (*pagedAnswer, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	a, ok := p.pages[id]
-	if ok {
-		p.order.MoveToFront(a.elem)
-	}
-	return a, ok
+	d.Log.Info("answer paged", "answer", a.ID, "bytes", len(text), "pages", len(pages))
+	return d.pageResult(a.ID, a, 1)
 }
 
 // splitPages cuts s into pages of at most max bytes, at a line break in the
@@ -120,31 +79,35 @@ func splitPages(s string, max int) []string {
 }
 
 // pageResult is the result for page n (1-based) of a paged answer.
-func (d *Deps) pageResult(id string, a *pagedAnswer, n int) *mcp.CallToolResult {
-	text := a.pages[n-1]
+func (d *Deps) pageResult(id string, a session.PagedAnswer, n int) *mcp.CallToolResult {
+	text := a.Pages[n-1]
 	lost := ""
-	if a.dropped > 0 {
+	if a.Dropped > 0 {
+		kept := 0
+		for _, p := range a.Pages {
+			kept += len(p)
+		}
 		lost = fmt.Sprintf(" The answer is %d bytes, more than this server keeps for paging: only its first %d pages (%d bytes) are kept, the last %d bytes are lost. "+
-			"To get the rest, ask with chat-reply for the part after page %d, or for a shorter answer.", a.bytes+a.dropped, len(a.pages), a.bytes, a.dropped, len(a.pages))
+			"To get the rest, ask with chat-reply for the part after page %d, or for a shorter answer.", kept+a.Dropped, len(a.Pages), kept, a.Dropped, len(a.Pages))
 	}
 	switch {
-	case n < len(a.pages):
+	case n < len(a.Pages):
 		text += fmt.Sprintf("\n\n[gemini-mcp-server: the answer is too long for one result; this is page %d of %d. "+
-			"Call chat-page with answerId %q and page %d for the next part.%s]", n, len(a.pages), id, n+1, firstOnly(n, lost))
+			"Call chat-page with answerId %q and page %d for the next part.%s]", n, len(a.Pages), id, n+1, firstOnly(n, lost))
 	case lost != "":
-		text += fmt.Sprintf("\n\n[gemini-mcp-server: the answer is cut here, page %d of %d.%s]", n, len(a.pages), lost)
+		text += fmt.Sprintf("\n\n[gemini-mcp-server: the answer is cut here, page %d of %d.%s]", n, len(a.Pages), lost)
 	default:
-		text += fmt.Sprintf("\n\n[gemini-mcp-server: end of the answer, page %d of %d.]", n, len(a.pages))
+		text += fmt.Sprintf("\n\n[gemini-mcp-server: end of the answer, page %d of %d.]", n, len(a.Pages))
 	}
-	meta := mcp.Meta{"answerId": id, "page": n, "pages": len(a.pages)}
-	if a.dropped > 0 {
-		meta["droppedBytes"] = a.dropped
+	meta := mcp.Meta{"answerId": id, "page": n, "pages": len(a.Pages)}
+	if a.Dropped > 0 {
+		meta["droppedBytes"] = a.Dropped
 	}
-	if a.sessionID != "" {
-		meta["sessionId"] = a.sessionID
+	if a.SessionID != "" {
+		meta["sessionId"] = a.SessionID
 	}
 	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, Meta: meta}
-	d.addSessionNote(out, a.sessionID)
+	d.addSessionNote(out, a.SessionID)
 	return out
 }
 
@@ -175,16 +138,24 @@ type PageInput struct {
 	Page     int    `json:"page" jsonschema:"The page to fetch, from 2 up to the number of pages."`
 }
 
-func (d *Deps) chatPage(_ context.Context, req *mcp.CallToolRequest, in PageInput) (*mcp.CallToolResult, any, error) {
+func (d *Deps) chatPage(ctx context.Context, req *mcp.CallToolRequest, in PageInput) (*mcp.CallToolResult, any, error) {
 	if err := checkArgs(req); err != nil {
 		return failure(err), nil, nil
 	}
-	a, ok := d.pages.get(strings.ToLower(strings.TrimSpace(in.AnswerID)))
+	id := strings.ToLower(strings.TrimSpace(in.AnswerID))
+	if !session.IsUUID(id) {
+		return failure(fmt.Errorf("answerId %q is not an answer id: pass the answerId from the note at the end of the previous page", msg.Clip(in.AnswerID, 80))), nil, nil
+	}
+	a, ok, err := d.Store.GetAnswer(ctx, id)
+	if err != nil {
+		return failure(storeError(err)), nil, nil
+	}
 	if !ok {
-		return failure(fmt.Errorf("unknown or expired answerId %q: this server keeps the pages of its %d most recent long answers (fewer when they are large), until it restarts. Ask again with chat-reply on the session to get the answer anew", in.AnswerID, keptAnswers)), nil, nil
+		return failure(fmt.Errorf("unknown or expired answerId %q: this server keeps the pages of long answers as long as their session (--session-ttl), "+
+			"but drops the oldest when they take too much room. Ask again with chat-reply on the session to get the answer anew", in.AnswerID)), nil, nil
 	}
-	if in.Page < 1 || in.Page > len(a.pages) {
-		return failure(fmt.Errorf("page %d does not exist: answer %s has pages 1 to %d", in.Page, in.AnswerID, len(a.pages))), nil, nil
+	if in.Page < 1 || in.Page > len(a.Pages) {
+		return failure(fmt.Errorf("page %d does not exist: answer %s has pages 1 to %d", in.Page, in.AnswerID, len(a.Pages))), nil, nil
 	}
-	return d.pageResult(strings.ToLower(strings.TrimSpace(in.AnswerID)), a, in.Page), nil, nil
+	return d.pageResult(id, a, in.Page), nil, nil
 }

@@ -1,11 +1,14 @@
 package tools
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 func TestSplitPages(t *testing.T) {
@@ -38,21 +41,6 @@ func TestSplitPages(t *testing.T) {
 	}
 }
 
-func TestPagerKeepsTheNewest(t *testing.T) {
-	var p pager
-	first := p.put("", []string{"a"}, 1<<20)
-	var last string
-	for i := 0; i < keptAnswers; i++ {
-		last = p.put("", []string{"b"}, 1<<20)
-	}
-	if _, ok := p.get(first); ok {
-		t.Fatal("the oldest answer was kept past the limit")
-	}
-	if _, ok := p.get(last); !ok {
-		t.Fatal("the newest answer is gone")
-	}
-}
-
 func FuzzSplitPages(f *testing.F) {
 	f.Add("héllo\nwörld", 1000)
 	f.Add(strings.Repeat("x\n", 700), 1000)
@@ -75,46 +63,70 @@ func FuzzSplitPages(f *testing.F) {
 	})
 }
 
-// TestPagerBoundsBytes checks that the pager keeps its pages within a byte
-// budget, evicting the oldest answers, and that an answer larger than the
-// whole budget keeps its first pages and says the rest is lost.
-func TestPagerBoundsBytes(t *testing.T) {
-	var p pager
-	const budget = 100
+// TestPagesBoundedPerAnswer checks that an answer larger than
+// --max-output-bytes' budget for pages keeps its first pages and says the
+// rest is lost.
+func TestPagesBoundedPerAnswer(t *testing.T) {
+	d, _ := newStubDeps(t)
+	d.MaxAnswerBytes, d.MaxPagedBytes = 30, 100
 	page := strings.Repeat("x", 30)
-	a := p.put("", []string{page, page}, budget)
-	b := p.put("", []string{page}, budget)
-	c := p.put("", []string{page, page}, budget) // 60 + 30 + 60 > 100: a goes
-	if _, ok := p.get(a); ok {
-		t.Error("the oldest answer was kept past the byte budget")
+	first := d.pageAnswer(context.Background(), "", strings.Repeat(page, 10))
+	id := first.Meta["answerId"].(string)
+	got, ok, err := d.Store.GetAnswer(context.Background(), id)
+	if err != nil || !ok || len(got.Pages) != 3 || got.Dropped != 210 {
+		t.Fatalf("huge answer: ok %v (%v), %d pages kept, %d dropped", ok, err, len(got.Pages), got.Dropped)
 	}
-	for _, id := range []string{b, c} {
-		if _, ok := p.get(id); !ok {
-			t.Error("a newer answer within the budget is gone")
-		}
-	}
-	if p.bytes > budget {
-		t.Fatalf("%d bytes kept, budget %d", p.bytes, budget)
-	}
-
-	huge := make([]string, 10)
-	for i := range huge {
-		huge[i] = page
-	}
-	id := p.put("s", huge, budget)
-	got, ok := p.get(id)
-	if !ok || len(got.pages) != 3 || got.dropped != 210 || p.bytes != 90 || len(p.pages) != 1 {
-		t.Fatalf("huge answer: ok %v, %d pages kept, %d dropped, %d bytes in all, %d answers", ok, len(got.pages), got.dropped, p.bytes, len(p.pages))
-	}
-	d := &Deps{}
-	first := d.pageResult(id, got, 1).Content[0].(*mcp.TextContent).Text
 	last := d.pageResult(id, got, 3).Content[0].(*mcp.TextContent).Text
-	for _, text := range []string{first, last} {
+	for _, text := range []string{textOf(first), last} {
 		if !strings.Contains(text, "the last 210 bytes are lost") {
 			t.Errorf("no word of the lost part: %q", text)
 		}
 	}
 	if strings.Contains(last, "end of the answer") {
 		t.Errorf("the last kept page claims to end the answer: %q", last)
+	}
+}
+
+// TestPagesFromTheStore checks that chat-page serves the pages of an
+// answer another server process sharing the store paged: they live in
+// the store, not in the process that made them.
+func TestPagesFromTheStore(t *testing.T) {
+	a, r := newStubDeps(t)
+	a.MaxAnswerBytes = 1000
+	prompt := strings.Repeat("line of text\n", 200)
+	res, _, _ := a.chat(context.Background(), request(t, "chat", map[string]any{"prompt": prompt}, ""), ChatInput{Prompt: prompt})
+	if res.IsError {
+		t.Fatal(textOf(res))
+	}
+	id, _ := res.Meta["answerId"].(string)
+	n, _ := res.Meta["pages"].(int)
+	if id == "" || n != 3 {
+		t.Fatalf("first page's meta %v", res.Meta)
+	}
+	b := &Deps{Backend: r, Store: a.Store, DefaultCwd: a.DefaultCwd}
+	Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), b)
+	var all strings.Builder
+	all.WriteString(strings.SplitN(textOf(res), "\n\n[gemini-mcp-server:", 2)[0])
+	for page := 2; page <= n; page++ {
+		res, _, _ := b.chatPage(context.Background(), request(t, "chat-page", map[string]any{"answerId": id, "page": page}, ""), PageInput{AnswerID: id, Page: page})
+		if res.IsError {
+			t.Fatalf("page %d: %s", page, textOf(res))
+		}
+		all.WriteString(strings.SplitN(textOf(res), "\n\n[gemini-mcp-server:", 2)[0])
+		if page == n && !strings.Contains(textOf(res), "end of the answer, page 3 of 3") {
+			t.Fatalf("last page: %q", textOf(res))
+		}
+	}
+	if all.String() != "answer to "+prompt {
+		t.Fatal("the pages do not add up to the answer")
+	}
+	for _, tc := range []struct{ id, want string }{
+		{session.NewUUID(), "unknown or expired answerId"},
+		{"not-an-id", `answerId "not-an-id" is not an answer id`},
+	} {
+		res, _, _ := b.chatPage(context.Background(), request(t, "chat-page", map[string]any{"answerId": tc.id, "page": 2}, ""), PageInput{AnswerID: tc.id, Page: 2})
+		if !res.IsError || !strings.Contains(textOf(res), tc.want) {
+			t.Errorf("answerId %q: %s", tc.id, textOf(res))
+		}
 	}
 }

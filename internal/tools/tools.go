@@ -1,6 +1,6 @@
 // Package tools defines the MCP tools this server offers: chat and
-// chat-reply, and chat-page for answers too long for one result. Register
-// lists them explicitly.
+// chat-reply, chat-page for answers too long for one result, and sessions
+// to find a conversation again. Register lists them explicitly.
 package tools
 
 import (
@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -27,8 +28,10 @@ import (
 type Deps struct {
 	// Backend answers the turns; the tools know nothing of which one it
 	// is. Its Close is the server's to call.
-	Backend        backend.Backend
-	Store          *session.FileStore
+	Backend backend.Backend
+	// Store keeps the sessions: records, the API backend's turns, answer
+	// pages and leases. Its Close is the server's to call.
+	Store          session.Store
 	DefaultCwd     string // where calls without cwd run
 	MaxPromptBytes int
 	Log            *slog.Logger
@@ -45,8 +48,9 @@ type Deps struct {
 	// MaxAnswerBytes is the largest answer returned in one result; longer
 	// ones are paged (see chat-page). 0 means DefaultMaxAnswerBytes.
 	MaxAnswerBytes int
-	// MaxPagedBytes bounds the pages kept for chat-page, all answers
-	// together; 0 means DefaultMaxPagedBytes.
+	// MaxPagedBytes bounds the pages kept of one answer for chat-page
+	// (the store bounds all answers together); 0 means
+	// DefaultMaxPagedBytes.
 	MaxPagedBytes int
 	// AllowedRoots, when not nil, are the only directories (with their
 	// subdirectories) calls may run in, as resolved by ResolveRoots: a
@@ -65,10 +69,17 @@ type Deps struct {
 	// back with its user's answer to a tool confirmation (see confirm.go);
 	// 0 means DefaultConfirmWait.
 	ConfirmWait time.Duration
-	pages       pager
-	pending     pendingTurns
-	// sessions orders calls on the same session: the CLI appends to one
-	// session file, so two turns must not run at once.
+	// MaxTurns caps a conversation (--max-turns); 0 means
+	// session.DefaultMaxTurns.
+	MaxTurns int
+	// Host names this host in the records of CLI sessions, whose files
+	// live here; "" means os.Hostname.
+	Host    string
+	pending pendingTurns
+	// sessions orders calls on the same session within this process, and
+	// reports a waiting call's place; the store's lease then orders them
+	// across processes. The CLI appends to one session file, so two turns
+	// must not run at once.
 	sessions queue.Locks
 }
 
@@ -76,7 +87,7 @@ type Deps struct {
 // specification requires.
 const ErrorPrefix = "Error executing gemini: "
 
-// Register adds chat, chat-reply and chat-page to s.
+// Register adds chat, chat-reply, chat-page and sessions to s.
 func Register(s *mcp.Server, d *Deps) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
@@ -90,10 +101,19 @@ func Register(s *mcp.Server, d *Deps) {
 	if d.MaxPagedBytes <= 0 {
 		d.MaxPagedBytes = DefaultMaxPagedBytes
 	}
+	if d.MaxTurns <= 0 {
+		d.MaxTurns = session.DefaultMaxTurns
+	}
+	if d.Host == "" {
+		// A host without a name records none: its sessions are then
+		// not refused elsewhere, as before hosts were recorded.
+		d.Host, _ = os.Hostname()
+	}
 	s.AddReceivingMiddleware(tuningMiddleware)
 	mcp.AddTool(s, chatTool(d.SessionIDInText), d.chat)
 	mcp.AddTool(s, replyTool(), d.chatReply)
 	mcp.AddTool(s, pageTool(), d.chatPage)
+	mcp.AddTool(s, sessionsTool(), d.listSessions)
 }
 
 // The input schemas are generated from the input structs below (their json
@@ -157,7 +177,7 @@ type ReplyInput struct {
 	Prompt       string `json:"prompt" jsonschema:"The prompt that continues the conversation."`
 	SessionID    string `json:"sessionId,omitempty" jsonschema:"The session to continue: a sessionId from an earlier result, \"latest\", or a Gemini CLI session index. Omit it to continue this client's most recent session."`
 	Model        string `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use for this turn (e.g. 'gemini-3-pro', 'gemini-3-flash')."`
-	SystemPrompt string `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt."`
+	SystemPrompt string `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt. With the Gemini API backend, omitting it keeps the system prompt the session started with."`
 	Cwd          string `json:"cwd,omitempty" jsonschema:"Optional: the working directory of the session. A session recorded by this server runs in its own directory when cwd is omitted."`
 	Tuning
 }
@@ -187,7 +207,7 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 	}
 	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
 	in.apply(&call)
-	if err := d.target(&call, in.SessionID, in.Cwd, d.clientOf(req)); err != nil {
+	if err := d.target(ctx, &call, in.SessionID, in.Cwd, d.clientOf(req)); err != nil {
 		return failure(err), nil, nil
 	}
 	return d.run(ctx, req, call), nil, nil
@@ -211,7 +231,12 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 // client's most recent, a session started with another bearer token is
 // unknown, and with tokens the CLI's own references are refused, unless
 // the operator shares sessions (see clients.go).
-func (d *Deps) target(call *backend.Turn, sessionID, cwd string, who client) error {
+//
+// A recorded session of the CLI backends runs only on the host that
+// recorded it: its files are there. A recorded session of the API backend
+// keeps the system prompt it started with when the reply gives none: the
+// API remembers nothing, so the server sends it again.
+func (d *Deps) target(ctx context.Context, call *backend.Turn, sessionID, cwd string, who client) error {
 	var dir string
 	if cwd != "" {
 		var err error
@@ -224,15 +249,16 @@ func (d *Deps) target(call *backend.Turn, sessionID, cwd string, who client) err
 		var ok bool
 		var err error
 		if d.Remote {
-			if rec, ok, err = d.latestOf(who, dir); err != nil {
+			if rec, ok, err = d.latestOf(ctx, who, dir); err != nil {
 				return err
 			}
-		} else if rec, ok, err = d.Store.Latest(dir, d.ofThisFamily); err != nil {
-			d.Log.Warn("reading session records", "err", err)
+		} else if rec, ok, err = session.Latest(ctx, d.Store, dir, d.continuable); err != nil {
+			return storeError(err)
 		}
 		if ok {
 			call.Session = rec.ID
 			call.Dir = rec.Cwd
+			d.keepSystemPrompt(call, rec)
 			return d.checkRecordedDir(rec)
 		}
 		if d.family() != backend.FamilyCLI {
@@ -268,9 +294,9 @@ func (d *Deps) target(call *backend.Turn, sessionID, cwd string, who client) err
 		call.Dir = dir
 		return nil
 	}
-	rec, ok, err := d.Store.Get(ref.Value)
+	rec, ok, err := d.Store.Get(ctx, ref.Value)
 	if err != nil {
-		d.Log.Warn("reading session record", "id", ref.Value, "err", err)
+		return storeError(err)
 	}
 	if ok && !d.mayUse(rec, who) || !ok && d.scoped() {
 		// Another token's session is as unknown as one never recorded.
@@ -282,12 +308,17 @@ func (d *Deps) target(call *backend.Turn, sessionID, cwd string, who client) err
 			"Start a new session with chat, or continue this one on a server run with the backend that started it",
 			ref.Value, backend.FamilyName(rec.Family()), backend.FamilyName(d.family()))
 	}
+	if ok && rec.Family() == backend.FamilyCLI && rec.Host != "" && rec.Host != d.Host {
+		return fmt.Errorf("session %s was started on host %s, and this server runs on %s: the Gemini CLI keeps a session's files on the host that ran it, so only a server on %s can continue it. "+
+			"Continue it there, or start a new session with chat", ref.Value, rec.Host, d.Host, rec.Host)
+	}
 	switch {
 	case ok && dir != "" && dir != rec.Cwd:
 		return fmt.Errorf("session %s was started in %s, not %s; the Gemini CLI can only resume a session in the directory it was started in: omit cwd or pass %s",
 			ref.Value, rec.Cwd, dir, rec.Cwd)
 	case ok:
 		call.Dir = rec.Cwd
+		d.keepSystemPrompt(call, rec)
 		return d.checkRecordedDir(rec)
 	case d.family() != backend.FamilyCLI:
 		return fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result", ref.Value)
@@ -302,9 +333,23 @@ func (d *Deps) target(call *backend.Turn, sessionID, cwd string, who client) err
 // belongs to the family that started it.
 func (d *Deps) family() string { return backend.Family(d.Backend.Name()) }
 
-// ofThisFamily accepts the records of sessions this server's backend can
-// continue.
-func (d *Deps) ofThisFamily(r session.Record) bool { return r.Family() == d.family() }
+// continuable accepts the records of sessions this server can continue:
+// those of its backend's family, and of the CLI's only those whose files
+// are on this host.
+func (d *Deps) continuable(r session.Record) bool {
+	return r.Family() == d.family() && (r.Family() != backend.FamilyCLI || r.Host == "" || r.Host == d.Host)
+}
+
+// keepSystemPrompt gives an API session's reply without a system prompt
+// the one the session started with: the API backend sends the whole
+// conversation each turn, the system prompt included, and a reply that
+// dropped it would change the assistant mid-conversation. The CLI keeps no
+// system prompt between turns, so there a reply's own applies.
+func (d *Deps) keepSystemPrompt(call *backend.Turn, rec session.Record) {
+	if call.SystemPrompt == "" && rec.Family() == backend.FamilyAPI {
+		call.SystemPrompt = rec.SystemPrompt
+	}
+}
 
 // checkRecordedDir makes sure a recorded session's directory still exists.
 // Its directory is checked against the allowed roots as well: the record
@@ -398,6 +443,21 @@ func (d *Deps) runTurn(ctx context.Context, req *mcp.CallToolRequest, call backe
 		}
 		defer unlock()
 	}
+	if session.IsUUID(call.Session) {
+		// The lease is given back once the turn is recorded, so that the
+		// next turn, here or in another process, sees it.
+		release, err := d.Store.Lease(ctx, call.Session)
+		if err != nil {
+			if ctx.Err() != nil {
+				return failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Session))
+			}
+			return failure(storeError(err))
+		}
+		defer release()
+		if err := d.checkTurns(ctx, call.Session); err != nil {
+			return failure(err)
+		}
+	}
 	start := time.Now()
 	res, err := d.Backend.Run(ctx, call)
 	if err != nil {
@@ -408,20 +468,22 @@ func (d *Deps) runTurn(ctx context.Context, req *mcp.CallToolRequest, call backe
 	var unsaved string
 	if res.SessionID != "" {
 		who := d.clientOf(req)
-		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key(), Backend: d.family()}
-		if _, err := d.Store.Touch(res.SessionID, turn, d.Now()); err != nil {
+		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key(), Backend: d.family(),
+			Title: Title(call.Prompt), SystemPrompt: call.SystemPrompt}
+		if d.family() == backend.FamilyCLI {
+			turn.Host = d.Host
+		}
+		// The answer is complete and paid for: it is recorded even when
+		// its caller has just gone.
+		if _, err := d.Store.Touch(context.WithoutCancel(ctx), res.SessionID, turn, d.Now()); err != nil {
 			d.Log.Warn("recording the session", "session", res.SessionID, "err", err)
-			unsaved = d.unsavedNote(res.SessionID, call.Dir, err)
+			unsaved = d.unsavedNote(context.WithoutCancel(ctx), res.SessionID, call.Dir, err)
 		}
 	}
 	var out *mcp.CallToolResult
 	if len(res.Text) > d.MaxAnswerBytes {
 		// Never cut silently: the rest waits for chat-page.
-		pages := splitPages(res.Text, d.MaxAnswerBytes)
-		id := d.pages.put(res.SessionID, pages, d.MaxPagedBytes)
-		d.Log.Info("answer paged", "answer", id, "bytes", len(res.Text), "pages", len(pages))
-		a, _ := d.pages.get(id)
-		out = d.pageResult(id, a, 1)
+		out = d.pageAnswer(context.WithoutCancel(ctx), res.SessionID, res.Text)
 	} else {
 		out = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}}
 		if res.SessionID != "" {
@@ -453,10 +515,10 @@ func (d *Deps) runTurn(ctx context.Context, req *mcp.CallToolRequest, call backe
 
 // unsavedNote tells the caller that the session store failed to record a
 // turn, and what still works.
-func (d *Deps) unsavedNote(id, dir string, err error) string {
+func (d *Deps) unsavedNote(ctx context.Context, id, dir string, err error) string {
 	const prefix = "[gemini-mcp-server: the answer above is complete, but "
-	const fix = " The server's operator should make --state-dir writable (gemini-mcp-server doctor checks it).]"
-	if _, known, _ := d.Store.Get(id); known {
+	const fix = " The server's operator should check the session store (--store, --state-dir; gemini-mcp-server doctor checks it).]"
+	if _, known, _ := d.Store.Get(ctx, id); known {
 		return prefix + "this turn could not be recorded (" + err.Error() + "). Continuing with sessionId " + id +
 			" still works; chat-reply without sessionId may pick another session." + fix
 	}
@@ -535,7 +597,7 @@ func checkArgs(req *mcp.CallToolRequest) error {
 // from the same schemas the tools are registered with.
 var toolArgs = sync.OnceValue(func() map[string][]string {
 	m := map[string][]string{}
-	for _, t := range []*mcp.Tool{chatTool(false), replyTool(), pageTool()} {
+	for _, t := range []*mcp.Tool{chatTool(false), replyTool(), pageTool(), sessionsTool()} {
 		m[t.Name] = t.InputSchema.(*jsonschema.Schema).PropertyOrder
 	}
 	return m

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
 // connectStub serves the tools with a stub backend over an in-memory
@@ -17,11 +18,8 @@ import (
 // server's middleware exactly as a client's do.
 func connectStub(t *testing.T) (*mcp.ClientSession, *stubRunner) {
 	t.Helper()
-	store, err := session.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
+	store := memstore.New(session.Options{})
+	t.Cleanup(func() { store.Close() })
 	r := &stubRunner{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
 	Register(srv, &Deps{Backend: r, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20})

@@ -54,18 +54,16 @@ const (
 const progressEvery = time.Second
 
 // History keeps the turns of the API backend's conversations. The session
-// store implements it (internal/session). A turn is an opaque JSON value
-// to it. Implementations must be safe for concurrent use.
+// store implements it (session.Store). A turn is an opaque JSON value to
+// it. Implementations must be safe for concurrent use.
 type History interface {
 	// LoadTurns returns the turns of session id, oldest first; ok is false
 	// when the session has none. An id that is not a lower-case UUID is an
 	// error.
-	LoadTurns(id string) (turns []json.RawMessage, ok bool, err error)
+	LoadTurns(ctx context.Context, id string) (turns []json.RawMessage, ok bool, err error)
 	// AppendTurn records one more turn of session id, durably, all or
 	// nothing.
-	AppendTurn(id string, turn json.RawMessage) error
-	// DeleteTurns forgets session id.
-	DeleteTurns(id string) error
+	AppendTurn(ctx context.Context, id string, turn json.RawMessage) error
 }
 
 // Options configure a Backend.
@@ -274,8 +272,8 @@ func (b *Backend) lockSession(id string) func() {
 }
 
 // loadHistory returns the contents of session id so far.
-func (b *Backend) loadHistory(id string) ([]*genai.Content, error) {
-	raws, ok, err := b.hist.LoadTurns(id)
+func (b *Backend) loadHistory(ctx context.Context, id string) ([]*genai.Content, error) {
+	raws, ok, err := b.hist.LoadTurns(ctx, id)
 	if err != nil {
 		return nil, newError(backend.KindSession, err, "session %s could not be read: %v", id, err)
 	}
@@ -324,7 +322,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	var contents []*genai.Content
 	if !fresh {
 		var err error
-		if contents, err = b.loadHistory(id); err != nil {
+		if contents, err = b.loadHistory(ctx, id); err != nil {
 			return nil, err
 		}
 	}
@@ -395,7 +393,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		Usage:     res.usage,
 	})
 	if err == nil {
-		err = b.hist.AppendTurn(id, rec)
+		err = b.hist.AppendTurn(context.WithoutCancel(parent), id, rec)
 	}
 	if err != nil {
 		b.log.Error("gemini api: the turn could not be recorded", "session", id, "err", err)

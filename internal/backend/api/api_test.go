@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
 func TestMain(m *testing.M) {
@@ -44,29 +46,36 @@ func env(s *fakeapi.Server) func(string) string {
 type fixture struct {
 	t    *testing.T
 	fake *fakeapi.Server
-	dir  string
-	hist *session.FileStore
+	hist *countingHist
 	b    *Backend
+}
+
+// countingHist is the session store, counting the turns appended.
+type countingHist struct {
+	*memstore.Store
+	appends atomic.Int64
+}
+
+func (c *countingHist) AppendTurn(ctx context.Context, id string, turn json.RawMessage) error {
+	c.appends.Add(1)
+	return c.Store.AppendTurn(ctx, id, turn)
 }
 
 func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
-	f := &fixture{t: t, fake: fakeapi.New(), dir: t.TempDir()}
+	f := &fixture{t: t, fake: fakeapi.New(), hist: &countingHist{Store: memstore.New(session.Options{})}}
 	t.Cleanup(f.fake.Close)
+	t.Cleanup(func() { f.hist.Close() })
 	f.restart(opts)
 	return f
 }
 
-// restart makes a new Backend on the same history directory, as a
-// restarted server does.
+// restart makes a new Backend on the same history, as a restarted server
+// does.
 func (f *fixture) restart(opts Options) {
 	f.t.Helper()
 	if f.b != nil {
 		f.b.Close()
-	}
-	hist, err := session.Open(f.dir)
-	if err != nil {
-		f.t.Fatal(err)
 	}
 	if opts.Getenv == nil {
 		opts.Getenv = env(f.fake)
@@ -75,11 +84,11 @@ func (f *fixture) restart(opts Options) {
 		opts.RetryBackoff = 10 * time.Millisecond
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := New(opts, hist, log)
+	b, err := New(opts, f.hist, log)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.hist, f.b = hist, b
+	f.b = b
 	f.t.Cleanup(b.Close)
 }
 
@@ -109,7 +118,7 @@ func (f *fixture) streams() []fakeapi.Request {
 
 func (f *fixture) turns(id string) int {
 	f.t.Helper()
-	turns, _, err := f.hist.LoadTurns(id)
+	turns, _, err := f.hist.LoadTurns(context.Background(), id)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -497,9 +506,8 @@ func TestOutputCap(t *testing.T) {
 	f := newFixture(t, Options{MaxOutputBytes: 30})
 	_, err := f.run(backend.Turn{Prompt: "[[chunks:4]] a long answer"})
 	wantKind(t, err, backend.KindOutputTooBig, 0, "past 30 bytes")
-	entries, err := os.ReadDir(f.hist.Dir())
-	if err != nil || len(entries) != 0 {
-		t.Fatalf("a refused answer left %v (%v)", entries, err)
+	if n := f.hist.appends.Load(); n != 0 {
+		t.Fatalf("a refused answer left %d turns", n)
 	}
 	// An answer within the cap passes.
 	f.restart(Options{MaxOutputBytes: 1000})
@@ -622,9 +630,8 @@ func TestSafetyBlocks(t *testing.T) {
 	wantKind(t, err, backend.KindEmpty, 0, "stopped the answer for safety (finish reason SAFETY)")
 	_, err = f.run(backend.Turn{Prompt: "[[finish:STOP]]"})
 	wantKind(t, err, backend.KindEmpty, 0, "answered no text (finish reason STOP)")
-	entries, _ := os.ReadDir(f.hist.Dir())
-	if len(entries) != 0 {
-		t.Fatalf("blocked answers left %v", entries)
+	if n := f.hist.appends.Load(); n != 0 {
+		t.Fatalf("blocked answers left %d turns", n)
 	}
 }
 

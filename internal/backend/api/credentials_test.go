@@ -13,6 +13,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
 func mapEnv(m map[string]string) func(string) string {
@@ -66,11 +67,7 @@ func TestCredentials(t *testing.T) {
 }
 
 func TestNewWithoutCredentials(t *testing.T) {
-	hist, err := session.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = New(Options{Getenv: mapEnv(nil)}, hist, nil)
+	_, err := New(Options{Getenv: mapEnv(nil)}, memstore.New(session.Options{}), nil)
 	wantKind(t, err, backend.KindAuth, 0, "no credentials for the Gemini API", "GEMINI_API_KEY or GOOGLE_API_KEY")
 }
 

@@ -83,7 +83,7 @@ func TestOldRecordsWithoutExchangeLoad(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := newSessionID()
 	old := `{"user":{"role":"user","parts":[{"text":"hi"}]},"model":{"role":"model","parts":[{"text":"hello"}]},"time":"2026-01-02T03:04:05Z"}`
-	if err := f.hist.AppendTurn(id, json.RawMessage(old)); err != nil {
+	if err := f.hist.AppendTurn(context.Background(), id, json.RawMessage(old)); err != nil {
 		t.Fatal(err)
 	}
 	f.mustRun(backend.Turn{Prompt: "again", Session: id})

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+)
+
+// TestStoreStartupErrors: a --store the server cannot open stops it at
+// start (exit 1) with what to do, before it serves anything.
+func TestStoreStartupErrors(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"--store", "mongodb://db:27017"}, 1, []string{"this server has no", "mongodb", "it supports", "memory:", "sqlite:"}},
+		{[]string{"--store", "sessions.db"}, 2, []string{"use sqlite:PATH, memory: or redis://"}},
+		{[]string{"--max-turns", "0"}, 2, []string{"--max-turns must be at least 1"}},
+		{[]string{"--session-ttl", "30s"}, 2, []string{"--session-ttl must be at least 1m"}},
+	} {
+		cmd := e.command(tc.args...)
+		out, _ := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != tc.code {
+			t.Errorf("%v: exit %d, want %d\n%s", tc.args, cmd.ProcessState.ExitCode(), tc.code, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%v: no %q in\n%s", tc.args, w, out)
+			}
+		}
+	}
+}
+
+// TestMaxTurnsBinary: with --store memory: and --max-turns 2, a session's
+// third turn is refused with what to do, and a new chat still answers.
+func TestMaxTurnsBinary(t *testing.T) {
+	e := newEnv(t)
+	cs := connect(t, e.command("--store", "memory:", "--max-turns", "2"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	call := func(tool string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		return res
+	}
+	res := call("chat", map[string]any{"prompt": "one"})
+	id, _ := res.Meta["sessionId"].(string)
+	if res.IsError || id == "" {
+		t.Fatalf("chat: %+v", res)
+	}
+	if res := call("chat-reply", map[string]any{"prompt": "two", "sessionId": id}); res.IsError {
+		t.Fatalf("second turn: %+v", res.Content[0])
+	}
+	res = call("chat-reply", map[string]any{"prompt": "three", "sessionId": id})
+	if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.Contains(text, "has reached the limit of 2 turns (--max-turns): start a new session with chat") {
+		t.Fatalf("third turn: %q", text)
+	}
+	if inv, _ := geminitest.ReadLog(e.log); len(inv) != 2 {
+		t.Fatalf("%d CLI runs, want 2: the refused turn must not run", len(inv))
+	}
+	if res := call("chat", map[string]any{"prompt": "new"}); res.IsError {
+		t.Fatalf("a new chat: %+v", res.Content[0])
+	}
+}
+
+// TestSessionsToolOverHTTP: over HTTP with two tokens, each client's
+// sessions tool lists its own sessions only, newest first, with their
+// titles in the structured result.
+func TestSessionsToolOverHTTP(t *testing.T) {
+	e := newEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
+	addr, _ := startHTTP(t, e, "--store", "memory:")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	clientOf := func(token string) *mcp.ClientSession {
+		t.Helper()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bin-sessions", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: &http.Client{Transport: authTransport(token)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	one, two := clientOf(tokenOne), clientOf(tokenTwo)
+	chat := func(cs *mcp.ClientSession, prompt string) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": prompt}})
+		if err != nil || res.IsError {
+			t.Fatalf("chat: %v %+v", err, res)
+		}
+		return res.Meta["sessionId"].(string)
+	}
+	a1, b1, a2 := chat(one, "first of one"), chat(two, "only of two"), chat(one, "second of one")
+	list := func(cs *mcp.ClientSession) []string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sessions", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("sessions: %v %+v", err, res)
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		var out struct {
+			Sessions []struct{ ID, Title string }
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range out.Sessions {
+			got = append(got, s.ID+" "+s.Title)
+		}
+		return got
+	}
+	if got, want := list(one), []string{a2 + " second of one", a1 + " first of one"}; !slices.Equal(got, want) {
+		t.Errorf("token one lists %q, want %q", got, want)
+	}
+	if got, want := list(two), []string{b1 + " only of two"}; !slices.Equal(got, want) {
+		t.Errorf("token two lists %q, want %q", got, want)
+	}
+}
+
+const tokenOne, tokenTwo = "first-token-0123456789", "second-token-0123456789"

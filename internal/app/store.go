@@ -1,0 +1,108 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+)
+
+// storeOpener opens one kind of session store from its --store value
+// (the whole value, scheme included).
+type storeOpener func(ctx context.Context, url string, opts session.Options) (session.Store, error)
+
+// storeOpeners are the kinds of session store this build can open, by the
+// scheme of their --store value. Each kind registers itself from its own
+// file (store_*.go), so that a kind is added or left out of a build
+// without touching the others.
+var storeOpeners = map[string]storeOpener{}
+
+// openStore opens the session store cfg names: --store, or by default the
+// embedded store in the state directory. Its description (the value, any
+// password hidden) is for logs and doctor.
+func openStore(ctx context.Context, cfg *config.Config) (st session.Store, where string, err error) {
+	raw := cfg.Store
+	if raw == "" {
+		dir, err := stateDir(cfg)
+		if err != nil {
+			return nil, "", err
+		}
+		raw = "sqlite:" + filepath.Join(dir, "sessions.db")
+	}
+	where = redactStore(raw)
+	scheme, _, _ := strings.Cut(raw, ":")
+	open := storeOpeners[strings.ToLower(scheme)]
+	if open == nil {
+		return nil, where, fmt.Errorf("--store %s: this server has no %q store; it supports %s", where, scheme, supportedStores())
+	}
+	opts := session.Options{TTL: cfg.SessionTTL, LeaseTTL: session.DefaultLeaseTTL, Prefix: cfg.StorePrefix}
+	if st, err = open(ctx, raw, opts); err != nil {
+		return nil, where, fmt.Errorf("opening the session store %s: %w (check --store and --state-dir; gemini-mcp-server doctor checks the store)", where, err)
+	}
+	return st, where, nil
+}
+
+// supportedStores lists the schemes storeOpeners knows, for errors.
+func supportedStores() string {
+	var s []string
+	for k := range storeOpeners {
+		s = append(s, k+":")
+	}
+	slices.Sort(s)
+	return strings.Join(s, ", ")
+}
+
+// redactStore hides a password in a store URL, so that logs and errors can
+// name the store.
+func redactStore(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		if strings.Contains(raw, "@") && strings.Contains(raw, "://") {
+			// Unparsable, and it may hold a password: name the scheme only.
+			scheme, _, _ := strings.Cut(raw, ":")
+			return scheme + "://…"
+		}
+		return raw
+	}
+	return u.Redacted()
+}
+
+// stateDir is --state-dir, or the user's state directory.
+func stateDir(cfg *config.Config) (string, error) {
+	if cfg.StateDir != "" {
+		return cfg.StateDir, nil
+	}
+	d, err := session.DefaultDir()
+	if err != nil {
+		return "", fmt.Errorf("finding a state directory (set --state-dir): %w", err)
+	}
+	return d, nil
+}
+
+// checkStore is doctor's check of the session store: it opens, and takes a
+// write. The write is a turn of a session of its own, never listed (it has
+// no record), deleted at once.
+func checkStore(ctx context.Context, r *report, cfg *config.Config) {
+	st, where, err := openStore(ctx, cfg)
+	if err != nil {
+		r.fail("session store: %v", err)
+		return
+	}
+	defer st.Close()
+	probe := session.NewUUID()
+	if err := st.AppendTurn(ctx, probe, json.RawMessage(`{"doctor":true}`)); err != nil {
+		r.fail("session store %s is not writable: %v (check --store and --state-dir)", where, err)
+		return
+	}
+	if err := st.Delete(ctx, probe); err != nil {
+		r.fail("session store %s: deleting a test write: %v", where, err)
+		return
+	}
+	r.ok("session store: %s", where)
+}
