@@ -1,0 +1,353 @@
+// Package expert offers seed 002's five expert tools, thinkdeep, analyze,
+// codereview, debug and precommit: each gives Gemini a role, the caller's
+// arguments and the project files they name, runs one turn in a new or a
+// continued session, and answers in the seed's format (the answer, then
+// ## Metadata, ## Files Processed and ## Continuation ID). Failures are
+// JSON-RPC errors in the seed's categories (see errors.go). Reading the
+// files is not this package's: the server plugs it in through Deps.Files
+// and Deps.Changes.
+package expert
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+)
+
+// FileNote is a file the file context sent to Gemini or left out; Reason
+// says why one was left out ("already sent in this conversation", "over
+// the token budget", "binary"…).
+type FileNote struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Seen is the set of files (as FileNote.Path spells them) already sent in
+// a conversation: the file context skips them.
+type Seen map[string]bool
+
+// FilesFunc reads the files and directories entries names (relative to
+// the project root, or absolute inside it) and returns them as the text
+// to send to Gemini, with what it sent and what it left out. Its errors
+// may be *Error to choose their category (a path outside the sandbox is a
+// Security error on field "files"); any other error is a tool failure.
+type FilesFunc func(ctx context.Context, entries []string, seen Seen) (text string, processed, skipped []FileNote, err error)
+
+// ChangesFunc reads the changes of the git repository at path (staged,
+// unstaged or both, new files included) for precommit, as FilesFunc reads
+// files.
+type ChangesFunc func(ctx context.Context, path string, staged, unstaged bool, seen Seen) (text string, processed, skipped []FileNote, err error)
+
+// SentFiles remembers which files each conversation was sent, so that a
+// continued conversation is not sent them again (seed 002's file
+// deduplication). MemorySent keeps them in this process.
+type SentFiles interface {
+	Sent(ctx context.Context, sessionID string) (Seen, error)
+	Add(ctx context.Context, sessionID string, paths []string) error
+}
+
+// Turns is what the expert tools need of the server's session handling,
+// which *tools.Deps provides: continuing a session exactly as chat-reply
+// does, and running a turn as chat does.
+type Turns interface {
+	Continue(ctx context.Context, req *mcp.CallToolRequest, call *backend.Turn, sessionID string) error
+	ResolveDir(dir string) (string, error)
+	Answer(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn, title string) (*backend.Answer, string, error)
+}
+
+// Deps is what the expert tools need.
+type Deps struct {
+	Turns Turns
+	// ProjectRoot is where new sessions run and files are read from; ""
+	// means the server's directory.
+	ProjectRoot string
+	// Files and Changes read the file context; nil means this server has
+	// none, and a call that names files fails with a system error.
+	Files   FilesFunc
+	Changes ChangesFunc
+	// Sent, when set, keeps the files each conversation was sent.
+	Sent SentFiles
+	// MaxArgBytes bounds each text argument; 0 means no bound.
+	MaxArgBytes int
+	Log         *slog.Logger
+	Now         func() time.Time
+}
+
+// Names are the expert tools' names, in seed 002's order.
+func Names() []string {
+	n := make([]string, len(specs))
+	for i, s := range specs {
+		n[i] = s.name
+	}
+	return n
+}
+
+// Register adds the five expert tools to s, and each as an MCP prompt of
+// the same name.
+func Register(s *mcp.Server, d *Deps) {
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	for _, sp := range specs {
+		s.AddTool(sp.tool(), d.handler(sp))
+		s.AddPrompt(sp.prompt(), sp.getPrompt)
+	}
+}
+
+// handler is the tool's raw handler: it validates the arguments itself
+// (see parseArgs) and returns every failure as a JSON-RPC error.
+func (d *Deps) handler(sp *spec) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := d.call(ctx, req, sp)
+		if err != nil {
+			d.Log.Info("expert tool failed", "tool", sp.name, "err", err)
+			return nil, wireError(err)
+		}
+		return res, nil
+	}
+}
+
+func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (*mcp.CallToolResult, error) {
+	var raw json.RawMessage
+	if req != nil && req.Params != nil {
+		raw = req.Params.Arguments
+	}
+	a, err := parseArgs(sp, raw, d.MaxArgBytes)
+	if err != nil {
+		return nil, err
+	}
+	turn := backend.Turn{SystemPrompt: sp.role, ThinkingMode: a.thinkingMode(), Temperature: a.temperature()}
+	id := a.continuationID()
+	var seen Seen
+	if id != "" {
+		if err := d.Turns.Continue(ctx, req, &turn, id); err != nil {
+			if cat, _ := classify(err); cat == System {
+				return nil, err
+			}
+			return nil, &Error{Category: Validation, Field: "continuation_id", Msg: err.Error(), Err: err}
+		}
+		// The role is this tool's, whichever tool started the thread.
+		turn.SystemPrompt = sp.role
+		if d.Sent != nil {
+			if seen, err = d.Sent.Sent(ctx, id); err != nil {
+				return nil, err
+			}
+		}
+	} else if turn.Dir, err = d.Turns.ResolveDir(d.ProjectRoot); err != nil {
+		return nil, SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", err), err)
+	}
+	ctxText, processed, skipped, err := d.context(ctx, sp, a, seen)
+	if err != nil {
+		return nil, err
+	}
+	turn.Prompt = sp.userPrompt(a, ctxText)
+	start := d.Now()
+	ans, unsaved, err := d.Turns.Answer(ctx, req, turn, sp.name+": "+sp.headline(a))
+	if err != nil {
+		return nil, turnError(err)
+	}
+	elapsed := d.Now().Sub(start)
+	if d.Sent != nil && ans.SessionID != "" && len(processed) > 0 {
+		paths := make([]string, len(processed))
+		for i, f := range processed {
+			paths[i] = f.Path
+		}
+		// The answer is complete: recording what it was sent must not
+		// fail the call; at worst the files are sent again next turn.
+		if err := d.Sent.Add(context.WithoutCancel(ctx), ans.SessionID, paths); err != nil {
+			d.Log.Warn("recording the files sent", "session", ans.SessionID, "err", err)
+		}
+	}
+	out := &output{
+		tool: sp.name, answer: ans, thinkingMode: turn.ThinkingMode, temperature: turn.Temperature,
+		processed: processed, skipped: skipped, elapsed: elapsed,
+	}
+	res := out.result()
+	if unsaved != "" {
+		res.Content = append(res.Content, &mcp.TextContent{Text: unsaved})
+		res.Meta["sessionSaved"] = false
+	}
+	return res, nil
+}
+
+// context reads the files (or, for precommit, the changes) the call names.
+func (d *Deps) context(ctx context.Context, sp *spec, a *args, seen Seen) (string, []FileNote, []FileNote, error) {
+	if sp.name == "precommit" {
+		if !a.boolean("include_staged") && !a.boolean("include_unstaged") {
+			return "", nil, nil, validationErrors{
+				{Field: "include_staged", Error: "include_staged and include_unstaged are both false, which leaves nothing to review: set one of them to true"},
+			}
+		}
+		if d.Changes == nil {
+			return "", nil, nil, SystemError("this server cannot read git changes yet (no file context is configured): ask its operator, or use codereview with the changed files", nil)
+		}
+		return d.Changes(ctx, a.str("path"), a.boolean("include_staged"), a.boolean("include_unstaged"), seen)
+	}
+	entries := a.list(sp.filesArg)
+	if len(entries) == 0 {
+		return "", nil, nil, nil
+	}
+	if d.Files == nil {
+		return "", nil, nil, SystemError("this server cannot read project files yet (no file context is configured): ask its operator, or paste the code into the request instead", nil)
+	}
+	if seen == nil {
+		seen = Seen{}
+	}
+	return d.Files(ctx, entries, seen)
+}
+
+// userPrompt is the turn's prompt: the caller's arguments under their
+// labels, in the order of the schema, then the file context.
+func (sp *spec) userPrompt(a *args, files string) string {
+	var b strings.Builder
+	for _, p := range sp.props {
+		if p.label == "" {
+			continue
+		}
+		var v string
+		switch p.kind {
+		case "array":
+			v = strings.Join(a.list(p.name), ", ")
+		default:
+			v = a.str(p.name)
+		}
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "## %s\n%s\n\n", p.label, v)
+	}
+	if sp.name == "precommit" {
+		fmt.Fprintf(&b, "## Repository\n%s (staged changes: %s, unstaged changes: %s)\n\n",
+			a.str("path"), yesNo(a.boolean("include_staged")), yesNo(a.boolean("include_unstaged")))
+	}
+	if files != "" {
+		heading := "Files"
+		if sp.name == "precommit" {
+			heading = "Changes"
+		}
+		fmt.Fprintf(&b, "## %s\n%s\n", heading, files)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// headline is what the session's title starts from: the tool's main
+// argument.
+func (sp *spec) headline(a *args) string {
+	for _, p := range sp.props {
+		if p.required && p.kind == "string" {
+			return a.str(p.name)
+		}
+	}
+	return ""
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// output is a successful call, formatted as seed 002's
+// ToolOutput.to_mcp_response.
+type output struct {
+	tool               string
+	answer             *backend.Answer
+	thinkingMode       string
+	temperature        *float64
+	processed, skipped []FileNote
+	elapsed            time.Duration
+}
+
+// metadata is the ## Metadata section's entries, in order.
+func (o *output) metadata() [][2]string {
+	m := [][2]string{{"tool", o.tool}, {"thinking_mode", o.thinkingMode}}
+	if o.temperature != nil {
+		m = append(m, [2]string{"temperature", fmt.Sprint(*o.temperature)})
+	}
+	if u := o.answer.Usage; u != nil {
+		m = append(m, [2]string{"tokens_used", fmt.Sprint(u.PromptTokens + u.OutputTokens + u.ThinkingTokens)},
+			[2]string{"thinking_tokens", fmt.Sprint(u.ThinkingTokens)})
+	} else {
+		m = append(m, [2]string{"tokens_used", "not reported by this backend"})
+	}
+	m = append(m, [2]string{"response_time", fmt.Sprintf("%.1fs", o.elapsed.Seconds())})
+	for _, n := range o.answer.NotApplied {
+		m = append(m, [2]string{"not_applied", n})
+	}
+	return m
+}
+
+// text is the result's text: the answer, then the sections, joined by
+// newlines as the seed joins them. Files left out get a section of their
+// own after the processed ones, so that the model knows what Gemini did
+// not see.
+func (o *output) text() string {
+	parts := []string{o.answer.Text, "\n## Metadata"}
+	for _, kv := range o.metadata() {
+		parts = append(parts, "- "+kv[0]+": "+kv[1])
+	}
+	if len(o.processed) > 0 {
+		parts = append(parts, "\n## Files Processed")
+		for _, f := range o.processed {
+			parts = append(parts, "- "+f.Path)
+		}
+	}
+	if len(o.skipped) > 0 {
+		parts = append(parts, "\n## Files Skipped")
+		for _, f := range o.skipped {
+			parts = append(parts, "- "+f.Path+": "+f.Reason)
+		}
+	}
+	if o.answer.SessionID != "" {
+		parts = append(parts, "\n## Continuation ID: "+o.answer.SessionID)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// result is the tool result: the text, and the same facts in _meta.
+func (o *output) result() *mcp.CallToolResult {
+	meta := mcp.Meta{
+		"tool":           o.tool,
+		"thinkingMode":   o.thinkingMode,
+		"responseTimeMs": o.elapsed.Milliseconds(),
+		"filesProcessed": notes(o.processed),
+		"filesSkipped":   notes(o.skipped),
+	}
+	if o.answer.SessionID != "" {
+		meta["continuationId"] = o.answer.SessionID
+		// The same id under the name chat's results use, so that a client
+		// can go on with chat-reply.
+		meta["sessionId"] = o.answer.SessionID
+	}
+	if o.temperature != nil {
+		meta["temperature"] = *o.temperature
+	}
+	if u := o.answer.Usage; u != nil {
+		meta["usage"] = u
+		meta["tokensUsed"] = u.PromptTokens + u.OutputTokens + u.ThinkingTokens
+		meta["thinkingTokens"] = u.ThinkingTokens
+	}
+	if len(o.answer.NotApplied) > 0 {
+		meta["notApplied"] = o.answer.NotApplied
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: o.text()}}, Meta: meta}
+}
+
+// notes is never nil, so that _meta always has the lists.
+func notes(n []FileNote) []FileNote {
+	if n == nil {
+		return []FileNote{}
+	}
+	return n
+}
