@@ -108,10 +108,12 @@ func newHarness(t *testing.T, backendName string, configure func(*Deps)) *harnes
 	t.Helper()
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
-	return newHarnessOn(t, backendName, store, configure)
+	return newHarnessOn(t, backendName, store, configure, nil)
 }
 
-func newHarnessOn(t *testing.T, backendName string, store session.Store, configure func(*Deps)) *harness {
+// newHarnessOn starts the tools on store; setup, when set, adds to the
+// server before it is connected.
+func newHarnessOn(t *testing.T, backendName string, store session.Store, configure func(*Deps), setup func(*mcp.Server)) *harness {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -126,6 +128,9 @@ func newHarnessOn(t *testing.T, backendName string, store session.Store, configu
 		configure(d)
 	}
 	Register(s, d)
+	if setup != nil {
+		setup(s)
+	}
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := s.Connect(context.Background(), st, nil)
 	if err != nil {
@@ -477,7 +482,7 @@ func (downStore) Get(context.Context, string) (session.Record, bool, error) {
 func TestSystemErrorWhenStoreDown(t *testing.T) {
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
-	h := newHarnessOn(t, "api", downStore{store}, nil)
+	h := newHarnessOn(t, "api", downStore{store}, nil, nil)
 	_, err := h.call(t, "analyze", map[string]any{"files": []string{"a.go"}, "question": "q", "continuation_id": session.NewUUID()})
 	we := wireErr(t, err)
 	if we.Code != -32000 || !strings.Contains(we.Message, "can be retried") {

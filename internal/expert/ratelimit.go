@@ -1,0 +1,258 @@
+package expert
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
+)
+
+// Rate is how many calls of a tool one client may make per period.
+type Rate struct {
+	N   int
+	Per time.Duration
+}
+
+func (r Rate) String() string {
+	switch r.Per {
+	case time.Second:
+		return fmt.Sprintf("%d/s", r.N)
+	case time.Minute:
+		return fmt.Sprintf("%d/min", r.N)
+	case time.Hour:
+		return fmt.Sprintf("%d/h", r.N)
+	}
+	return fmt.Sprintf("%d/%s", r.N, r.Per)
+}
+
+// SeedRateLimits is seed 002's table of rate limits per client.
+func SeedRateLimits() map[string]Rate {
+	return map[string]Rate{
+		"chat":       {10, time.Minute},
+		"analyze":    {5, time.Minute},
+		"thinkdeep":  {3, time.Minute},
+		"codereview": {5, time.Minute},
+		"debug":      {5, time.Minute},
+		"precommit":  {3, time.Minute},
+	}
+}
+
+// RateLimitsUsage is the help text of the --rate-limits flag.
+const RateLimitsUsage = "limit the calls each client may make of a tool: a comma-separated list of tool=N/period " +
+	"(period s, min or h; e.g. chat=10/min,analyze=5/min), or \"seed\" for the table of seed 002 " +
+	"(chat 10/min, analyze 5/min, thinkdeep 3/min, codereview 5/min, debug 5/min, precommit 3/min), " +
+	"which later entries override (seed,chat=20/min). A client is a bearer token over HTTP, an MCP session without tokens, " +
+	"or the one stdio client. The limits are kept in this process. Default: no limits"
+
+// limitedTools are the tools a limit may name.
+var limitedTools = append([]string{"chat", "chat-reply", "chat-page", "sessions"}, Names()...)
+
+// ParseRateLimits reads the value of --rate-limits; "" means no limits
+// (a nil map).
+func ParseRateLimits(s string) (map[string]Rate, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	limits := map[string]Rate{}
+	for _, entry := range strings.Split(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "seed" {
+			maps.Copy(limits, SeedRateLimits())
+			continue
+		}
+		tool, rate, ok := strings.Cut(entry, "=")
+		tool = strings.TrimSpace(tool)
+		if !ok || tool == "" {
+			return nil, fmt.Errorf("--rate-limits: %q is not tool=N/period: write e.g. analyze=5/min, or seed", entry)
+		}
+		if !slices.Contains(limitedTools, tool) {
+			return nil, fmt.Errorf("--rate-limits: there is no tool %q: the tools are %s", tool, strings.Join(limitedTools, ", "))
+		}
+		r, err := parseRate(rate)
+		if err != nil {
+			return nil, fmt.Errorf("--rate-limits: %s: %v", tool, err)
+		}
+		limits[tool] = r
+	}
+	return limits, nil
+}
+
+func parseRate(s string) (Rate, error) {
+	n, per, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok {
+		return Rate{}, fmt.Errorf("%q is not N/period: write e.g. 5/min", s)
+	}
+	count, err := strconv.Atoi(strings.TrimSpace(n))
+	if err != nil || count < 1 {
+		return Rate{}, fmt.Errorf("%q: the number of calls must be a whole number of at least 1", s)
+	}
+	var d time.Duration
+	switch strings.TrimSpace(per) {
+	case "s", "sec", "second":
+		d = time.Second
+	case "m", "min", "minute":
+		d = time.Minute
+	case "h", "hour":
+		d = time.Hour
+	default:
+		return Rate{}, fmt.Errorf("%q: the period must be s, min or h", s)
+	}
+	return Rate{N: count, Per: d}, nil
+}
+
+// Limiter counts each client's calls of each tool in token buckets: a
+// client may make Rate.N calls at once, and gains one back every
+// Rate.Per/Rate.N. It is kept in this process; a limit shared by
+// replicas needs the Redis store's own counter, which this is not yet.
+type Limiter struct {
+	limits map[string]Rate
+	now    func() time.Time
+
+	mu      sync.Mutex
+	buckets map[bucketKey]*bucket
+}
+
+type bucketKey struct{ client, tool string }
+
+type bucket struct {
+	tokens float64
+	at     time.Time // when tokens was computed
+}
+
+// NewLimiter returns a limiter of limits; now is time.Now when nil.
+func NewLimiter(limits map[string]Rate, now func() time.Time) *Limiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &Limiter{limits: limits, now: now, buckets: map[bucketKey]*bucket{}}
+}
+
+// maxIdleBuckets is how many buckets may be kept before the full ones (of
+// clients idle long enough to have regained every call) are dropped.
+const maxIdleBuckets = 4096
+
+// Allow takes one call of tool for client, or reports how long the client
+// must wait for one. Tools without a limit are always allowed.
+func (l *Limiter) Allow(client, tool string) (ok bool, retryAfter time.Duration) {
+	r, limited := l.limits[tool]
+	if !limited {
+		return true, 0
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := bucketKey{client, tool}
+	b := l.buckets[k]
+	if b == nil {
+		if len(l.buckets) >= maxIdleBuckets {
+			l.dropFull(now)
+		}
+		b = &bucket{tokens: float64(r.N), at: now}
+		l.buckets[k] = b
+	}
+	interval := r.Per / time.Duration(r.N) // the time to regain one call
+	b.tokens = math.Min(float64(r.N), b.tokens+float64(now.Sub(b.at))/float64(interval))
+	b.at = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	wait := time.Duration((1 - b.tokens) * float64(interval))
+	return false, wait.Round(time.Millisecond)
+}
+
+// dropFull forgets the buckets that have regained every call: they are
+// the same as no bucket.
+func (l *Limiter) dropFull(now time.Time) {
+	for k, b := range l.buckets {
+		r := l.limits[k.tool]
+		if b.tokens+float64(now.Sub(b.at))/float64(r.Per/time.Duration(r.N)) >= float64(r.N) {
+			delete(l.buckets, k)
+		}
+	}
+}
+
+// ClientKey names the client a request comes from, for rate limits: its
+// bearer token over HTTP, else its MCP session (unless the server is
+// stateless, whose session ids name no one), else "local", the one stdio
+// client (or every client of a stateless server without tokens).
+func ClientKey(req mcp.Request, stateless bool) string {
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		if t := ex.Header.Get(tools.ClientHeader); t != "" {
+			return "token:" + t
+		}
+	}
+	// A request built outside a session (in tests) holds a nil session.
+	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil && !stateless && s.ID() != "" {
+		return "mcp:" + s.ID()
+	}
+	return "local"
+}
+
+// Middleware refuses the tools/call requests over their client's limit
+// before anything runs. The expert tools answer with a JSON-RPC error
+// (tool failure, -32603, with data.retryAfterSeconds); chat and the other
+// tools of part 1 with their own error result, whose text says when to
+// retry.
+func (l *Limiter) Middleware(stateless bool) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+			if !ok {
+				return next(ctx, method, req)
+			}
+			allowed, wait := l.Allow(ClientKey(req, stateless), p.Name)
+			if allowed {
+				return next(ctx, method, req)
+			}
+			secs := int(math.Ceil(wait.Seconds()))
+			msg := fmt.Sprintf("this client has reached the rate limit of %s (%s): nothing was run. Retry in %d s, or ask the server's operator to raise --rate-limits",
+				p.Name, l.limits[p.Name], secs)
+			if specByName(p.Name) == nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: tools.ErrorPrefix + msg}},
+					Meta: mcp.Meta{"retryAfterSeconds": secs}}, nil
+			}
+			data, _ := json.Marshal(map[string]any{"category": "tool", "reason": "rate_limited", "retryAfterSeconds": secs, "limit": l.limits[p.Name].String()})
+			return nil, &jsonrpc.Error{Code: int64(ToolFailure), Message: capitalize(ToolFailure.String()) + ": " + msg, Data: data}
+		}
+	}
+}
+
+// RateLimitsFlag is --rate-limits as a flag.Value, for the server's
+// configuration: fs.Var(&cfg.RateLimits, "rate-limits", expert.RateLimitsUsage).
+type RateLimitsFlag struct {
+	Text   string
+	Limits map[string]Rate // nil: no limits
+}
+
+// Set parses the flag's value.
+func (f *RateLimitsFlag) Set(s string) error {
+	l, err := ParseRateLimits(s)
+	if err != nil {
+		return err
+	}
+	f.Text, f.Limits = s, l
+	return nil
+}
+
+func (f *RateLimitsFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return f.Text
+}
