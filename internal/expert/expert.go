@@ -11,6 +11,7 @@ package expert
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -74,6 +75,9 @@ type Deps struct {
 	Changes ChangesFunc
 	// Sent, when set, keeps the files each conversation was sent.
 	Sent SentFiles
+	// CallTimeout bounds a call, file context and Gemini's turn together
+	// (seed 002: 300 s); 0 means no bound beyond the backend's own.
+	CallTimeout time.Duration
 	// MaxArgBytes bounds each text argument; 0 means no bound.
 	MaxArgBytes int
 	Log         *slog.Logger
@@ -117,7 +121,10 @@ func (d *Deps) handler(sp *spec) mcp.ToolHandler {
 	}
 }
 
-func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (*mcp.CallToolResult, error) {
+// errCallTimeout is the cause of a call stopped by Deps.CallTimeout.
+var errCallTimeout = errors.New("call timeout")
+
+func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (res *mcp.CallToolResult, err error) {
 	var raw json.RawMessage
 	if req != nil && req.Params != nil {
 		raw = req.Params.Arguments
@@ -125,6 +132,17 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (*m
 	a, err := parseArgs(sp, raw, d.MaxArgBytes)
 	if err != nil {
 		return nil, err
+	}
+	if d.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d.CallTimeout, errCallTimeout)
+		defer cancel()
+		defer func() {
+			if err != nil && context.Cause(ctx) == errCallTimeout {
+				err = &Error{Category: ToolFailure, Err: err, Msg: fmt.Sprintf("the call took longer than this server's limit of %s per call, and was stopped: "+
+					"ask a narrower question or name fewer files, or ask the server's operator to raise the limit", d.CallTimeout)}
+			}
+		}()
 	}
 	turn := backend.Turn{SystemPrompt: sp.role, ThinkingMode: a.thinkingMode(), Temperature: a.temperature()}
 	id := a.continuationID()
@@ -172,7 +190,7 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (*m
 		tool: sp.name, answer: ans, thinkingMode: turn.ThinkingMode, temperature: turn.Temperature,
 		processed: processed, skipped: skipped, elapsed: elapsed,
 	}
-	res := out.result()
+	res = out.result()
 	if unsaved != "" {
 		res.Content = append(res.Content, &mcp.TextContent{Text: unsaved})
 		res.Meta["sessionSaved"] = false

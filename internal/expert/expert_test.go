@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -554,4 +556,34 @@ func TestPromptsListed(t *testing.T) {
 	if we := wireErr(t, err); we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(string(we.Data), `"question"`) {
 		t.Errorf("missing question: %d %s", we.Code, we.Data)
 	}
+}
+
+// blockingTurns is a session handling whose turns run until their
+// context ends, as a Gemini that never answers.
+type blockingTurns struct{}
+
+func (blockingTurns) Continue(context.Context, *mcp.CallToolRequest, *backend.Turn, string) error {
+	return nil
+}
+func (blockingTurns) ResolveDir(string) (string, error) { return "/project", nil }
+func (blockingTurns) Answer(ctx context.Context, _ *mcp.CallToolRequest, _ backend.Turn, _ string) (*backend.Answer, string, error) {
+	<-ctx.Done()
+	return nil, "", &backend.Error{Kind: backend.KindTimeout, Reason: "Gemini did not answer in time", Err: ctx.Err()}
+}
+
+func TestCallTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &Deps{Turns: blockingTurns{}, CallTimeout: 300 * time.Second}
+		Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d)
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "debug", Arguments: json.RawMessage(`{"error_description":"x"}`)}}
+		start := time.Now()
+		_, err := d.handler(specByName("debug"))(context.Background(), req)
+		if elapsed := time.Since(start); elapsed != 300*time.Second {
+			t.Errorf("stopped after %v", elapsed)
+		}
+		we := wireErr(t, err)
+		if we.Code != jsonrpc.CodeInternalError || !strings.Contains(we.Message, "limit of 5m0s per call") {
+			t.Fatalf("code %d message %q", we.Code, we.Message)
+		}
+	})
 }
