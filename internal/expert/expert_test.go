@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -586,4 +587,68 @@ func TestCallTimeout(t *testing.T) {
 			t.Fatalf("code %d message %q", we.Code, we.Message)
 		}
 	})
+}
+
+// fullStore records no turn: its disk is full.
+type fullStore struct{ session.Store }
+
+func (fullStore) Touch(context.Context, string, session.Turn, time.Time) (session.Record, error) {
+	return session.Record{}, fmt.Errorf("disk full: %w", session.ErrUnavailable)
+}
+
+// TestAnswerKeptWhenSessionUnsaved: an answer Gemini gave is returned
+// even when the store could not record the turn, with a note saying so.
+func TestAnswerKeptWhenSessionUnsaved(t *testing.T) {
+	store := memstore.New(session.Options{})
+	t.Cleanup(func() { store.Close() })
+	h := newHarnessOn(t, "api", fullStore{store}, nil, nil)
+	res, err := h.call(t, "debug", map[string]any{"error_description": "it crashes"})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %v", err, res)
+	}
+	if len(res.Content) != 2 || !strings.Contains(res.Content[1].(*mcp.TextContent).Text, "could not be saved") || res.Meta["sessionSaved"] != false {
+		t.Fatalf("content %d items, meta %v", len(res.Content), res.Meta)
+	}
+	if !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "answer 1\n\n## Metadata") {
+		t.Errorf("answer %q", res.Content[0].(*mcp.TextContent).Text)
+	}
+}
+
+// TestContinuationOfAnotherClientRefused: over HTTP with tokens, a
+// continuation_id started with another token is as unknown as any, as for
+// chat-reply.
+func TestContinuationOfAnotherClientRefused(t *testing.T) {
+	store := memstore.New(session.Options{})
+	t.Cleanup(func() { store.Close() })
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := &fakeBackend{name: "api"}
+	td := &tools.Deps{Backend: fb, Store: store, DefaultCwd: root, Remote: true, Authenticated: true}
+	s := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
+	tools.Register(s, td)
+	d := &Deps{Turns: td}
+	Register(s, d)
+	call := func(token, args string) (*mcp.CallToolResult, error) {
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "thinkdeep", Arguments: json.RawMessage(args)},
+			Extra: &mcp.RequestExtra{Header: http.Header{tools.ClientHeader: {token}}}}
+		return d.handler(specByName("thinkdeep"))(context.Background(), req)
+	}
+	res, err := call("alice", `{"current_analysis":"x"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Meta["continuationId"].(string)
+	_, err = call("bob", `{"current_analysis":"y","continuation_id":"`+id+`"}`)
+	we := wireErr(t, err)
+	if we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(string(we.Data), `"field":"continuation_id"`) || !strings.Contains(we.Message, "unknown sessionId") {
+		t.Fatalf("code %d message %q data %s", we.Code, we.Message, we.Data)
+	}
+	if _, err := call("alice", `{"current_analysis":"y","continuation_id":"`+id+`"}`); err != nil {
+		t.Fatalf("the owner's continuation: %v", err)
+	}
+	if fb.count() != 2 {
+		t.Fatalf("%d turns, want 2", fb.count())
+	}
 }
