@@ -16,7 +16,7 @@ import (
 )
 
 // apiEnv is newEnv for the API backend, talking to a fake Gemini API.
-func apiEnv(t *testing.T) (*env, *fakeapi.Server) {
+func apiEnv(t testing.TB) (*env, *fakeapi.Server) {
 	t.Helper()
 	e := newEnv(t)
 	fake := fakeapi.New()
@@ -27,7 +27,7 @@ func apiEnv(t *testing.T) (*env, *fakeapi.Server) {
 
 // httpClient connects a go-sdk client to the server at addr, with token as
 // its bearer token when it is not "".
-func httpClient(t *testing.T, addr, token string) *mcp.ClientSession {
+func httpClient(t testing.TB, addr, token string) *mcp.ClientSession {
 	t.Helper()
 	hc := http.DefaultClient
 	if token != "" {
