@@ -23,7 +23,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 	ourserver "github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/embedded"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
@@ -130,7 +130,12 @@ func newInProcess(b *testing.B, kind string) *inProcess {
 		b.Fatal(err)
 	}
 	h := &inProcess{fakeHome: filepath.Join(dir, "fakehome")}
-	store := memstore.New(session.Options{})
+	// The embedded store, in a file, as users run by default: its cost per
+	// call is part of what the benchmark measures.
+	store, err := embedded.Open(filepath.Join(dir, "sessions.db"), session.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Cleanup(func() { store.Close() })
 	opts := cli.Options{
 		Gemini:  fakeGemini,

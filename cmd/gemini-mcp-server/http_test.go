@@ -24,7 +24,7 @@ var addrRE = regexp.MustCompile(`msg="serving MCP over HTTP" addr=(\S+)`)
 
 // startHTTP starts the binary with --http on a free loopback port and
 // returns its address once it listens.
-func startHTTP(t *testing.T, e *env, args ...string) (addr string, stop func() error) {
+func startHTTP(t testing.TB, e *env, args ...string) (addr string, stop func() error) {
 	t.Helper()
 	cmd := e.command(append([]string{"--http", "127.0.0.1:0"}, args...)...)
 	stderr, err := cmd.StderrPipe()

@@ -59,7 +59,7 @@ type env struct {
 	vars             []string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	dir := t.TempDir()
 	work, err := filepath.EvalSymlinks(t.TempDir())

@@ -457,6 +457,14 @@ func (d *Deps) runTurn(ctx context.Context, req *mcp.CallToolRequest, call backe
 		if err := d.checkTurns(ctx, call.Session); err != nil {
 			return failure(err)
 		}
+	} else if call.Session == "" && d.family() == backend.FamilyAPI {
+		// The API backend's conversation lives only in the store: a new
+		// chat the store cannot record would be paid for and could never
+		// be continued. A read of an id no one has tells whether the
+		// store answers, before anything is sent to Gemini.
+		if _, _, err := d.Store.Get(ctx, session.NewUUID()); err != nil {
+			return failure(storeError(err))
+		}
 	}
 	start := time.Now()
 	res, err := d.Backend.Run(ctx, call)

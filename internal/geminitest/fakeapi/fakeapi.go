@@ -52,6 +52,9 @@
 //     is D (a protobuf duration such as "0.05s") to the error answered;
 //   - [[chunks:N]] streams the answer in N events (the answer is cut into N
 //     pieces of about equal size);
+//   - [[bytes:N]] lengthens the answer to N bytes: the usual text, then
+//     numbered filler lines (see [LongAnswer]), for tests of answers too
+//     long for one result;
 //   - [[stall]] streams the first event, then holds the stream open until
 //     the client goes away, and records the request with Ended set;
 //   - [[finish:REASON]] answers a candidate without content whose
@@ -262,6 +265,21 @@ func Answer(model string, numContents int, system, lastUserText string) string {
 		model, numContents, sys, firstRunes(lastUserText, 40))
 }
 
+// LongAnswer returns answer lengthened to n bytes (when it is shorter) by
+// numbered filler lines, so that every page of it differs from the others.
+func LongAnswer(answer string, n int) string {
+	var b strings.Builder
+	b.WriteString(answer)
+	for i := 1; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "\nfiller line %d of a long fake answer", i)
+	}
+	s := b.String()
+	if len(s) > n && n >= len(answer) {
+		s = s[:n]
+	}
+	return s
+}
+
 // FunctionResultAnswer returns the text the Server streams back for a
 // request that carries the results of function calls: each call's name and
 // its response object, as compact JSON, one per line.
@@ -324,6 +342,7 @@ var (
 	failRE   = regexp.MustCompile(`\[\[fail:(\d+):(\d{3})\]\]`)
 	delayRE  = regexp.MustCompile(`\[\[retry-delay:([0-9.]+s)\]\]`)
 	chunksRE = regexp.MustCompile(`\[\[chunks:(\d+)\]\]`)
+	bytesRE  = regexp.MustCompile(`\[\[bytes:(\d+)\]\]`)
 	finishRE = regexp.MustCompile(`\[\[finish:([A-Z_]+)\]\]`)
 	blockRE  = regexp.MustCompile(`\[\[block:([A-Z_]+)\]\]`)
 	statusRE = regexp.MustCompile(`\[\[status:(\d{3})\]\]`)
@@ -569,6 +588,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	rec.Status = http.StatusOK
 	rec.Answer = Answer(rec.Model, rec.NumContents, rec.SystemInstruction, rec.LastUserText)
+	if bm := bytesRE.FindStringSubmatch(rec.LastUserText); bm != nil {
+		n, _ := strconv.Atoi(bm[1])
+		rec.Answer = LongAnswer(rec.Answer, n)
+	}
 	usage := map[string]any{"promptTokenCount": countContents(req.Contents), "candidatesTokenCount": CountTokens(rec.Answer)}
 	if wantsThinking(req.GenerationConfig) {
 		usage["thoughtsTokenCount"] = ThoughtTokens

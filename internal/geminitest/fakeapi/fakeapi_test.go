@@ -555,3 +555,18 @@ func TestLoopCallDirectiveAndModeNone(t *testing.T) {
 		t.Errorf("recorded %+v", rec)
 	}
 }
+
+// TestBytesDirective: [[bytes:N]] answers N bytes that start with the usual
+// answer.
+func TestBytesDirective(t *testing.T) {
+	s := newServer(t)
+	_, body := post(t, s, "m", MethodStream, reqBody(t, "", "[[bytes:5000]] long"))
+	got := strings.Join(sseText(t, body), "")
+	short := Answer("m", 1, "", "[[bytes:5000]] long")
+	if len(got) != 5000 || !strings.HasPrefix(got, short+"\nfiller line 1 ") {
+		t.Fatalf("%d bytes in %d events: %.120q", len(got), len(sseText(t, body)), got)
+	}
+	if r := s.Requests(); len(r) != 1 || r[0].Answer != got {
+		t.Fatalf("recorded %+v", r)
+	}
+}

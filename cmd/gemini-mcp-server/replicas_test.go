@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/redistest"
+)
+
+// apiEnv is newEnv for the API backend, talking to a fake Gemini API.
+func apiEnv(t testing.TB) (*env, *fakeapi.Server) {
+	t.Helper()
+	e := newEnv(t)
+	fake := fakeapi.New()
+	t.Cleanup(fake.Close)
+	e.vars = append(e.vars, "GEMINI_API_KEY=k", "GOOGLE_GEMINI_BASE_URL="+fake.URL())
+	return e, fake
+}
+
+// httpClient connects a go-sdk client to the server at addr, with token as
+// its bearer token when it is not "".
+func httpClient(t testing.TB, addr, token string) *mcp.ClientSession {
+	t.Helper()
+	hc := http.DefaultClient
+	if token != "" {
+		hc = &http.Client{Transport: authTransport(token)}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bin-replicas", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// callOK calls tool and fails the test unless it answers without error.
+func callOK(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := callTool(cs, tool, args)
+	if err != nil || res.IsError {
+		t.Fatalf("%s %v: %v %s", tool, args, err, resultText(res))
+	}
+	return res
+}
+
+func callTool(cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	if res == nil || len(res.Content) == 0 {
+		return fmt.Sprintf("%+v", res)
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return fmt.Sprintf("%+v", res.Content[0])
+}
+
+// answerOf is a result's answer without the server's notes.
+func answerOf(res *mcp.CallToolResult) string {
+	text, _, _ := strings.Cut(resultText(res), "\n\n[gemini-mcp-server:")
+	return text
+}
+
+// streams returns the turns the fake API has answered, oldest first.
+func streams(fake *fakeapi.Server) []fakeapi.Request {
+	var out []fakeapi.Request
+	for _, r := range fake.Requests() {
+		if r.Method == fakeapi.MethodStream {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// lastStream returns the last turn the fake API answered whose prompt
+// contains marker.
+func lastStream(t *testing.T, fake *fakeapi.Server, marker string) fakeapi.Request {
+	t.Helper()
+	rs := streams(fake)
+	for i := len(rs) - 1; i >= 0; i-- {
+		if strings.Contains(rs[i].LastUserText, marker) {
+			return rs[i]
+		}
+	}
+	t.Fatalf("the fake API got no turn with %q", marker)
+	return fakeapi.Request{}
+}
+
+// carries fails t unless the API request r sent every one of texts (the
+// earlier prompts and answers of its conversation) in its history.
+func carries(t *testing.T, r fakeapi.Request, texts ...string) {
+	t.Helper()
+	for _, s := range texts {
+		enc, _ := json.Marshal(s)
+		if !strings.Contains(string(r.Body), strings.Trim(string(enc), `"`)) {
+			t.Errorf("the request for %q does not carry %q in its history", r.LastUserText, s)
+		}
+	}
+}
+
+// waitArrived waits until the fake API has received a turn whose prompt
+// contains marker, and returns it.
+func waitArrived(t *testing.T, fake *fakeapi.Server, marker string) fakeapi.Request {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second) // a failure guard only
+	for {
+		for _, r := range fake.Arrived() {
+			if r.Method == fakeapi.MethodStream && strings.Contains(r.LastUserText, marker) {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fake API never received %q", marker)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sessionIDs lists the ids the sessions tool returns.
+func sessionIDs(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res := callOK(t, cs, "sessions", map[string]any{})
+	raw, _ := json.Marshal(res.StructuredContent)
+	var out struct{ Sessions []struct{ ID string } }
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range out.Sessions {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+// TestReplicasOnRedis runs two stateless HTTP replicas of the API backend
+// on one real redis-server and one fake Gemini API: what one starts, the
+// other continues, pages and lists; two replies to one session, one
+// through each replica, run one after the other; and a session of one
+// token is unknown to another token on the other replica.
+func TestReplicasOnRedis(t *testing.T) {
+	redis := redistest.Start(t)
+	e, fake := apiEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
+	args := []string{"--stateless", "--backend", "api", "--store", redis.URL(0), "--max-answer-bytes", "1000"}
+	addrA, _ := startHTTP(t, e, args...)
+	addrB, _ := startHTTP(t, e, args...)
+	a, b := httpClient(t, addrA, tokenOne), httpClient(t, addrB, tokenOne)
+
+	// chat on A, chat-reply on B: B's request to Gemini holds A's turn.
+	first := callOK(t, a, "chat", map[string]any{"prompt": "first turn, on A"})
+	id, _ := first.Meta["sessionId"].(string)
+	if id == "" {
+		t.Fatalf("chat on A: no sessionId in %+v", first.Meta)
+	}
+	reply := callOK(t, b, "chat-reply", map[string]any{"prompt": "second turn, on B", "sessionId": id})
+	if reply.Meta["sessionId"] != id {
+		t.Fatalf("chat-reply on B: session %v, want %s", reply.Meta["sessionId"], id)
+	}
+	r := lastStream(t, fake, "second turn, on B")
+	if r.NumContents != 3 {
+		t.Errorf("B's request has %d contents, want 3 (A's turn, its answer, B's turn)", r.NumContents)
+	}
+	carries(t, r, "first turn, on A", answerOf(first))
+
+	// A long answer paged on A: B serves its pages.
+	long := callOK(t, a, "chat-reply", map[string]any{"prompt": "[[bytes:3500]] a long answer, on A", "sessionId": id})
+	answerID, _ := long.Meta["answerId"].(string)
+	pages, _ := long.Meta["pages"].(float64)
+	if answerID == "" || pages < 3 {
+		t.Fatalf("a 3,500-byte answer at --max-answer-bytes 1000 was not paged: %+v", long.Meta)
+	}
+	whole := answerOf(long)
+	for p := 2; p <= int(pages); p++ {
+		whole += answerOf(callOK(t, b, "chat-page", map[string]any{"answerId": answerID, "page": p}))
+	}
+	if want := lastStream(t, fake, "a long answer, on A").Answer; whole != want {
+		t.Errorf("A's first page and B's pages make %d bytes, want the %d of the answer", len(whole), len(want))
+	}
+
+	// B lists the session A started.
+	if ids := sessionIDs(t, b); len(ids) != 1 || ids[0] != id {
+		t.Errorf("sessions on B: %q, want [%s]", ids, id)
+	}
+
+	// Two replies at once, through A and through B: the second waits for
+	// the first, and continues after it.
+	slow := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := callTool(a, "chat-reply", map[string]any{"prompt": "[[sleep:1500]] slow turn, on A", "sessionId": id})
+		slow <- res
+	}()
+	slowReq := waitArrived(t, fake, "slow turn, on A")
+	fast := callOK(t, b, "chat-reply", map[string]any{"prompt": "fast turn, on B", "sessionId": id})
+	slowRes := <-slow
+	if slowRes == nil || slowRes.IsError {
+		t.Fatalf("the slow reply on A: %s", resultText(slowRes))
+	}
+	fastReq := lastStream(t, fake, "fast turn, on B")
+	carries(t, fastReq, "slow turn, on A", answerOf(slowRes))
+	if fastReq.NumContents != slowReq.NumContents+2 {
+		t.Errorf("B's request has %d contents, want %d: A's turn and answer before it", fastReq.NumContents, slowReq.NumContents+2)
+	}
+	if fastReq.Time.Before(slowReq.Time.Add(1500 * time.Millisecond)) {
+		t.Errorf("B's request arrived %v after A's, before A's 1.5 s answer ended", fastReq.Time.Sub(slowReq.Time))
+	}
+	if !strings.Contains(answerOf(fast), "last=fast turn, on B") {
+		t.Errorf("B's answer: %q", answerOf(fast))
+	}
+
+	// Another token, on the other replica, knows nothing of the session.
+	other := httpClient(t, addrB, tokenTwo)
+	res, err := callTool(other, "chat-reply", map[string]any{"prompt": "not mine", "sessionId": id})
+	if err != nil || !res.IsError {
+		t.Errorf("token two continued token one's session: %v %s", err, resultText(res))
+	}
+	if ids := sessionIDs(t, other); len(ids) != 0 {
+		t.Errorf("sessions of token two: %q, want none", ids)
+	}
+	if s := streams(fake); strings.Contains(s[len(s)-1].LastUserText, "not mine") {
+		t.Error("the refused reply reached Gemini")
+	}
+}
