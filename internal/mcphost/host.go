@@ -21,7 +21,8 @@ type State string
 
 // A server starts disconnected, is connecting while the host connects and
 // lists its tools, then connected or failed (with a reason); a failed or
-// lost server is tried again after a backoff.
+// lost server is tried again after a backoff, a failed one staying failed
+// until a try succeeds.
 const (
 	StateDisconnected State = "disconnected"
 	StateConnecting   State = "connecting"
@@ -247,7 +248,14 @@ func (h *Host) run(ctx context.Context, s *server) {
 		s.state, s.reason, s.session, s.tools = StateDisconnected, "", nil, nil
 	})
 	for attempt := 1; ; attempt++ {
-		h.update(s, func() { s.state, s.reason = StateConnecting, "" })
+		h.update(s, func() {
+			// A failed server stays failed, with its reason, while it is
+			// tried again: its status then says what is wrong rather
+			// than flickering between failed and connecting.
+			if s.state != StateFailed {
+				s.state, s.reason = StateConnecting, ""
+			}
+		})
 		sess, transport, tools, release, err := h.connect(ctx, s)
 		if err == nil && ctx.Err() != nil {
 			sess.Close()

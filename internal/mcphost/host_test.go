@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -392,4 +393,57 @@ func waitLog(ctx context.Context, logs *geminitest.LockedBuffer, want string) bo
 		}
 	}
 	return true
+}
+
+// TestFailedServerStaysFailedWhileRetried: a server that failed is shown
+// failed, with its reason, while the host tries it again, not as
+// connecting: mcp list and the status resource then say what is wrong.
+func TestFailedServerStaysFailedWhileRetried(t *testing.T) {
+	// A server that accepts connections and never answers: each attempt
+	// ends at the server's timeout, and each starts with an accept.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		for {
+			select {
+			case c := <-accepted:
+				c.Close()
+			default:
+				return
+			}
+		}
+	})
+	h, _ := startHost(t, ServerConfig{Name: "mute", HTTPURL: "http://" + ln.Addr().String() + "/mcp", Timeout: 200 * time.Millisecond})
+	st := waitStatus(t, h, "the first attempt failed", func(m map[string]ServerStatus) bool { return m["mute"].State == StateFailed })
+	reason := st["mute"].Reason
+	// Every connection of the first attempt has arrived by now; the next
+	// one belongs to a later attempt, which runs once the backoff has
+	// passed.
+	ctx := geminitest.Context(t)
+	for first := len(accepted); first >= 0; first-- {
+		select {
+		case c := <-accepted:
+			t.Cleanup(func() { c.Close() })
+		case <-ctx.Done():
+			t.Fatal("the host did not try the server again")
+		}
+	}
+	for _, s := range h.Status() {
+		if s.Name == "mute" && (s.State != StateFailed || s.Reason == "") {
+			t.Fatalf("while tried again: %s (%q), want failed with the reason of the last failure (%q)", s.State, s.Reason, reason)
+		}
+	}
 }
