@@ -1,0 +1,518 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+)
+
+// The tests of this file run the server binary on the API backend as an
+// MCP host: it talks to the fake Gemini API, whose model calls the tools
+// of downstream servers (internal/geminitest/mcpdown) named in
+// --mcp-config, and a go-sdk client drives it over stdio or HTTP.
+
+var (
+	mcpdownOnce sync.Once
+	mcpdownBin  string
+	mcpdownErr  error
+)
+
+// mcpdown builds the downstream test server once, beside the server
+// binary, whose directory TestMain removes.
+func mcpdown(t *testing.T) string {
+	t.Helper()
+	mcpdownOnce.Do(func() {
+		mcpdownBin = filepath.Join(filepath.Dir(serverBin), "mcpdown")
+		out, err := exec.Command("go", "build", "-o", mcpdownBin, geminitest.MCPDownPackage).CombinedOutput()
+		if err != nil {
+			mcpdownErr = errors.New(string(out))
+		}
+	})
+	if mcpdownErr != nil {
+		t.Fatalf("building mcpdown: %v", mcpdownErr)
+	}
+	return mcpdownBin
+}
+
+// logWatch is a process's stderr that tests wait on, line by line.
+type logWatch struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{} // closed and replaced on every write
+}
+
+func newLogWatch() *logWatch { return &logWatch{changed: make(chan struct{})} }
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.changed)
+	w.changed = make(chan struct{})
+	return w.buf.Write(p)
+}
+
+func (w *logWatch) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// count is the number of complete lines that hold every one of parts.
+func (w *logWatch) count(parts ...string) int {
+	n := 0
+	for line := range strings.Lines(w.String()) {
+		if !strings.HasSuffix(line, "\n") {
+			break
+		}
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+// wait waits until n lines hold every one of parts. The minute is a
+// last-resort guard against a test that would hang, never waited on when
+// the test passes.
+func (w *logWatch) wait(t *testing.T, n int, parts ...string) {
+	t.Helper()
+	guard := time.After(time.Minute)
+	for {
+		w.mu.Lock()
+		ch := w.changed
+		w.mu.Unlock()
+		if w.count(parts...) >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-guard:
+			t.Fatalf("no %d line(s) with %q on the server's stderr", n, parts)
+		}
+	}
+}
+
+// hostEnv is a fake Gemini API and an --mcp-config for the server.
+type hostEnv struct {
+	api    *fakeapi.Server
+	vars   []string
+	dir    string
+	config string
+	stderr *logWatch
+}
+
+// newHostEnv writes servers as the mcpServers of a new configuration.
+func newHostEnv(t *testing.T, servers map[string]any) *hostEnv {
+	t.Helper()
+	h := &hostEnv{api: fakeapi.New(), dir: t.TempDir(), stderr: newLogWatch()}
+	t.Cleanup(h.api.Close)
+	data, err := json.Marshal(map[string]any{"mcpServers": servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.config = filepath.Join(h.dir, "mcp.json")
+	if err := os.WriteFile(h.config, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.vars = append(os.Environ(),
+		"HOME="+filepath.Join(h.dir, "home"),
+		"GEMINI_MCP_STATE_DIR="+filepath.Join(h.dir, "state"),
+		"GEMINI_API_KEY=test-key",
+		"GOOGLE_GEMINI_BASE_URL="+h.api.URL(),
+	)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", h.stderr.String())
+		}
+	})
+	return h
+}
+
+// down is the configuration of a stdio mcpdown server.
+func down(t *testing.T, extra map[string]any, args ...string) map[string]any {
+	c := map[string]any{"command": mcpdown(t), "args": append([]string{"-self-timeout", "5m"}, args...)}
+	for k, v := range extra {
+		c[k] = v
+	}
+	return c
+}
+
+func (h *hostEnv) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(serverBin, append([]string{"--backend", "api", "--mcp-config", h.config, "--log-level", "debug"}, args...)...)
+	cmd.Env = h.vars
+	cmd.Dir = h.dir
+	cmd.Stderr = h.stderr
+	return cmd
+}
+
+// connected waits until the server has connected to each named
+// downstream server.
+func (h *hostEnv) connected(t *testing.T, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		h.stderr.wait(t, 1, `msg="MCP server connected"`, "mcp_server="+n+" ")
+	}
+}
+
+// stdio starts the server over stdio and connects a client to it with
+// opts, speaking protocol ("" for the client's default).
+func (h *hostEnv) stdio(t *testing.T, opts *mcp.ClientOptions, protocol string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host-test", Version: "1"}, opts).
+		Connect(context.Background(), &mcp.CommandTransport{Command: h.command()}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if protocol != "" && cs.InitializeResult().ProtocolVersion != protocol {
+		t.Fatalf("negotiated %s, want %s", cs.InitializeResult().ProtocolVersion, protocol)
+	}
+	return cs
+}
+
+var listenRE = regexp.MustCompile(`msg="serving MCP over HTTP" addr=(\S+)`)
+
+// http starts the server over HTTP on a loopback port and connects a
+// client to it with opts, speaking protocol ("" for the client's default).
+func (h *hostEnv) http(t *testing.T, opts *mcp.ClientOptions, protocol string, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := h.command(append([]string{"--http", "127.0.0.1:0"}, args...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	h.stderr.wait(t, 1, `msg="serving MCP over HTTP"`)
+	m := listenRE.FindStringSubmatch(h.stderr.String())
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host-test", Version: "1"}, opts).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + m[1] + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if protocol != "" && cs.InitializeResult().ProtocolVersion != protocol {
+		t.Fatalf("negotiated %s, want %s", cs.InitializeResult().ProtocolVersion, protocol)
+	}
+	return cs
+}
+
+// guardCtx bounds a call as a last resort; the tests never wait it out.
+func guardCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// chat calls chat with prompt and returns the answer's text and session.
+func chat(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (text, session string) {
+	t.Helper()
+	res, err := cs.CallTool(guardCtx(t), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	if res.IsError || len(res.Content) == 0 {
+		t.Fatalf("%s failed: %+v", tool, res)
+	}
+	id, _ := res.Meta["sessionId"].(string)
+	return res.Content[0].(*mcp.TextContent).Text, id
+}
+
+// results are the function responses the fake API received for the turn
+// whose prompt was prompt.
+func (h *hostEnv) results(prompt string) []fakeapi.FunctionResponse {
+	var out []fakeapi.FunctionResponse
+	for _, r := range h.api.Requests() {
+		if r.Method == fakeapi.MethodStream && r.Prompt == prompt {
+			out = append(out, r.FunctionResponses...)
+		}
+	}
+	return out
+}
+
+// TestHostCallsDownstreamTool: Gemini calls a downstream tool, declared to
+// it as mcp_<server>_<tool>; the server runs it and sends the result back
+// as a functionResponse, and the answer holds it; over stdio and HTTP.
+func TestHostCallsDownstreamTool(t *testing.T) {
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-tool", "echo")})
+			var cs *mcp.ClientSession
+			if transport == "stdio" {
+				cs = h.stdio(t, nil, "")
+			} else {
+				cs = h.http(t, nil, "")
+			}
+			h.connected(t, "down")
+			prompt := `[[call:mcp_down_echo:{"text":"hello tools"}]]`
+			text, _ := chat(t, cs, "chat", map[string]any{"prompt": prompt})
+			if !strings.Contains(text, "mcp_down_echo returned") || !strings.Contains(text, `echo {\"text\":\"hello tools\"}`) {
+				t.Errorf("answer %q does not hold the tool's result", text)
+			}
+			var reqs []fakeapi.Request
+			for _, r := range h.api.Requests() {
+				if r.Method == fakeapi.MethodStream {
+					reqs = append(reqs, r)
+				}
+			}
+			if len(reqs) != 2 || len(reqs[0].Tools) != 1 || reqs[0].Tools[0] != "mcp_down_echo" {
+				t.Fatalf("requests %+v: want the tool mcp_down_echo declared, then its result", reqs)
+			}
+			fr := reqs[1].FunctionResponses
+			if len(fr) != 1 || fr[0].Name != "mcp_down_echo" || !strings.Contains(string(fr[0].Response), `echo {\"text\":\"hello tools\"}`) {
+				t.Errorf("function responses %s", fmtResponses(fr))
+			}
+		})
+	}
+}
+
+func fmtResponses(fr []fakeapi.FunctionResponse) string {
+	b, _ := json.Marshal(fr)
+	return string(b)
+}
+
+// TestHostParallelCalls: two calls in one answer run at the same time:
+// the downstream tool answers only once both calls are running.
+func TestHostParallelCalls(t *testing.T) {
+	// Calls run one after the other would wait for each other until the
+	// server's timeout cuts the first.
+	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true, "timeout": 30000}, "-meet", "meet", "-meet-n", "2")})
+	cs := h.stdio(t, nil, "")
+	h.connected(t, "down")
+	prompt := `[[call:mcp_down_meet:{"text":"a"}]] [[call:mcp_down_meet:{"text":"b"}]]`
+	text, _ := chat(t, cs, "chat", map[string]any{"prompt": prompt})
+	fr := h.results(prompt)
+	if len(fr) != 2 {
+		t.Fatalf("function responses %s", fmtResponses(fr))
+	}
+	for i, want := range []string{`met 2 {\"text\":\"a\"}`, `met 2 {\"text\":\"b\"}`} {
+		if !strings.Contains(string(fr[i].Response), want) || !strings.Contains(text, want) {
+			t.Errorf("result %d: %s, answer %q: want %s", i, fr[i].Response, text, want)
+		}
+	}
+}
+
+// TestHostToolTimeout: a tool that never answers is cut at its server's
+// timeout; Gemini gets the error, the turn answers, and the downstream
+// call is cancelled.
+func TestHostToolTimeout(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"slow": down(t, map[string]any{"trust": true, "timeout": 3000}, "-hang", "stall")})
+	cs := h.stdio(t, nil, "")
+	h.connected(t, "slow")
+	prompt := `[[call:mcp_slow_stall:{}]]`
+	text, _ := chat(t, cs, "chat", map[string]any{"prompt": prompt})
+	fr := h.results(prompt)
+	if len(fr) != 1 || !strings.Contains(string(fr[0].Response), `"error"`) || !strings.Contains(string(fr[0].Response), "did not answer within 3s") {
+		t.Fatalf("function responses %s", fmtResponses(fr))
+	}
+	if !strings.Contains(text, "mcp_slow_stall returned") {
+		t.Errorf("answer %q", text)
+	}
+	h.stderr.wait(t, 1, "mcpdown: hanging tool cancelled")
+}
+
+// TestHostConfirmsThroughElicitation: a tool of an untrusted server runs
+// once the client's user allows it, and is refused when the user
+// declines, under both protocol generations: elicitation/create up to
+// 2025-11-25, the multi-round-trip flow of 2026-07-28 (the go-sdk
+// client's default, which runs the flow by itself); over stdio, and over
+// HTTP with sessions (where the go-sdk client speaks 2025-11-25) and
+// without (2026-07-28).
+func TestHostConfirmsThroughElicitation(t *testing.T) {
+	for _, tp := range []string{"stdio/2025-11-25", "stdio/2026-07-28", "http/2025-11-25", "stateless/2026-07-28"} {
+		transport, protocol, _ := strings.Cut(tp, "/")
+		for _, c := range []struct {
+			name   string
+			answer *mcp.ElicitResult
+			says   string
+		}{
+			{"allows", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "once"}}, `query {\"sql\":\"select 1\"}`},
+			{"declines", &mcp.ElicitResult{Action: "decline"}, "the user declined this call"},
+		} {
+			t.Run(tp+"/"+c.name, func(t *testing.T) {
+				h := newHostEnv(t, map[string]any{"db": down(t, nil, "-tool", "query")})
+				var mu sync.Mutex
+				var asked []string
+				opts := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					asked = append(asked, req.Params.Message)
+					return c.answer, nil
+				}}
+				var cs *mcp.ClientSession
+				if transport == "stdio" {
+					cs = h.stdio(t, opts, protocol)
+				} else if transport == "http" {
+					cs = h.http(t, opts, protocol)
+				} else {
+					cs = h.http(t, opts, protocol, "--stateless")
+				}
+				h.connected(t, "db")
+				prompt := `[[call:mcp_db_query:{"sql":"select 1"}]]`
+				text, _ := chat(t, cs, "chat", map[string]any{"prompt": prompt})
+				fr := h.results(prompt)
+				if len(fr) != 1 || !strings.Contains(string(fr[0].Response), c.says) {
+					t.Fatalf("function responses %s, want %q", fmtResponses(fr), c.says)
+				}
+				if c.name == "declines" && strings.Contains(string(fr[0].Response), "query {") {
+					t.Errorf("the declined call ran: %s", fr[0].Response)
+				}
+				if !strings.Contains(text, "mcp_db_query returned") {
+					t.Errorf("answer %q", text)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(asked) != 1 || !strings.Contains(asked[0], "query") {
+					t.Errorf("asked %q, want once about query", asked)
+				}
+			})
+		}
+	}
+}
+
+// TestHostCancelReachesDownstream: cancelling the chat call while a
+// downstream tool runs cancels that tool's call on its server; over stdio
+// and HTTP.
+func TestHostCancelReachesDownstream(t *testing.T) {
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-hang", "stall", "-tool", "echo")})
+			var cs *mcp.ClientSession
+			if transport == "stdio" {
+				cs = h.stdio(t, nil, "")
+			} else {
+				cs = h.http(t, nil, "")
+			}
+			h.connected(t, "down")
+			ctx, cancel := context.WithCancel(guardCtx(t))
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": `[[call:mcp_down_stall:{}]]`}})
+				done <- err
+			}()
+			h.stderr.wait(t, 1, "mcpdown: hanging in tool")
+			cancel()
+			if err := <-done; err == nil {
+				t.Error("the cancelled call succeeded")
+			}
+			h.stderr.wait(t, 1, "mcpdown: hanging tool cancelled")
+			// The server and its downstream server still serve.
+			text, _ := chat(t, cs, "chat", map[string]any{"prompt": `[[call:mcp_down_echo:{"text":"after"}]]`})
+			if !strings.Contains(text, `echo {\"text\":\"after\"}`) {
+				t.Errorf("answer after the cancellation %q", text)
+			}
+		})
+	}
+}
+
+// TestHostReplyReplaysToolTurns: chat-reply on a session whose first turn
+// called a tool sends that turn again whole: the fake API sees the
+// earlier functionCall and functionResponse.
+func TestHostReplyReplaysToolTurns(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-tool", "echo")})
+	cs := h.stdio(t, nil, "")
+	h.connected(t, "down")
+	_, id := chat(t, cs, "chat", map[string]any{"prompt": `[[call:mcp_down_echo:{"text":"first"}]]`})
+	if id == "" {
+		t.Fatal("no sessionId")
+	}
+	text, id2 := chat(t, cs, "chat-reply", map[string]any{"prompt": "and then?", "sessionId": id})
+	if id2 != id {
+		t.Errorf("sessionId %q, want %q", id2, id)
+	}
+	var reply *fakeapi.Request
+	for _, r := range h.api.Requests() {
+		if r.Method == fakeapi.MethodStream && r.LastUserText == "and then?" {
+			reply = &r
+		}
+	}
+	if reply == nil {
+		t.Fatalf("the reply did not reach the API; answer %q", text)
+	}
+	// The prompt, the call, its result, the answer, the new prompt.
+	if reply.NumContents != 5 {
+		t.Errorf("the reply sent %d contents, want 5:\n%s", reply.NumContents, reply.Body)
+	}
+	var body struct {
+		Contents []struct {
+			Role  string            `json:"role"`
+			Parts []json.RawMessage `json:"parts"`
+		} `json:"contents"`
+	}
+	if err := json.Unmarshal(reply.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, c := range body.Contents {
+		for _, p := range c.Parts {
+			var part map[string]json.RawMessage
+			json.Unmarshal(p, &part)
+			switch {
+			case part["functionCall"] != nil:
+				kinds = append(kinds, c.Role+":call "+string(part["functionCall"]))
+			case part["functionResponse"] != nil:
+				kinds = append(kinds, c.Role+":result "+string(part["functionResponse"]))
+			case part["text"] != nil:
+				kinds = append(kinds, c.Role+":text")
+			}
+		}
+	}
+	ok := len(kinds) == 5 && kinds[0] == "user:text" && kinds[3] == "model:text" && kinds[4] == "user:text"
+	for _, k := range []string{"model:call ", "user:result "} {
+		i := map[string]int{"model:call ": 1, "user:result ": 2}[k]
+		ok = ok && len(kinds) == 5 && strings.HasPrefix(kinds[i], k) &&
+			strings.Contains(kinds[i], `"name":"mcp_down_echo"`) && strings.Contains(kinds[i], "first")
+	}
+	if !ok {
+		t.Errorf("the reply's contents:\n%s", strings.Join(kinds, "\n"))
+	}
+}
+
+// TestMCPListDeadAndGood: `mcp list` shows a good server connected with
+// its tools, and a server whose command does not exist and one that
+// never answers initialize as failed with their reasons; it exits 0.
+func TestMCPListDeadAndGood(t *testing.T) {
+	h := newHostEnv(t, map[string]any{
+		"good": down(t, map[string]any{"timeout": 30000}, "-tool", "echo"),
+		"gone": map[string]any{"command": filepath.Join(t.TempDir(), "no-such-server")},
+		"mute": down(t, map[string]any{"timeout": 1000}, "-no-initialize"),
+	})
+	cmd := exec.Command(serverBin, "mcp", "list", "--mcp-config", h.config)
+	cmd.Env = h.vars
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, h.stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("mcp list: %v\n%s", err, stdout.String())
+	}
+	out := stdout.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^✓ good: .*mcpdown .*\(stdio\) - Connected\n    mcp_good_echo \(echo\)$`),
+		regexp.MustCompile(`(?m)^✗ gone: .*no-such-server \(stdio\) - Failed\n    reason: .*no such file or directory`),
+		regexp.MustCompile(`(?m)^✗ mute: .*mcpdown .*\(stdio\) - Failed\n    reason: no answer to initialize within 1s \(mcpServers\.mute\.timeout\)`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("mcp list output does not match %s:\n%s", want, out)
+
+		}
+	}
+}
