@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -250,15 +251,53 @@ func (h *hostEnv) results(prompt string) []fakeapi.FunctionResponse {
 	return out
 }
 
+// downHTTP starts mcpdown over transport ("http" or "sse") and returns
+// its URL and its stderr; the process is killed when the test ends.
+func downHTTP(t *testing.T, transport string, args ...string) (string, *logWatch) {
+	t.Helper()
+	cmd := exec.Command(mcpdown(t), append([]string{"-transport", transport, "-self-timeout", "5m"}, args...)...)
+	stderr := newLogWatch()
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "url ")
+	if err != nil || !ok {
+		t.Fatalf("mcpdown -transport %s said %q: %v", transport, line, err)
+	}
+	return url, stderr
+}
+
 // TestHostCallsDownstreamTool: Gemini calls a downstream tool, declared to
 // it as mcp_<server>_<tool>; the server runs it and sends the result back
-// as a functionResponse, and the answer holds it; over stdio and HTTP.
+// as a functionResponse, and the answer holds it; for a client over stdio
+// and HTTP, and a downstream server over stdio, Streamable HTTP and SSE.
 func TestHostCallsDownstreamTool(t *testing.T) {
-	for _, transport := range []string{"stdio", "http"} {
-		t.Run(transport, func(t *testing.T) {
-			h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-tool", "echo")})
+	for _, c := range []struct{ upstream, downstream string }{
+		{"stdio", "stdio"}, {"http", "stdio"}, {"stdio", "http"}, {"stdio", "sse"},
+	} {
+		t.Run(c.upstream+"/"+c.downstream, func(t *testing.T) {
+			cfg := down(t, map[string]any{"trust": true}, "-tool", "echo")
+			switch c.downstream {
+			case "http":
+				url, _ := downHTTP(t, "http", "-tool", "echo")
+				cfg = map[string]any{"httpUrl": url, "trust": true}
+			case "sse":
+				url, _ := downHTTP(t, "sse", "-tool", "echo")
+				cfg = map[string]any{"url": url, "type": "sse", "trust": true}
+			}
+			h := newHostEnv(t, map[string]any{"down": cfg})
 			var cs *mcp.ClientSession
-			if transport == "stdio" {
+			if c.upstream == "stdio" {
 				cs = h.stdio(t, nil, "")
 			} else {
 				cs = h.http(t, nil, "")
@@ -391,14 +430,28 @@ func TestHostConfirmsThroughElicitation(t *testing.T) {
 }
 
 // TestHostCancelReachesDownstream: cancelling the chat call while a
-// downstream tool runs cancels that tool's call on its server; over stdio
-// and HTTP.
+// downstream tool runs cancels that tool's call on its server; for a
+// client over stdio and HTTP, and a downstream server over stdio (whose
+// stderr the server logs) and Streamable HTTP.
 func TestHostCancelReachesDownstream(t *testing.T) {
-	for _, transport := range []string{"stdio", "http"} {
-		t.Run(transport, func(t *testing.T) {
-			h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-hang", "stall", "-tool", "echo")})
+	for _, c := range []struct{ upstream, downstream string }{
+		{"stdio", "stdio"}, {"http", "stdio"}, {"stdio", "http"},
+	} {
+		t.Run(c.upstream+"/"+c.downstream, func(t *testing.T) {
+			args := []string{"-hang", "stall", "-tool", "echo"}
+			cfg := down(t, map[string]any{"trust": true}, args...)
+			var downLog *logWatch
+			if c.downstream == "http" {
+				var url string
+				url, downLog = downHTTP(t, "http", args...)
+				cfg = map[string]any{"httpUrl": url, "trust": true}
+			}
+			h := newHostEnv(t, map[string]any{"down": cfg})
+			if downLog == nil {
+				downLog = h.stderr
+			}
 			var cs *mcp.ClientSession
-			if transport == "stdio" {
+			if c.upstream == "stdio" {
 				cs = h.stdio(t, nil, "")
 			} else {
 				cs = h.http(t, nil, "")
@@ -410,12 +463,12 @@ func TestHostCancelReachesDownstream(t *testing.T) {
 				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": `[[call:mcp_down_stall:{}]]`}})
 				done <- err
 			}()
-			h.stderr.wait(t, 1, "mcpdown: hanging in tool")
+			downLog.wait(t, 1, "mcpdown: hanging in tool")
 			cancel()
 			if err := <-done; err == nil {
 				t.Error("the cancelled call succeeded")
 			}
-			h.stderr.wait(t, 1, "mcpdown: hanging tool cancelled")
+			downLog.wait(t, 1, "mcpdown: hanging tool cancelled")
 			// The server and its downstream server still serve.
 			text, _ := chat(t, cs, "chat", map[string]any{"prompt": `[[call:mcp_down_echo:{"text":"after"}]]`})
 			if !strings.Contains(text, `echo {\"text\":\"after\"}`) {
@@ -514,5 +567,26 @@ func TestMCPListDeadAndGood(t *testing.T) {
 			t.Errorf("mcp list output does not match %s:\n%s", want, out)
 
 		}
+	}
+}
+
+// TestHostDownstreamCrash: a downstream server that dies mid-call fails
+// that call (Gemini reads why, the turn answers), and the host connects
+// to it again, whose tools then serve.
+func TestHostDownstreamCrash(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-crash", "boom", "-tool", "echo")})
+	cs := h.stdio(t, nil, "")
+	h.connected(t, "down")
+	prompt := `[[call:mcp_down_boom:{}]]`
+	text, _ := chat(t, cs, "chat", map[string]any{"prompt": prompt})
+	fr := h.results(prompt)
+	if len(fr) != 1 || !strings.Contains(string(fr[0].Response), `"error"`) || !strings.Contains(text, "mcp_down_boom returned") {
+		t.Fatalf("function responses %s, answer %q", fmtResponses(fr), text)
+	}
+	h.connected(t, "down") // the first connection's line
+	h.stderr.wait(t, 2, `msg="MCP server connected"`, "mcp_server=down ")
+	text, _ = chat(t, cs, "chat", map[string]any{"prompt": `[[call:mcp_down_echo:{"text":"again"}]]`})
+	if !strings.Contains(text, `echo {\"text\":\"again\"}`) {
+		t.Errorf("answer after the reconnection %q", text)
 	}
 }
