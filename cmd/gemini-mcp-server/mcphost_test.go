@@ -570,6 +570,30 @@ func TestMCPListDeadAndGood(t *testing.T) {
 	}
 }
 
+// TestHostTurnTimeoutCancelsDownstream: the call's --timeout ends a turn
+// whose tool never answers (its server's own timeout is longer): the
+// client gets the timeout, and the downstream call is cancelled.
+func TestHostTurnTimeoutCancelsDownstream(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true, "timeout": 600000}, "-hang", "stall")})
+	cmd := h.command("--timeout", "2s")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host-test", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	h.connected(t, "down")
+	res, err := cs.CallTool(guardCtx(t), &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": `[[call:mcp_down_stall:{}]]`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.Contains(text, "mcp_down_stall") ||
+		!strings.Contains(text, "within 2s") || !strings.Contains(text, "--timeout") || strings.Contains(text, "Gemini API") {
+		t.Errorf("result %+v, want the call's timeout", res.Content[0])
+	}
+	h.stderr.wait(t, 1, "mcpdown: hanging tool cancelled")
+}
+
 // TestHostDownstreamCrash: a downstream server that dies mid-call fails
 // that call (Gemini reads why, the turn answers), and the host connects
 // to it again, whose tools then serve.
