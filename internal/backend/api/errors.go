@@ -132,7 +132,7 @@ func contextError(parent context.Context, limit time.Duration) *backend.Error {
 	if parent.Err() == nil && limit > 0 {
 		return newError(backend.KindTimeout, context.DeadlineExceeded,
 			"the Gemini API did not answer within %s, the server's limit per call; "+
-				"ask for less at once, or raise the limit", limit)
+				"ask for less at once, or raise --timeout (GEMINI_MCP_TIMEOUT)", limit)
 	}
 	return newError(backend.KindTimeout, context.DeadlineExceeded,
 		"the Gemini API did not answer before the caller's deadline")
