@@ -614,3 +614,116 @@ func TestHostDownstreamCrash(t *testing.T) {
 		t.Errorf("answer after the reconnection %q", text)
 	}
 }
+
+// TestHostReplyAfterRestart: the tool calls of a turn are stored with it,
+// so chat-reply on a restarted server (the same state directory) still
+// sends them to Gemini.
+func TestHostReplyAfterRestart(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-tool", "echo")})
+	cs := h.stdio(t, nil, "")
+	h.connected(t, "down")
+	_, id := chat(t, cs, "chat", map[string]any{"prompt": `[[call:mcp_down_echo:{"text":"stored"}]]`})
+	cs.Close()
+	cs = h.stdio(t, nil, "")
+	chat(t, cs, "chat-reply", map[string]any{"prompt": "after restart", "sessionId": id})
+	var reply *fakeapi.Request
+	for _, r := range h.api.Requests() {
+		if r.Method == fakeapi.MethodStream && r.LastUserText == "after restart" {
+			reply = &r
+		}
+	}
+	if reply == nil || reply.NumContents != 5 || !bytes.Contains(reply.Body, []byte(`"functionCall"`)) ||
+		!bytes.Contains(reply.Body, []byte(`"functionResponse"`)) || !bytes.Contains(reply.Body, []byte("stored")) {
+		t.Fatalf("the reply after the restart: %+v", reply)
+	}
+}
+
+// TestHostProgressAndResource: each tool call is reported as progress to
+// a client that asked for it, and the mcp-servers resource shows the
+// server connected with its tool.
+func TestHostProgressAndResource(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-tool", "echo")})
+	var mu sync.Mutex
+	var messages []string
+	called := make(chan struct{})
+	var once sync.Once
+	cs := h.stdio(t, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		messages = append(messages, req.Params.Message)
+		if strings.Contains(req.Params.Message, "calling mcp_down_echo") {
+			once.Do(func() { close(called) })
+		}
+	}}, "")
+	h.connected(t, "down")
+	res, err := cs.ReadResource(guardCtx(t), &mcp.ReadResourceParams{URI: "gemini-mcp://mcp-servers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Contents[0].Text; !strings.Contains(text, `"connected"`) || !strings.Contains(text, "mcp_down_echo") {
+		t.Errorf("the mcp-servers resource:\n%s", text)
+	}
+	params := &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": `[[call:mcp_down_echo:{"text":"p"}]]`}}
+	params.SetProgressToken("tok")
+	r, err := cs.CallTool(guardCtx(t), params)
+	if err != nil || r.IsError {
+		t.Fatalf("chat: %v %+v", err, r)
+	}
+	select {
+	case <-called:
+	case <-guardCtx(t).Done():
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("no progress message names the call: %q", messages)
+	}
+}
+
+// TestHostToolListChanged: a downstream server that adds a tool and says
+// so has that tool declared to Gemini in the next turn.
+func TestHostToolListChanged(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-grow", "grow")})
+	cs := h.stdio(t, nil, "")
+	h.connected(t, "down")
+	text, _ := chat(t, cs, "chat", map[string]any{"prompt": `[[call:mcp_down_grow:{}]]`})
+	if !strings.Contains(text, "added_1") {
+		t.Fatalf("answer %q", text)
+	}
+	h.stderr.wait(t, 1, `msg="MCP server's tools changed"`, "mcp_server=down ", "tools=2")
+	text, _ = chat(t, cs, "chat", map[string]any{"prompt": `[[call:mcp_down_added_1:{"text":"new"}]]`})
+	if !strings.Contains(text, `added_1 {\"text\":\"new\"}`) {
+		t.Errorf("answer %q", text)
+	}
+}
+
+// TestHostAlwaysAllowIsPerSession: "always allow this tool" holds for the
+// rest of the session (chat-reply does not ask again), and a new session
+// asks again.
+func TestHostAlwaysAllowIsPerSession(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"db": down(t, nil, "-tool", "query")})
+	var mu sync.Mutex
+	asked := 0
+	cs := h.stdio(t, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "tool"}}, nil
+	}}, "")
+	h.connected(t, "db")
+	prompt := `[[call:mcp_db_query:{"sql":"select 1"}]]`
+	_, id := chat(t, cs, "chat", map[string]any{"prompt": prompt})
+	text, _ := chat(t, cs, "chat-reply", map[string]any{"prompt": prompt, "sessionId": id})
+	if !strings.Contains(text, `query {\"sql\":\"select 1\"}`) {
+		t.Errorf("the reply's answer %q", text)
+	}
+	mu.Lock()
+	if asked != 1 {
+		t.Errorf("asked %d times in one session, want 1", asked)
+	}
+	mu.Unlock()
+	chat(t, cs, "chat", map[string]any{"prompt": prompt})
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 2 {
+		t.Errorf("asked %d times in two sessions, want 2", asked)
+	}
+}
