@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -725,5 +726,104 @@ func TestHostAlwaysAllowIsPerSession(t *testing.T) {
 	defer mu.Unlock()
 	if asked != 2 {
 		t.Errorf("asked %d times in two sessions, want 2", asked)
+	}
+}
+
+// TestHostWithoutElicitation: a client that cannot elicit gets an
+// untrusted tool refused, Gemini being told how the operator may allow
+// it; with --allow-mcp-tools naming it, it runs.
+func TestHostWithoutElicitation(t *testing.T) {
+	prompt := `[[call:mcp_db_query:{"sql":"select 2"}]]`
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{nil, "--allow-mcp-tools=db.query"},
+		{[]string{"--allow-mcp-tools", "db.query"}, `query {\"sql\":\"select 2\"}`},
+	} {
+		h := newHostEnv(t, map[string]any{"db": down(t, nil, "-tool", "query")})
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "host-test", Version: "1"}, nil).
+			Connect(context.Background(), &mcp.CommandTransport{Command: h.command(c.args...)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.connected(t, "db")
+		text, _ := chat(t, cs, "chat", map[string]any{"prompt": prompt})
+		cs.Close()
+		if fr := h.results(prompt); len(fr) != 1 || !strings.Contains(string(fr[0].Response), c.says) || !strings.Contains(text, c.says) {
+			t.Errorf("%v: function responses %s, answer %q: want %q", c.args, fmtResponses(fr), text, c.says)
+		}
+	}
+}
+
+// TestHostSanitizedNames: a server and a tool whose names hold spaces are
+// declared and called under the sanitized name.
+func TestHostSanitizedNames(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"my server": down(t, map[string]any{"trust": true}, "-tool", "get thing")})
+	cs := h.stdio(t, nil, "")
+	h.stderr.wait(t, 1, `msg="MCP server connected"`, `mcp_server="my server"`)
+	text, _ := chat(t, cs, "chat", map[string]any{"prompt": `[[call:mcp_my_server_get_thing:{"text":"s"}]]`})
+	if !strings.Contains(text, `get thing {\"text\":\"s\"}`) {
+		t.Errorf("answer %q", text)
+	}
+}
+
+// TestHostCancelWhileAsking: cancelling the chat while the client's user
+// is being asked (elicitation/create, 2025-11-25) ends the question and
+// the call; the tool never runs and the server goes on serving.
+func TestHostCancelWhileAsking(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"db": down(t, nil, "-tool", "query")})
+	asking, ended := make(chan struct{}), make(chan struct{})
+	cs := h.stdio(t, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		close(asking)
+		<-ctx.Done()
+		close(ended)
+		return nil, ctx.Err()
+	}}, "2025-11-25")
+	h.connected(t, "db")
+	ctx, cancel := context.WithCancel(guardCtx(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": `[[call:mcp_db_query:{}]]`}})
+		done <- err
+	}()
+	<-asking
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("the cancelled call succeeded")
+	}
+	select {
+	case <-ended:
+	case <-guardCtx(t).Done():
+		t.Fatal("the question was not withdrawn")
+	}
+	text, _ := chat(t, cs, "chat", map[string]any{"prompt": "still there?"})
+	if !strings.Contains(text, "still there?") {
+		t.Errorf("answer %q", text)
+	}
+}
+
+// TestHostConcurrentTurns: two chats at once call the same downstream
+// tool, whose calls answer only when both run: turns share the host
+// without waiting for each other.
+func TestHostConcurrentTurns(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true, "timeout": 30000}, "-meet", "meet", "-meet-n", "2")})
+	cs := h.stdio(t, nil, "")
+	h.connected(t, "down")
+	texts := make(chan string, 2)
+	for _, who := range []string{"a", "b"} {
+		go func() {
+			res, err := cs.CallTool(guardCtx(t), &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": `[[call:mcp_down_meet:{"text":"` + who + `"}]]`}})
+			if err != nil || res.IsError {
+				texts <- fmt.Sprintf("%v %+v", err, res)
+				return
+			}
+			texts <- res.Content[0].(*mcp.TextContent).Text
+		}()
+	}
+	for range 2 {
+		if text := <-texts; !strings.Contains(text, `met 2`) {
+			t.Errorf("answer %q", text)
+		}
 	}
 }
