@@ -827,3 +827,34 @@ func TestHostConcurrentTurns(t *testing.T) {
 		}
 	}
 }
+
+// TestHostAbandonedQuestion: a 2026-07-28 client that gives up while its
+// user is asked to confirm a tool call never comes back with the answer;
+// the turn it left suspended must not hold the session: the next
+// chat-reply on it answers.
+func TestHostAbandonedQuestion(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"db": down(t, nil, "-tool", "query")})
+	asking := make(chan struct{}, 1)
+	cs := h.stdio(t, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asking <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}, "2026-07-28")
+	h.connected(t, "db")
+	_, id := chat(t, cs, "chat", map[string]any{"prompt": "hello"})
+	ctx, cancel := context.WithCancel(guardCtx(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": `[[call:mcp_db_query:{}]]`, "sessionId": id}})
+		done <- err
+	}()
+	<-asking
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("the abandoned call succeeded")
+	}
+	text, _ := chat(t, cs, "chat-reply", map[string]any{"prompt": "never mind", "sessionId": id})
+	if !strings.Contains(text, "never mind") {
+		t.Errorf("answer %q", text)
+	}
+}
