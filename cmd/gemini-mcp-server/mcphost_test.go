@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -856,5 +859,70 @@ func TestHostAbandonedQuestion(t *testing.T) {
 	text, _ := chat(t, cs, "chat-reply", map[string]any{"prompt": "never mind", "sessionId": id})
 	if !strings.Contains(text, "never mind") {
 		t.Errorf("answer %q", text)
+	}
+}
+
+// TestHostShutdownDuringToolCall: the server stopped (stdin closed, or
+// SIGTERM) while a downstream tool hangs exits 0, and neither the
+// downstream server nor the child it started outlives it.
+func TestHostShutdownDuringToolCall(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("process checks use /proc")
+	}
+	for _, how := range []string{"eof", "sigterm"} {
+		t.Run(how, func(t *testing.T) {
+			pids := t.TempDir()
+			h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-hang", "stall", "-child", "-pid-dir", pids)})
+			cmd := h.command()
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stdout = io.Discard
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			h.connected(t, "down")
+			io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"chat","arguments":{"prompt":"[[call:mcp_down_stall:{}]]"}}}
+`)
+			h.stderr.wait(t, 1, "mcpdown: hanging in tool")
+			h.stderr.wait(t, 1, "mcpdown: child pid")
+			if how == "eof" {
+				stdin.Close()
+			} else {
+				cmd.Process.Signal(syscall.SIGTERM)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("server exited with %v", err)
+				}
+			case <-guardCtx(t).Done():
+				cmd.Process.Kill()
+				t.Fatal("the server did not exit")
+			}
+			// mcpdown writes its pid file before it serves; the child's may
+			// come late, but mcpdown logs the child's pid once started.
+			var all []int
+			files, _ := filepath.Glob(filepath.Join(pids, "pid-*"))
+			for _, f := range files {
+				pid, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(f), "pid-"))
+				all = append(all, pid)
+			}
+			m := regexp.MustCompile(`mcpdown: child pid (\d+)`).FindStringSubmatch(h.stderr.String())
+			if len(files) == 0 || m == nil {
+				t.Fatalf("pid files %v, child line %q: want mcpdown's pid and its child's", files, m)
+			}
+			child, _ := strconv.Atoi(m[1])
+			for _, pid := range append(all, child) {
+				if geminitest.Alive(pid) {
+					t.Errorf("pid %d outlived the server", pid)
+				}
+			}
+		})
 	}
 }
