@@ -926,3 +926,34 @@ func TestHostShutdownDuringToolCall(t *testing.T) {
 		})
 	}
 }
+
+// TestHostMaxToolRounds: a model that never stops calling gets
+// --max-tool-rounds rounds, then is asked to answer with function calling
+// off; the answer says so in _meta.notApplied.
+func TestHostMaxToolRounds(t *testing.T) {
+	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-tool", "echo")})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host-test", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: h.command("--max-tool-rounds", "2")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	h.connected(t, "down")
+	prompt := `[[call:mcp_down_echo:{"text":"once"}]] [[loop-call:mcp_down_echo:{"text":"again"}]]`
+	res, err := cs.CallTool(guardCtx(t), &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": prompt}})
+	if err != nil || res.IsError {
+		t.Fatalf("chat: %v %+v", err, res)
+	}
+	var modes []string
+	for _, r := range h.api.Requests() {
+		if r.Method == fakeapi.MethodStream && r.Prompt == prompt {
+			modes = append(modes, r.ToolMode)
+		}
+	}
+	if strings.Join(modes, ",") != ",,NONE" {
+		t.Errorf("tool modes of the requests %q, want two rounds then NONE", modes)
+	}
+	if na := fmt.Sprint(res.Meta["notApplied"]); !strings.Contains(na, "--max-tool-rounds") {
+		t.Errorf("notApplied %q", na)
+	}
+}
