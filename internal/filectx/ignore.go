@@ -26,7 +26,9 @@ import (
 //     everything inside, "/**/" zero or more directories.
 //
 // A pattern that does not compile (an unclosed "[") matches nothing, as in
-// git. The last matching pattern decides.
+// git. The last matching pattern decides. As in git (2.32 and later), a
+// .gitignore that is a symbolic link is not followed; nor is one that is
+// not a regular file or is larger than 1 MiB read.
 //
 // A small implementation of our own instead of a dependency: the
 // maintained Go implementations come inside large modules (go-git), and
@@ -174,6 +176,10 @@ func matchSegs(pat, segs []string) bool {
 	return len(segs) == 0
 }
 
+// maxIgnoreBytes bounds the .gitignore files read; a larger one is not
+// honoured (git itself refuses those over 100 MiB).
+const maxIgnoreBytes = 1 << 20
+
 // ignoreLevel is a .gitignore and the directory (relative to the root)
 // that holds it.
 type ignoreLevel struct {
@@ -207,8 +213,15 @@ func (st ignoreStack) ignored(rel string, isDir bool) bool {
 // added, when there is one. The stack is copied, since siblings share the
 // parent's.
 func (st ignoreStack) withDir(absDir, rel string) ignoreStack {
-	data, err := os.ReadFile(absDir + string(os.PathSeparator) + ".gitignore")
-	if err != nil || len(data) == 0 {
+	name := absDir + string(os.PathSeparator) + ".gitignore"
+	// Only a regular file of sensible size is read: opening a named pipe
+	// would block the scan, and a link could lead anywhere.
+	info, err := os.Lstat(name)
+	if err != nil || !info.Mode().IsRegular() || info.Size() == 0 || info.Size() > maxIgnoreBytes {
+		return st
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
 		return st
 	}
 	if rel == "." {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestResolveRefusesWhatIsOutsideTheSandbox(t *testing.T) {
@@ -145,4 +146,40 @@ func FuzzResolve(f *testing.F) {
 			t.Fatalf("%q resolved to %s, which is not its real path (%s, %v)", entry, r.Path, real, err)
 		}
 	})
+}
+
+// TestSpecialGitignoreDoesNotBlock: a named pipe called .gitignore would
+// block a scan that opened it, waiting for a writer that never comes.
+func TestSpecialGitignoreDoesNotBlock(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no FIFOs here")
+	}
+	root := tree(t, map[string]string{"sub/a.go": "package a\n"})
+	for _, p := range []string{".gitignore", "sub/.gitignore"} {
+		if err := syscall.Mkfifo(filepath.Join(root, p), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Gather(t.Context(), root, nil, []string{"sub"}, nil, Options{})
+		if err == nil {
+			_, err = Gather(t.Context(), root, nil, []string{"."}, nil, Options{})
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		// Unblock the reader so that the goroutine can end.
+		for _, p := range []string{".gitignore", "sub/.gitignore"} {
+			if f, err := os.OpenFile(filepath.Join(root, p), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		}
+		t.Fatal("the scan blocked on a FIFO named .gitignore")
+	}
 }
