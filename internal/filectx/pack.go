@@ -57,14 +57,12 @@ func Gather(ctx context.Context, root string, forbidden, entries []string, seen 
 }
 
 // Pack reads the candidates in priority order and packs them into the
-// token budget. seen may be nil. The scan's skipped entries come first in
-// the Result's list, then those of packing.
+// token budget. seen may be nil. The Result lists the files skipped while
+// packing (budget, duplicate, file limit: what the caller can act on)
+// before those the scan left out.
 func (sc *Scan) Pack(ctx context.Context, seen Seen, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
 	res := &Result{SkippedBy: map[Reason]int{}}
-	for _, s := range sc.Skipped {
-		res.skip(s, opts.MaxSkippedListed)
-	}
 	var out strings.Builder
 	left := opts.MaxTokens
 	for _, c := range sc.Candidates {
@@ -104,6 +102,16 @@ func (sc *Scan) Pack(ctx context.Context, seen Seen, opts Options) (*Result, err
 		res.Sent = append(res.Sent, Sent{Path: c.Rel, Class: c.Class.String(), Bytes: int64(len(data)), Lines: lines, Tokens: n, Hash: hash})
 	}
 	res.Text = out.String()
+	res.SkippedTotal += sc.SkippedTotal
+	for r, n := range sc.SkippedBy {
+		res.SkippedBy[r] += n
+	}
+	for _, s := range sc.Skipped {
+		if len(res.Skipped) >= opts.MaxSkippedListed {
+			break
+		}
+		res.Skipped = append(res.Skipped, s)
+	}
 	if len(res.SkippedBy) == 0 {
 		res.SkippedBy = nil
 	}

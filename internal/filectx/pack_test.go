@@ -280,3 +280,21 @@ func TestRender(t *testing.T) {
 		t.Fatalf("%d lines, tail %q", n, got[len(got)-60:])
 	}
 }
+
+// TestPackingSkipsAreListedFirst: when many files are ignored, the list
+// still shows the file that did not fit in the budget, which is what the
+// caller can act on.
+func TestPackingSkipsAreListedFirst(t *testing.T) {
+	files := map[string]string{".gitignore": "*.log\n", "big.go": strings.Repeat("x", 4000), "small.go": "package s\n"}
+	for i := range 20 {
+		files[fmt.Sprintf("l%02d.log", i)] = "log\n"
+	}
+	root := tree(t, files)
+	res, err := Gather(t.Context(), root, nil, []string{"."}, nil, Options{MaxTokens: 200, MaxSkippedListed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 5 || res.Skipped[0].Path != "big.go" || res.Skipped[0].Reason != SkipBudget || res.SkippedTotal != 21 || res.SkippedBy[SkipIgnored] != 20 {
+		t.Fatalf("skipped %v, total %d, by %v", res.Skipped, res.SkippedTotal, res.SkippedBy)
+	}
+}

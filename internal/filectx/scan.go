@@ -97,11 +97,15 @@ type Candidate struct {
 }
 
 // Scan is the outcome of walking the entries: the candidates in priority
-// order and what was left out on the way.
+// order and what was left out on the way (at most MaxSkippedListed of
+// them listed, all of them counted, so that a tree of many ignored files
+// costs no memory for them).
 type Scan struct {
-	Root       string
-	Candidates []Candidate
-	Skipped    []Skipped
+	Root         string
+	Candidates   []Candidate
+	Skipped      []Skipped
+	SkippedTotal int
+	SkippedBy    map[Reason]int
 }
 
 // ScanEntries resolves and walks the files entries. It fails with an
@@ -130,7 +134,7 @@ func (s *Sandbox) ScanEntries(ctx context.Context, entries []string, opts Option
 		}
 		resolved = append(resolved, r)
 	}
-	sc := &Scan{Root: s.root}
+	sc := &Scan{Root: s.root, SkippedBy: map[Reason]int{}}
 	w := &walker{s: s, opts: opts, scan: sc, seen: map[string]bool{}}
 	for i, r := range resolved {
 		if err := ctx.Err(); err != nil {
@@ -183,7 +187,11 @@ type walker struct {
 }
 
 func (w *walker) skip(rel string, r Reason, detail string) {
-	w.scan.Skipped = append(w.scan.Skipped, Skipped{Path: rel, Reason: r, Detail: detail})
+	w.scan.SkippedTotal++
+	w.scan.SkippedBy[r]++
+	if len(w.scan.Skipped) < w.opts.MaxSkippedListed {
+		w.scan.Skipped = append(w.scan.Skipped, Skipped{Path: rel, Reason: r, Detail: detail})
+	}
 }
 
 func (w *walker) addFile(abs, rel string, info fs.FileInfo, entry int) {
