@@ -156,3 +156,18 @@ func TestKinds(t *testing.T) {
 		t.Fatalf("kinds %q", got)
 	}
 }
+
+// FuzzScanDiff checks that no input makes the diff reader panic and that
+// every finding has a line number and a masked value.
+func FuzzScanDiff(f *testing.F) {
+	f.Add("+++ b/x\n@@ -1 +1 @@\n+password = \"hunter2hunter2\"\n")
+	f.Add("@@ -0,0 +abc @@\n+" + ghToken)
+	f.Add("+++ \"b/odd\\tname\"\n@@ -1,2 +3,4 @@\n " + "\n+" + pemHead)
+	f.Fuzz(func(t *testing.T, diff string) {
+		for _, fd := range ScanDiff(diff) {
+			if fd.Line < 1 || fd.Kind == "" || fd.Masked == "" {
+				t.Fatalf("finding %+v", fd)
+			}
+		}
+	})
+}
