@@ -92,11 +92,8 @@ func TestAPIBackendConfirmsThroughTheClient(t *testing.T) {
 func TestAbandonedQuestionWithdrawn(t *testing.T) {
 	fake := fakeapi.New()
 	t.Cleanup(fake.Close)
-	hist, err := session.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(hist.Close)
+	hist := memstore.New(session.Options{})
+	t.Cleanup(func() { hist.Close() })
 	host := &dbHost{}
 	b, err := api.New(api.Options{Tools: host, Getenv: func(k string) string {
 		return map[string]string{"GEMINI_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.URL()}[k]

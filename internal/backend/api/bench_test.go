@@ -13,6 +13,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/mcphost"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
 // BenchmarkToolRoundTrip measures what a tool call costs a turn, against
@@ -45,11 +46,8 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 	if err := host.WaitSettled(ctx); err != nil || len(host.Tools()) != 1 {
 		b.Fatalf("the host did not connect: %v %+v", err, host.Status())
 	}
-	hist, err := session.Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(hist.Close)
+	hist := memstore.New(session.Options{})
+	b.Cleanup(func() { hist.Close() })
 	be, err := New(Options{Tools: host, Getenv: env(fake), Timeout: time.Minute}, hist, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
