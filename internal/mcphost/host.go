@@ -324,6 +324,7 @@ func (h *Host) serve(ctx context.Context, s *server, sess *mcp.ClientSession) er
 				continue
 			}
 			h.update(s, func() { s.tools = tools })
+			h.log.Info("MCP server's tools changed", "mcp_server", s.cfg.Name, "tools", len(tools))
 		}
 	}
 }

@@ -142,13 +142,14 @@ func elicitConfirm(req *mcp.CallToolRequest) backend.Confirm {
 // suspended is a turn waiting for a 2026-07-28 client to bring its user's
 // answer in a later call.
 type suspended struct {
-	client string                   // who may answer: clientOf(req).key()
-	asks   chan ask                 // from the turn: a question to put
-	done   chan *mcp.CallToolResult // the turn's result (buffered)
-	cancel context.CancelFunc       // stops the turn
-	mu     sync.Mutex
-	cur    *ask        // the question out, once returned to the client
-	timer  *time.Timer // stops the turn when the client does not come back
+	client  string                   // who may answer: clientOf(req).key()
+	session string                   // the session the turn continues, "" for a new one
+	asks    chan ask                 // from the turn: a question to put
+	done    chan *mcp.CallToolResult // the turn's result (buffered)
+	cancel  context.CancelFunc       // stops the turn
+	mu      sync.Mutex
+	cur     *ask        // the question out, once returned to the client
+	timer   *time.Timer // stops the turn when the client does not come back
 }
 
 type ask struct {
@@ -175,6 +176,30 @@ func (s *suspended) confirm(ctx context.Context, r backend.ConfirmRequest) (back
 
 // pendingTurns are the suspended turns, by request state.
 type pendingTurns struct{ m sync.Map }
+
+// supersede stops the turns of client on session that wait for an answer.
+// A 2026-07-28 client that gives up while its user is asked never says
+// so: it just does not call again. Its turn would hold the session (which
+// runs one turn at a time) until the wait ends; a new call of the same
+// client on the same session shows that the client has moved on.
+func (p *pendingTurns) supersede(client, session string) int {
+	n := 0
+	p.m.Range(func(state, v any) bool {
+		s := v.(*suspended)
+		if s.client != client || s.session != session {
+			return true
+		}
+		if _, ok := p.m.LoadAndDelete(state); ok {
+			s.mu.Lock()
+			s.timer.Stop()
+			s.mu.Unlock()
+			s.cancel()
+			n++
+		}
+		return true
+	})
+	return n
+}
 
 // runMRTR runs a turn whose confirmations go through the tool result: it
 // starts the turn (or, for a call carrying a request state, resumes the one
@@ -209,7 +234,7 @@ func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, call backe
 		stop := context.AfterFunc(d.Lifetime, cancel)
 		go func() { <-tctx.Done(); stop() }()
 	}
-	s := &suspended{client: who, asks: make(chan ask), done: make(chan *mcp.CallToolResult, 1), cancel: cancel}
+	s := &suspended{client: who, session: call.Session, asks: make(chan ask), done: make(chan *mcp.CallToolResult, 1), cancel: cancel}
 	call.Confirm = s.confirm
 	go func() { s.done <- d.runTurn(tctx, req, call) }()
 	return d.await(ctx, req, s, who)

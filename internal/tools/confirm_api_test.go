@@ -85,3 +85,50 @@ func TestAPIBackendConfirmsThroughTheClient(t *testing.T) {
 		}
 	}
 }
+
+// TestAbandonedQuestionWithdrawn: a 2026-07-28 client that gives up while
+// its user is asked leaves the turn suspended; its next call on the same
+// session withdraws the question instead of waiting behind that turn.
+func TestAbandonedQuestionWithdrawn(t *testing.T) {
+	fake := fakeapi.New()
+	t.Cleanup(fake.Close)
+	hist := memstore.New(session.Options{})
+	t.Cleanup(func() { hist.Close() })
+	host := &dbHost{}
+	b, err := api.New(api.Options{Tools: host, Getenv: func(k string) string {
+		return map[string]string{"GEMINI_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.URL()}[k]
+	}}, hist, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	asking := make(chan struct{}, 1)
+	cs, _, _ := confirmServer(t, b, "2026-07-28", nil, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asking <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}})
+	res, err := cs.CallTool(testCtx(t), &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "hello"}})
+	if err != nil || res.IsError {
+		t.Fatalf("chat: %v %+v", err, res)
+	}
+	id := res.Meta["sessionId"]
+	ctx, cancel := context.WithCancel(testCtx(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": `[[call:mcp_db_query:{}]]`, "sessionId": id}})
+		done <- err
+	}()
+	<-asking
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("the abandoned call succeeded")
+	}
+	res, err = cs.CallTool(testCtx(t), &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": "never mind", "sessionId": id}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "never mind") {
+		t.Fatalf("the next chat-reply: %v %+v", err, res)
+	}
+	if host.calls != 0 {
+		t.Errorf("the unconfirmed tool ran %d times", host.calls)
+	}
+}

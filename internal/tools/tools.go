@@ -418,6 +418,11 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call backend.T
 			defer context.AfterFunc(rc, cancel)()
 		}
 	}
+	if call.Session != "" && req.Params.RequestState == "" {
+		if n := d.pending.supersede(d.clientOf(req).key(), call.Session); n > 0 {
+			d.Log.Info("a new call on the session withdrew the tool confirmation left unanswered", "session", call.Session)
+		}
+	}
 	switch {
 	case !canElicit(req):
 		// Untrusted downstream tools run only if the operator allows them.

@@ -491,7 +491,7 @@ func TestCancelMidStream(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	f := newFixture(t, Options{Timeout: 300 * time.Millisecond})
 	_, err := f.run(backend.Turn{Prompt: "[[sleep:600000]]"})
-	be := wantKind(t, err, backend.KindTimeout, 0, "did not answer within 300ms")
+	be := wantKind(t, err, backend.KindTimeout, 0, "did not answer within 300ms", "raise --timeout (GEMINI_MCP_TIMEOUT)")
 	if !errors.Is(be, context.DeadlineExceeded) {
 		t.Fatal("the error does not match context.DeadlineExceeded")
 	}

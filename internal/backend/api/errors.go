@@ -132,8 +132,28 @@ func contextError(parent context.Context, limit time.Duration) *backend.Error {
 	if parent.Err() == nil && limit > 0 {
 		return newError(backend.KindTimeout, context.DeadlineExceeded,
 			"the Gemini API did not answer within %s, the server's limit per call; "+
-				"ask for less at once, or raise the limit", limit)
+				"ask for less at once, or raise --timeout (GEMINI_MCP_TIMEOUT)", limit)
 	}
 	return newError(backend.KindTimeout, context.DeadlineExceeded,
 		"the Gemini API did not answer before the caller's deadline")
+}
+
+// toolsContextError is the error for a call whose context ended while
+// Gemini's tool calls ran: it names the tools still running, which
+// contextError would wrongly blame on the Gemini API.
+func toolsContextError(parent context.Context, limit time.Duration, unfinished []string) *backend.Error {
+	if len(unfinished) == 0 {
+		return contextError(parent, limit)
+	}
+	tools := strings.Join(unfinished, ", ")
+	if errors.Is(parent.Err(), context.Canceled) {
+		return newError(backend.KindCancelled, context.Canceled, "the call was cancelled while the tool calls %s ran", tools)
+	}
+	if parent.Err() == nil && limit > 0 {
+		return newError(backend.KindTimeout, context.DeadlineExceeded,
+			"the tool calls %s had not finished within %s, the server's limit per call (--timeout), and were cancelled; "+
+				"raise --timeout (GEMINI_MCP_TIMEOUT) if such calls need longer", tools, limit)
+	}
+	return newError(backend.KindTimeout, context.DeadlineExceeded,
+		"the tool calls %s had not finished before the caller's deadline, and were cancelled", tools)
 }

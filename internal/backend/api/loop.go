@@ -70,9 +70,10 @@ func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Tur
 				"--max-tool-rounds", b.maxRounds)
 		}
 		call := &genai.Content{Role: genai.RoleModel, Parts: res.parts}
-		results := &genai.Content{Role: genai.RoleUser, Parts: b.runCalls(ctx, id, t, model, tools, res.calls, obs)}
+		parts, unfinished := b.runCalls(ctx, id, t, model, tools, res.calls, obs)
+		results := &genai.Content{Role: genai.RoleUser, Parts: parts}
 		if ctx.Err() != nil {
-			return nil, nil, nil, contextError(parent, b.timeout)
+			return nil, nil, nil, toolsContextError(parent, b.timeout, unfinished)
 		}
 		contents = append(contents, call, results)
 		exchange = append(exchange, call, results)
@@ -106,9 +107,12 @@ func declare(tools []backend.HostTool, cfg *genai.GenerateContentConfig) map[str
 // and returns the parts that answer them, in the calls' order. A call that
 // fails, or that may not run, is answered with an error for Gemini to read:
 // it does not fail the turn. The user is asked about one call at a time.
+// unfinished names the calls that ctx's end cut short, for the error that
+// then ends the turn.
 func (b *Backend) runCalls(ctx context.Context, id string, t backend.Turn, model string, tools map[string]backend.HostTool,
-	calls []*genai.FunctionCall, obs backend.Observer) []*genai.Part {
+	calls []*genai.FunctionCall, obs backend.Observer) (parts []*genai.Part, unfinished []string) {
 	out := make([][]*genai.Part, len(calls))
+	cut := make([]bool, len(calls))
 	var wg sync.WaitGroup
 	for i, fc := range calls {
 		ht, ok := tools[fc.Name]
@@ -130,14 +134,17 @@ func (b *Backend) runCalls(ctx context.Context, id string, t backend.Turn, model
 			res, err := b.tools.Call(ctx, fc.Name, fc.Args)
 			b.log.Debug("gemini api: tool call", "tool", fc.Name, "elapsed", time.Since(start), "err", err)
 			out[i] = callResultParts(fc, ht.Tool, res, err, model)
+			cut[i] = err != nil && ctx.Err() != nil
 		}()
 	}
 	wg.Wait()
-	var parts []*genai.Part
-	for _, ps := range out {
+	for i, ps := range out {
 		parts = append(parts, ps...)
+		if cut[i] && !slices.Contains(unfinished, calls[i].Name) {
+			unfinished = append(unfinished, calls[i].Name)
+		}
 	}
-	return parts
+	return parts, unfinished
 }
 
 // permit decides whether tool ht may run now in session id, asking the

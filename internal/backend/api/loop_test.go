@@ -250,9 +250,12 @@ func TestTurnTimeoutEndsDownstreamCall(t *testing.T) {
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h, Timeout: 300 * time.Millisecond})
 	_, err := f.run(backend.Turn{Prompt: `[[call:mcp_demo_block:{}]]`})
-	be := wantKind(t, err, backend.KindTimeout, 0, "300ms")
+	be := wantKind(t, err, backend.KindTimeout, 0, "the tool calls mcp_demo_block had not finished within 300ms, the server's limit per call (--timeout)")
 	if !errors.Is(be, context.DeadlineExceeded) {
 		t.Error("the error does not match context.DeadlineExceeded")
+	}
+	if strings.Contains(be.Reason, "Gemini API") {
+		t.Errorf("the error blames the Gemini API: %s", be.Reason)
 	}
 	select {
 	case <-h.cancelled:

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,8 @@ func run() error {
 	crash := flag.String("crash", "", "a tool that ends the server mid-call")
 	grow := flag.String("grow", "", "a tool that adds a tool named added_N and announces the change")
 	refTool := flag.String("ref-tool", "", "a tool whose input schema uses $defs and $ref")
+	meet := flag.String("meet", "", "a tool whose calls wait until -meet-n of them run at once")
+	meetN := flag.Int("meet-n", 2, "how many calls of the -meet tool must run at once")
 	noInit := flag.Bool("no-initialize", false, "never answer initialize (a hanging server)")
 	child := flag.Bool("child", false, "start a child process that stays until killed")
 	pidDir := flag.String("pid-dir", "", "write a file named after each process's pid here")
@@ -149,6 +152,36 @@ func run() error {
 			},
 		}
 		server.AddTool(&mcp.Tool{Name: *refTool, Description: "takes a point", InputSchema: refSchema}, echo)
+	}
+
+	if *meet != "" {
+		// Each call waits for the others: the calls answer only if they
+		// all run at the same time, which proves a client runs them in
+		// parallel. A call cancelled while it waits does not count.
+		var mu sync.Mutex
+		waiting := 0
+		met := make(chan struct{})
+		var meetOnce sync.Once
+		server.AddTool(&mcp.Tool{Name: *meet, Description: "waits for the other calls", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			waiting++
+			fmt.Fprintf(os.Stderr, "mcpdown: meeting %d of %d\n", waiting, *meetN)
+			if waiting >= *meetN {
+				meetOnce.Do(func() { close(met) })
+			}
+			mu.Unlock()
+			select {
+			case <-met:
+			case <-ctx.Done():
+				mu.Lock()
+				waiting--
+				mu.Unlock()
+				return nil, ctx.Err()
+			}
+			args, _ := json.Marshal(req.Params.Arguments)
+			text := fmt.Sprintf("met %d %s", *meetN, args)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+		})
 	}
 
 	switch *transport {

@@ -1,0 +1,69 @@
+// Package filectx turns the files entries of a tool call into file context
+// for Gemini: sandboxed to the project root, scanned, prioritised, packed
+// into a token budget and rendered with line numbers.
+//
+// # Sandbox
+//
+// Each entry is a file or a directory, absolute or relative to the project
+// root. It is cleaned (".." removed) and, when it names a place outside the
+// root, refused before anything is looked up there, so that an error never
+// tells whether a path outside the root exists. It is then resolved
+// (symbolic links followed) and checked again: a link inside the root that
+// points outside is refused like "../". Device files, sockets and named
+// pipes are refused, and so is anything inside a forbidden path the caller
+// names (the server's own state directory). Refusals are *Error values of
+// CategorySecurity naming the entry.
+//
+// # Scanning
+//
+// A directory is walked recursively in name order. These are left out:
+//   - version control directories (.git, .hg, .svn, .bzr, .jj), silently;
+//   - generated or vendored trees (node_modules, vendor, dist, build,
+//     target, .venv, venv, __pycache__ and the others in excludedDirs),
+//     reported as excluded;
+//   - what the .gitignore files of the root and of every directory on the
+//     way down ignore (see Ignore for the pattern rules), reported as
+//     ignored;
+//   - files with a known binary extension, and files whose first 8 KiB hold
+//     a NUL byte, reported as binary;
+//   - symbolic links to directories (not followed, so no cycles) and links
+//     that lead outside the root or into a forbidden path;
+//   - files larger than Options.MaxFileBytes, reported as too large.
+//
+// An entry that names a file directly is taken as asked: the .gitignore
+// files and the excluded directory names do not apply to it (the caller
+// asked for it), but the sandbox, the binary check and the size limit do;
+// a named file over the size limit is a CategoryValidation error.
+//
+// # Priorities and packing
+//
+// Candidates are ordered by class (source code, then documentation and
+// configuration, then logs and the rest), then by the order of the entries
+// that brought them, then by path. In that order each file is read,
+// rendered and counted with Options.Counter (Estimate, about 4 bytes per
+// token, when none is given); a file that does not fit in what is left of
+// Options.MaxTokens is skipped (reason budget) and the next, smaller one
+// may still fit. At most Options.MaxFiles files are sent; more named
+// entries than that is a CategoryValidation error, more files found in
+// directories are skipped (reason file-limit).
+//
+// # Deduplication
+//
+// A Seen set (path relative to the root, and the SHA-256 of the content)
+// lets a conversation skip files it has already sent: a file is skipped
+// (reason duplicate) when its path and content hash are in the set, and
+// sent again when it changed.
+//
+// # Format
+//
+// Each file is rendered as
+//
+//	--- BEGIN FILE: dir/name.go (12 lines) ---
+//	   1│ package name
+//	   …
+//	--- END FILE: dir/name.go ---
+//
+// with the path relative to the root (slash-separated) and the line
+// numbers right-aligned in at least four columns. Invalid UTF-8 is replaced
+// with U+FFFD, since the text travels in a prompt.
+package filectx
