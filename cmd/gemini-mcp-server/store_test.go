@@ -25,6 +25,9 @@ func TestStoreStartupErrors(t *testing.T) {
 	}{
 		{[]string{"--store", "mongodb://db:27017"}, 1, []string{"this server has no", "mongodb", "it supports", "memory:", "sqlite:"}},
 		{[]string{"--store", "sessions.db"}, 2, []string{"use sqlite:PATH, memory: or redis://"}},
+		// Nothing listens on port 1: an unreachable Redis stops the start,
+		// naming its address.
+		{[]string{"--store", "redis://127.0.0.1:1/0"}, 1, []string{"opening the session store redis://127.0.0.1:1/0", "127.0.0.1:1"}},
 		{[]string{"--max-turns", "0"}, 2, []string{"--max-turns must be at least 1"}},
 		{[]string{"--session-ttl", "30s"}, 2, []string{"--session-ttl must be at least 1m"}},
 	} {
