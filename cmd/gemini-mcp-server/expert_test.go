@@ -291,3 +291,57 @@ func TestExpertRateLimitOverTheWire(t *testing.T) {
 	// Another tool is not limited.
 	expertOK(t, cs, "thinkdeep", map[string]any{"current_analysis": "a plan"})
 }
+
+func TestChatFilesAndContinuationID(t *testing.T) {
+	e := newExpertEnv(t)
+	e.project(t)
+	cs := e.stdio(t)
+	_, meta := expertOK(t, cs, "analyze", map[string]any{"question": "what is it?", "files": []string{"src/main.go"}})
+	id := meta["continuationId"].(string)
+
+	// chat-reply takes the expert tool's continuation_id, and skips the
+	// file the thread was sent.
+	res, err := callExpert(t, cs, "chat-reply", map[string]any{"prompt": "and the docs?", "continuation_id": id, "files": []string{"src", "README.md"}})
+	if err != nil || res.IsError {
+		t.Fatalf("chat-reply: %v %+v", err, res)
+	}
+	reqs := e.streams()
+	p := reqs[len(reqs)-1]
+	if p.NumContents < 3 || strings.Contains(p.LastUserText, "BEGIN FILE: src/main.go") || !strings.Contains(p.LastUserText, "and the docs?\n\n## Files\n--- BEGIN FILE: README.md") {
+		t.Errorf("chat-reply's turn (%d contents):\n%s", p.NumContents, p.LastUserText)
+	}
+	if res.Meta["sessionId"] != id || fmt.Sprint(res.Meta["filesProcessed"]) != "[map[path:README.md]]" ||
+		!strings.Contains(fmt.Sprint(res.Meta["filesSkipped"]), "src/main.go") {
+		t.Errorf("chat-reply _meta %v", res.Meta)
+	}
+
+	// chat given the continuation id continues the thread too.
+	res, err = callExpert(t, cs, "chat", map[string]any{"prompt": "one more", "continuation_id": id, "files": []string{"README.md", "a-notes.log"}})
+	if err != nil || res.IsError || res.Meta["sessionId"] != id {
+		t.Fatalf("chat: %v %+v", err, res)
+	}
+	reqs = e.streams()
+	p = reqs[len(reqs)-1]
+	if p.NumContents < 5 || strings.Contains(p.LastUserText, "BEGIN FILE: README.md") || !strings.Contains(p.LastUserText, "   1│ started") {
+		t.Errorf("chat's turn (%d contents):\n%s", p.NumContents, p.LastUserText)
+	}
+
+	// Refusals keep chat's error shape: a failed result, not a JSON-RPC error.
+	before := len(e.api.Requests())
+	for _, args := range []map[string]any{
+		{"prompt": "x", "files": []string{"/etc/passwd"}},
+		{"prompt": "x", "files": []string{"../x"}},
+	} {
+		res, err := callExpert(t, cs, "chat", args)
+		if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "outside the project root") {
+			t.Errorf("chat %v: %v %+v", args, err, res)
+		}
+	}
+	res, err = callExpert(t, cs, "chat-reply", map[string]any{"prompt": "x", "sessionId": id, "continuation_id": "00000000-0000-4000-8000-000000000000"})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "different sessions") {
+		t.Errorf("chat-reply with two ids: %v %+v", err, res)
+	}
+	if n := len(e.api.Requests()); n != before {
+		t.Errorf("%d requests reached the API", n-before)
+	}
+}

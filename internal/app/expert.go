@@ -45,7 +45,12 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.
 	fc := &expertctx.Context{Root: root, Forbidden: forbidden, Options: filectx.Options{
 		MaxFileBytes: int64(cfg.MaxFileBytes), MaxFiles: cfg.MaxFiles, MaxTokens: cfg.MaxContextTokens,
 	}}
-	expert.Register(srv, &expert.Deps{Turns: deps, ProjectRoot: root, Files: fc.Files, Changes: fc.Changes, Sent: &expert.MemorySent{},
+	// One record of the files each thread was sent, for every tool.
+	sent := &expert.MemorySent{}
+	// chat and chat-reply read deps.Files when called, so it may be set
+	// after they are registered.
+	deps.Files = fc.ChatFiles(sent)
+	expert.Register(srv, &expert.Deps{Turns: deps, ProjectRoot: root, Files: fc.Files, Changes: fc.Changes, Sent: sent,
 		CallTimeout: cfg.ExpertTimeout, MaxArgBytes: cfg.MaxPromptBytes, Log: log})
 	if cfg.RateLimits.Limits != nil {
 		srv.AddReceivingMiddleware(expert.NewLimiter(cfg.RateLimits.Limits, nil).Middleware(cfg.Stateless))

@@ -15,6 +15,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/gitchanges"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/secrets"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 // Context is the project root and the limits of the file context.
@@ -58,6 +59,41 @@ func (c *Context) Files(ctx context.Context, entries []string, seen expert.Seen)
 		skipped = append(skipped, expert.FileNote{Path: fmt.Sprintf("(%d more)", more), Reason: "skipped and not listed; " + byReason(res.SkippedBy)})
 	}
 	return res.Text, processed, skipped, nil
+}
+
+// ChatFiles is chat's and chat-reply's tools.FilesFunc: the same file
+// context, skipping what sent records for the session (shared with the
+// expert tools, so that a thread never gets a file twice whichever tool
+// sent it).
+func (c *Context) ChatFiles(sent expert.SentFiles) tools.FilesFunc {
+	return func(ctx context.Context, sessionID string, entries []string) (*tools.Files, error) {
+		seen := expert.Seen{}
+		if sessionID != "" && sent != nil {
+			s, err := sent.Sent(ctx, sessionID)
+			if err != nil {
+				return nil, err
+			}
+			seen = s
+		}
+		text, processed, skipped, err := c.Files(ctx, entries, seen)
+		if err != nil {
+			return nil, err
+		}
+		f := &tools.Files{Text: text}
+		for _, p := range processed {
+			f.Processed = append(f.Processed, tools.FileNote{Path: p.Path})
+		}
+		for _, s := range skipped {
+			f.Skipped = append(f.Skipped, tools.FileNote{Path: s.Path, Reason: s.Reason})
+		}
+		if sent != nil && len(processed) > 0 {
+			f.Record = func(ctx context.Context, id string) {
+				// At worst the files are sent again next turn.
+				_ = sent.Add(ctx, id, processed)
+			}
+		}
+		return f, nil
+	}
 }
 
 // byReason summarises the counts of skipped files by reason.
