@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 )
 
@@ -343,5 +345,56 @@ func TestChatFilesAndContinuationID(t *testing.T) {
 	}
 	if n := len(e.api.Requests()); n != before {
 		t.Errorf("%d requests reached the API", n-before)
+	}
+}
+
+// TestExpertToolsOnTheCLIBackend runs analyze then codereview on the
+// one-shot CLI backend (the fake gemini CLI): the files reach the CLI's
+// prompt with line numbers, the second tool resumes the first's session
+// without the file, and _meta says what the CLI could not apply.
+func TestExpertToolsOnTheCLIBackend(t *testing.T) {
+	e := newEnv(t)
+	for rel, content := range map[string]string{"src/main.go": "package main\n", "README.md": "# Demo\n"} {
+		p := filepath.Join(e.work, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs := connect(t, e.command("--project-root", e.work))
+	_, meta := expertOK(t, cs, "analyze", map[string]any{"question": "what is it?", "files": []string{"README.md", "src"}})
+	id, _ := meta["continuationId"].(string)
+	if id == "" || !strings.Contains(fmt.Sprint(meta["notApplied"]), "thinking_mode") {
+		t.Fatalf("_meta %v", meta)
+	}
+	_, meta = expertOK(t, cs, "codereview", map[string]any{"context": "review", "files": []string{"src/main.go"}, "continuation_id": id})
+	invs, err := geminitest.ReadLog(e.log)
+	if err != nil || len(invs) != 2 {
+		t.Fatalf("%d invocations: %v", len(invs), err)
+	}
+	first, second := invs[0].Prompt, invs[1].Prompt
+	if i, j := strings.Index(first, "BEGIN FILE: src/main.go"), strings.Index(first, "BEGIN FILE: README.md"); i < 0 || j < i || !strings.Contains(first, "   1│ package main") {
+		t.Errorf("first prompt:\n%s", first)
+	}
+	if strings.Contains(second, "BEGIN FILE") || !slices.Contains(invs[1].Argv, "-r") {
+		t.Errorf("second call %v:\n%s", invs[1].Argv, second)
+	}
+	if meta["continuationId"] != id {
+		t.Errorf("continued %v, want %s", meta["continuationId"], id)
+	}
+}
+
+// TestProjectRootOutsideAllowedRootsStopsHTTPServer: over HTTP the project
+// root must lie within --allowed-roots, checked at start.
+func TestProjectRootOutsideAllowedRootsStopsHTTPServer(t *testing.T) {
+	e := newExpertEnv(t)
+	allowed := t.TempDir()
+	cmd := e.command("--http", "127.0.0.1:0", "--allowed-roots", allowed, "--project-root", e.root)
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !strings.Contains(e.stderr.String(), "--project-root "+e.root+" cannot be used") {
+		t.Fatalf("exit %v, stderr:\n%s", err, e.stderr.String())
 	}
 }

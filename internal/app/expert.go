@@ -26,12 +26,12 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.
 	if root == "" {
 		root = deps.DefaultCwd
 	}
-	root, err := filepath.Abs(root)
+	abs, err := filepath.Abs(root)
 	if err != nil {
 		return fmt.Errorf("--project-root: %w", err)
 	}
-	if root, err = deps.ResolveDir(root); err != nil {
-		return fmt.Errorf("--project-root %s cannot be used: %w (set --project-root, PROJECT_ROOT or --allowed-roots)", root, err)
+	if root, err = deps.ResolveDir(abs); err != nil {
+		return fmt.Errorf("--project-root %s cannot be used: %w (set --project-root, PROJECT_ROOT or --allowed-roots)", abs, err)
 	}
 	// The server's own state is never file context, even when it lies
 	// inside the project root.
