@@ -165,13 +165,15 @@ func which(staged, unstaged bool) string {
 	return "unstaged"
 }
 
-// maskDiff replaces each added line that holds a secret with a note
-// naming what it held, masked, so that the credential itself never
-// reaches Gemini.
+// maskDiff replaces each line of the diff's hunks that holds a secret
+// with a note naming what it held, masked, so that the credential itself
+// never reaches Gemini. Only added lines count as findings (removing a
+// secret is not committing one), but a removed or context line is masked
+// too: sending it would leak it all the same.
 func maskDiff(diff string) string {
 	lines := strings.Split(diff, "\n")
 	for i, l := range lines {
-		if !strings.HasPrefix(l, "+") || strings.HasPrefix(l, "+++ ") {
+		if l == "" || !strings.ContainsRune("+- ", rune(l[0])) || strings.HasPrefix(l, "+++ ") || strings.HasPrefix(l, "--- ") {
 			continue
 		}
 		found := secrets.ScanLine(l[1:])
@@ -182,7 +184,7 @@ func maskDiff(diff string) string {
 		for j, f := range found {
 			kinds[j] = f.Kind + " " + f.Masked
 		}
-		lines[i] = "+[line withheld by the server: it holds a secret: " + strings.Join(kinds, "; ") + "]"
+		lines[i] = l[:1] + "[line withheld by the server: it holds a secret: " + strings.Join(kinds, "; ") + "]"
 	}
 	return strings.Join(lines, "\n")
 }
