@@ -150,12 +150,12 @@ func checkInspector(t *testing.T, tl npmTools, s *server, target []string, token
 	var names []string
 	for _, tool := range r.result.Tools {
 		names = append(names, tool.Name)
-		if tool.Name != "chat-page" && tool.Name != "sessions" && !slices.Equal(tool.InputSchema.Required, []string{"prompt"}) {
+		if (tool.Name == "chat" || tool.Name == "chat-reply") && !slices.Equal(tool.InputSchema.Required, []string{"prompt"}) {
 			t.Errorf("%s: required = %v, want [prompt]", tool.Name, tool.InputSchema.Required)
 		}
 	}
-	if !slices.Equal(names, []string{"chat", "chat-page", "chat-reply", "sessions"}) {
-		t.Errorf("tools/list: tools %v, want chat, chat-page, chat-reply, sessions", names)
+	if !slices.Equal(names, []string{"analyze", "chat", "chat-page", "chat-reply", "codereview", "debug", "precommit", "sessions", "thinkdeep"}) {
+		t.Errorf("tools/list: tools %v, want chat, chat-page, chat-reply, sessions and the expert tools", names)
 	}
 	geminitest.CheckStderr(t, "inspector (with a stdio server's stderr)", r.stderr)
 

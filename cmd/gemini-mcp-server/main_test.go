@@ -110,7 +110,8 @@ func TestStdioChatAndReply(t *testing.T) {
 		t.Fatalf("serverInfo %+v", init.ServerInfo)
 	}
 	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 4 {
+	// chat, chat-reply, chat-page, sessions and the five expert tools.
+	if err != nil || len(tools.Tools) != 9 {
 		t.Fatalf("tools/list: %v %v", tools, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -43,6 +43,8 @@ Tools: chat {prompt, model, systemPrompt, cwd} starts a Gemini session;
 chat-reply {prompt, sessionId, model, systemPrompt, cwd} continues one;
 chat-page {answerId, page} returns the next page of an answer too long for
 one result; sessions {limit, cursor, cwd} lists this client's sessions.
+Expert tools (seed 002): thinkdeep, analyze, codereview, debug and precommit
+send files under --project-root (or a git repository's changes) to Gemini.
 --backend auto (the default) runs the Gemini CLI when a gemini executable is
 found (npm install -g @google/gemini-cli), authenticated with a paid Gemini
 API key (GEMINI_API_KEY), Vertex AI, or a Code Assist Standard/Enterprise
@@ -206,6 +208,9 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 	}
 	defer stop()
 	srv := server.New(version, deps, log)
+	if err := addExpert(srv, cfg, deps, log); err != nil {
+		return err
+	}
 	addMCPServersResource(srv, deps.Backend)
 	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd)
 	return serveOnStdio(life, endLife, srv, sio, cfg.MaxPromptBytes, log)
@@ -287,6 +292,9 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	deps.RequestContext = requests.Lookup
 	inflight := server.NewInflight()
 	srv := server.New(version, deps, log)
+	if err := addExpert(srv, cfg, deps, log); err != nil {
+		return err
+	}
 	addMCPServersResource(srv, deps.Backend)
 	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins, Requests: requests, Inflight: inflight,
 		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyReadTimeout: cfg.BodyReadTimeout, Log: log,

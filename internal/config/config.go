@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -78,6 +79,14 @@ type Config struct {
 	StorePrefix string
 	SessionTTL  time.Duration
 	MaxTurns    int
+
+	// The expert tools of seed 002: see the README's "Expert tools".
+	ProjectRoot      string
+	MaxFileBytes     int
+	MaxFiles         int
+	MaxContextTokens int
+	ExpertTimeout    time.Duration
+	RateLimits       expert.RateLimitsFlag
 }
 
 // Defaults.
@@ -249,6 +258,21 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	str(&c.StorePrefix, "store-prefix", "GEMINI_MCP_STORE_PREFIX", session.DefaultPrefix, "prefix of every key a shared store (Redis) writes, so that several deployments can share one database")
 	duration(&c.SessionTTL, "session-ttl", "GEMINI_MCP_SESSION_TTL", session.DefaultTTL, "a session (its record, turns and answer pages) is forgotten this long after its last turn")
 	intFlag(&c.MaxTurns, "max-turns", "GEMINI_MCP_MAX_TURNS", session.DefaultMaxTurns, "most turns of one conversation; a reply to a session at the limit is refused, and the caller starts a new session with chat")
+	// The expert tools' file context. PROJECT_ROOT is seed 002's name
+	// for the root, which GEMINI_MCP_PROJECT_ROOT overrides.
+	projectRoot, _ := env("PROJECT_ROOT")
+	str(&c.ProjectRoot, "project-root", "GEMINI_MCP_PROJECT_ROOT", projectRoot, "expert tools: the directory whose files the files arguments may name, and where their sessions run; "+
+		"also PROJECT_ROOT (default: --cwd, else the server's working directory; over HTTP it must lie within --allowed-roots)")
+	size(&c.MaxFileBytes, "max-file-bytes", "GEMINI_MCP_MAX_FILE_BYTES", 10<<20, "expert tools: largest file sent to Gemini; a named file over it is refused, a larger file found in a directory is skipped")
+	intFlag(&c.MaxFiles, "max-files", "GEMINI_MCP_MAX_FILES", 50, "expert tools: most files sent in one call; more named files are refused, more found in directories are skipped")
+	intFlag(&c.MaxContextTokens, "max-context-tokens", "GEMINI_MCP_MAX_CONTEXT_TOKENS", 1_000_000, "expert tools: token budget of the files of one call (estimated at 4 bytes a token); files that do not fit are skipped")
+	duration(&c.ExpertTimeout, "expert-timeout", "GEMINI_MCP_EXPERT_TIMEOUT", 300*time.Second, "expert tools: limit of one call, file context and Gemini's turn together, 0 for none")
+	if v, ok := env("GEMINI_MCP_RATE_LIMITS"); ok {
+		if err := c.RateLimits.Set(v); err != nil {
+			envErrs = append(envErrs, fmt.Errorf("GEMINI_MCP_RATE_LIMITS: %w", err))
+		}
+	}
+	fs.Var(&c.RateLimits, "rate-limits", expert.RateLimitsUsage+" (GEMINI_MCP_RATE_LIMITS)")
 	level := "info"
 	if v, ok := env("GEMINI_MCP_LOG_LEVEL"); ok {
 		level = v
@@ -310,6 +334,12 @@ func (c *Config) validate() error {
 		if strings.ContainsAny(v, " \t\x00\n") || strings.HasPrefix(v, ".") || strings.HasSuffix(v, ".") {
 			return fmt.Errorf("--allow-mcp-tools: %q is not a server name or server.tool", v)
 		}
+	}
+	if c.MaxFileBytes < 1 || c.MaxFiles < 1 || c.MaxContextTokens < 1 {
+		return errors.New("--max-file-bytes, --max-files and --max-context-tokens must be at least 1")
+	}
+	if c.ExpertTimeout < 0 {
+		return errors.New("--expert-timeout must not be negative (0 for no limit)")
 	}
 	if c.MaxSessions < 1 || c.MaxSessionsPerToken < 1 {
 		return errors.New("--max-sessions and --max-sessions-per-token must be at least 1")

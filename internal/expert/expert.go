@@ -28,11 +28,15 @@ import (
 type FileNote struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason,omitempty"`
+	// Hash fingerprints the content sent (filectx: its SHA-256), so that
+	// a file changed since is sent again; "" when the hook has none.
+	Hash string `json:"sha256,omitempty"`
 }
 
-// Seen is the set of files (as FileNote.Path spells them) already sent in
-// a conversation: the file context skips them.
-type Seen map[string]bool
+// Seen is what a conversation was already sent: each file (as
+// FileNote.Path spells it) → its FileNote.Hash. The file context skips
+// them (unless changed).
+type Seen map[string]string
 
 // FilesFunc reads the files and directories entries names (relative to
 // the project root, or absolute inside it) and returns them as the text
@@ -44,14 +48,26 @@ type FilesFunc func(ctx context.Context, entries []string, seen Seen) (text stri
 // ChangesFunc reads the changes of the git repository at path (staged,
 // unstaged or both, new files included) for precommit, as FilesFunc reads
 // files.
-type ChangesFunc func(ctx context.Context, path string, staged, unstaged bool, seen Seen) (text string, processed, skipped []FileNote, err error)
+type ChangesFunc func(ctx context.Context, path string, staged, unstaged bool, seen Seen) (*ChangeSet, error)
+
+// ChangeSet is what ChangesFunc read: the diff text to send, the changed
+// files, and the secrets found on the lines the changes add, each
+// described with the secret masked. Secrets found make precommit's
+// verdict NO-GO whatever Gemini answers: a credential about to be
+// committed is a blocker that no review outweighs, and Gemini, which sees
+// the secrets masked, could miss one.
+type ChangeSet struct {
+	Text               string
+	Processed, Skipped []FileNote
+	Secrets            []string
+}
 
 // SentFiles remembers which files each conversation was sent, so that a
 // continued conversation is not sent them again (seed 002's file
 // deduplication). MemorySent keeps them in this process.
 type SentFiles interface {
 	Sent(ctx context.Context, sessionID string) (Seen, error)
-	Add(ctx context.Context, sessionID string, paths []string) error
+	Add(ctx context.Context, sessionID string, files []FileNote) error
 }
 
 // Turns is what the expert tools need of the server's session handling,
@@ -164,31 +180,28 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (re
 	} else if turn.Dir, err = d.Turns.ResolveDir(d.ProjectRoot); err != nil {
 		return nil, SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", err), err)
 	}
-	ctxText, processed, skipped, err := d.context(ctx, sp, a, seen)
+	ctxText, processed, skipped, found, err := d.context(ctx, sp, a, seen)
 	if err != nil {
 		return nil, err
 	}
-	turn.Prompt = sp.userPrompt(a, ctxText)
+	turn.Prompt = sp.userPrompt(a, ctxText, found)
 	start := d.Now()
 	ans, unsaved, err := d.Turns.Answer(ctx, req, turn, sp.name+": "+sp.headline(a))
 	if err != nil {
 		return nil, turnError(err)
 	}
 	elapsed := d.Now().Sub(start)
-	if d.Sent != nil && ans.SessionID != "" && len(processed) > 0 {
-		paths := make([]string, len(processed))
-		for i, f := range processed {
-			paths[i] = f.Path
-		}
+	if d.Sent != nil && ans.SessionID != "" && len(processed) > 0 && sp.name != "precommit" {
 		// The answer is complete: recording what it was sent must not
 		// fail the call; at worst the files are sent again next turn.
-		if err := d.Sent.Add(context.WithoutCancel(ctx), ans.SessionID, paths); err != nil {
+		// A diff is not a file: precommit records nothing.
+		if err := d.Sent.Add(context.WithoutCancel(ctx), ans.SessionID, processed); err != nil {
 			d.Log.Warn("recording the files sent", "session", ans.SessionID, "err", err)
 		}
 	}
 	out := &output{
 		tool: sp.name, answer: ans, thinkingMode: turn.ThinkingMode, temperature: turn.Temperature,
-		processed: processed, skipped: skipped, elapsed: elapsed,
+		processed: processed, skipped: skipped, elapsed: elapsed, secrets: found,
 	}
 	res = out.result()
 	if unsaved != "" {
@@ -198,35 +211,41 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (re
 	return res, nil
 }
 
-// context reads the files (or, for precommit, the changes) the call names.
-func (d *Deps) context(ctx context.Context, sp *spec, a *args, seen Seen) (string, []FileNote, []FileNote, error) {
+// context reads the files (or, for precommit, the changes) the call
+// names; found are the secrets precommit's changes add.
+func (d *Deps) context(ctx context.Context, sp *spec, a *args, seen Seen) (text string, processed, skipped []FileNote, found []string, err error) {
 	if sp.name == "precommit" {
 		if !a.boolean("include_staged") && !a.boolean("include_unstaged") {
-			return "", nil, nil, validationErrors{
+			return "", nil, nil, nil, validationErrors{
 				{Field: "include_staged", Error: "include_staged and include_unstaged are both false, which leaves nothing to review: set one of them to true"},
 			}
 		}
 		if d.Changes == nil {
-			return "", nil, nil, SystemError("this server cannot read git changes yet (no file context is configured): ask its operator, or use codereview with the changed files", nil)
+			return "", nil, nil, nil, SystemError("this server cannot read git changes yet (no file context is configured): ask its operator, or use codereview with the changed files", nil)
 		}
-		return d.Changes(ctx, a.str("path"), a.boolean("include_staged"), a.boolean("include_unstaged"), seen)
+		cs, err := d.Changes(ctx, a.str("path"), a.boolean("include_staged"), a.boolean("include_unstaged"), seen)
+		if err != nil {
+			return "", nil, nil, nil, err
+		}
+		return cs.Text, cs.Processed, cs.Skipped, cs.Secrets, nil
 	}
 	entries := a.list(sp.filesArg)
 	if len(entries) == 0 {
-		return "", nil, nil, nil
+		return "", nil, nil, nil, nil
 	}
 	if d.Files == nil {
-		return "", nil, nil, SystemError("this server cannot read project files yet (no file context is configured): ask its operator, or paste the code into the request instead", nil)
+		return "", nil, nil, nil, SystemError("this server cannot read project files yet (no file context is configured): ask its operator, or paste the code into the request instead", nil)
 	}
 	if seen == nil {
 		seen = Seen{}
 	}
-	return d.Files(ctx, entries, seen)
+	text, processed, skipped, err = d.Files(ctx, entries, seen)
+	return text, processed, skipped, nil, err
 }
 
 // userPrompt is the turn's prompt: the caller's arguments under their
 // labels, in the order of the schema, then the file context.
-func (sp *spec) userPrompt(a *args, files string) string {
+func (sp *spec) userPrompt(a *args, files string, found []string) string {
 	var b strings.Builder
 	for _, p := range sp.props {
 		if p.label == "" {
@@ -247,6 +266,10 @@ func (sp *spec) userPrompt(a *args, files string) string {
 	if sp.name == "precommit" {
 		fmt.Fprintf(&b, "## Repository\n%s (staged changes: %s, unstaged changes: %s)\n\n",
 			a.str("path"), yesNo(a.boolean("include_staged")), yesNo(a.boolean("include_unstaged")))
+	}
+	if len(found) > 0 {
+		fmt.Fprintf(&b, "## Secrets found by the server's scan\nThe changes add these credentials (masked here and in the diff). "+
+			"They make the verdict NO-GO: say how to remove them.\n- %s\n\n", strings.Join(found, "\n- "))
 	}
 	if files != "" {
 		heading := "Files"
@@ -285,6 +308,7 @@ type output struct {
 	temperature        *float64
 	processed, skipped []FileNote
 	elapsed            time.Duration
+	secrets            []string // precommit: the secrets found, masked
 }
 
 // metadata is the ## Metadata section's entries, in order.
@@ -327,6 +351,14 @@ func (o *output) text() string {
 			parts = append(parts, "- "+f.Path+": "+f.Reason)
 		}
 	}
+	if len(o.secrets) > 0 {
+		parts = append(parts, "\n## Secrets Found")
+		for _, f := range o.secrets {
+			parts = append(parts, "- "+f)
+		}
+		parts = append(parts, "\n## Verdict: NO-GO", "The changes add secrets (listed above, masked): remove them from the changes, "+
+			"and rotate any that were real, before committing. This verdict is the server's, whatever the review above says.")
+	}
 	if o.answer.SessionID != "" {
 		parts = append(parts, "\n## Continuation ID: "+o.answer.SessionID)
 	}
@@ -358,6 +390,10 @@ func (o *output) result() *mcp.CallToolResult {
 	}
 	if len(o.answer.NotApplied) > 0 {
 		meta["notApplied"] = o.answer.NotApplied
+	}
+	if len(o.secrets) > 0 {
+		meta["secrets"] = o.secrets
+		meta["verdict"] = "no-go"
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: o.text()}}, Meta: meta}
 }

@@ -90,7 +90,7 @@ func fakeFiles(_ context.Context, entries []string, seen Seen) (string, []FileNo
 		if strings.HasPrefix(e, "/") {
 			return "", nil, nil, SecurityError("files", "Path outside sandbox: "+e+"; give paths inside the project root")
 		}
-		if seen[e] {
+		if _, ok := seen[e]; ok {
 			skipped = append(skipped, FileNote{Path: e, Reason: "already sent in this conversation"})
 			continue
 		}
@@ -499,9 +499,9 @@ func TestSystemErrorWhenStoreDown(t *testing.T) {
 func TestPrecommitReadsChanges(t *testing.T) {
 	var got []any
 	h := newHarness(t, "api", func(d *Deps) {
-		d.Changes = func(_ context.Context, path string, staged, unstaged bool, _ Seen) (string, []FileNote, []FileNote, error) {
+		d.Changes = func(_ context.Context, path string, staged, unstaged bool, _ Seen) (*ChangeSet, error) {
 			got = []any{path, staged, unstaged}
-			return "diff --git a/x.go b/x.go\n+secret", []FileNote{{Path: "x.go"}}, nil, nil
+			return &ChangeSet{Text: "diff --git a/x.go b/x.go\n+secret", Processed: []FileNote{{Path: "x.go"}}}, nil
 		}
 	})
 	text, _ := h.mustCall(t, "precommit", map[string]any{"path": "repo", "include_unstaged": false, "original_request": "Add x"})

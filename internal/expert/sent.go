@@ -25,8 +25,8 @@ func (m *MemorySent) Sent(_ context.Context, id string) (Seen, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := Seen{}
-	for p := range m.sets[id] {
-		out[p] = true
+	for p, h := range m.sets[id] {
+		out[p] = h
 	}
 	if _, ok := m.sets[id]; ok {
 		m.touch(id)
@@ -34,8 +34,8 @@ func (m *MemorySent) Sent(_ context.Context, id string) (Seen, error) {
 	return out, nil
 }
 
-// Add records that session id was sent paths.
-func (m *MemorySent) Add(_ context.Context, id string, paths []string) error {
+// Add records that session id was sent files.
+func (m *MemorySent) Add(_ context.Context, id string, files []FileNote) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.sets == nil {
@@ -46,8 +46,8 @@ func (m *MemorySent) Add(_ context.Context, id string, paths []string) error {
 		set = Seen{}
 		m.sets[id] = set
 	}
-	for _, p := range paths {
-		set[p] = true
+	for _, f := range files {
+		set[f.Path] = f.Hash
 	}
 	m.touch(id)
 	max := m.Max

@@ -34,8 +34,11 @@ type Deps struct {
 	Store          session.Store
 	DefaultCwd     string // where calls without cwd run
 	MaxPromptBytes int
-	Log            *slog.Logger
-	Now            func() time.Time
+	// Files reads chat's and chat-reply's files argument; nil means the
+	// server has no file context, and a call that names files fails.
+	Files FilesFunc
+	Log   *slog.Logger
+	Now   func() time.Time
 	// Lifetime, when set, ends every call when it ends: the server is
 	// shutting down or its client has gone.
 	Lifetime context.Context
@@ -157,6 +160,14 @@ func inputSchema[T any]() *jsonschema.Schema {
 	}
 	s.AdditionalProperties = nil
 	s.Schema = ""
+	// A nil slice makes ["null", "array"], which the Gemini CLI's schema
+	// sanitizer does not take: an optional list is an array that may be
+	// left out.
+	for _, p := range s.Properties {
+		if len(p.Types) == 2 && p.Types[0] == "null" {
+			p.Type, p.Types = p.Types[1], nil
+		}
+	}
 	return s
 }
 
@@ -164,21 +175,25 @@ func ptr[T any](v T) *T { return &v }
 
 // ChatInput is chat's arguments; its tags are chat's input schema.
 type ChatInput struct {
-	Prompt       string `json:"prompt" jsonschema:"The prompt that starts the session."`
-	Model        string `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use (e.g. 'gemini-3-pro', 'gemini-3-flash'). Omit to use the Gemini CLI's default."`
-	SystemPrompt string `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt."`
-	Cwd          string `json:"cwd,omitempty" jsonschema:"Optional: the working directory the Gemini CLI runs in (absolute, or relative to the server's directory). Gemini can read files there. Sessions belong to the directory they were started in."`
+	Prompt         string   `json:"prompt" jsonschema:"The prompt that starts the session."`
+	Model          string   `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use (e.g. 'gemini-3-pro', 'gemini-3-flash'). Omit to use the Gemini CLI's default."`
+	SystemPrompt   string   `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt."`
+	Cwd            string   `json:"cwd,omitempty" jsonschema:"Optional: the working directory the Gemini CLI runs in (absolute, or relative to the server's directory). Gemini can read files there. Sessions belong to the directory they were started in."`
+	Files          []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root to send with the prompt, with line numbers (as the expert tools do)."`
+	ContinuationID string   `json:"continuation_id,omitempty" jsonschema:"Optional: continue this thread (a continuation_id or sessionId of an earlier result of any tool) instead of starting a new one."`
 	Tuning
 }
 
 // ReplyInput is chat-reply's arguments; its tags are chat-reply's input
 // schema.
 type ReplyInput struct {
-	Prompt       string `json:"prompt" jsonschema:"The prompt that continues the conversation."`
-	SessionID    string `json:"sessionId,omitempty" jsonschema:"The session to continue: a sessionId from an earlier result, \"latest\", or a Gemini CLI session index. Omit it to continue this client's most recent session."`
-	Model        string `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use for this turn (e.g. 'gemini-3-pro', 'gemini-3-flash')."`
-	SystemPrompt string `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt. With the Gemini API backend, omitting it keeps the system prompt the session started with."`
-	Cwd          string `json:"cwd,omitempty" jsonschema:"Optional: the working directory of the session. A session recorded by this server runs in its own directory when cwd is omitted."`
+	Prompt         string   `json:"prompt" jsonschema:"The prompt that continues the conversation."`
+	SessionID      string   `json:"sessionId,omitempty" jsonschema:"The session to continue: a sessionId from an earlier result, \"latest\", or a Gemini CLI session index. Omit it to continue this client's most recent session."`
+	Model          string   `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use for this turn (e.g. 'gemini-3-pro', 'gemini-3-flash')."`
+	SystemPrompt   string   `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt. With the Gemini API backend, omitting it keeps the system prompt the session started with."`
+	Cwd            string   `json:"cwd,omitempty" jsonschema:"Optional: the working directory of the session. A session recorded by this server runs in its own directory when cwd is omitted."`
+	Files          []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root to send with the prompt, with line numbers; files this thread was already sent are not sent again."`
+	ContinuationID string   `json:"continuation_id,omitempty" jsonschema:"Optional: another name for sessionId (seed 002's), e.g. the continuation_id of an expert tool's result."`
 	Tuning
 }
 
@@ -189,13 +204,28 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return failure(err), nil, nil
 	}
-	dir, err := d.resolveCwd(in.Cwd)
+	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
+	in.apply(&call)
+	if id := strings.TrimSpace(in.ContinuationID); id != "" {
+		// Seed 002: any tool given a continuation id continues that
+		// thread, as chat-reply does.
+		if err := d.target(ctx, &call, id, in.Cwd, d.clientOf(req)); err != nil {
+			return failure(err), nil, nil
+		}
+	} else {
+		dir, err := d.resolveCwd(in.Cwd)
+		if err != nil {
+			return failure(err), nil, nil
+		}
+		call.Dir = dir
+	}
+	files, err := d.withFiles(ctx, &call, in.Files)
 	if err != nil {
 		return failure(err), nil, nil
 	}
-	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt, Dir: dir}
-	in.apply(&call)
-	return d.run(ctx, req, call), nil, nil
+	out := d.run(ctx, req, call)
+	finishFiles(ctx, files, out)
+	return out, nil, nil
 }
 
 func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
@@ -205,12 +235,22 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return failure(err), nil, nil
 	}
-	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
-	in.apply(&call)
-	if err := d.target(ctx, &call, in.SessionID, in.Cwd, d.clientOf(req)); err != nil {
+	id, err := continuationID(in.SessionID, in.ContinuationID)
+	if err != nil {
 		return failure(err), nil, nil
 	}
-	return d.run(ctx, req, call), nil, nil
+	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
+	in.apply(&call)
+	if err := d.target(ctx, &call, id, in.Cwd, d.clientOf(req)); err != nil {
+		return failure(err), nil, nil
+	}
+	files, err := d.withFiles(ctx, &call, in.Files)
+	if err != nil {
+		return failure(err), nil, nil
+	}
+	out := d.run(ctx, req, call)
+	finishFiles(ctx, files, out)
+	return out, nil, nil
 }
 
 // target decides which session chat-reply continues and where it runs.

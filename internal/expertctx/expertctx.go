@@ -1,0 +1,254 @@
+// Package expertctx plugs the file context (internal/filectx and its
+// gitchanges and secrets packages) into the expert tools' hooks
+// (expert.FilesFunc and expert.ChangesFunc), and maps their errors to the
+// seed's categories.
+package expertctx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/gitchanges"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/secrets"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
+)
+
+// Context is the project root and the limits of the file context.
+type Context struct {
+	// Root is the project root, absolute.
+	Root string
+	// Forbidden are paths under the root that must never be read: the
+	// server's state directory and its session store file.
+	Forbidden []string
+	// Options are filectx's limits. Counter is left nil: the tokens are
+	// estimated (filectx.Estimate, about 4 bytes a token), since counting
+	// them exactly would be one Gemini API request per file.
+	Options filectx.Options
+	// Git is the git executable ("" means git on PATH).
+	Git string
+}
+
+// TokenCounting says how the file context counts tokens, for _meta and
+// the README.
+const TokenCounting = "estimated at 4 bytes per token"
+
+// Files is the expert tools' FilesFunc.
+func (c *Context) Files(ctx context.Context, entries []string, seen expert.Seen) (string, []expert.FileNote, []expert.FileNote, error) {
+	res, err := filectx.Gather(ctx, c.Root, c.Forbidden, entries, filectx.Seen(seen), c.Options)
+	if err != nil {
+		return "", nil, nil, fileError(err)
+	}
+	processed := make([]expert.FileNote, len(res.Sent))
+	for i, s := range res.Sent {
+		processed[i] = expert.FileNote{Path: s.Path, Hash: s.Hash}
+	}
+	var skipped []expert.FileNote
+	for _, s := range res.Skipped {
+		reason := string(s.Reason)
+		if s.Detail != "" {
+			reason += ": " + s.Detail
+		}
+		skipped = append(skipped, expert.FileNote{Path: s.Path, Reason: reason})
+	}
+	if more := res.SkippedTotal - len(res.Skipped); more > 0 {
+		skipped = append(skipped, expert.FileNote{Path: fmt.Sprintf("(%d more)", more), Reason: "skipped and not listed; " + byReason(res.SkippedBy)})
+	}
+	return res.Text, processed, skipped, nil
+}
+
+// ChatFiles is chat's and chat-reply's tools.FilesFunc: the same file
+// context, skipping what sent records for the session (shared with the
+// expert tools, so that a thread never gets a file twice whichever tool
+// sent it).
+func (c *Context) ChatFiles(sent expert.SentFiles) tools.FilesFunc {
+	return func(ctx context.Context, sessionID string, entries []string) (*tools.Files, error) {
+		seen := expert.Seen{}
+		if sessionID != "" && sent != nil {
+			s, err := sent.Sent(ctx, sessionID)
+			if err != nil {
+				return nil, err
+			}
+			seen = s
+		}
+		text, processed, skipped, err := c.Files(ctx, entries, seen)
+		if err != nil {
+			return nil, err
+		}
+		f := &tools.Files{Text: text}
+		for _, p := range processed {
+			f.Processed = append(f.Processed, tools.FileNote{Path: p.Path})
+		}
+		for _, s := range skipped {
+			f.Skipped = append(f.Skipped, tools.FileNote{Path: s.Path, Reason: s.Reason})
+		}
+		if sent != nil && len(processed) > 0 {
+			f.Record = func(ctx context.Context, id string) {
+				// At worst the files are sent again next turn.
+				_ = sent.Add(ctx, id, processed)
+			}
+		}
+		return f, nil
+	}
+}
+
+// byReason summarises the counts of skipped files by reason.
+func byReason(m map[filectx.Reason]int) string {
+	var parts []string
+	for _, r := range []filectx.Reason{filectx.SkipBudget, filectx.SkipFileLimit, filectx.SkipDuplicate, filectx.SkipTooLarge, filectx.SkipBinary,
+		filectx.SkipIgnored, filectx.SkipExcluded, filectx.SkipScanLimit, filectx.SkipSymlink, filectx.SkipOutside, filectx.SkipForbidden,
+		filectx.SkipSpecial, filectx.SkipError} {
+		if m[r] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, m[r]))
+		}
+	}
+	return "in all: " + strings.Join(parts, ", ")
+}
+
+// Changes is the expert tools' ChangesFunc: the changes of the repository
+// at path (resolved inside the sandbox first, since gitchanges does not
+// sandbox it), the secrets they add found and masked, in the diff sent to
+// Gemini too.
+func (c *Context) Changes(ctx context.Context, path string, staged, unstaged bool, _ expert.Seen) (*expert.ChangeSet, error) {
+	sb, err := filectx.NewSandbox(c.Root, c.Forbidden)
+	if err != nil {
+		return nil, fileError(err)
+	}
+	r, err := sb.Resolve(path)
+	if err != nil {
+		return nil, pathError(fileError(err))
+	}
+	if !r.Info.IsDir() {
+		return nil, expert.ValidationError("path", fmt.Sprintf("%s is not a directory: give the root of a git repository inside the project root", path))
+	}
+	ch, err := gitchanges.Collect(ctx, r.Path, gitchanges.Options{Staged: staged, Unstaged: unstaged, Git: c.Git})
+	if err != nil {
+		return nil, gitError(err)
+	}
+	// The repository may reach above path (path is a subdirectory of a
+	// work tree whose top level is outside the root): its diff would
+	// show files outside the sandbox.
+	if top, err := filepath.EvalSymlinks(ch.Root); err != nil || !within(sb.Root(), top) {
+		return nil, expert.SecurityError("path", fmt.Sprintf("the git repository that holds %s has its top level outside the project root: give a repository inside the project root", path))
+	}
+	cs := &expert.ChangeSet{}
+	for _, f := range ch.Files {
+		note := expert.FileNote{Path: f.Path, Reason: f.Status}
+		if f.Staged {
+			note.Reason = "staged, " + f.Status
+		}
+		cs.Processed = append(cs.Processed, note)
+	}
+	diff := ch.Diff()
+	for _, f := range secrets.ScanDiff(diff) {
+		cs.Secrets = append(cs.Secrets, f.String())
+	}
+	if ch.Empty() {
+		cs.Text = "(no changes: the repository has nothing " + which(staged, unstaged) + " to commit)"
+		return cs, nil
+	}
+	cs.Text = maskDiff(diff)
+	return cs, nil
+}
+
+func which(staged, unstaged bool) string {
+	switch {
+	case staged && unstaged:
+		return "staged or unstaged"
+	case staged:
+		return "staged"
+	}
+	return "unstaged"
+}
+
+// maskDiff replaces each line of the diff's hunks that holds a secret
+// with a note naming what it held, masked, so that the credential itself
+// never reaches Gemini. Only added lines count as findings (removing a
+// secret is not committing one), but a removed or context line is masked
+// too: sending it would leak it all the same.
+func maskDiff(diff string) string {
+	lines := strings.Split(diff, "\n")
+	for i, l := range lines {
+		if l == "" || !strings.ContainsRune("+- ", rune(l[0])) || strings.HasPrefix(l, "+++ ") || strings.HasPrefix(l, "--- ") {
+			continue
+		}
+		found := secrets.ScanLine(l[1:])
+		if len(found) == 0 {
+			continue
+		}
+		kinds := make([]string, len(found))
+		for j, f := range found {
+			kinds[j] = f.Kind + " " + f.Masked
+		}
+		lines[i] = l[:1] + "[line withheld by the server: it holds a secret: " + strings.Join(kinds, "; ") + "]"
+	}
+	return strings.Join(lines, "\n")
+}
+
+func within(base, p string) bool {
+	if p == base {
+		return true
+	}
+	rel, err := filepath.Rel(base, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// fileError maps a filectx error to the expert tools' categories.
+func fileError(err error) error {
+	var fe *filectx.Error
+	if !errors.As(err, &fe) {
+		return err
+	}
+	field := fe.Field
+	if field == "" {
+		field = "files"
+	}
+	cat := expert.System
+	switch fe.Category {
+	case filectx.CategorySecurity:
+		cat = expert.Security
+	case filectx.CategoryValidation:
+		cat = expert.Validation
+	case filectx.CategoryTool:
+		cat = expert.ToolFailure
+	}
+	e := &expert.Error{Category: cat, Field: field, Msg: fe.Message, Err: err}
+	if fe.Entry != "" {
+		e.Data = map[string]any{"entry": fe.Entry}
+	}
+	if cat == expert.System {
+		// A system failure is the server's: the field is not at fault.
+		e.Field = ""
+	}
+	return e
+}
+
+// pathError puts a sandbox error on precommit's path argument.
+func pathError(err error) error {
+	var e *expert.Error
+	if errors.As(err, &e) && e.Field != "" {
+		e.Field = "path"
+	}
+	return err
+}
+
+// gitError maps a gitchanges error: a path that is not in a repository is
+// the caller's (validation), git missing or failing is the server's
+// (system), a timeout a tool failure.
+func gitError(err error) error {
+	var ge *gitchanges.Error
+	if !errors.As(err, &ge) {
+		return err
+	}
+	switch ge.Kind {
+	case gitchanges.KindNotRepo:
+		return &expert.Error{Category: expert.Validation, Field: "path", Msg: ge.Message, Err: err}
+	case gitchanges.KindTimeout:
+		return &expert.Error{Category: expert.ToolFailure, Msg: ge.Message, Err: err}
+	}
+	return expert.SystemError(ge.Message, err)
+}

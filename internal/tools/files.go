@@ -1,0 +1,99 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+)
+
+// This file gives chat and chat-reply seed 002's optional files and
+// continuation_id arguments: files are read by the file context the
+// server plugs in (Deps.Files), the same as the expert tools', so that a
+// thread skips the files any of its tools already sent.
+
+// FileNote is a file sent to Gemini or left out, with the reason.
+type FileNote struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Files is the file context of one call: the text to send after the
+// prompt, what was sent and left out, and Record, which notes the sent
+// files as sent in a session once Gemini has answered.
+type Files struct {
+	Text               string
+	Processed, Skipped []FileNote
+	Record             func(ctx context.Context, sessionID string)
+}
+
+// FilesFunc reads entries (files or directories inside the project root)
+// for a turn of session sessionID ("" for a new one), skipping what that
+// session was already sent.
+type FilesFunc func(ctx context.Context, sessionID string, entries []string) (*Files, error)
+
+// errNoFiles is chat's answer to files on a server without file context.
+var errNoFiles = errors.New("this server reads no project files (it has no file context): paste the code into the prompt instead")
+
+// continuationID reconciles chat-reply's sessionId with seed 002's
+// continuation_id, its alias.
+func continuationID(sessionID, contID string) (string, error) {
+	sessionID, contID = strings.TrimSpace(sessionID), strings.TrimSpace(contID)
+	switch {
+	case contID == "":
+		return sessionID, nil
+	case sessionID == "" || sessionID == contID:
+		return contID, nil
+	}
+	return "", errors.New("sessionId and continuation_id name different sessions: continuation_id is another name for sessionId; pass one of them")
+}
+
+// withFiles reads the call's files (when it names any) and adds them to
+// the prompt.
+func (d *Deps) withFiles(ctx context.Context, call *backend.Turn, entries []string) (*Files, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	for _, e := range entries {
+		if strings.TrimSpace(e) == "" {
+			return nil, errors.New("a files entry is empty: name a file or directory inside the project root, or leave the entry out")
+		}
+	}
+	if d.Files == nil {
+		return nil, errNoFiles
+	}
+	f, err := d.Files(ctx, call.Session, entries)
+	if err != nil {
+		return nil, err
+	}
+	if f.Text != "" {
+		call.Prompt += "\n\n## Files\n" + f.Text
+	}
+	return f, nil
+}
+
+// finishFiles records the files as sent in the answer's session and adds
+// the files facts to _meta.
+func finishFiles(ctx context.Context, f *Files, out *mcp.CallToolResult) {
+	if f == nil || out.IsError {
+		return
+	}
+	if out.Meta == nil {
+		out.Meta = mcp.Meta{}
+	}
+	out.Meta["filesProcessed"] = nonNil(f.Processed)
+	out.Meta["filesSkipped"] = nonNil(f.Skipped)
+	if id, _ := out.Meta["sessionId"].(string); id != "" && f.Record != nil {
+		f.Record(context.WithoutCancel(ctx), id)
+	}
+}
+
+func nonNil(n []FileNote) []FileNote {
+	if n == nil {
+		return []FileNote{}
+	}
+	return n
+}
