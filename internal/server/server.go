@@ -17,9 +17,11 @@ import (
 // Name is the server's name in the MCP handshake.
 const Name = "gemini-mcp-server"
 
-const instructions = "Gives you Google Gemini through the Gemini CLI. " +
+const instructions = "Gives you Google Gemini, through the Gemini CLI or the Gemini API. " +
 	"Call chat to start a conversation (a second opinion, a review, research, a long-context question) " +
-	"and chat-reply with the returned sessionId to continue it. " +
+	"and chat-reply with the returned sessionId to continue it; sessions lists your earlier conversations. " +
+	"thinkdeep, analyze, codereview, debug and precommit bring project files (the files argument) to Gemini " +
+	"for one kind of help each; any tool continues a thread given its continuation_id. " +
 	"A call takes seconds to minutes."
 
 // New returns the MCP server with its tools registered.
