@@ -398,3 +398,31 @@ func TestProjectRootOutsideAllowedRootsStopsHTTPServer(t *testing.T) {
 		t.Fatalf("exit %v, stderr:\n%s", err, e.stderr.String())
 	}
 }
+
+// TestExpertTokensCountedByTheAPI: on the API backend the file context
+// counts tokens with countTokens rather than estimating them. The fake
+// counts words, so a file of long words is ~200 tokens to it and ~1,200 by
+// the 4-bytes estimate: under a budget of 600 it is sent only if counted.
+func TestExpertTokensCountedByTheAPI(t *testing.T) {
+	e := newExpertEnv(t)
+	var b strings.Builder
+	for range 100 {
+		b.WriteString(strings.Repeat("x", 40) + "\n")
+	}
+	e.write(t, "long.go", b.String())
+	cs := e.stdio(t, "--max-context-tokens", "600")
+	text, _ := expertOK(t, cs, "analyze", map[string]any{"question": "what is it?", "files": []string{"long.go"}})
+	reqs := e.streams()
+	if p := reqs[len(reqs)-1].LastUserText; !strings.Contains(p, "BEGIN FILE: long.go") {
+		t.Errorf("the file was not sent:\n%s\n%s", text, p)
+	}
+	counted := 0
+	for _, r := range e.api.Requests() {
+		if r.Method == fakeapi.MethodCountTokens {
+			counted++
+		}
+	}
+	if counted == 0 {
+		t.Error("no countTokens request reached the API")
+	}
+}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -45,6 +46,9 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.
 	fc := &expertctx.Context{Root: root, Forbidden: forbidden, Options: filectx.Options{
 		MaxFileBytes: int64(cfg.MaxFileBytes), MaxFiles: cfg.MaxFiles, MaxTokens: cfg.MaxContextTokens,
 	}}
+	if tc := tokenCounterOf(deps.Backend); tc != nil {
+		fc.Count = tc.CountTokens
+	}
 	// One record of the files each thread was sent, for every tool.
 	sent := &expert.MemorySent{}
 	// chat and chat-reply read deps.Files when called, so it may be set
@@ -56,7 +60,23 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.
 		srv.AddReceivingMiddleware(expert.NewLimiter(cfg.RateLimits.Limits, nil).Middleware(cfg.Stateless))
 	}
 	log.Info("expert tools", "projectRoot", root, "maxFiles", cfg.MaxFiles, "maxFileBytes", cfg.MaxFileBytes,
-		"maxContextTokens", cfg.MaxContextTokens, "tokens", expertctx.TokenCounting, "rateLimits", cfg.RateLimits.String())
+		"maxContextTokens", cfg.MaxContextTokens, "tokens", fc.TokenCounting(), "rateLimits", cfg.RateLimits.String())
+	return nil
+}
+
+// tokenCounterOf finds, through b's wrappers, a backend that counts
+// tokens; nil when it has none.
+func tokenCounterOf(b backend.Backend) backend.TokenCounter {
+	for b != nil {
+		if tc, ok := b.(backend.TokenCounter); ok {
+			return tc
+		}
+		u, ok := b.(interface{ Unwrap() backend.Backend })
+		if !ok {
+			return nil
+		}
+		b = u.Unwrap()
+	}
 	return nil
 }
 

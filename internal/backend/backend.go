@@ -79,6 +79,13 @@ type Backend interface {
 	Close()
 }
 
+// TokenCounter is a backend that can count the tokens of a text as its
+// default model reads them (the API backend, through countTokens). The
+// file context counts with it where it can, and estimates otherwise.
+type TokenCounter interface {
+	CountTokens(ctx context.Context, text string) (int, error)
+}
+
 // DefaultKillGrace is how long a stopped Gemini CLI gets, from the
 // interrupt, to end by itself before it is killed; every CLI backend uses
 // it unless the server sets another.

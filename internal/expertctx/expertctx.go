@@ -25,21 +25,33 @@ type Context struct {
 	// Forbidden are paths under the root that must never be read: the
 	// server's state directory and its session store file.
 	Forbidden []string
-	// Options are filectx's limits. Counter is left nil: the tokens are
-	// estimated (filectx.Estimate, about 4 bytes a token), since counting
-	// them exactly would be one Gemini API request per file.
+	// Options are filectx's limits. Its Counter is set per call from
+	// Count.
 	Options filectx.Options
+	// Count counts tokens as the backend's model does (the API backend's
+	// countTokens: one request per file packed); nil estimates them
+	// (filectx.Estimate, about 4 bytes a token), for the CLI backends,
+	// which cannot count.
+	Count func(ctx context.Context, text string) (int, error)
 	// Git is the git executable ("" means git on PATH).
 	Git string
 }
 
-// TokenCounting says how the file context counts tokens, for _meta and
-// the README.
-const TokenCounting = "estimated at 4 bytes per token"
+// TokenCounting says how the file context counts tokens, for the log.
+func (c *Context) TokenCounting() string {
+	if c.Count != nil {
+		return "counted by the Gemini API (countTokens, one request per file)"
+	}
+	return "estimated at 4 bytes per token"
+}
 
 // Files is the expert tools' FilesFunc.
 func (c *Context) Files(ctx context.Context, entries []string, seen expert.Seen) (string, []expert.FileNote, []expert.FileNote, error) {
-	res, err := filectx.Gather(ctx, c.Root, c.Forbidden, entries, filectx.Seen(seen), c.Options)
+	opts := c.Options
+	if c.Count != nil {
+		opts.Counter = func(text string) (int, error) { return c.Count(ctx, text) }
+	}
+	res, err := filectx.Gather(ctx, c.Root, c.Forbidden, entries, filectx.Seen(seen), opts)
 	if err != nil {
 		return "", nil, nil, fileError(err)
 	}

@@ -422,6 +422,22 @@ func (b *Backend) classify(parent, ctx context.Context, err error, model string)
 		"and GOOGLE_GEMINI_BASE_URL if set", err)
 }
 
+// CountTokens counts the tokens of text as the default model reads them,
+// with one countTokens request.
+func (b *Backend) CountTokens(parent context.Context, text string) (int, error) {
+	ctx := parent
+	if b.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(parent, b.timeout)
+		defer cancel()
+	}
+	res, err := b.client.Models.CountTokens(ctx, b.model, []*genai.Content{genai.NewContentFromText(text, genai.RoleUser)}, nil)
+	if err != nil {
+		return 0, b.classify(parent, ctx, err, b.model)
+	}
+	return int(res.TotalTokens), nil
+}
+
 // checkFits refuses a conversation the model cannot take in. Counting
 // tokens is a request of its own, so it is made only when the
 // conversation could be too long: a token is at least one byte, so text
