@@ -478,60 +478,12 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call backend.T
 func (d *Deps) runTurn(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn) *mcp.CallToolResult {
 	p := startProgress(ctx, req, d.ProgressInterval)
 	defer p.finish()
-	if p != nil {
-		call.Observer = p
-	}
-	if key := sessionKey(call); key != "" {
-		unlock, err := d.sessions.Lock(ctx, key, func(ahead int) { p.waitingForSession(call.Session, ahead) })
-		if err != nil {
-			return failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Session))
-		}
-		defer unlock()
-	}
-	if session.IsUUID(call.Session) {
-		// The lease is given back once the turn is recorded, so that the
-		// next turn, here or in another process, sees it.
-		release, err := d.Store.Lease(ctx, call.Session)
-		if err != nil {
-			if ctx.Err() != nil {
-				return failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Session))
-			}
-			return failure(storeError(err))
-		}
-		defer release()
-		if err := d.checkTurns(ctx, call.Session); err != nil {
-			return failure(err)
-		}
-	} else if call.Session == "" && d.family() == backend.FamilyAPI {
-		// The API backend's conversation lives only in the store: a new
-		// chat the store cannot record would be paid for and could never
-		// be continued. A read of an id no one has tells whether the
-		// store answers, before anything is sent to Gemini.
-		if _, _, err := d.Store.Get(ctx, session.NewUUID()); err != nil {
-			return failure(storeError(err))
-		}
-	}
-	start := time.Now()
-	res, err := d.Backend.Run(ctx, call)
-	if err != nil {
-		d.Log.Info("gemini call failed", "dir", call.Dir, "resume", call.Session, "elapsed", time.Since(start), "err", err)
+	res, unsaved, err := d.answer(ctx, req, call, call.Prompt, p)
+	switch {
+	case errors.Is(err, ErrWaitCancelled):
+		return failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Session))
+	case err != nil:
 		return failure(err)
-	}
-	d.Log.Info("gemini call done", "dir", call.Dir, "resume", call.Session, "session", res.SessionID, "via", res.Via, "elapsed", time.Since(start))
-	var unsaved string
-	if res.SessionID != "" {
-		who := d.clientOf(req)
-		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key(), Backend: d.family(),
-			Title: Title(call.Prompt), SystemPrompt: call.SystemPrompt}
-		if d.family() == backend.FamilyCLI {
-			turn.Host = d.Host
-		}
-		// The answer is complete and paid for: it is recorded even when
-		// its caller has just gone.
-		if _, err := d.Store.Touch(context.WithoutCancel(ctx), res.SessionID, turn, d.Now()); err != nil {
-			d.Log.Warn("recording the session", "session", res.SessionID, "err", err)
-			unsaved = d.unsavedNote(context.WithoutCancel(ctx), res.SessionID, call.Dir, err)
-		}
 	}
 	var out *mcp.CallToolResult
 	if len(res.Text) > d.MaxAnswerBytes {

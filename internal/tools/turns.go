@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -66,6 +65,22 @@ func (d *Deps) Answer(ctx context.Context, req *mcp.CallToolRequest, call backen
 	}
 	p := startProgress(ctx, req, d.ProgressInterval)
 	defer p.finish()
+	return d.answer(ctx, req, call, title, p)
+}
+
+// turnLimitError is a refusal at --max-turns: its message says what to
+// do, and it matches ErrTurnLimit.
+type turnLimitError struct{ error }
+
+func (turnLimitError) Is(target error) bool { return target == ErrTurnLimit }
+
+// answer is what chat, chat-reply and the expert tools share of a turn:
+// it waits for earlier turns of the same session (in this process, then
+// through the store's lease, across processes), refuses a session at
+// --max-turns or a new API conversation the store could not keep, runs
+// the turn with p reporting progress, and records the session. Its errors
+// are Answer's.
+func (d *Deps) answer(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn, title string, p *progress) (res *backend.Answer, unsaved string, err error) {
 	if p != nil {
 		call.Observer = p
 	}
@@ -77,6 +92,8 @@ func (d *Deps) Answer(ctx context.Context, req *mcp.CallToolRequest, call backen
 		defer unlock()
 	}
 	if session.IsUUID(call.Session) {
+		// The lease is given back once the turn is recorded, so that the
+		// next turn, here or in another process, sees it.
 		release, err := d.Store.Lease(ctx, call.Session)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -89,11 +106,19 @@ func (d *Deps) Answer(ctx context.Context, req *mcp.CallToolRequest, call backen
 			if errors.Is(err, session.ErrUnavailable) {
 				return nil, "", err
 			}
-			return nil, "", fmt.Errorf("%w: %v", ErrTurnLimit, err)
+			return nil, "", turnLimitError{err}
+		}
+	} else if call.Session == "" && d.family() == backend.FamilyAPI {
+		// The API backend's conversation lives only in the store: a new
+		// chat the store cannot record would be paid for and could never
+		// be continued. A read of an id no one has tells whether the
+		// store answers, before anything is sent to Gemini.
+		if _, _, err := d.Store.Get(ctx, session.NewUUID()); err != nil {
+			return nil, "", storeError(err)
 		}
 	}
 	start := time.Now()
-	res, err := d.Backend.Run(ctx, call)
+	res, err = d.Backend.Run(ctx, call)
 	if err != nil {
 		d.Log.Info("gemini call failed", "dir", call.Dir, "resume", call.Session, "elapsed", time.Since(start), "err", err)
 		return nil, "", err
