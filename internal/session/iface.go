@@ -128,6 +128,25 @@ const (
 // failure, not the caller's.
 var ErrUnavailable = errors.New("session store unavailable")
 
+// Apply is what Touch does to a record, the same in every store: r is the
+// session's record, ok whether it has one; the result is the record after
+// turn t at now. A new record keeps t's Owner, Backend, Host, Title and
+// SystemPrompt from then on.
+func Apply(r Record, ok bool, id string, t Turn, now time.Time) Record {
+	if !ok {
+		r = Record{ID: id, Created: now, Owner: t.Owner, Backend: t.Backend,
+			Title: t.Title, Host: t.Host, SystemPrompt: t.SystemPrompt}
+	}
+	r.Cwd = t.Cwd
+	if t.Model != "" {
+		r.Model = t.Model
+	}
+	r.LastClient = t.Client
+	r.Updated = now
+	r.Turns++
+	return r
+}
+
 // Latest returns the most recently updated record match accepts (any when
 // match is nil), in cwd when cwd is not empty.
 func Latest(ctx context.Context, s Store, cwd string, match func(Record) bool) (Record, bool, error) {

@@ -312,17 +312,7 @@ func (s *Store) Touch(ctx context.Context, id string, t session.Turn, now time.T
 				r = session.Record{}
 			}
 		}
-		if r.ID == "" {
-			r = session.Record{ID: id, Created: now, Owner: t.Owner, Backend: t.Backend,
-				Title: t.Title, Host: t.Host, SystemPrompt: t.SystemPrompt}
-		}
-		r.Cwd = t.Cwd
-		if t.Model != "" {
-			r.Model = t.Model
-		}
-		r.LastClient = t.Client
-		r.Updated = now
-		r.Turns++
+		r = session.Apply(r, r.ID != "", id, t, now)
 		data, err := json.Marshal(r)
 		if err != nil {
 			return err

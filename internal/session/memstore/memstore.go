@@ -163,17 +163,8 @@ func (s *Store) Touch(_ context.Context, id string, t session.Turn, now time.Tim
 		e = &entry{}
 		s.sessions[id] = e
 	}
-	if !e.hasRec {
-		e.rec = session.Record{ID: id, Created: now, Owner: t.Owner, Backend: t.Backend, Host: t.Host, Title: t.Title, SystemPrompt: t.SystemPrompt}
-		e.hasRec = true
-	}
-	e.rec.Cwd = t.Cwd
-	if t.Model != "" {
-		e.rec.Model = t.Model
-	}
-	e.rec.LastClient = t.Client
-	e.rec.Updated = now
-	e.rec.Turns++
+	e.rec = session.Apply(e.rec, e.hasRec, id, t, now)
+	e.hasRec = true
 	e.expires = clock.Add(s.ttl)
 	return e.rec, nil
 }

@@ -330,17 +330,7 @@ func (s *Store) Touch(ctx context.Context, id string, t session.Turn, now time.T
 			// session, as the file store does.
 			existed, r = false, session.Record{}
 		}
-		if !existed {
-			r = session.Record{ID: id, Created: now, Owner: t.Owner, Backend: t.Backend,
-				Title: t.Title, Host: t.Host, SystemPrompt: t.SystemPrompt}
-		}
-		r.Cwd = t.Cwd
-		if t.Model != "" {
-			r.Model = t.Model
-		}
-		r.LastClient = t.Client
-		r.Updated = now
-		r.Turns++
+		r = session.Apply(r, existed, id, t, now)
 		out, err := json.Marshal(r)
 		if err != nil {
 			return err
