@@ -23,24 +23,28 @@ const FakePackage = "github.com/gemini-mcp-server/gemini-mcp-server/internal/gem
 // BuildFake runs the go command found in PATH (go test puts its own first) in the current
 // directory, which must lie inside this module; go test runs tests in their package's directory.
 func BuildFake() (path string, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "fake-gemini-")
+	return buildTool("fake gemini", "fake-gemini-", "gemini", FakePackage)
+}
+
+// buildTool compiles pkg into a new temporary directory (named from
+// tempPrefix) as the executable name (name.exe on Windows); what names the
+// tool in errors. cleanup removes the directory.
+func buildTool(what, tempPrefix, name, pkg string) (path string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", tempPrefix)
 	if err != nil {
-		return "", nil, fmt.Errorf("building fake gemini: %w", err)
+		return "", nil, fmt.Errorf("building %s: %w", what, err)
 	}
 	cleanup = func() { os.RemoveAll(dir) }
-	name := "gemini"
 	if runtime.GOOS == "windows" {
 		name += ".exe"
 	}
 	path = filepath.Join(dir, name)
-
-	cmd := exec.Command("go", "build", "-o", path, FakePackage)
+	cmd := exec.Command("go", "build", "-o", path, pkg)
 	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		cleanup()
-		return "", nil, fmt.Errorf("building fake gemini: go build %s: %w\n%s", FakePackage, err, out.Bytes())
+		return "", nil, fmt.Errorf("building %s: go build %s: %w\n%s", what, pkg, err, out.Bytes())
 	}
 	return path, cleanup, nil
 }
