@@ -233,3 +233,31 @@ func TestReplicasOnRedis(t *testing.T) {
 		t.Error("the refused reply reached Gemini")
 	}
 }
+
+// TestRateLimitsAcrossReplicas: with --rate-limits and a Redis store, the
+// replicas count a client's calls together: the second call, made on the
+// other replica, is refused with the delay and reaches no one.
+func TestRateLimitsAcrossReplicas(t *testing.T) {
+	redis := redistest.Start(t)
+	e, fake := apiEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
+	args := []string{"--stateless", "--backend", "api", "--store", redis.URL(0), "--rate-limits", "chat=1/min"}
+	addrA, _ := startHTTP(t, e, args...)
+	addrB, _ := startHTTP(t, e, args...)
+	callOK(t, httpClient(t, addrA, tokenOne), "chat", map[string]any{"prompt": "one call a minute, on A"})
+	res, err := callTool(httpClient(t, addrB, tokenOne), "chat", map[string]any{"prompt": "a second call, on B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secs, _ := res.Meta["retryAfterSeconds"].(float64); !res.IsError || secs < 1 || secs > 60 ||
+		!strings.Contains(answerOf(res), "reached the rate limit of chat (1/min)") {
+		t.Fatalf("the second call, on B: %+v %s", res.Meta, answerOf(res))
+	}
+	for _, r := range fake.Requests() {
+		if strings.Contains(r.LastUserText, "a second call, on B") {
+			t.Fatal("the refused call reached Gemini")
+		}
+	}
+	// Another client has its own bucket.
+	callOK(t, httpClient(t, addrB, tokenTwo), "chat", map[string]any{"prompt": "another client, on B"})
+}

@@ -57,7 +57,12 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.
 	expert.Register(srv, &expert.Deps{Turns: deps, ProjectRoot: root, Files: fc.Files, Changes: fc.Changes, Sent: sent,
 		CallTimeout: cfg.ExpertTimeout, MaxArgBytes: cfg.MaxPromptBytes, Log: log})
 	if cfg.RateLimits.Limits != nil {
-		srv.AddReceivingMiddleware(expert.NewLimiter(cfg.RateLimits.Limits, nil).Middleware(cfg.Stateless))
+		limiter := expert.NewLimiter(cfg.RateLimits.Limits, nil)
+		if shared, ok := deps.Store.(expert.SharedBuckets); ok {
+			// Replicas on one Redis count each client's calls together.
+			limiter.Shared, limiter.Log = shared, log
+		}
+		srv.AddReceivingMiddleware(limiter.Middleware(cfg.Stateless))
 	}
 	log.Info("expert tools", "projectRoot", root, "maxFiles", cfg.MaxFiles, "maxFileBytes", cfg.MaxFileBytes,
 		"maxContextTokens", cfg.MaxContextTokens, "tokens", fc.TokenCounting(), "rateLimits", cfg.RateLimits.String())

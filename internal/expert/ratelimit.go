@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -53,7 +54,7 @@ const RateLimitsUsage = "limit the calls each client may make of a tool: a comma
 	"(period s, min or h; e.g. chat=10/min,analyze=5/min), or \"seed\" for the table of seed 002 " +
 	"(chat 10/min, analyze 5/min, thinkdeep 3/min, codereview 5/min, debug 5/min, precommit 3/min), " +
 	"which later entries override (seed,chat=20/min). A client is a bearer token over HTTP, an MCP session without tokens, " +
-	"or the one stdio client. The limits are kept in this process. Default: no limits"
+	"or the one stdio client. The limits are kept in this process, or in Redis with --store redis://, shared by every replica. Default: no limits"
 
 // limitedTools are the tools a limit may name.
 var limitedTools = append([]string{"chat", "chat-reply", "chat-page", "sessions"}, Names()...)
@@ -114,17 +115,30 @@ func parseRate(s string) (Rate, error) {
 
 // Limiter counts each client's calls of each tool in token buckets: a
 // client may make Rate.N calls at once, and gains one back every
-// Rate.Per/Rate.N. It is kept in this process; a limit shared by
-// replicas needs the Redis store's own counter, which this is not yet.
+// Rate.Per/Rate.N. The buckets are kept in this process, or, with Shared
+// set (the Redis store), where every replica counts in the same ones.
 type Limiter struct {
 	limits map[string]Rate
 	now    func() time.Time
+	// Shared, when set, keeps the buckets for every replica; while it
+	// fails, this process's own buckets count instead.
+	Shared SharedBuckets
+	// Log hears of Shared's failures; nil discards them.
+	Log *slog.Logger
 
 	mu      sync.Mutex
 	buckets map[bucketKey]*bucket
 }
 
 type bucketKey struct{ client, tool string }
+
+// SharedBuckets are token buckets that several server processes share
+// (the Redis store implements them): TakeCall takes one of the n calls
+// per period of the bucket named key, or says how long until one is
+// regained.
+type SharedBuckets interface {
+	TakeCall(ctx context.Context, key string, n int, per time.Duration) (ok bool, retryAfter time.Duration, err error)
+}
 
 type bucket struct {
 	tokens float64
@@ -146,9 +160,24 @@ const maxIdleBuckets = 4096
 // Allow takes one call of tool for client, or reports how long the client
 // must wait for one. Tools without a limit are always allowed.
 func (l *Limiter) Allow(client, tool string) (ok bool, retryAfter time.Duration) {
+	return l.allow(context.Background(), client, tool)
+}
+
+func (l *Limiter) allow(ctx context.Context, client, tool string) (ok bool, retryAfter time.Duration) {
 	r, limited := l.limits[tool]
 	if !limited {
 		return true, 0
+	}
+	if l.Shared != nil {
+		ok, wait, err := l.Shared.TakeCall(ctx, client+"/"+tool, r.N, r.Per)
+		if err == nil {
+			return ok, wait.Round(time.Millisecond)
+		}
+		// The limit still holds in this process while the shared store
+		// is away.
+		if l.Log != nil {
+			l.Log.Warn("rate limits: the shared buckets failed; counting in this process", "err", err)
+		}
 	}
 	now := l.now()
 	l.mu.Lock()
@@ -216,7 +245,7 @@ func (l *Limiter) Middleware(stateless bool) mcp.Middleware {
 			if !ok {
 				return next(ctx, method, req)
 			}
-			allowed, wait := l.Allow(ClientKey(req, stateless), p.Name)
+			allowed, wait := l.allow(ctx, ClientKey(req, stateless), p.Name)
 			if allowed {
 				return next(ctx, method, req)
 			}
