@@ -442,22 +442,31 @@ func (d *Deps) checkCommon(prompt, model, systemPrompt string) error {
 	return nil
 }
 
-// run makes the call, records the session and builds the tool result.
-func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn) *mcp.CallToolResult {
+// callContext is ctx ended also by the server's lifetime and, over HTTP,
+// by the request that carries the call; cancel releases it.
+func (d *Deps) callContext(ctx context.Context, req *mcp.CallToolRequest) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stops := []func() bool{}
 	if d.Lifetime != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		defer context.AfterFunc(d.Lifetime, cancel)()
+		stops = append(stops, context.AfterFunc(d.Lifetime, cancel))
 	}
 	if d.RequestContext != nil {
 		if rc := d.RequestContext(req); rc != nil {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithCancel(ctx)
-			defer cancel()
-			defer context.AfterFunc(rc, cancel)()
+			stops = append(stops, context.AfterFunc(rc, cancel))
 		}
 	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// run makes the call, records the session and builds the tool result.
+func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn) *mcp.CallToolResult {
+	ctx, cancel := d.callContext(ctx, req)
+	defer cancel()
 	if call.Session != "" && req.Params.RequestState == "" {
 		if n := d.pending.supersede(d.clientOf(req).key(), call.Session); n > 0 {
 			d.Log.Info("a new call on the session withdrew the tool confirmation left unanswered", "session", call.Session)

@@ -49,20 +49,8 @@ func (d *Deps) ResolveDir(dir string) (string, error) { return d.resolveCwd(dir)
 // but the session could not be recorded, unsaved is the note to show the
 // caller beside it.
 func (d *Deps) Answer(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn, title string) (ans *backend.Answer, unsaved string, err error) {
-	if d.Lifetime != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		defer context.AfterFunc(d.Lifetime, cancel)()
-	}
-	if d.RequestContext != nil {
-		if rc := d.RequestContext(req); rc != nil {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithCancel(ctx)
-			defer cancel()
-			defer context.AfterFunc(rc, cancel)()
-		}
-	}
+	ctx, cancel := d.callContext(ctx, req)
+	defer cancel()
 	p := startProgress(ctx, req, d.ProgressInterval)
 	defer p.finish()
 	return d.answer(ctx, req, call, title, p)
