@@ -115,18 +115,22 @@ func carries(t *testing.T, r fakeapi.Request, texts ...string) {
 // contains marker, and returns it.
 func waitArrived(t *testing.T, fake *fakeapi.Server, marker string) fakeapi.Request {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second) // a failure guard only
-	for {
-		for _, r := range fake.Arrived() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a failure guard only
+	defer cancel()
+	var got fakeapi.Request
+	err := fake.WaitArrived(ctx, func(rs []fakeapi.Request) bool {
+		for _, r := range rs {
 			if r.Method == fakeapi.MethodStream && strings.Contains(r.LastUserText, marker) {
-				return r
+				got = r
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the fake API never received %q", marker)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return false
+	})
+	if err != nil {
+		t.Fatalf("the fake API never received %q: %v", marker, err)
 	}
+	return got
 }
 
 // sessionIDs lists the ids the sessions tool returns.

@@ -460,6 +460,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	s.arrived = append(s.arrived, rec)
+	close(s.changed)
+	s.changed = make(chan struct{})
 	s.mu.Unlock()
 
 	if rec.Method == MethodCountTokens {

@@ -2,6 +2,7 @@ package fakeapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -227,7 +228,11 @@ func TestSleepDirective(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	time.Sleep(200 * time.Millisecond) // let the request reach the handler
+	wctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a failure guard only
+	defer cancel()
+	if err := s2.WaitArrived(wctx, func(rs []Request) bool { return len(rs) == 1 }); err != nil {
+		t.Fatal(err)
+	}
 	closed := time.Now()
 	s2.Close()
 	s2.Close() // idempotent

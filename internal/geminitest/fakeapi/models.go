@@ -143,12 +143,24 @@ func split(s string, n int) []string {
 }
 
 // WaitFor waits until ok holds for the requests recorded so far (see
-// [Server.Requests]), checking again each time one is recorded, or until
-// ctx ends.
+// [Server.Requests]), checking again each time one arrives or is
+// recorded, or until ctx ends.
 func (s *Server) WaitFor(ctx context.Context, ok func([]Request) bool) error {
+	return s.wait(ctx, func() []Request { return s.reqs }, ok)
+}
+
+// WaitArrived waits until ok holds for the requests arrived so far (see
+// [Server.Arrived]: answered or not), or until ctx ends.
+func (s *Server) WaitArrived(ctx context.Context, ok func([]Request) bool) error {
+	return s.wait(ctx, func() []Request { return s.arrived }, ok)
+}
+
+// wait waits until ok holds for the list of requests which (called under
+// s.mu) returns, checking again at each arrival and record.
+func (s *Server) wait(ctx context.Context, which func() []Request, ok func([]Request) bool) error {
 	for {
 		s.mu.Lock()
-		reqs := append([]Request(nil), s.reqs...)
+		reqs := append([]Request(nil), which()...)
 		changed := s.changed
 		s.mu.Unlock()
 		if ok(reqs) {
