@@ -28,19 +28,7 @@ func TestE2ECancelKillsNode(t *testing.T) {
 		done <- res
 	}()
 	// Wait until the CLI has asked the API: it is running for real.
-	arrived := func() bool {
-		for _, r := range h.api.Arrived() {
-			if strings.Contains(r.LastUserText, "e2e:cancel") {
-				return true
-			}
-		}
-		return false
-	}
-	for deadline := time.Now().Add(90 * time.Second); !arrived(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the CLI never reached the API")
-		}
-	}
+	h.waitArrived(t, "e2e:cancel")
 	t.Logf("the CLI reached the API after %v", time.Since(begin).Round(time.Millisecond))
 	pids := h.cliProcesses(t)
 	var node bool
@@ -106,18 +94,7 @@ func TestE2EWarmCancel(t *testing.T) {
 		res, _ := h.session.CallTool(ctx, &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": "e2e:warm-cancel hang [[sleep:60000]]", "sessionId": id}})
 		done <- res
 	}()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the CLI never reached the API")
-		}
-		found := false
-		for _, r := range h.api.Arrived() {
-			found = found || strings.Contains(r.LastUserText, "e2e:warm-cancel hang")
-		}
-		if found {
-			break
-		}
-	}
+	h.waitArrived(t, "e2e:warm-cancel hang")
 	start := time.Now()
 	cancel()
 	<-done

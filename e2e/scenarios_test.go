@@ -172,22 +172,15 @@ func (h *harness) testTuning(t *testing.T) {
 	}
 }
 
-// waitArrived waits until the fake API has received a request whose
-// prompt holds marker, answered or not. The fake offers no event for an
-// arrival, so this polls, as the cancel tests do.
+// waitArrived waits until the fake API has received the turn (not the
+// CLI's model-router call before it) whose prompt holds marker, answered
+// or not.
 func (h *harness) waitArrived(t *testing.T, marker string) {
 	t.Helper()
-	for deadline := time.Now().Add(callTimeout); ; time.Sleep(20 * time.Millisecond) {
-		for _, r := range h.api.Arrived() {
-			// The answer's request, not the CLI's model-router call
-			// before it (generateContent, with the same prompt).
-			if r.Method == fakeapi.MethodStream && strings.Contains(r.LastUserText, marker) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no request with %q reached the fake API", marker)
-		}
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout) // a failure guard only
+	defer cancel()
+	if _, err := h.api.WaitStream(ctx, marker); err != nil {
+		t.Fatalf("no request with %q reached the fake API: %v", marker, err)
 	}
 }
 

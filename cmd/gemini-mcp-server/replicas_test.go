@@ -117,20 +117,11 @@ func waitArrived(t *testing.T, fake *fakeapi.Server, marker string) fakeapi.Requ
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a failure guard only
 	defer cancel()
-	var got fakeapi.Request
-	err := fake.WaitArrived(ctx, func(rs []fakeapi.Request) bool {
-		for _, r := range rs {
-			if r.Method == fakeapi.MethodStream && strings.Contains(r.LastUserText, marker) {
-				got = r
-				return true
-			}
-		}
-		return false
-	})
+	r, err := fake.WaitStream(ctx, marker)
 	if err != nil {
 		t.Fatalf("the fake API never received %q: %v", marker, err)
 	}
-	return got
+	return r
 }
 
 // sessionIDs lists the ids the sessions tool returns.

@@ -155,6 +155,24 @@ func (s *Server) WaitArrived(ctx context.Context, ok func([]Request) bool) error
 	return s.wait(ctx, func() []Request { return s.arrived }, ok)
 }
 
+// WaitStream waits until a turn (a streamGenerateContent request, not the
+// CLI's model-router call before it, which carries the same prompt) whose
+// last user text holds marker has arrived, answered or not, and returns
+// it; or until ctx ends.
+func (s *Server) WaitStream(ctx context.Context, marker string) (Request, error) {
+	var got Request
+	err := s.WaitArrived(ctx, func(rs []Request) bool {
+		for _, r := range rs {
+			if r.Method == MethodStream && strings.Contains(r.LastUserText, marker) {
+				got = r
+				return true
+			}
+		}
+		return false
+	})
+	return got, err
+}
+
 // wait waits until ok holds for the list of requests which (called under
 // s.mu) returns, checking again at each arrival and record.
 func (s *Server) wait(ctx context.Context, which func() []Request, ok func([]Request) bool) error {
