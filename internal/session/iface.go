@@ -106,6 +106,24 @@ type Options struct {
 	Prefix string
 }
 
+// WithDefaults returns o with its unset (zero or negative) fields set to
+// the defaults below.
+func (o Options) WithDefaults() Options {
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.MaxPagedBytes <= 0 {
+		o.MaxPagedBytes = DefaultMaxPagedBytes
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	return o
+}
+
 // Defaults for Options.
 const (
 	// DefaultTTL keeps a session for a week after its last turn: long

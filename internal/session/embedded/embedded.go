@@ -109,15 +109,7 @@ func Open(path string, opts session.Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
-	if opts.TTL <= 0 {
-		opts.TTL = session.DefaultTTL
-	}
-	if opts.LeaseTTL <= 0 {
-		opts.LeaseTTL = session.DefaultLeaseTTL
-	}
-	if opts.MaxPagedBytes <= 0 {
-		opts.MaxPagedBytes = session.DefaultMaxPagedBytes
-	}
+	opts = opts.WithDefaults()
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("session store: %w: %w", session.ErrUnavailable, err)
 	}

@@ -75,12 +75,7 @@ var errClosed = fmt.Errorf("memory session store: closed: %w", session.ErrUnavai
 // New returns an empty store with opts (zero fields take session's
 // defaults).
 func New(opts session.Options) *Store {
-	if opts.TTL <= 0 {
-		opts.TTL = session.DefaultTTL
-	}
-	if opts.MaxPagedBytes <= 0 {
-		opts.MaxPagedBytes = session.DefaultMaxPagedBytes
-	}
+	opts = opts.WithDefaults()
 	return &Store{
 		ttl:      opts.TTL,
 		budget:   opts.MaxPagedBytes,

@@ -180,18 +180,7 @@ func withDefaults(o session.Options) (session.Options, error) {
 	if o.TTL < 0 || o.LeaseTTL < 0 || o.MaxPagedBytes < 0 {
 		return o, fmt.Errorf("session store: TTL, lease TTL and page budget must not be negative (got %v, %v, %d)", o.TTL, o.LeaseTTL, o.MaxPagedBytes)
 	}
-	if o.TTL == 0 {
-		o.TTL = session.DefaultTTL
-	}
-	if o.LeaseTTL == 0 {
-		o.LeaseTTL = session.DefaultLeaseTTL
-	}
-	if o.MaxPagedBytes == 0 {
-		o.MaxPagedBytes = session.DefaultMaxPagedBytes
-	}
-	if o.Prefix == "" {
-		o.Prefix = session.DefaultPrefix
-	}
+	o = o.WithDefaults()
 	// Redis counts expiry in milliseconds: less would mean "now".
 	if o.TTL < time.Millisecond || o.LeaseTTL < 3*time.Millisecond {
 		return o, fmt.Errorf("session store: TTL %v or lease TTL %v is too short for Redis (at least 1ms and 3ms)", o.TTL, o.LeaseTTL)
