@@ -208,19 +208,25 @@ func callTool(ctx context.Context, cs *mcp.ClientSession, t *target, prompt, mod
 	if err != nil {
 		return d, fmt.Errorf("%s: %s: %w", t.Name, t.Tool, err)
 	}
+	text := resultText(res)
+	if res.IsError {
+		return d, fmt.Errorf("%s: %s returned an error: %s", t.Name, t.Tool, clip(text, 600))
+	}
+	if expect != "" && !strings.Contains(text, expect) {
+		return d, fmt.Errorf("%s: the answer does not echo %q, so it did not come from the CLI for this call: %s", t.Name, expect, clip(text, 600))
+	}
+	return d, nil
+}
+
+// resultText is the text of a tool result's text contents.
+func resultText(res *mcp.CallToolResult) string {
 	var text strings.Builder
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
 			text.WriteString(tc.Text)
 		}
 	}
-	if res.IsError {
-		return d, fmt.Errorf("%s: %s returned an error: %s", t.Name, t.Tool, clip(text.String(), 600))
-	}
-	if expect != "" && !strings.Contains(text.String(), expect) {
-		return d, fmt.Errorf("%s: the answer does not echo %q, so it did not come from the CLI for this call: %s", t.Name, expect, clip(text.String(), 600))
-	}
-	return d, nil
+	return text.String()
 }
 
 // clip shortens s to n bytes (its start), or to -n bytes (its end).

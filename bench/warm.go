@@ -37,7 +37,9 @@ func (b *bench) warmSeries(ctx context.Context) *section {
 		s.failed = err
 		return s
 	}
-	tg := b.targets()[0]
+	// The replies all continue one session: room for all of them past the
+	// default --max-turns.
+	tg := b.targets("--max-turns", fmt.Sprint(b.cfg.warmCalls+10))[0]
 	srv, _, err := startStdio(ctx, tg, sb)
 	if err != nil {
 		s.failed = err
@@ -85,8 +87,12 @@ func (b *bench) warmSeries(ctx context.Context) *section {
 		start := time.Now()
 		res, err := srv.cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": prompt(m), "sessionId": id}})
 		d := time.Since(start)
-		if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, m) {
-			s.failed = fmt.Errorf("chat-reply %d: %v %+v", i, err, res)
+		if err != nil {
+			s.failed = fmt.Errorf("chat-reply %d: %w", i, err)
+			return s
+		}
+		if text := resultText(res); res.IsError || !strings.Contains(text, m) {
+			s.failed = fmt.Errorf("chat-reply %d: error %v: %s", i, res.IsError, clip(text, 300))
 			return s
 		}
 		ser = append(ser, d.Seconds())

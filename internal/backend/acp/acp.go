@@ -238,12 +238,14 @@ func (p *acpProc) readLoop(stdout io.Reader, stderr *proc.TailBuffer) {
 		how = fmt.Sprintf("exit code %d", code)
 	}
 	p.deadErr = fmt.Errorf("%w (%s; stderr: %s)", errProcessGone, how, strings.TrimSpace(proc.LastBytes(stderr.String(), 500)))
+	// Dead before any call learns of the end: a call that fails on it
+	// must not see p alive afterwards and send its next one here.
+	close(p.dead)
 	for id, ch := range p.pending {
 		close(ch)
 		delete(p.pending, id)
 	}
 	p.mu.Unlock()
-	close(p.dead)
 }
 
 func (p *acpProc) alive() bool {
