@@ -646,6 +646,12 @@ type spare struct {
 	id   string
 	made time.Time
 	err  error
+	// file is the session's file in the CLI's store when it had one once
+	// made: the start-up of any other gemini run with the same home (a
+	// one-shot call, a replacement process, the user's own CLI) deletes
+	// the files of sessions that hold no turn, and a session whose file is
+	// gone would be written without its header, which resume needs.
+	file string
 }
 
 // session returns a new session in dir for a call holding p: the process's
@@ -661,11 +667,16 @@ func (pl *pool) session(ctx context.Context, p *acpProc, dir string) (string, er
 		select {
 		case <-s.ready:
 			if s.err == nil {
-				if age := pl.now().Sub(s.made); age < pl.opts.SpareAge {
+				age := pl.now().Sub(s.made)
+				switch {
+				case age >= pl.opts.SpareAge:
+					pl.discard(p, s)
+				case s.file != "" && !fileExists(s.file):
+					pl.r.log.Debug("a spare session's file was removed (by another gemini run's start-up clean-up); making a new session", "pid", p.cmd.Process.Pid, "session", s.id)
+				default:
 					pl.r.log.Debug("a new chat uses a spare session", "pid", p.cmd.Process.Pid, "session", s.id, "age", age)
 					return s.id, nil
 				}
-				pl.discard(p, s)
 			}
 		case <-ctx.Done():
 			// The spare is still being made; it is discarded once made.
@@ -732,6 +743,9 @@ func (pl *pool) fill(p *acpProc, s *spare) {
 	// before a call.
 	id, err := p.newSession(ctx, s.dir, true)
 	s.id, s.made, s.err = id, made, err
+	if err == nil {
+		s.file = sessionFile(p.home, id)
+	}
 	close(s.ready)
 	if err != nil {
 		p.mu.Lock()
@@ -798,6 +812,30 @@ func (pl *pool) dropSpares(p *acpProc) {
 // unused session's file is about 2 KB.
 const maxSessionFile = 64 << 10
 
+// sessionFiles are the files of session id in the CLI's store under home
+// (see removeSessionFile).
+func sessionFiles(home, id string) ([]string, error) {
+	if home == "" || !session.IsUUID(id) {
+		return nil, nil
+	}
+	return filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+id[:8]+".jsonl"))
+}
+
+// sessionFile is the file of session id in the CLI's store under home, ""
+// if there is none.
+func sessionFile(home, id string) string {
+	files, _ := sessionFiles(home, id)
+	if len(files) == 0 {
+		return ""
+	}
+	return files[0]
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
 // removeSessionFile removes the file that an unused session left in the
 // CLI's store under home (the CLI's home: GEMINI_CLI_HOME, else HOME):
 // .gemini/tmp/<project>/chats/session-<time>-<first 8 of id>.jsonl. It
@@ -805,10 +843,7 @@ const maxSessionFile = 64 << 10
 // the context the CLI writes at session/new, so it never touches another
 // session or one that holds a turn. It reports whether it removed one.
 func removeSessionFile(home, id string) (bool, error) {
-	if home == "" || !session.IsUUID(id) {
-		return false, nil
-	}
-	files, err := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+id[:8]+".jsonl"))
+	files, err := sessionFiles(home, id)
 	if err != nil {
 		return false, err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -998,5 +999,41 @@ func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
 	}
 	if recs := logRecords(t, logs, "recycling a warm gemini process after its session limit"); len(recs) != 1 || recs[0].Pid != started[0].Pid {
 		t.Fatalf("recycle lines %+v", recs)
+	}
+}
+
+// The start-up of any other gemini run with the same home removes the
+// files of sessions that hold no turn, a spare's among them: a spare whose
+// file is gone is not used (its turns would be written without the header
+// that resume needs).
+func TestWarmSpareWhoseFileWasRemoved(t *testing.T) {
+	home := t.TempDir()
+	r, _, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{})
+	dir := geminitest.WorkDir(t)
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	s := readySpare(t, onlyProc(t, r), dir)
+	files := chatFiles(t, home, s.id)
+	if len(files) != 1 {
+		t.Fatalf("the spare's session file: %v", files)
+	}
+	if err := os.Remove(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	news := countMethod(t, acpLog, "session/new")
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "second", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SessionID == s.id {
+		t.Fatal("a new chat used the spare whose file was removed")
+	}
+	if files := chatFiles(t, home, res.SessionID); len(files) != 1 {
+		t.Fatalf("the new chat's session file: %v", files)
+	}
+	// Its own session/new, then the next spare's.
+	if n := countMethod(t, acpLog, "session/new"); n < news+1 {
+		t.Fatalf("%d session/new, want at least %d", n, news+1)
 	}
 }
