@@ -43,7 +43,7 @@ func (b *bench) apiBackend(ctx context.Context) *section {
 	}
 	api := fakeapi.New()
 	defer api.Close()
-	sb, err := newSandbox(b.tmp, "api-ours", b.fakeDir)
+	sb, err := b.newSandbox("api-ours", b.fakeDir)
 	if err != nil {
 		s.failed = err
 		return s
@@ -192,7 +192,7 @@ func (b *bench) sdkStartCost(ctx context.Context, s *section, apiURL string) err
 	rows[2].t.Env = []string{"GEMINI_API_KEY=" + apiKey, "GOOGLE_GEMINI_BASE_URL=" + apiURL}
 	sbs := make([]*sandbox, len(rows))
 	for i, r := range rows {
-		sb, err := newSandbox(b.tmp, "sdk-"+r.t.Name, b.fakeDir)
+		sb, err := b.newSandbox("sdk-"+r.t.Name, b.fakeDir)
 		if err != nil {
 			return err
 		}

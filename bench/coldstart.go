@@ -24,7 +24,7 @@ func (b *bench) coldStart(ctx context.Context) *section {
 	targets := b.stdioTargets()
 	sbs := make([]*sandbox, len(targets))
 	for i, t := range targets {
-		sb, err := newSandbox(b.tmp, "cold-"+t.Name, b.fakeDir)
+		sb, err := b.newSandbox("cold-"+t.Name, b.fakeDir)
 		if err != nil {
 			s.failed = err
 			return s

@@ -39,7 +39,7 @@ func (b *bench) http(ctx context.Context) *section {
 	} else {
 		s.intro += fmt.Sprintf(" The default backend (%s) answers from long-lived processes, so no process start per call.", t.Backend)
 	}
-	sb, err := newSandbox(b.tmp, "http-ours", b.fakeDir)
+	sb, err := b.newSandbox("http-ours", b.fakeDir)
 	if err != nil {
 		s.failed = err
 		return s

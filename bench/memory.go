@@ -34,7 +34,7 @@ func (b *bench) memory(ctx context.Context) *section {
 	defer closeFleet(&fl, s, b.log)
 	servers := make([]*server, len(targets))
 	for i, t := range targets {
-		sb, err := newSandbox(b.tmp, "memory-"+t.Name, b.fakeDir)
+		sb, err := b.newSandbox("memory-"+t.Name, b.fakeDir)
 		if err != nil {
 			s.failed = err
 			return s

@@ -45,7 +45,7 @@ func (b *bench) overhead(ctx context.Context) *section {
 	servers := make([]*server, len(targets))
 	calls := make([]int, len(targets))
 	for i, t := range targets {
-		sb, err := newSandbox(b.tmp, "overhead-"+t.Name, b.fakeDir)
+		sb, err := b.newSandbox("overhead-"+t.Name, b.fakeDir)
 		if err != nil {
 			s.failed = err
 			return s
@@ -80,7 +80,7 @@ func (b *bench) overhead(ctx context.Context) *section {
 		s.failed = err
 		return s
 	}
-	bareSB, err := newSandbox(b.tmp, "overhead-bare", b.fakeDir)
+	bareSB, err := b.newSandbox("overhead-bare", b.fakeDir)
 	if err != nil {
 		s.failed = err
 		return s

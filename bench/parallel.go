@@ -29,7 +29,7 @@ func (b *bench) parallel(ctx context.Context) *section {
 	defer closeFleet(&fl, s, b.log)
 	servers := make([]*server, len(targets))
 	for i, t := range targets {
-		sb, err := newSandbox(b.tmp, "parallel-"+t.Name, b.fakeDir)
+		sb, err := b.newSandbox("parallel-"+t.Name, b.fakeDir)
 		if err != nil {
 			s.failed = err
 			return s

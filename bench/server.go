@@ -47,6 +47,16 @@ func newRealCLISandbox(parent, name, geminiDir, apiURL string) (*sandbox, error)
 	return sb, nil
 }
 
+// newSandbox is a sandbox in the bench's temporary directory, with the fake
+// CLI's home under b.fakeHomes when set.
+func (b *bench) newSandbox(name, geminiDir string) (*sandbox, error) {
+	sb, err := newSandbox(b.tmp, name, geminiDir)
+	if err == nil && b.fakeHomes != "" {
+		sb.fakeHome = filepath.Join(b.fakeHomes, filepath.Base(sb.root))
+	}
+	return sb, err
+}
+
 func newSandbox(parent, name, geminiDir string) (*sandbox, error) {
 	root, err := os.MkdirTemp(parent, slug(name)+"-")
 	if err != nil {
