@@ -38,6 +38,7 @@ import (
 type Store struct {
 	path string
 	db   *sql.DB
+	st   stmts
 	opts session.Options
 
 	// wmu serialises this process's write transactions, so that they
@@ -94,6 +95,10 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 `
 
+// driverName is the database/sql driver of the store; tests put one in
+// front of it that counts the SQL it compiles.
+var driverName = "sqlite"
+
 // busyTimeout is how long a write waits for another process's write
 // transaction before failing. Ours last milliseconds.
 const busyTimeout = 5 * time.Second
@@ -121,7 +126,7 @@ func Open(path string, opts session.Options) (*Store, error) {
 	}
 	f.Close()
 
-	db, err := sql.Open("sqlite", dsn(abs))
+	db, err := sql.Open(driverName, dsn(abs))
 	if err != nil {
 		return nil, fmt.Errorf("session store %s: %w: %w", abs, session.ErrUnavailable, err)
 	}
@@ -135,6 +140,10 @@ func Open(path string, opts session.Options) (*Store, error) {
 	if err := s.init(ctx); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if err := s.st.prepare(ctx, db); err != nil {
+		db.Close()
+		return nil, s.fail("preparing statements", err)
 	}
 	s.bg.Add(1)
 	go s.background()
@@ -232,14 +241,15 @@ type badInput struct{ err error }
 
 func (b badInput) Error() string { return b.err.Error() }
 
+const getSQL = `SELECT record FROM sessions WHERE id = ? AND record IS NOT NULL AND expires_at > ?`
+
 // Get returns the record of session id.
 func (s *Store) Get(ctx context.Context, id string) (session.Record, bool, error) {
 	if err := checkID(id); err != nil {
 		return session.Record{}, false, err
 	}
 	var data string
-	err := s.db.QueryRowContext(ctx,
-		`SELECT record FROM sessions WHERE id = ? AND record IS NOT NULL AND expires_at > ?`, id, ms(time.Now())).Scan(&data)
+	err := s.st.get.QueryRowContext(ctx, id, ms(time.Now())).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return session.Record{}, false, nil
 	}
@@ -253,12 +263,14 @@ func (s *Store) Get(ctx context.Context, id string) (session.Record, bool, error
 	return r, true, nil
 }
 
+const liveSQL = `SELECT record, expires_at FROM sessions WHERE id = ?`
+
 // live reads session id's row in tx and says whether it holds a live
 // session. An expired row is purged with its turns and answers first, so
 // that a session coming back after expiry starts afresh.
-func live(tx *sql.Tx, id string, now int64) (record sql.NullString, ok bool, err error) {
+func (s *Store) live(ctx context.Context, tx *sql.Tx, id string, now int64) (record sql.NullString, ok bool, err error) {
 	var expires int64
-	err = tx.QueryRow(`SELECT record, expires_at FROM sessions WHERE id = ?`, id).Scan(&record, &expires)
+	err = tx.StmtContext(ctx, s.st.live).QueryRowContext(ctx, id).Scan(&record, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return record, false, nil
 	}
@@ -268,22 +280,27 @@ func live(tx *sql.Tx, id string, now int64) (record sql.NullString, ok bool, err
 	if expires > now {
 		return record, true, nil
 	}
-	return sql.NullString{}, false, purge(tx, id)
+	return sql.NullString{}, false, s.purge(ctx, tx, id)
 }
 
+const (
+	purgeTurnsSQL   = `DELETE FROM turns WHERE session_id = ?`
+	purgeAnswersSQL = `DELETE FROM answers WHERE session_id = ?`
+	purgeSessionSQL = `DELETE FROM sessions WHERE id = ?`
+)
+
 // purge deletes everything of session id.
-func purge(tx *sql.Tx, id string) error {
-	for _, q := range []string{
-		`DELETE FROM turns WHERE session_id = ?`,
-		`DELETE FROM answers WHERE session_id = ?`,
-		`DELETE FROM sessions WHERE id = ?`,
-	} {
-		if _, err := tx.Exec(q, id); err != nil {
+func (s *Store) purge(ctx context.Context, tx *sql.Tx, id string) error {
+	for _, st := range []*sql.Stmt{s.st.purgeTurns, s.st.purgeAnswers, s.st.purgeSession} {
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, id); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+const upsertRecordSQL = `INSERT INTO sessions (id, record, updated, expires_at) VALUES (?, ?, ?, ?)
+	ON CONFLICT (id) DO UPDATE SET record = excluded.record, updated = excluded.updated, expires_at = excluded.expires_at`
 
 // Touch records a finished turn of session id.
 func (s *Store) Touch(ctx context.Context, id string, t session.Turn, now time.Time) (session.Record, error) {
@@ -292,7 +309,7 @@ func (s *Store) Touch(ctx context.Context, id string, t session.Turn, now time.T
 	}
 	var r session.Record
 	err := s.write(ctx, "recording a turn", func(tx *sql.Tx) error {
-		old, _, err := live(tx, id, ms(time.Now()))
+		old, _, err := s.live(ctx, tx, id, ms(time.Now()))
 		if err != nil {
 			return err
 		}
@@ -309,8 +326,7 @@ func (s *Store) Touch(ctx context.Context, id string, t session.Turn, now time.T
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(`INSERT INTO sessions (id, record, updated, expires_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET record = excluded.record, updated = excluded.updated, expires_at = excluded.expires_at`,
+		_, err = tx.StmtContext(ctx, s.st.upsertRecord).ExecContext(ctx,
 			id, string(data), now.UnixNano(), ms(time.Now().Add(s.opts.TTL)))
 		return err
 	})
@@ -362,16 +378,18 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	return s.write(ctx, "deleting a session", func(tx *sql.Tx) error { return purge(tx, id) })
+	return s.write(ctx, "deleting a session", func(tx *sql.Tx) error { return s.purge(ctx, tx, id) })
 }
+
+const loadTurnsSQL = `SELECT t.data FROM turns t JOIN sessions s ON s.id = t.session_id
+	WHERE t.session_id = ? AND s.expires_at > ? ORDER BY t.seq`
 
 // LoadTurns returns the turns of session id, oldest first.
 func (s *Store) LoadTurns(ctx context.Context, id string) ([]json.RawMessage, bool, error) {
 	if err := checkID(id); err != nil {
 		return nil, false, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT t.data FROM turns t JOIN sessions s ON s.id = t.session_id
-		WHERE t.session_id = ? AND s.expires_at > ? ORDER BY t.seq`, id, ms(time.Now()))
+	rows, err := s.st.loadTurns.QueryContext(ctx, id, ms(time.Now()))
 	if err != nil {
 		return nil, false, s.dbErr(ctx, "reading turns", err)
 	}
@@ -390,6 +408,9 @@ func (s *Store) LoadTurns(ctx context.Context, id string) ([]json.RawMessage, bo
 	return turns, len(turns) > 0, nil
 }
 
+const appendTurnSQL = `INSERT INTO turns (session_id, seq, data)
+	VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?)`
+
 // AppendTurn records one more turn of session id: one row, whatever the
 // conversation's length.
 func (s *Store) AppendTurn(ctx context.Context, id string, turn json.RawMessage) error {
@@ -401,23 +422,24 @@ func (s *Store) AppendTurn(ctx context.Context, id string, turn json.RawMessage)
 		return err
 	}
 	return s.write(ctx, "recording a turn", func(tx *sql.Tx) error {
-		if _, _, err := live(tx, id, ms(time.Now())); err != nil {
+		if _, _, err := s.live(ctx, tx, id, ms(time.Now())); err != nil {
 			return err
 		}
-		if err := s.extend(tx, id); err != nil {
+		if err := s.extend(ctx, tx, id); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT INTO turns (session_id, seq, data)
-			VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE session_id = ?), ?)`, id, id, data)
+		_, err := tx.StmtContext(ctx, s.st.appendTurn).ExecContext(ctx, id, id, data)
 		return err
 	})
 }
 
+const extendSQL = `INSERT INTO sessions (id, record, updated, expires_at) VALUES (?, NULL, 0, ?)
+	ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at`
+
 // extend restarts session id's TTL, creating a row without a record for
 // a session that has turns only.
-func (s *Store) extend(tx *sql.Tx, id string) error {
-	_, err := tx.Exec(`INSERT INTO sessions (id, record, updated, expires_at) VALUES (?, NULL, 0, ?)
-		ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at`, id, ms(time.Now().Add(s.opts.TTL)))
+func (s *Store) extend(ctx context.Context, tx *sql.Tx, id string) error {
+	_, err := tx.StmtContext(ctx, s.st.extend).ExecContext(ctx, id, ms(time.Now().Add(s.opts.TTL)))
 	return err
 }
 
@@ -432,6 +454,14 @@ func compactTurn(turn json.RawMessage) (string, error) {
 	}
 	return b.String(), nil
 }
+
+const (
+	dropAnswerSQL     = `DELETE FROM answers WHERE expires_at <= ? OR id = ?`
+	answerBytesSQL    = `SELECT coalesce(sum(bytes), 0) FROM answers`
+	oldestAnswersSQL  = `SELECT n, bytes FROM answers ORDER BY n`
+	dropOldAnswersSQL = `DELETE FROM answers WHERE n <= ?`
+	putAnswerSQL      = `INSERT INTO answers (id, session_id, data, bytes, expires_at) VALUES (?, ?, ?, ?, ?)`
+)
 
 // PutAnswer keeps an answer's pages, dropping the oldest answers beyond
 // the budget for pages.
@@ -467,16 +497,16 @@ func (s *Store) PutAnswer(ctx context.Context, a session.PagedAnswer) error {
 	}
 	return s.write(ctx, "keeping an answer's pages", func(tx *sql.Tx) error {
 		now := ms(time.Now())
-		if _, err := tx.Exec(`DELETE FROM answers WHERE expires_at <= ? OR id = ?`, now, a.ID); err != nil {
+		if _, err := tx.StmtContext(ctx, s.st.dropAnswer).ExecContext(ctx, now, a.ID); err != nil {
 			return err
 		}
 		var used int
-		if err := tx.QueryRow(`SELECT coalesce(sum(bytes), 0) FROM answers`).Scan(&used); err != nil {
+		if err := tx.StmtContext(ctx, s.st.answerBytes).QueryRowContext(ctx).Scan(&used); err != nil {
 			return err
 		}
 		if used+total > budget {
 			// Drop the oldest answers until the new one fits.
-			rows, err := tx.Query(`SELECT n, bytes FROM answers ORDER BY n`)
+			rows, err := tx.StmtContext(ctx, s.st.oldestAnswers).QueryContext(ctx)
 			if err != nil {
 				return err
 			}
@@ -493,15 +523,18 @@ func (s *Store) PutAnswer(ctx context.Context, a session.PagedAnswer) error {
 			if err := rows.Err(); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(`DELETE FROM answers WHERE n <= ?`, last); err != nil {
+			if _, err := tx.StmtContext(ctx, s.st.dropOldAnswers).ExecContext(ctx, last); err != nil {
 				return err
 			}
 		}
-		_, err := tx.Exec(`INSERT INTO answers (id, session_id, data, bytes, expires_at) VALUES (?, ?, ?, ?, ?)`,
+		_, err := tx.StmtContext(ctx, s.st.putAnswer).ExecContext(ctx,
 			a.ID, a.SessionID, string(data), total, ms(time.Now().Add(s.opts.TTL)))
 		return err
 	})
 }
+
+const getAnswerSQL = `SELECT a.data FROM answers a LEFT JOIN sessions s ON s.id = a.session_id
+	WHERE a.id = ? AND coalesce(s.expires_at, a.expires_at) > ?`
 
 // GetAnswer returns the answer with id. An answer of a session lives as
 // long as its session; one without lives a TTL from when it was put.
@@ -510,8 +543,7 @@ func (s *Store) GetAnswer(ctx context.Context, id string) (session.PagedAnswer, 
 		return session.PagedAnswer{}, false, err
 	}
 	var data string
-	err := s.db.QueryRowContext(ctx, `SELECT a.data FROM answers a LEFT JOIN sessions s ON s.id = a.session_id
-		WHERE a.id = ? AND coalesce(s.expires_at, a.expires_at) > ?`, id, ms(time.Now())).Scan(&data)
+	err := s.st.getAnswer.QueryRowContext(ctx, id, ms(time.Now())).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return session.PagedAnswer{}, false, nil
 	}
@@ -543,6 +575,10 @@ func (s *Store) Close() error {
 			if e := s.deleteLease(ctx, id, holder); e != nil {
 				err = errors.Join(err, e)
 			}
+		}
+		// The statements go after the last use of the database, before it.
+		if e := s.st.close(); e != nil {
+			err = errors.Join(err, s.fail("closing", e))
 		}
 		if e := s.db.Close(); e != nil {
 			err = errors.Join(err, s.fail("closing", e))

@@ -144,14 +144,16 @@ func (s *Store) Lease(ctx context.Context, id string) (func(), error) {
 	}, nil
 }
 
+const takeLeaseSQL = `INSERT INTO leases (id, holder, expires_at) VALUES (?, ?, ?)
+	ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+	WHERE leases.expires_at <= ?`
+
 // tryLease takes session id's lease for holder when it is free or expired.
 func (s *Store) tryLease(ctx context.Context, id, holder string) (bool, error) {
 	var took bool
 	err := s.write(ctx, "taking a lease", func(tx *sql.Tx) error {
 		now := time.Now()
-		res, err := tx.Exec(`INSERT INTO leases (id, holder, expires_at) VALUES (?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-			WHERE leases.expires_at <= ?`, id, holder, ms(now.Add(s.opts.LeaseTTL)), ms(now))
+		res, err := tx.StmtContext(ctx, s.st.takeLease).ExecContext(ctx, id, holder, ms(now.Add(s.opts.LeaseTTL)), ms(now))
 		if err != nil {
 			return err
 		}
@@ -162,13 +164,17 @@ func (s *Store) tryLease(ctx context.Context, id, holder string) (bool, error) {
 	return took, err
 }
 
+const deleteLeaseSQL = `DELETE FROM leases WHERE id = ? AND holder = ?`
+
 // deleteLease gives back holder's lease of session id.
 func (s *Store) deleteLease(ctx context.Context, id, holder string) error {
 	return s.write(ctx, "releasing a lease", func(tx *sql.Tx) error {
-		_, err := tx.Exec(`DELETE FROM leases WHERE id = ? AND holder = ?`, id, holder)
+		_, err := tx.StmtContext(ctx, s.st.deleteLease).ExecContext(ctx, id, holder)
 		return err
 	})
 }
+
+const renewLeaseSQL = `UPDATE leases SET expires_at = ? WHERE id = ? AND holder = ?`
 
 // renewLeases pushes back the expiry of every lease held here.
 func (s *Store) renewLeases() {
@@ -186,8 +192,9 @@ func (s *Store) renewLeases() {
 	lost := []string{}
 	err := s.write(ctx, "renewing leases", func(tx *sql.Tx) error {
 		expires := ms(time.Now().Add(s.opts.LeaseTTL))
+		renew := tx.StmtContext(ctx, s.st.renewLease)
 		for id, holder := range held {
-			res, err := tx.Exec(`UPDATE leases SET expires_at = ? WHERE id = ? AND holder = ?`, expires, id, holder)
+			res, err := renew.ExecContext(ctx, expires, id, holder)
 			if err != nil {
 				return err
 			}
