@@ -250,14 +250,14 @@ func TestHostHangingServerAndTool(t *testing.T) {
 	// the timeout.
 	cctx, cancel := context.WithCancel(ctx)
 	go func() {
-		waitLog(ctx, logs, "mcpdown: hanging in tool")
+		logs.WaitFor(ctx, "mcpdown: hanging in tool")
 		cancel()
 	}()
 	if _, err := h.Call(cctx, "mcp_slow_wait", nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
 	}
 	// The cancellation reaches the server (notifications/cancelled).
-	if !waitLog(ctx, logs, "mcpdown: hanging tool cancelled") {
+	if !logs.WaitFor(ctx, "mcpdown: hanging tool cancelled") {
 		t.Fatalf("the server never saw the cancellation:\n%s", logs.String())
 	}
 	// The server still answers after both.
@@ -379,20 +379,6 @@ func TestHostRemoteCrashMidCall(t *testing.T) {
 			}
 		})
 	}
-}
-
-// waitLog waits until the host's log (where stdio servers' stderr goes)
-// holds want. The log has no event to wait on, so it is read again every
-// few milliseconds until ctx ends.
-func waitLog(ctx context.Context, logs *geminitest.LockedBuffer, want string) bool {
-	for !strings.Contains(logs.String(), want) {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	return true
 }
 
 // TestFailedServerStaysFailedWhileRetried: a server that failed is shown
