@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -97,4 +98,32 @@ func BenchmarkAppendTurn(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkTouchConcurrent is the record of a new chat's first turn with
+// 16 callers at once (8 per CPU), as when an HTTP server answers many
+// clients: each call records a session of its own, from a goroutine of
+// its own (as the SDK runs each request), whose stack starts small.
+func BenchmarkTouchConcurrent(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "sessions.db"), session.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	t := session.Turn{Cwd: "/home/user/project", Model: "gemini-2.5-pro", Client: "mcp:claude-code", Backend: "cli", Title: "How do I"}
+	b.SetParallelism(16 / max(1, runtime.GOMAXPROCS(0)))
+	b.RunParallel(func(pb *testing.PB) {
+		done := make(chan error)
+		for pb.Next() {
+			go func() {
+				_, err := s.Touch(ctx, session.NewUUID(), t, time.Now())
+				done <- err
+			}()
+			if err := <-done; err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

@@ -4,8 +4,8 @@
 // host may share the file: SQLite's file locks serialise their writes,
 // and readers never wait for writers.
 //
-// Crash safety: every write is one transaction, committed before the call
-// returns. With synchronous=NORMAL in WAL mode a commit is in the
+// Crash safety: every write is committed before the call returns (writes
+// that queue together share a transaction; see writer). With synchronous=NORMAL in WAL mode a commit is in the
 // operating system's hands when it returns, so a process killed at any
 // moment (kill -9) loses no acknowledged write and leaves no half-written
 // row; a power cut or a kernel crash may lose the last commits (never the
@@ -41,11 +41,13 @@ type Store struct {
 	st   stmts
 	opts session.Options
 
-	// wmu serialises this process's write transactions, so that they
-	// queue here rather than in SQLite's busy handler, which sleeps and
-	// polls. Other processes still contend through the file lock, which
-	// busy_timeout waits for.
-	wmu sync.Mutex
+	// jobs carries this process's writes to the one goroutine that makes
+	// them (writer), so that they queue here rather than in SQLite's busy
+	// handler, which sleeps and polls. Other processes still contend
+	// through the file lock, which busy_timeout waits for.
+	jobs       chan *writeJob
+	stopWriter chan struct{} // closed by Close after its last write
+	writerGone chan struct{} // closed by writer when it has stopped
 
 	mu     sync.Mutex
 	local  map[string]*localLease // per session: this process's queue for its lease
@@ -134,14 +136,18 @@ func Open(path string, opts session.Options) (*Store, error) {
 		path: abs, db: db, opts: opts,
 		local: map[string]*localLease{}, held: map[string]string{},
 		closing: make(chan struct{}),
+		jobs:    make(chan *writeJob), stopWriter: make(chan struct{}), writerGone: make(chan struct{}),
 	}
+	go s.writer()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*busyTimeout)
 	defer cancel()
 	if err := s.init(ctx); err != nil {
+		s.stop()
 		db.Close()
 		return nil, err
 	}
 	if err := s.st.prepare(ctx, db); err != nil {
+		s.stop()
 		db.Close()
 		return nil, s.fail("preparing statements", err)
 	}
@@ -212,27 +218,115 @@ func clip(s string) string {
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
-// write runs fn in one write transaction, serialised with this process's
-// other writes.
+// writeJob is one write of a caller, waiting for the writer.
+type writeJob struct {
+	ctx  context.Context
+	fn   func(tx *sql.Tx) error
+	done chan error // buffered: the writer never waits for the caller
+}
+
+// maxBatch bounds the writes committed together.
+const maxBatch = 32
+
+// write runs fn in a write transaction, serialised with this process's
+// other writes, and returns once that transaction has committed (or
+// failed). fn may run more than once (see writer), each time on a
+// database as it was before its earlier run.
 func (s *Store) write(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	j := &writeJob{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case s.jobs <- j:
+	case <-s.writerGone:
+		return errClosed
+	}
+	err := <-j.done
+	if err == nil {
+		return nil
+	}
+	var bad badInput
+	if errors.As(err, &bad) {
+		return bad.err
+	}
+	return s.dbErr(ctx, what, err)
+}
+
+// writer makes the writes of this process, one goroutine for all of them.
+// Writes that queued while it was busy are committed together, in one
+// transaction, in the order they came: a commit (and its pages appended
+// to the WAL) costs about as much as the writes of a turn, so many
+// callers at once pay for fewer of them. If any write of such a batch
+// fails, the batch is rolled back and its writes are made again one
+// transaction each, so that one caller's failure is nobody else's. It
+// also keeps the stack that SQLite's calls need grown, where each
+// request's new goroutine would grow its own.
+func (s *Store) writer() {
+	defer close(s.writerGone)
+	batch := make([]*writeJob, 0, maxBatch)
+	for {
+		select {
+		case j := <-s.jobs:
+			batch = append(batch[:0], j)
+		case <-s.stopWriter:
+			return
+		}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case j := <-s.jobs:
+				batch = append(batch, j)
+			default:
+				break more
+			}
+		}
+		s.commit(batch)
+		clear(batch)
+	}
+}
+
+// commit makes the writes of batch and tells each of its caller how its
+// write went.
+func (s *Store) commit(batch []*writeJob) {
+	live := batch[:0]
+	for _, j := range batch {
+		if err := j.ctx.Err(); err != nil {
+			j.done <- err
+			continue
+		}
+		live = append(live, j)
+	}
+	if len(live) > 1 {
+		if err := s.transaction(context.Background(), live...); err == nil {
+			for _, j := range live {
+				j.done <- nil
+			}
+			return
+		}
+	}
+	for _, j := range live {
+		j.done <- s.transaction(j.ctx, j)
+	}
+}
+
+// transaction runs the jobs' functions in one transaction and commits it.
+func (s *Store) transaction(ctx context.Context, jobs ...*writeJob) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return s.dbErr(ctx, what, err)
+		return err
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		var bad badInput
-		if errors.As(err, &bad) {
-			return bad.err
+	for _, j := range jobs {
+		if err := j.fn(tx); err != nil {
+			tx.Rollback()
+			return err
 		}
-		return s.dbErr(ctx, what, err)
 	}
-	if err := tx.Commit(); err != nil {
-		return s.dbErr(ctx, what, err)
-	}
-	return nil
+	return tx.Commit()
+}
+
+// stop ends the writer once it has made the writes it has taken; later
+// writes fail with errClosed.
+func (s *Store) stop() {
+	close(s.stopWriter)
+	<-s.writerGone
 }
 
 // badInput marks an error of the caller's making inside a transaction,
@@ -576,6 +670,7 @@ func (s *Store) Close() error {
 				err = errors.Join(err, e)
 			}
 		}
+		s.stop()
 		// The statements go after the last use of the database, before it.
 		if e := s.st.close(); e != nil {
 			err = errors.Join(err, s.fail("closing", e))

@@ -189,8 +189,9 @@ func (s *Store) renewLeases() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.LeaseTTL)
 	defer cancel()
-	lost := []string{}
+	var lost []string
 	err := s.write(ctx, "renewing leases", func(tx *sql.Tx) error {
+		lost = lost[:0]
 		expires := ms(time.Now().Add(s.opts.LeaseTTL))
 		renew := tx.StmtContext(ctx, s.st.renewLease)
 		for id, holder := range held {
