@@ -49,7 +49,7 @@ func (b *bench) http(ctx context.Context) *section {
 		s.failed = err
 		return s
 	}
-	stop, err := startHTTPServer(ctx, b.serverBin, addr, sb, append(append([]string{}, b.cfg.serverFlags...), "--max-concurrent", fmt.Sprint(maxLevel))...)
+	pid, stop, err := startHTTPServer(ctx, b.serverBin, addr, sb, append(append([]string{}, b.cfg.serverFlags...), "--max-concurrent", fmt.Sprint(maxLevel))...)
 	if err != nil {
 		s.failed = err
 		return s
@@ -105,6 +105,14 @@ func (b *bench) http(ctx context.Context) *section {
 		return s
 	}
 	noopRPS := make([]series, len(httpLevels))
+	// CPU seconds per level, summed over the rounds: our server's own, its
+	// gemini processes', the bench process's while it drives our server
+	// (the client alone) and while it drives the no-op server (client and
+	// server).
+	nl := len(httpLevels)
+	cpuServer, cpuBackend, cpuClient := make([]float64, nl), make([]float64, nl), make([]float64, nl)
+	cpuNoop, okCalls, noopCalls := make([]float64, nl), make([]float64, nl), make([]float64, nl)
+	cpuOK := true
 
 	rps := make([]series, len(httpLevels))
 	lat := make([]series, len(httpLevels))
@@ -117,7 +125,18 @@ func (b *bench) http(ctx context.Context) *section {
 				s.failed = err
 				return s
 			}
+			srv0, err0 := readCPU(pid)
+			cli0, _, err1 := ownCPU(os.Getpid())
 			n, ls, elapsed, errs := httpBurst(ctx, sessions[:c], t, r, b.cfg.httpTime)
+			srv1, err2 := readCPU(pid)
+			cli1, _, err3 := ownCPU(os.Getpid())
+			if cpuOK = cpuOK && errors.Join(err0, err1, err2, err3) == nil; cpuOK {
+				d := srv1.minus(srv0)
+				cpuServer[li] += d.self
+				cpuBackend[li] += d.children
+				cpuClient[li] += cli1 - cli0
+				okCalls[li] += float64(n)
+			}
 			if ctx.Err() != nil {
 				s.failed = ctx.Err()
 				return s
@@ -128,7 +147,13 @@ func (b *bench) http(ctx context.Context) *section {
 			}
 			rps[li] = append(rps[li], float64(n)/elapsed.Seconds())
 			lat[li] = append(lat[li], ls...)
+			cli0, _, err0 = ownCPU(os.Getpid())
 			n, _, elapsed, errs = httpBurst(ctx, noopSessions[:c], t, r, b.cfg.httpTime)
+			cli1, _, err1 = ownCPU(os.Getpid())
+			if cpuOK = cpuOK && errors.Join(err0, err1) == nil; cpuOK {
+				cpuNoop[li] += cli1 - cli0
+				noopCalls[li] += float64(n)
+			}
 			if len(errs) > 0 {
 				s.failed = fmt.Errorf("the no-op server failed %d calls; the first: %w", len(errs), errs[0])
 				return s
@@ -145,6 +170,15 @@ func (b *bench) http(ctx context.Context) *section {
 		total += failures[li]
 	}
 	s.table = tb
+	if cpuOK {
+		perCall := func(sec, calls float64) string { return fmt.Sprintf("%.3f ms", 1000*sec/max(calls, 1)) }
+		ct := newTable("client concurrency", "our server", "its gemini processes (fake CLI)", "MCP client (bench process)", "sum", "no-op go-sdk server + its client")
+		for li, c := range httpLevels {
+			ct.add(fmt.Sprint(c), perCall(cpuServer[li], okCalls[li]), perCall(cpuBackend[li], okCalls[li]), perCall(cpuClient[li], okCalls[li]),
+				perCall(cpuServer[li]+cpuBackend[li]+cpuClient[li], okCalls[li]), perCall(cpuNoop[li], noopCalls[li]))
+		}
+		s.notes = append(s.notes, "CPU time per call (user + system, from /proc, summed over the rounds). On a machine of N CPUs, no server driven by this client against this fake CLI can exceed N ÷ (client + fake CLI) calls per second:\n\n"+ct.markdown())
+	}
 	if total > 0 {
 		s.failed = fmt.Errorf("%d calls failed; the first: %w", total, firstErr)
 	}
@@ -202,10 +236,10 @@ func freeLoopbackAddr() (string, error) {
 // startHTTPServer starts our server with --http addr and waits until
 // /healthz answers. stop sends SIGTERM, waits up to 10 s (then kills),
 // and sweeps the process group.
-func startHTTPServer(ctx context.Context, bin, addr string, sb *sandbox, extra ...string) (stop func() error, err error) {
+func startHTTPServer(ctx context.Context, bin, addr string, sb *sandbox, extra ...string) (pid int, stop func() error, err error) {
 	stderr, err := os.CreateTemp(sb.root, "stderr-*.log")
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	args := append([]string{"--http", addr, "--state-dir", sb.state}, extra...)
 	cmd := exec.Command(bin, args...)
@@ -215,7 +249,7 @@ func startHTTPServer(ctx context.Context, bin, addr string, sb *sandbox, extra .
 	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		stderr.Close()
-		return nil, err
+		return 0, nil, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -244,7 +278,7 @@ func startHTTPServer(ctx context.Context, bin, addr string, sb *sandbox, extra .
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return stop, nil
+				return cmd.Process.Pid, stop, nil
 			}
 		}
 		select {
@@ -252,15 +286,15 @@ func startHTTPServer(ctx context.Context, bin, addr string, sb *sandbox, extra .
 			exited <- werr // let stop see it too
 			data, _ := os.ReadFile(stderr.Name())
 			stop()
-			return nil, fmt.Errorf("gemini-mcp-server --http %s exited before serving (%v): %s", addr, werr, clip(string(data), -2000))
+			return 0, nil, fmt.Errorf("gemini-mcp-server --http %s exited before serving (%v): %s", addr, werr, clip(string(data), -2000))
 		case <-ctx.Done():
 			stop()
-			return nil, ctx.Err()
+			return 0, nil, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return nil, fmt.Errorf("gemini-mcp-server --http %s: /healthz did not answer within 15 s", addr)
+			return 0, nil, fmt.Errorf("gemini-mcp-server --http %s: /healthz did not answer within 15 s", addr)
 		}
 	}
 }
