@@ -901,12 +901,8 @@ func TestWarmSparesGoWithTheProcess(t *testing.T) {
 	}
 	<-p.dead
 	// The process's watch discards the spare once the process has ended.
-	deadline := time.Now().Add(30 * time.Second)
-	for len(logRecords(t, logs, "discarded a spare session")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the spare of a recycled process was not discarded")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !logs.WaitFor(geminitest.Context(t), `"msg":"discarded a spare session`) {
+		t.Fatal("the spare of a recycled process was not discarded")
 	}
 	p.mu.Lock()
 	n := len(p.spares)
