@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -99,5 +100,39 @@ func (b *bench) warmSeries(ctx context.Context) *section {
 	}
 	t.add(fmt.Sprintf("%d × `chat-reply`", len(ser)), "0s", fmtDur(ser.median()), fmtDur(ser.percentile(99)), fmtRange(ser, fmtDur))
 	s.table = t
+	if cli, err := backendTimes(srv.stderr.Name(), id); err != nil || len(cli) != len(ser) {
+		s.notes = append(s.notes, fmt.Sprintf("The replies' split between the CLI and our server is not shown: the server's log gave %d of %d times (%v).", len(cli), len(ser), err))
+	} else {
+		ours := ser.minus(cli)
+		s.notes = append(s.notes, fmt.Sprintf("Where a `chat-reply` goes: the backend's part (the CLI's `set_model` and prompt over ACP, as the server logs it: `gemini call done … elapsed`) p50 %s, p99 %s, min %s; "+
+			"the rest (MCP, the session's lease and record, the bench's client) p50 %s, p99 %s.",
+			fmtDur(cli.median()), fmtDur(cli.percentile(99)), fmtDur(cli.min()), fmtDur(ours.median()), fmtDur(ours.percentile(99))))
+	}
 	return s
+}
+
+// backendTimes reads, from a server's log, the backend's time of each
+// turn of session id, in order.
+func backendTimes(logPath, id string) (series, error) {
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		return nil, err
+	}
+	var out series
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if !strings.Contains(line, `msg="gemini call done"`) || !strings.Contains(line, " resume="+id+" ") {
+			continue
+		}
+		_, v, ok := strings.Cut(line, " elapsed=")
+		if !ok {
+			return out, fmt.Errorf("no elapsed in %q", clip(line, 200))
+		}
+		v, _, _ = strings.Cut(v, " ")
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, d.Seconds())
+	}
+	return out, nil
 }
