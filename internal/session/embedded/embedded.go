@@ -5,11 +5,12 @@
 // and readers never wait for writers.
 //
 // Crash safety: every write is committed before the call returns (writes
-// that queue together share a transaction; see writer). With synchronous=NORMAL in WAL mode a commit is in the
-// operating system's hands when it returns, so a process killed at any
-// moment (kill -9) loses no acknowledged write and leaves no half-written
-// row; a power cut or a kernel crash may lose the last commits (never the
-// database). Syncing every commit would cost an fsync per turn.
+// that queue together share a transaction; see writer). With
+// synchronous=NORMAL in WAL mode a commit is in the operating system's
+// hands when it returns, so a process killed at any moment (kill -9)
+// loses no acknowledged write and leaves no half-written row; a power cut
+// or a kernel crash may lose the last commits (never the database).
+// Syncing every commit would cost an fsync per turn.
 //
 // Retention: each session row carries expires_at; reads ignore expired
 // rows, and a background goroutine deletes them (and their turns and
@@ -283,8 +284,8 @@ func (s *Store) writer() {
 	}
 }
 
-// commit makes the writes of batch and tells each of its caller how its
-// write went.
+// commit makes the writes of batch and tells each caller how its write
+// went.
 func (s *Store) commit(batch []*writeJob) {
 	live := batch[:0]
 	for _, j := range batch {
