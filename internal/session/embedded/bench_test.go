@@ -25,17 +25,9 @@ func benchTurn(i int) json.RawMessage {
 func BenchmarkTurn(b *testing.B) {
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			s, err := Open(filepath.Join(b.TempDir(), "sessions.db"), session.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := open(b, filepath.Join(b.TempDir(), "sessions.db"), session.Options{})
 			ctx := context.Background()
-			for i := range n - 1 {
-				if err := s.AppendTurn(ctx, idA, benchTurn(i)); err != nil {
-					b.Fatal(err)
-				}
-			}
+			appendTurns(b, s, n-1)
 			turn := benchTurn(n)
 			for b.Loop() {
 				if err := s.AppendTurn(ctx, idA, turn); err != nil {
@@ -60,11 +52,7 @@ func BenchmarkTurn(b *testing.B) {
 // BenchmarkTouch is the cost of recording a finished turn in a session's
 // record.
 func BenchmarkTouch(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "sessions.db"), session.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := open(b, filepath.Join(b.TempDir(), "sessions.db"), session.Options{})
 	ctx := context.Background()
 	t := session.Turn{Cwd: "/home/user/project", Model: "gemini-2.5-pro", Client: "mcp:claude-code", Backend: "api", Title: "How do I"}
 	for b.Loop() {
@@ -79,17 +67,9 @@ func BenchmarkTouch(b *testing.B) {
 func BenchmarkAppendTurn(b *testing.B) {
 	for _, n := range []int{1, 1000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			s, err := Open(filepath.Join(b.TempDir(), "sessions.db"), session.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := open(b, filepath.Join(b.TempDir(), "sessions.db"), session.Options{})
 			ctx := context.Background()
-			for i := range n - 1 {
-				if err := s.AppendTurn(ctx, idA, benchTurn(i)); err != nil {
-					b.Fatal(err)
-				}
-			}
+			appendTurns(b, s, n-1)
 			turn := benchTurn(n)
 			for b.Loop() {
 				if err := s.AppendTurn(ctx, idA, turn); err != nil {
@@ -105,11 +85,7 @@ func BenchmarkAppendTurn(b *testing.B) {
 // clients: each call records a session of its own, from a goroutine of
 // its own (as the SDK runs each request), whose stack starts small.
 func BenchmarkTouchConcurrent(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "sessions.db"), session.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := open(b, filepath.Join(b.TempDir(), "sessions.db"), session.Options{})
 	ctx := context.Background()
 	t := session.Turn{Cwd: "/home/user/project", Model: "gemini-2.5-pro", Client: "mcp:claude-code", Backend: "cli", Title: "How do I"}
 	b.SetParallelism(16 / max(1, runtime.GOMAXPROCS(0)))
@@ -126,4 +102,14 @@ func BenchmarkTouchConcurrent(b *testing.B) {
 			}
 		}
 	})
+}
+
+// appendTurns gives session idA n turns.
+func appendTurns(b *testing.B, s *Store, n int) {
+	b.Helper()
+	for i := range n {
+		if err := s.AppendTurn(context.Background(), idA, benchTurn(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

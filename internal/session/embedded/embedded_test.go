@@ -37,7 +37,7 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func open(t *testing.T, path string, opts session.Options) *Store {
+func open(t testing.TB, path string, opts session.Options) *Store {
 	t.Helper()
 	s, err := Open(path, opts)
 	if err != nil {
