@@ -109,9 +109,7 @@ func (b *bench) http(ctx context.Context) *section {
 	// gemini processes', the bench process's while it drives our server
 	// (the client alone) and while it drives the no-op server (client and
 	// server).
-	nl := len(httpLevels)
-	cpuServer, cpuBackend, cpuClient := make([]float64, nl), make([]float64, nl), make([]float64, nl)
-	cpuNoop, okCalls, noopCalls := make([]float64, nl), make([]float64, nl), make([]float64, nl)
+	cpu := make([]struct{ server, backend, client, noop, calls, noopCalls float64 }, len(httpLevels))
 	cpuOK := true
 
 	rps := make([]series, len(httpLevels))
@@ -132,10 +130,10 @@ func (b *bench) http(ctx context.Context) *section {
 			cli1, _, err3 := ownCPU(os.Getpid())
 			if cpuOK = cpuOK && errors.Join(err0, err1, err2, err3) == nil; cpuOK {
 				d := srv1.minus(srv0)
-				cpuServer[li] += d.self
-				cpuBackend[li] += d.children
-				cpuClient[li] += cli1 - cli0
-				okCalls[li] += float64(n)
+				cpu[li].server += d.self
+				cpu[li].backend += d.children
+				cpu[li].client += cli1 - cli0
+				cpu[li].calls += float64(n)
 			}
 			if ctx.Err() != nil {
 				s.failed = ctx.Err()
@@ -151,8 +149,8 @@ func (b *bench) http(ctx context.Context) *section {
 			n, _, elapsed, errs = httpBurst(ctx, noopSessions[:c], t, r, b.cfg.httpTime)
 			cli1, _, err1 = ownCPU(os.Getpid())
 			if cpuOK = cpuOK && errors.Join(err0, err1) == nil; cpuOK {
-				cpuNoop[li] += cli1 - cli0
-				noopCalls[li] += float64(n)
+				cpu[li].noop += cli1 - cli0
+				cpu[li].noopCalls += float64(n)
 			}
 			if len(errs) > 0 {
 				s.failed = fmt.Errorf("the no-op server failed %d calls; the first: %w", len(errs), errs[0])
@@ -174,8 +172,9 @@ func (b *bench) http(ctx context.Context) *section {
 		perCall := func(sec, calls float64) string { return fmt.Sprintf("%.3f ms", 1000*sec/max(calls, 1)) }
 		ct := newTable("client concurrency", "our server", "its gemini processes (fake CLI)", "MCP client (bench process)", "sum", "no-op go-sdk server + its client")
 		for li, c := range httpLevels {
-			ct.add(fmt.Sprint(c), perCall(cpuServer[li], okCalls[li]), perCall(cpuBackend[li], okCalls[li]), perCall(cpuClient[li], okCalls[li]),
-				perCall(cpuServer[li]+cpuBackend[li]+cpuClient[li], okCalls[li]), perCall(cpuNoop[li], noopCalls[li]))
+			l := cpu[li]
+			ct.add(fmt.Sprint(c), perCall(l.server, l.calls), perCall(l.backend, l.calls), perCall(l.client, l.calls),
+				perCall(l.server+l.backend+l.client, l.calls), perCall(l.noop, l.noopCalls))
 		}
 		s.notes = append(s.notes, "CPU time per call (user + system, from /proc, summed over the rounds). On a machine of N CPUs, no server driven by this client against this fake CLI can exceed N ÷ (client + fake CLI) calls per second:\n\n"+ct.markdown())
 	}
