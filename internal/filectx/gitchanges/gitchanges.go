@@ -4,17 +4,30 @@
 //
 // It runs the user's git executable (found on PATH, or Options.Git)
 // through internal/proc, with a timeout, reading only: GIT_OPTIONAL_LOCKS=0
-// keeps git from refreshing the index, and external diff drivers and
-// textconv filters are turned off, so that no program the repository
-// names runs. Binary files are named in the diff ("Binary files … differ"),
-// never dumped. New untracked files (those .gitignore does not exclude) are
+// keeps git from refreshing the index.
+//
+// A repository is data from outside, and git runs programs its
+// configuration names; none of them runs here (see env.go for how each
+// is turned off). The repository is located without git (locate.go): the
+// .git file or link, the common directory, the index, the object
+// directory and its alternates are resolved, and with Options.Root set
+// any of them, or the work tree, outside the root is refused before git
+// runs; git is then told each of them explicitly, so that it finds
+// nothing on its own.
+//
+// Binary files are named in the diff ("Binary files … differ"), never
+// dumped. New untracked files (those .gitignore does not exclude) are
 // rendered as additions: regular files only, a symbolic link as its target
 // (never followed), files with NUL bytes in their first 8 KiB as binary.
-// The diff text is capped at Options.MaxBytes; past it Changes.Truncated
-// is set.
+// The diff text is capped at Options.MaxBytes (git's output is read up
+// to 1 MiB past it, then git is stopped); past it Changes.Truncated is
+// set. The list of files holds at most Options.MaxFiles; Changes.Omitted
+// counts the rest, and untracked files past the diff's budget are not
+// read.
 //
 // Errors are *Error with a Kind: KindGitMissing (git cannot be found or
 // started), KindNotRepo (the path is not inside a git work tree),
+// KindOutside (part of the repository lies outside Options.Root),
 // KindTimeout and KindFailed.
 package gitchanges
 
@@ -39,6 +52,7 @@ const (
 	DefaultTimeout        = 30 * time.Second
 	DefaultMaxBytes       = 4 << 20
 	DefaultMaxNewFileSize = 1 << 20
+	DefaultMaxFiles       = 500
 )
 
 // Options say which changes to read and how.
@@ -53,6 +67,12 @@ type Options struct {
 	MaxBytes int
 	// MaxNewFileSize caps what is shown of one untracked file.
 	MaxNewFileSize int64
+	// MaxFiles caps Changes.Files (DefaultMaxFiles when zero).
+	MaxFiles int
+	// Root, when set, is the directory every part of the repository must
+	// lie in (symbolic links resolved): its work tree, git directory,
+	// common directory, index, object directory and alternates.
+	Root string
 }
 
 // Kind classifies an *Error.
@@ -64,6 +84,7 @@ const (
 	KindNotRepo    Kind = "not-a-repository"
 	KindTimeout    Kind = "timeout"
 	KindFailed     Kind = "failed"
+	KindOutside    Kind = "outside-root"
 )
 
 // Error is a failure to read the changes; Message says what to do.
@@ -91,12 +112,24 @@ type Changes struct {
 	Root      string // the repository's top level
 	Staged    string // the staged diff ("" when not asked or none)
 	Unstaged  string // the unstaged diff, then the untracked files as additions
-	Files     []File
-	Truncated bool // the diff text reached Options.MaxBytes
+	Files     []File // at most Options.MaxFiles
+	Omitted   int    // the changed files past Options.MaxFiles, not in Files
+	Truncated bool   // the diff text reached Options.MaxBytes
+
+	maxFiles int
+}
+
+// add lists f, or counts it past the cap.
+func (c *Changes) add(f File) {
+	if len(c.Files) >= c.maxFiles {
+		c.Omitted++
+		return
+	}
+	c.Files = append(c.Files, f)
 }
 
 // Empty reports whether there is nothing to review.
-func (c *Changes) Empty() bool { return len(c.Files) == 0 }
+func (c *Changes) Empty() bool { return len(c.Files) == 0 && c.Omitted == 0 }
 
 // Diff returns the diff text with a heading per part.
 func (c *Changes) Diff() string {
@@ -115,6 +148,9 @@ func (c *Changes) Diff() string {
 	if c.Truncated {
 		b.WriteString("\n[the diff was cut here: it is larger than the limit]\n")
 	}
+	if c.Omitted > 0 {
+		fmt.Fprintf(&b, "\n[%d more changed files are not shown: more than %d files changed]\n", c.Omitted, c.maxFiles)
+	}
 	return b.String()
 }
 
@@ -123,6 +159,38 @@ type runner struct {
 	dir  string
 	opts Options
 	env  []string
+}
+
+// setup reads the repository's configuration, with git told where the
+// repository is (loc) and that its work tree is loc.top, so that git
+// goes nowhere else; then settles the work tree (core.worktree, which
+// must lie inside the root too) and the environment of the commands
+// that read the changes. It returns the work tree.
+func (r *runner) setup(ctx context.Context, loc *location, dir string) (string, error) {
+	r.dir = loc.top
+	r.env = gitEnv(loc, loc.top, nil)
+	cfg, err := r.config(ctx)
+	if err != nil {
+		return "", err
+	}
+	top := loc.top
+	if wt := cfg.worktree; wt != "" {
+		if top, err = resolveFrom(loc.gitDir, wt); err != nil {
+			return "", &Error{Kind: KindNotRepo, Err: err, Message: fmt.Sprintf("the work tree %s that the git repository of %s names (core.worktree) cannot be resolved: %v", wt, dir, err)}
+		}
+		if r.opts.Root != "" {
+			root, _ := filepath.EvalSymlinks(r.opts.Root)
+			if !within(root, top) {
+				return "", &Error{Kind: KindOutside, Message: fmt.Sprintf("the git repository that holds %s has its work tree (%s, its core.worktree) outside the project root: give a repository that lies wholly inside the project root", dir, top)}
+			}
+		}
+		if st, err := os.Stat(top); err != nil || !st.IsDir() {
+			return "", &Error{Kind: KindNotRepo, Err: err, Message: fmt.Sprintf("the work tree %s that the git repository of %s names (core.worktree) is not a directory", top, dir)}
+		}
+	}
+	r.dir = top
+	r.env = gitEnv(loc, top, cfg.filters)
+	return top, nil
 }
 
 // Collect reads the changes of the repository that holds dir.
@@ -139,6 +207,9 @@ func Collect(ctx context.Context, dir string, opts Options) (*Changes, error) {
 	if opts.MaxNewFileSize <= 0 {
 		opts.MaxNewFileSize = DefaultMaxNewFileSize
 	}
+	if opts.MaxFiles <= 0 {
+		opts.MaxFiles = DefaultMaxFiles
+	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, &Error{Kind: KindNotRepo, Err: err, Message: fmt.Sprintf("%s is not an existing directory: give the path of a git work tree", dir)}
 	}
@@ -150,58 +221,71 @@ func Collect(ctx context.Context, dir string, opts Options) (*Changes, error) {
 	if err != nil {
 		return nil, &Error{Kind: KindGitMissing, Err: err, Message: fmt.Sprintf("git cannot be found (%v): install git and put it on PATH", err)}
 	}
-	env := proc.SetEnv(os.Environ(), "GIT_OPTIONAL_LOCKS", "0")
-	env = proc.SetEnv(env, "GIT_TERMINAL_PROMPT", "0")
-	env = proc.SetEnv(env, "LC_ALL", "C")
-	r := &runner{git: path, dir: dir, opts: opts, env: env}
-
-	top, err := r.run(ctx, "rev-parse", "--show-toplevel")
+	loc, err := locate(dir, opts.Root)
 	if err != nil {
 		return nil, err
 	}
-	c := &Changes{Root: strings.TrimSpace(string(top))}
-	r.dir = c.Root
+	r := &runner{git: path, opts: opts}
+	top, err := r.setup(ctx, loc, dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Changes{Root: top, maxFiles: opts.MaxFiles}
 	budget := opts.MaxBytes
 	if opts.Staged {
-		files, err := r.files(ctx, true)
+		files, err := r.files(ctx, true, c)
 		if err != nil {
 			return nil, err
 		}
-		c.Files = append(c.Files, files...)
-		if len(files) > 0 {
-			d, err := r.run(ctx, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv", "-M")
+		if files > 0 {
+			d, err := r.diff(ctx, c, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "-M")
 			if err != nil {
 				return nil, err
 			}
-			c.Staged = c.take(string(d), &budget)
+			c.Staged = c.take(d, &budget)
 		}
 	}
 	if opts.Unstaged {
-		files, err := r.files(ctx, false)
+		files, err := r.files(ctx, false, c)
 		if err != nil {
 			return nil, err
 		}
-		c.Files = append(c.Files, files...)
 		var b strings.Builder
-		if len(files) > 0 {
-			d, err := r.run(ctx, "diff", "--no-color", "--no-ext-diff", "--no-textconv")
+		if files > 0 {
+			d, err := r.diff(ctx, c, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
 			if err != nil {
 				return nil, err
 			}
-			b.WriteString(c.take(string(d), &budget))
+			b.WriteString(c.take(d, &budget))
 		}
-		untracked, err := r.untracked(ctx)
+		untracked, err := r.untracked(ctx, c)
 		if err != nil {
 			return nil, err
 		}
 		for _, u := range untracked {
-			text, binary := r.newFile(u)
-			c.Files = append(c.Files, File{Path: u, Status: "untracked", Binary: binary})
+			if budget == 0 {
+				// Past the budget nothing more is shown: the file is
+				// listed (or counted) unread.
+				c.Truncated = true
+				c.add(File{Path: u, Status: "untracked"})
+				continue
+			}
+			text, binary := r.newFile(top, u)
+			c.add(File{Path: u, Status: "untracked", Binary: binary})
 			b.WriteString(c.take(text, &budget))
 		}
 		c.Unstaged = b.String()
 	}
 	return c, nil
+}
+
+// diff runs a diff command; output past what is read counts as cut.
+func (r *runner) diff(ctx context.Context, c *Changes, args ...string) (string, error) {
+	out, overflow, err := r.run(ctx, args...)
+	if overflow {
+		c.Truncated = true
+	}
+	return string(out), err
 }
 
 // take returns as much of s as the budget allows, at a line boundary.
@@ -221,48 +305,69 @@ func (c *Changes) take(s string, budget *int) string {
 	return cut
 }
 
-// run runs one git command in the repository and returns its stdout.
-func (r *runner) run(ctx context.Context, args ...string) ([]byte, error) {
-	full := append([]string{"-c", "core.quotepath=false", "-c", "core.fsmonitor=false", "-c", "diff.noprefix=false"}, args...)
+// run runs one git command in the repository and returns its stdout;
+// overflow says that git wrote more than is read, and was stopped.
+func (r *runner) run(ctx context.Context, args ...string) (out []byte, overflow bool, err error) {
+	full := append([]string{"--no-pager"}, args...)
 	res, err := proc.Run(ctx, proc.Spec{Path: r.git, Args: full, Dir: r.dir, Env: r.env, Timeout: r.opts.Timeout, MaxStdout: r.opts.MaxBytes + 1<<20})
 	name := "git " + args[0]
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return nil, err
+		return nil, false, err
 	case err != nil:
-		return nil, &Error{Kind: KindGitMissing, Err: err, Message: fmt.Sprintf("git (%s) could not be started: %v; check that git is installed and runnable", r.git, err)}
+		return nil, false, &Error{Kind: KindGitMissing, Err: err, Message: fmt.Sprintf("git (%s) could not be started: %v; check that git is installed and runnable", r.git, err)}
 	case res.TimedOut:
-		return nil, &Error{Kind: KindTimeout, Err: proc.ErrTimeout, Message: fmt.Sprintf("%s in %s did not finish within %s: the repository may be very large or locked; try again, or review fewer changes", name, r.dir, r.opts.Timeout)}
+		return nil, false, &Error{Kind: KindTimeout, Err: proc.ErrTimeout, Message: fmt.Sprintf("%s in %s did not finish within %s: the repository may be very large or locked; try again, or review fewer changes", name, r.dir, r.opts.Timeout)}
+	case res.Overflow:
+		// Not an error: what was read is cut to MaxBytes anyway.
+		return res.Stdout, true, nil
 	case res.Exit != 0 && strings.Contains(res.Stderr, "not a git repository"):
-		return nil, &Error{Kind: KindNotRepo, Message: fmt.Sprintf("%s is not inside a git repository: give the path of a git work tree (the directory holding .git, or one below it)", r.dir)}
+		return nil, false, &Error{Kind: KindNotRepo, Message: fmt.Sprintf("%s is not inside a git repository: give the path of a git work tree (the directory holding .git, or one below it)", r.dir)}
 	case res.Exit != 0:
 		tail := strings.TrimSpace(proc.LastBytes(res.Stderr, 600))
-		return nil, &Error{Kind: KindFailed, Message: fmt.Sprintf("%s failed in %s (exit %d): %s", name, r.dir, res.Exit, msg.Clip(tail, 600))}
+		return nil, false, &Error{Kind: KindFailed, Message: fmt.Sprintf("%s failed in %s (exit %d): %s", name, r.dir, res.Exit, msg.Clip(tail, 600))}
 	}
-	// Overflow is not an error: the diff is cut to MaxBytes anyway.
-	return res.Stdout, nil
+	return res.Stdout, false, nil
+}
+
+// nulList splits git's -z output; when it was cut (overflow), the last,
+// partial entry is dropped.
+func nulList(out []byte, overflow bool) []string {
+	s := string(out)
+	if overflow {
+		if i := strings.LastIndexByte(s, 0); i >= 0 {
+			s = s[:i+1]
+		} else {
+			s = ""
+		}
+	}
+	return strings.Split(strings.TrimSuffix(s, "\x00"), "\x00")
 }
 
 var statusNames = map[byte]string{'A': "added", 'M': "modified", 'D': "deleted", 'R': "renamed", 'C': "copied", 'T': "type-changed", 'U': "unmerged"}
 
-// files lists the staged (or unstaged) changes with --name-status, and
-// marks binaries with --numstat, which shows "-" for their line counts.
-func (r *runner) files(ctx context.Context, staged bool) ([]File, error) {
-	base := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "-z"}
+// files adds the staged (or unstaged) changes to c with --name-status,
+// marking binaries with --numstat, which shows "-" for their line
+// counts, and returns how many there are.
+func (r *runner) files(ctx context.Context, staged bool, c *Changes) (int, error) {
+	base := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "-z"}
 	if staged {
 		base = append(base, "--cached", "-M")
 	}
-	ns, err := r.run(ctx, append(append([]string{}, base...), "--name-status")...)
+	ns, cut, err := r.run(ctx, append(append([]string{}, base...), "--name-status")...)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	num, err := r.run(ctx, append(append([]string{}, base...), "--numstat")...)
+	num, cutNum, err := r.run(ctx, append(append([]string{}, base...), "--numstat")...)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	binary := binaryPaths(num)
-	var out []File
-	fields := strings.Split(strings.TrimSuffix(string(ns), "\x00"), "\x00")
+	if cut || cutNum {
+		c.Truncated = true
+	}
+	binary := binaryPaths(nulList(num, cutNum))
+	n := 0
+	fields := nulList(ns, cut)
 	for i := 0; i < len(fields); i++ {
 		st := fields[i]
 		if st == "" {
@@ -280,16 +385,16 @@ func (r *runner) files(ctx context.Context, staged bool) ([]File, error) {
 			i++
 		}
 		f.Binary = binary[f.Path]
-		out = append(out, f)
+		c.add(f)
+		n++
 	}
-	return out, nil
+	return n, nil
 }
 
 // binaryPaths reads "--numstat -z" output: "added\tdeleted\tpath\0", or
 // "added\tdeleted\t\0from\0to\0" for a rename; binaries count "-".
-func binaryPaths(num []byte) map[string]bool {
+func binaryPaths(fields []string) map[string]bool {
 	m := map[string]bool{}
-	fields := strings.Split(strings.TrimSuffix(string(num), "\x00"), "\x00")
 	for i := 0; i < len(fields); i++ {
 		parts := strings.SplitN(fields[i], "\t", 3)
 		if len(parts) != 3 {
@@ -307,13 +412,16 @@ func binaryPaths(num []byte) map[string]bool {
 	return m
 }
 
-func (r *runner) untracked(ctx context.Context) ([]string, error) {
-	out, err := r.run(ctx, "ls-files", "--others", "--exclude-standard", "-z")
+func (r *runner) untracked(ctx context.Context, c *Changes) ([]string, error) {
+	out, cut, err := r.run(ctx, "ls-files", "--others", "--exclude-standard", "-z")
 	if err != nil {
 		return nil, err
 	}
+	if cut {
+		c.Truncated = true
+	}
 	var paths []string
-	for _, p := range strings.Split(string(out), "\x00") {
+	for _, p := range nulList(out, cut) {
 		if p != "" {
 			paths = append(paths, p)
 		}
@@ -323,8 +431,8 @@ func (r *runner) untracked(ctx context.Context) ([]string, error) {
 
 // newFile renders an untracked file as a diff that adds it, and says
 // whether it is binary.
-func (r *runner) newFile(rel string) (string, bool) {
-	abs := filepath.Join(r.dir, filepath.FromSlash(rel))
+func (r *runner) newFile(top, rel string) (string, bool) {
+	abs := filepath.Join(top, filepath.FromSlash(rel))
 	header := fmt.Sprintf("diff --git a/%s b/%s\nnew file (untracked)\n", rel, rel)
 	info, err := os.Lstat(abs)
 	if err != nil {

@@ -2,6 +2,7 @@ package gitchanges
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,8 +175,52 @@ func TestCollectErrors(t *testing.T) {
 	if err := os.WriteFile(slow, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Collect(t.Context(), plain, Options{Staged: true, Git: slow, Timeout: 200 * time.Millisecond})
+	_, err = Collect(t.Context(), repo(t, map[string]string{"x": "x\n"}), Options{Staged: true, Git: slow, Timeout: 200 * time.Millisecond})
 	if kind(err) != KindTimeout || !strings.Contains(err.Error(), "did not finish within 200ms") {
 		t.Fatal(err)
+	}
+}
+
+// TestCollectCutsALargeStagedFile stages a file whose diff is larger
+// than what git's output is read of: the diff is cut at MaxBytes, not
+// failed.
+func TestCollectCutsALargeStagedFile(t *testing.T) {
+	dir := repo(t, map[string]string{"small.txt": "x\n"})
+	line := strings.Repeat("0123456789abcdef", 4) + "\n"
+	writeFiles(t, dir, map[string]string{"big.txt": strings.Repeat(line, (8<<20)/len(line))})
+	git(t, dir, "add", "big.txt")
+	c, err := Collect(t.Context(), dir, Options{Staged: true, Unstaged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Truncated || len(c.Staged) > DefaultMaxBytes || len(c.Staged) < DefaultMaxBytes/2 || !strings.Contains(c.Diff(), "the diff was cut") {
+		t.Fatalf("truncated %v, %d bytes", c.Truncated, len(c.Staged))
+	}
+	if len(c.Files) != 1 || c.Files[0].Path != "big.txt" {
+		t.Fatalf("files %+v", c.Files)
+	}
+}
+
+// TestCollectListsAtMostMaxFiles makes more untracked files than the
+// list holds: the list stops at DefaultMaxFiles and says how many more
+// there are.
+func TestCollectListsAtMostMaxFiles(t *testing.T) {
+	dir := repo(t, map[string]string{"x.txt": "x\n"})
+	const n = 3000
+	files := map[string]string{}
+	for i := range n {
+		files[fmt.Sprintf("new/f%04d.txt", i)] = fmt.Sprintf("file %d\n", i)
+	}
+	writeFiles(t, dir, files)
+	writeFiles(t, dir, map[string]string{"x.txt": "changed\n"})
+	c, err := Collect(t.Context(), dir, Options{Staged: true, Unstaged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Files) != DefaultMaxFiles || c.Omitted != n+1-DefaultMaxFiles {
+		t.Fatalf("%d files listed, %d omitted", len(c.Files), c.Omitted)
+	}
+	if c.Files[0].Path != "x.txt" || !strings.Contains(c.Diff(), fmt.Sprintf("%d more changed files are not shown", c.Omitted)) {
+		t.Fatalf("first %+v; diff ends %q", c.Files[0], c.Diff()[len(c.Diff())-200:])
 	}
 }
