@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
@@ -122,9 +121,9 @@ func byReason(m map[filectx.Reason]int) string {
 }
 
 // Changes is the expert tools' ChangesFunc: the changes of the repository
-// at path (resolved inside the sandbox first, since gitchanges does not
-// sandbox it), the secrets they add found and masked, in the diff sent to
-// Gemini too.
+// at path (resolved inside the sandbox first; gitchanges then refuses a
+// repository any part of which lies outside the root), the secrets they
+// add found and masked, in the diff sent to Gemini too.
 func (c *Context) Changes(ctx context.Context, path string, staged, unstaged bool, _ expert.Seen) (*expert.ChangeSet, error) {
 	sb, err := filectx.NewSandbox(c.Root, c.Forbidden)
 	if err != nil {
@@ -137,15 +136,9 @@ func (c *Context) Changes(ctx context.Context, path string, staged, unstaged boo
 	if !r.Info.IsDir() {
 		return nil, expert.ValidationError("path", fmt.Sprintf("%s is not a directory: give the root of a git repository inside the project root", path))
 	}
-	ch, err := gitchanges.Collect(ctx, r.Path, gitchanges.Options{Staged: staged, Unstaged: unstaged, Git: c.Git})
+	ch, err := gitchanges.Collect(ctx, r.Path, gitchanges.Options{Staged: staged, Unstaged: unstaged, Git: c.Git, Root: sb.Root()})
 	if err != nil {
 		return nil, gitError(err)
-	}
-	// The repository may reach above path (path is a subdirectory of a
-	// work tree whose top level is outside the root): its diff would
-	// show files outside the sandbox.
-	if top, err := filepath.EvalSymlinks(ch.Root); err != nil || !within(sb.Root(), top) {
-		return nil, expert.SecurityError("path", fmt.Sprintf("the git repository that holds %s has its top level outside the project root: give a repository inside the project root", path))
 	}
 	cs := &expert.ChangeSet{}
 	for _, f := range ch.Files {
@@ -154,6 +147,10 @@ func (c *Context) Changes(ctx context.Context, path string, staged, unstaged boo
 			note.Reason = "staged, " + f.Status
 		}
 		cs.Processed = append(cs.Processed, note)
+	}
+	if ch.Omitted > 0 {
+		cs.Skipped = append(cs.Skipped, expert.FileNote{Path: fmt.Sprintf("(%d more)", ch.Omitted),
+			Reason: fmt.Sprintf("changed and not listed: more than %d files changed", len(ch.Files))})
 	}
 	diff := ch.Diff()
 	for _, f := range secrets.ScanDiff(diff) {
@@ -199,14 +196,6 @@ func maskDiff(diff string) string {
 		lines[i] = l[:1] + "[line withheld by the server: it holds a secret: " + strings.Join(kinds, "; ") + "]"
 	}
 	return strings.Join(lines, "\n")
-}
-
-func within(base, p string) bool {
-	if p == base {
-		return true
-	}
-	rel, err := filepath.Rel(base, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // fileError maps a filectx error to the expert tools' categories.
@@ -259,6 +248,8 @@ func gitError(err error) error {
 	switch ge.Kind {
 	case gitchanges.KindNotRepo:
 		return &expert.Error{Category: expert.Validation, Field: "path", Msg: ge.Message, Err: err}
+	case gitchanges.KindOutside:
+		return &expert.Error{Category: expert.Security, Field: "path", Msg: ge.Message, Err: err}
 	case gitchanges.KindTimeout:
 		return &expert.Error{Category: expert.ToolFailure, Msg: ge.Message, Err: err}
 	}

@@ -3,6 +3,7 @@ package expertctx
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/gitchanges"
 )
 
 func root(t *testing.T) string {
@@ -115,5 +117,70 @@ func TestMaskDiff(t *testing.T) {
 	if strings.Contains(got, key) || !strings.Contains(got, "-[line withheld") || !strings.Contains(got, "+[line withheld by the server: it holds a secret: github-token ghp_********]") ||
 		!strings.Contains(got, "+ok := 1") {
 		t.Errorf("masked:\n%s", got)
+	}
+}
+
+func gitIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"}, args...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// TestChangesRefusesGitDataOutsideTheRoot puts in the root a work tree
+// whose .git file names a repository outside: precommit refuses it as a
+// security error and sends nothing of the outside repository.
+func TestChangesRefusesGitDataOutsideTheRoot(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	outside := root(t)
+	gitIn(t, outside, "init", "-q")
+	if err := os.WriteFile(filepath.Join(outside, "victim.txt"), []byte("OUTSIDE-STAGED\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, outside, "add", "victim.txt")
+	r := root(t)
+	if err := os.MkdirAll(filepath.Join(r, "proj"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r, "proj", ".git"), []byte("gitdir: "+filepath.Join(outside, ".git")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := &Context{Root: r}
+	cs, err := c.Changes(context.Background(), "proj", true, true, nil)
+	if err == nil {
+		t.Fatalf("not refused:\n%s", cs.Text)
+	}
+	if cat, field := category(t, err); cat != expert.Security || field != "path" || !strings.Contains(err.Error(), "outside the project root") {
+		t.Errorf("%v on %q: %v", cat, field, err)
+	}
+}
+
+// TestChangesListsAtMostMaxFiles: thousands of new files give a bounded
+// list and one line counting the rest.
+func TestChangesListsAtMostMaxFiles(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	r := root(t)
+	gitIn(t, r, "init", "-q")
+	if err := os.MkdirAll(filepath.Join(r, "new"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2000 {
+		if err := os.WriteFile(filepath.Join(r, "new", fmt.Sprintf("f%04d.txt", i)), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Context{Root: r}
+	cs, err := c.Changes(context.Background(), ".", true, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs.Processed) != gitchanges.DefaultMaxFiles || len(cs.Skipped) != 1 || cs.Skipped[0].Path != "(1500 more)" {
+		t.Fatalf("%d processed, skipped %+v", len(cs.Processed), cs.Skipped)
 	}
 }
