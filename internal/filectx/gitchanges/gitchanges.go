@@ -445,7 +445,7 @@ func (r *runner) newFile(top, rel string) (string, bool) {
 	if !info.Mode().IsRegular() {
 		return header + "[not a regular file]\n", false
 	}
-	f, err := os.Open(abs)
+	f, err := openRegular(abs)
 	if err != nil {
 		return header + fmt.Sprintf("[cannot be read: %v]\n", err), false
 	}

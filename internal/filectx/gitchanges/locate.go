@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // location is where a repository's parts are, every path resolved
@@ -162,7 +163,7 @@ func gitDirOf(top string) (string, error) {
 // readPointer reads a small file git keeps a path in; ok is false when
 // it does not exist.
 func readPointer(path string) (text string, ok bool, err error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}
@@ -262,4 +263,23 @@ func within(base, p string) bool {
 	}
 	rel, err := filepath.Rel(base, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// openRegular opens a regular file for reading; anything else (a FIFO,
+// whose open would wait for a writer, a device) is refused, whatever
+// path became since it was looked at.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -384,6 +385,27 @@ func TestRepositoryShapesInsideTheRoot(t *testing.T) {
 		}
 		if c.Root != tc.top || !strings.Contains(c.Staged, tc.want) {
 			t.Errorf("%s: root %s, staged:\n%s", tc.dir, c.Root, c.Staged)
+		}
+	}
+}
+
+// TestPointerFilesThatAreFIFOs: a .git, commondir or alternates file
+// that is a FIFO is refused at once; opening it plainly would wait for
+// a writer for ever.
+func TestPointerFilesThatAreFIFOs(t *testing.T) {
+	for _, rel := range []string{".git", ".git/commondir", ".git/objects/info/alternates"} {
+		dir := repo(t, map[string]string{"a.txt": "a\n"})
+		full := filepath.Join(dir, rel)
+		if err := os.RemoveAll(full); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(full, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Collect(t.Context(), dir, Options{Staged: true, Unstaged: true, Root: dir})
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != KindNotRepo || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%s a FIFO: %v", rel, err)
 		}
 	}
 }
