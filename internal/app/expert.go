@@ -45,6 +45,7 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.
 	}
 	fc := &expertctx.Context{Root: root, Forbidden: forbidden, Options: filectx.Options{
 		MaxFileBytes: int64(cfg.MaxFileBytes), MaxFiles: cfg.MaxFiles, MaxTokens: cfg.MaxContextTokens,
+		SendSecretFiles: cfg.SendSecretFiles,
 	}}
 	if tc := tokenCounterOf(deps.Backend); tc != nil {
 		fc.Count = tc.CountTokens
@@ -65,7 +66,7 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.
 		srv.AddReceivingMiddleware(limiter.Middleware(cfg.Stateless))
 	}
 	log.Info("expert tools", "projectRoot", root, "maxFiles", cfg.MaxFiles, "maxFileBytes", cfg.MaxFileBytes,
-		"maxContextTokens", cfg.MaxContextTokens, "tokens", fc.TokenCounting(), "rateLimits", cfg.RateLimits.String())
+		"maxContextTokens", cfg.MaxContextTokens, "sendSecretFiles", cfg.SendSecretFiles, "tokens", fc.TokenCounting(), "rateLimits", cfg.RateLimits.String())
 	return nil
 }
 

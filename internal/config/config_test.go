@@ -93,7 +93,7 @@ func TestHelp(t *testing.T) {
 	if !errors.Is(err, ErrHelp) {
 		t.Fatalf("err = %v", err)
 	}
-	for _, want := range []string{"HEADER", "-approval-mode", "GEMINI_MCP_TIMEOUT", "-state-dir", "-skip-trust"} {
+	for _, want := range []string{"HEADER", "-approval-mode", "GEMINI_MCP_TIMEOUT", "-state-dir", "-skip-trust", "-send-secret-files", "GEMINI_MCP_SEND_SECRET_FILES"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}
@@ -156,5 +156,23 @@ func TestToolHostFlags(t *testing.T) {
 	}
 	if c, _ = Parse("x", "", nil, envOf(nil), io.Discard); c.MaxToolRounds != DefaultMaxToolRounds || c.AllowMCPTools != nil {
 		t.Fatalf("defaults: %d %q", c.MaxToolRounds, c.AllowMCPTools)
+	}
+}
+
+func TestSendSecretFiles(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{nil, nil, false},
+		{[]string{"--send-secret-files"}, nil, true},
+		{nil, map[string]string{"GEMINI_MCP_SEND_SECRET_FILES": "true"}, true},
+		{[]string{"--send-secret-files=false"}, map[string]string{"GEMINI_MCP_SEND_SECRET_FILES": "1"}, false},
+	} {
+		cfg, err := Parse("x", "", c.args, envOf(c.env), io.Discard)
+		if err != nil || cfg.SendSecretFiles != c.want {
+			t.Errorf("%v %v: %v, %v", c.args, c.env, cfg, err)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 )
 
 // FileNote is a file the file context sent to Gemini or left out; Reason
@@ -342,13 +343,17 @@ func (o *output) text() string {
 	if len(o.processed) > 0 {
 		parts = append(parts, "\n## Files Processed")
 		for _, f := range o.processed {
-			parts = append(parts, "- "+f.Path)
+			line := "- " + msg.QuoteName(f.Path)
+			if f.Reason != "" {
+				line += " (" + f.Reason + ")"
+			}
+			parts = append(parts, line)
 		}
 	}
 	if len(o.skipped) > 0 {
 		parts = append(parts, "\n## Files Skipped")
 		for _, f := range o.skipped {
-			parts = append(parts, "- "+f.Path+": "+f.Reason)
+			parts = append(parts, "- "+msg.QuoteName(f.Path)+": "+f.Reason)
 		}
 	}
 	if len(o.secrets) > 0 {

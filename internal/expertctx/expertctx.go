@@ -57,6 +57,9 @@ func (c *Context) Files(ctx context.Context, entries []string, seen expert.Seen)
 	processed := make([]expert.FileNote, len(res.Sent))
 	for i, s := range res.Sent {
 		processed[i] = expert.FileNote{Path: s.Path, Hash: s.Hash}
+		if len(s.Secrets) > 0 {
+			processed[i].Reason = withheldNote(s.Secrets)
+		}
 	}
 	var skipped []expert.FileNote
 	for _, s := range res.Skipped {
@@ -92,7 +95,7 @@ func (c *Context) ChatFiles(sent expert.SentFiles) tools.FilesFunc {
 		}
 		f := &tools.Files{Text: text}
 		for _, p := range processed {
-			f.Processed = append(f.Processed, tools.FileNote{Path: p.Path})
+			f.Processed = append(f.Processed, tools.FileNote{Path: p.Path, Reason: p.Reason})
 		}
 		for _, s := range skipped {
 			f.Skipped = append(f.Skipped, tools.FileNote{Path: s.Path, Reason: s.Reason})
@@ -107,12 +110,21 @@ func (c *Context) ChatFiles(sent expert.SentFiles) tools.FilesFunc {
 	}
 }
 
+// withheldNote says which lines of a sent file were withheld and why.
+func withheldNote(found []secrets.Finding) string {
+	parts := make([]string, len(found))
+	for i, f := range found {
+		parts[i] = fmt.Sprintf("line %d %s", f.Line, f.Kind)
+	}
+	return "sent with secrets withheld: " + strings.Join(parts, ", ")
+}
+
 // byReason summarises the counts of skipped files by reason.
 func byReason(m map[filectx.Reason]int) string {
 	var parts []string
 	for _, r := range []filectx.Reason{filectx.SkipBudget, filectx.SkipFileLimit, filectx.SkipDuplicate, filectx.SkipTooLarge, filectx.SkipBinary,
 		filectx.SkipIgnored, filectx.SkipExcluded, filectx.SkipScanLimit, filectx.SkipSymlink, filectx.SkipOutside, filectx.SkipForbidden,
-		filectx.SkipSpecial, filectx.SkipError} {
+		filectx.SkipSpecial, filectx.SkipError, filectx.SkipSecret} {
 		if m[r] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", r, m[r]))
 		}
@@ -160,7 +172,16 @@ func (c *Context) Changes(ctx context.Context, path string, staged, unstaged boo
 		cs.Text = "(no changes: the repository has nothing " + which(staged, unstaged) + " to commit)"
 		return cs, nil
 	}
-	cs.Text = maskDiff(diff)
+	skip := secrets.CredentialFile
+	if c.Options.SendSecretFiles {
+		skip = nil
+	}
+	text, withheld := secrets.RedactDiff(diff, skip)
+	for _, w := range withheld {
+		cs.Skipped = append(cs.Skipped, expert.FileNote{Path: w.Path, Reason: string(filectx.SkipSecret) + ": " + w.Why +
+			"; its changes are not sent unless the server runs with --send-secret-files"})
+	}
+	cs.Text = text
 	return cs, nil
 }
 
@@ -172,30 +193,6 @@ func which(staged, unstaged bool) string {
 		return "staged"
 	}
 	return "unstaged"
-}
-
-// maskDiff replaces each line of the diff's hunks that holds a secret
-// with a note naming what it held, masked, so that the credential itself
-// never reaches Gemini. Only added lines count as findings (removing a
-// secret is not committing one), but a removed or context line is masked
-// too: sending it would leak it all the same.
-func maskDiff(diff string) string {
-	lines := strings.Split(diff, "\n")
-	for i, l := range lines {
-		if l == "" || !strings.ContainsRune("+- ", rune(l[0])) || strings.HasPrefix(l, "+++ ") || strings.HasPrefix(l, "--- ") {
-			continue
-		}
-		found := secrets.ScanLine(l[1:])
-		if len(found) == 0 {
-			continue
-		}
-		kinds := make([]string, len(found))
-		for j, f := range found {
-			kinds[j] = f.Kind + " " + f.Masked
-		}
-		lines[i] = l[:1] + "[line withheld by the server: it holds a secret: " + strings.Join(kinds, "; ") + "]"
-	}
-	return strings.Join(lines, "\n")
 }
 
 // fileError maps a filectx error to the expert tools' categories.

@@ -28,12 +28,29 @@
 //     a NUL byte, reported as binary;
 //   - symbolic links to directories (not followed, so no cycles) and links
 //     that lead outside the root or into a forbidden path;
-//   - files larger than Options.MaxFileBytes, reported as too large.
+//   - files larger than Options.MaxFileBytes, reported as too large;
+//   - credential files (secrets.CredentialFile lists them: .env and
+//     .env.* but not .env.example and the like, SSH private keys such as
+//     id_ed25519, *.pem, *.key, *.p12, .netrc, .pgpass, cloud credentials,
+//     kubeconfigs, Terraform state), reported as secret-file, unless
+//     Options.SendSecretFiles is set. The name checked is the one the
+//     file was found under and, for a link, the one it leads to.
 //
 // An entry that names a file directly is taken as asked: the .gitignore
 // files and the excluded directory names do not apply to it (the caller
-// asked for it), but the sandbox, the binary check and the size limit do;
-// a named file over the size limit is a CategoryValidation error.
+// asked for it), but the sandbox, the binary check, the credential file
+// check and the size limit do; a named file over the size limit is a
+// CategoryValidation error, a named credential file is skipped.
+//
+// # Secrets
+//
+// Every file's text goes through secrets.Redact before it is counted or
+// sent: a line holding a secret (a token, a key, a password assignment:
+// the patterns of package secrets) is replaced by a note naming it
+// masked, and a private key block is withheld whole, from its BEGIN line
+// through its END line, or to the end of the file when it has none. The
+// number of lines does not change. Options.SendSecretFiles does not turn
+// this off. Sent.Secrets lists what was withheld.
 //
 // # Priorities and packing
 //
@@ -64,6 +81,10 @@
 //	--- END FILE: dir/name.go ---
 //
 // with the path relative to the root (slash-separated) and the line
-// numbers right-aligned in at least four columns. Invalid UTF-8 is replaced
-// with U+FFFD, since the text travels in a prompt.
+// numbers right-aligned in at least four columns. A path holding a
+// character that is not printable (a newline, a control character),
+// '"', '\' or "---" is quoted in Go's syntax ("dir/a\n--- BEGIN…"), so
+// that no file name can end the header's line or pass for a header.
+// Invalid UTF-8 is replaced with U+FFFD, since the text travels in a
+// prompt.
 package filectx

@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/secrets"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 )
 
 // Seen is what a conversation has sent: path relative to the root → the
@@ -26,6 +29,9 @@ type Sent struct {
 	Lines  int    `json:"lines"`
 	Tokens int    `json:"tokens"`
 	Hash   string `json:"sha256"`
+	// Secrets are the secrets withheld from what was sent (the lines that
+	// held them replaced by a note, a private key block whole).
+	Secrets []secrets.Finding `json:"secrets,omitempty"`
 }
 
 // Result is the packed file context: the rendered text, what went in and
@@ -84,7 +90,11 @@ func (sc *Scan) Pack(ctx context.Context, seen Seen, opts Options) (*Result, err
 			res.skip(Skipped{Path: c.Rel, Reason: SkipDuplicate, Detail: "already sent in this conversation, unchanged"}, opts.MaxSkippedListed)
 			continue
 		}
-		text, lines := Render(c.Rel, data)
+		// The secrets are withheld before anything counts or sends the
+		// text (a token counter is the backend too); the hash is the
+		// file's own, so that a change in a secret is a change.
+		masked, found := secrets.Redact(c.Rel, strings.ToValidUTF8(string(data), "\uFFFD"))
+		text, lines := Render(c.Rel, []byte(masked))
 		n, err := opts.Counter(text)
 		if err != nil {
 			return nil, &Error{Category: CategoryTool, Field: "files", Entry: c.Rel, Err: err, Message: fmt.Sprintf("counting the tokens of %s failed: %v; try again, or name fewer files", c.Rel, err)}
@@ -99,7 +109,7 @@ func (sc *Scan) Pack(ctx context.Context, seen Seen, opts Options) (*Result, err
 		}
 		out.WriteString(text)
 		res.Tokens += n
-		res.Sent = append(res.Sent, Sent{Path: c.Rel, Class: c.Class.String(), Bytes: int64(len(data)), Lines: lines, Tokens: n, Hash: hash})
+		res.Sent = append(res.Sent, Sent{Path: c.Rel, Class: c.Class.String(), Bytes: int64(len(data)), Lines: lines, Tokens: n, Hash: hash, Secrets: found})
 	}
 	res.Text = out.String()
 	res.SkippedTotal += sc.SkippedTotal
@@ -157,8 +167,11 @@ func IsBinary(data []byte) bool {
 }
 
 // Render returns a file's text as sent to Gemini, with its header, line
-// numbers and footer, and its number of lines.
+// numbers and footer, and its number of lines. The name is quoted when it
+// holds what could end the header's line or pass for a header
+// (msg.QuoteName).
 func Render(rel string, data []byte) (string, int) {
+	name := msg.QuoteName(rel)
 	body := string(data)
 	if !utf8.ValidString(body) {
 		body = strings.ToValidUTF8(body, "\uFFFD")
@@ -173,8 +186,8 @@ func Render(rel string, data []byte) (string, int) {
 		width = 4
 	}
 	var b strings.Builder
-	b.Grow(len(body) + lines*(width+3) + 2*len(rel) + 64)
-	fmt.Fprintf(&b, "--- BEGIN FILE: %s (%d lines) ---\n", rel, lines)
+	b.Grow(len(body) + lines*(width+3) + 2*len(name) + 64)
+	fmt.Fprintf(&b, "--- BEGIN FILE: %s (%d lines) ---\n", name, lines)
 	n := 0
 	for rest := body; lines > 0; {
 		n++
@@ -192,7 +205,7 @@ func Render(rel string, data []byte) (string, int) {
 		}
 		rest = tail
 	}
-	fmt.Fprintf(&b, "--- END FILE: %s ---\n", rel)
+	fmt.Fprintf(&b, "--- END FILE: %s ---\n", name)
 	return b.String(), lines
 }
 
@@ -202,10 +215,14 @@ func Render(rel string, data []byte) (string, int) {
 func (r *Result) ProcessedLines() []string {
 	out := make([]string, 0, len(r.Sent)+len(r.Skipped)+1)
 	for _, s := range r.Sent {
-		out = append(out, fmt.Sprintf("- %s", s.Path))
+		line := "- " + msg.QuoteName(s.Path)
+		if len(s.Secrets) > 0 {
+			line += fmt.Sprintf(" (%d secrets withheld)", len(s.Secrets))
+		}
+		out = append(out, line)
 	}
 	for _, s := range r.Skipped {
-		line := fmt.Sprintf("- %s (skipped: %s", s.Path, s.Reason)
+		line := fmt.Sprintf("- %s (skipped: %s", msg.QuoteName(s.Path), s.Reason)
 		if s.Detail != "" {
 			line += ", " + s.Detail
 		}

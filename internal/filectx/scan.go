@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/secrets"
 )
 
 // Defaults from seed 002's request limits.
@@ -30,6 +32,10 @@ type Options struct {
 	MaxTokens        int   // token budget of the files together (1M)
 	MaxScanEntries   int   // directory entries a scan looks at (50,000)
 	MaxSkippedListed int   // skipped files listed in a Result (100); the rest are counted
+	// SendSecretFiles sends the files secrets.CredentialFile names (.env,
+	// private keys…), which are skipped otherwise (reason secret-file).
+	// The secrets in what is sent are withheld either way.
+	SendSecretFiles bool
 	// Counter counts the tokens of a rendered file; Estimate when nil.
 	Counter func(text string) (int, error)
 }
@@ -65,19 +71,20 @@ type Reason string
 
 // The reasons a file is skipped.
 const (
-	SkipBudget    Reason = "budget"     // it did not fit in the token budget
-	SkipBinary    Reason = "binary"     // a binary extension, or NUL bytes
-	SkipIgnored   Reason = "ignored"    // a .gitignore pattern
-	SkipExcluded  Reason = "excluded"   // a generated or vendored directory
-	SkipTooLarge  Reason = "too-large"  // over the per-file limit
-	SkipDuplicate Reason = "duplicate"  // already sent in this conversation, unchanged
-	SkipFileLimit Reason = "file-limit" // past the number of files per request
-	SkipScanLimit Reason = "scan-limit" // the scan stopped at its entry limit
-	SkipSymlink   Reason = "symlink"    // a link to a directory, not followed
-	SkipOutside   Reason = "outside"    // a link leading outside the root
-	SkipForbidden Reason = "forbidden"  // the server's own state
-	SkipSpecial   Reason = "special"    // a device file, socket or FIFO
-	SkipError     Reason = "unreadable" // the file system refused it
+	SkipBudget    Reason = "budget"      // it did not fit in the token budget
+	SkipBinary    Reason = "binary"      // a binary extension, or NUL bytes
+	SkipIgnored   Reason = "ignored"     // a .gitignore pattern
+	SkipExcluded  Reason = "excluded"    // a generated or vendored directory
+	SkipTooLarge  Reason = "too-large"   // over the per-file limit
+	SkipDuplicate Reason = "duplicate"   // already sent in this conversation, unchanged
+	SkipFileLimit Reason = "file-limit"  // past the number of files per request
+	SkipScanLimit Reason = "scan-limit"  // the scan stopped at its entry limit
+	SkipSymlink   Reason = "symlink"     // a link to a directory, not followed
+	SkipOutside   Reason = "outside"     // a link leading outside the root
+	SkipForbidden Reason = "forbidden"   // the server's own state
+	SkipSpecial   Reason = "special"     // a device file, socket or FIFO
+	SkipError     Reason = "unreadable"  // the file system refused it
+	SkipSecret    Reason = "secret-file" // a credential file by its name (.env, id_ed25519…)
 )
 
 // Skipped is a file (or directory) that was not sent, and why.
@@ -125,9 +132,9 @@ func (s *Sandbox) ScanEntries(ctx context.Context, entries []string, opts Option
 			return nil, err
 		}
 		if r.Info.Mode().IsRegular() {
-			if binaryName(r.Path) {
-				// A named binary is skipped, not refused: the call
-				// still makes sense without it.
+			if _, secret := secretFile(opts, r.Path, r.Rel); secret || binaryName(r.Path) {
+				// A named binary or credential file is skipped, not
+				// refused: the call still makes sense without it.
 			} else if r.Info.Size() > opts.MaxFileBytes {
 				return nil, validationError(e, "the file %q is %d bytes; the limit is %d bytes per file: name a smaller file or a part of it", r.Rel, r.Info.Size(), opts.MaxFileBytes)
 			}
@@ -199,6 +206,10 @@ func (w *walker) addFile(abs, rel string, info fs.FileInfo, entry int) {
 		return
 	}
 	w.seen[abs] = true
+	if why, secret := secretFile(w.opts, abs, rel); secret {
+		w.skip(rel, SkipSecret, why+"; not sent unless the server runs with --send-secret-files")
+		return
+	}
 	switch {
 	case binaryName(abs):
 		w.skip(rel, SkipBinary, "binary file extension")
@@ -207,6 +218,19 @@ func (w *walker) addFile(abs, rel string, info fs.FileInfo, entry int) {
 	default:
 		w.scan.Candidates = append(w.scan.Candidates, Candidate{Path: abs, Rel: rel, Size: info.Size(), Class: Classify(rel), entry: entry})
 	}
+}
+
+// secretFile reports whether a file is a credential file that is not to
+// be sent, by the name it was found under (rel) or the one a link leads
+// to (abs), so that a link named notes.txt does not send a .env.
+func secretFile(opts Options, abs, rel string) (string, bool) {
+	if opts.SendSecretFiles {
+		return "", false
+	}
+	if why, ok := secrets.CredentialFile(rel); ok {
+		return why, true
+	}
+	return secrets.CredentialFile(filepath.ToSlash(abs))
 }
 
 // walk visits dir (resolved, inside the root) in name order.

@@ -2,7 +2,11 @@
 // share: quoting another program's words without letting them run long.
 package msg
 
-import "unicode/utf8"
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
 
 // Clip shortens s to at most n bytes (plus an ellipsis), at a character
 // boundary, for inclusion in an error message or a log line.
@@ -15,4 +19,21 @@ func Clip(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// QuoteName returns a file name as it may stand in a prompt or a result's
+// text: as it is when it is made of printable characters other than '"'
+// and '\' and holds no "---" (the marker of the file headers), else
+// quoted in Go's syntax ("a\n--- BEGIN…"), so that no name can end its line
+// or pass for a header.
+func QuoteName(name string) string {
+	if !utf8.ValidString(name) || strings.Contains(name, "---") {
+		return strconv.Quote(name)
+	}
+	for _, r := range name {
+		if r == '"' || r == '\\' || !strconv.IsPrint(r) {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }

@@ -19,3 +19,23 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+func TestQuoteName(t *testing.T) {
+	for in, want := range map[string]string{
+		"src/main.go":          "src/main.go",
+		"docs/read me.md":      "docs/read me.md",
+		"日本/語.txt":             "日本/語.txt",
+		"x\n--- BEGIN FILE: y": `"x\n--- BEGIN FILE: y"`,
+		"a---b":                `"a---b"`,
+		"tab\there":            `"tab\there"`,
+		`quo"te`:               `"quo\"te"`,
+		`back\slash`:           `"back\\slash"`,
+		"bidi\u202egnp.go":     `"bidi\u202egnp.go"`,
+		"line\u2028sep":        `"line\u2028sep"`,
+		"bad\xffutf8":          `"bad\xffutf8"`,
+	} {
+		if got := QuoteName(in); got != want {
+			t.Errorf("QuoteName(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

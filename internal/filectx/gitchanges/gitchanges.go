@@ -40,6 +40,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -433,14 +434,15 @@ func (r *runner) untracked(ctx context.Context, c *Changes) ([]string, error) {
 // whether it is binary.
 func (r *runner) newFile(top, rel string) (string, bool) {
 	abs := filepath.Join(top, filepath.FromSlash(rel))
-	header := fmt.Sprintf("diff --git a/%s b/%s\nnew file (untracked)\n", rel, rel)
+	a, bname := diffName("a/", rel), diffName("b/", rel)
+	header := fmt.Sprintf("diff --git %s %s\nnew file (untracked)\n", a, bname)
 	info, err := os.Lstat(abs)
 	if err != nil {
 		return header + fmt.Sprintf("[cannot be read: %v]\n", err), false
 	}
 	if info.Mode()&os.ModeSymlink != 0 {
 		target, _ := os.Readlink(abs)
-		return header + fmt.Sprintf("--- /dev/null\n+++ b/%s\n@@ -0,0 +1 @@\n+%s\n\\ No newline at end of file (symbolic link)\n", rel, target), false
+		return header + fmt.Sprintf("--- /dev/null\n+++ %s\n@@ -0,0 +1 @@\n+%s\n\\ No newline at end of file (symbolic link)\n", bname, msg.QuoteName(target)), false
 	}
 	if !info.Mode().IsRegular() {
 		return header + "[not a regular file]\n", false
@@ -459,7 +461,7 @@ func (r *runner) newFile(top, rel string) (string, bool) {
 		head = head[:8<<10]
 	}
 	if bytes.IndexByte(head, 0) >= 0 {
-		return header + fmt.Sprintf("Binary files /dev/null and b/%s differ\n", rel), true
+		return header + fmt.Sprintf("Binary files /dev/null and %s differ\n", bname), true
 	}
 	cut := int64(len(data)) > r.opts.MaxNewFileSize
 	if cut {
@@ -480,7 +482,7 @@ func (r *runner) newFile(top, rel string) (string, bool) {
 	if len(lines) == 0 {
 		return b.String(), false
 	}
-	fmt.Fprintf(&b, "--- /dev/null\n+++ b/%s\n@@ -0,0 +1,%d @@\n", rel, len(lines))
+	fmt.Fprintf(&b, "--- /dev/null\n+++ %s\n@@ -0,0 +1,%d @@\n", bname, len(lines))
 	for _, l := range lines {
 		b.WriteString("+")
 		b.WriteString(l)
@@ -490,9 +492,20 @@ func (r *runner) newFile(top, rel string) (string, bool) {
 		b.WriteString("\\ No newline at end of file\n")
 	}
 	if cut {
-		fmt.Fprintf(&b, "[the rest of %s is not shown: it is larger than %d bytes]\n", rel, r.opts.MaxNewFileSize)
+		fmt.Fprintf(&b, "[the rest of %s is not shown: it is larger than %d bytes]\n", msg.QuoteName(rel), r.opts.MaxNewFileSize)
 	}
 	return b.String(), false
+}
+
+// diffName is an untracked file's name in its diff header: prefix and
+// rel, quoted as git quotes the names of tracked files when rel holds
+// what could end the line (msg.QuoteName), so that a name cannot forge a
+// header.
+func diffName(prefix, rel string) string {
+	if msg.QuoteName(rel) == rel {
+		return prefix + rel
+	}
+	return strconv.Quote(prefix + rel)
 }
 
 // IsNotRepo reports whether err says the path is not in a git repository.

@@ -12,7 +12,10 @@ func ScanDiff(diff string) []Finding {
 	var out []Finding
 	file, line := "", 0
 	inHunk := false
-	for raw := range strings.SplitSeq(diff, "\n") {
+	lowerDiff := asciiLower(diff)
+	active := activePatterns(lowerDiff)
+	lowers := strings.Split(lowerDiff, "\n")
+	for i, raw := range strings.Split(diff, "\n") {
 		raw = strings.TrimSuffix(raw, "\r")
 		switch {
 		case strings.HasPrefix(raw, "diff "):
@@ -22,7 +25,7 @@ func ScanDiff(diff string) []Finding {
 		case strings.HasPrefix(raw, "@@ "):
 			line, inHunk = hunkStart(raw), true
 		case inHunk && strings.HasPrefix(raw, "+"):
-			for _, f := range ScanLine(raw[1:]) {
+			for _, f := range scanLine(raw[1:], lowers[i][1:], active) {
 				f.File, f.Line = file, line
 				out = append(out, f)
 			}
@@ -37,10 +40,12 @@ func ScanDiff(diff string) []Finding {
 // ScanText returns the findings in a whole file's text.
 func ScanText(file, text string) []Finding {
 	var out []Finding
-	n := 0
-	for l := range strings.SplitSeq(text, "\n") {
-		n++
-		for _, f := range ScanLine(strings.TrimSuffix(l, "\r")) {
+	lowerText := asciiLower(text)
+	active := activePatterns(lowerText)
+	lowers := strings.Split(lowerText, "\n")
+	for i, l := range strings.Split(text, "\n") {
+		n := i + 1
+		for _, f := range scanLine(strings.TrimSuffix(l, "\r"), lowers[i], active) {
 			f.File, f.Line = file, n
 			out = append(out, f)
 		}
