@@ -206,10 +206,10 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 	}
 	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
 	in.apply(&call)
-	if id := strings.TrimSpace(in.ContinuationID); id != "" {
+	if in.ContinuationID != "" {
 		// Seed 002: any tool given a continuation id continues that
-		// thread, as chat-reply does.
-		if err := d.target(ctx, &call, id, in.Cwd, d.clientOf(req)); err != nil {
+		// thread, as chat-reply does. A blank one is refused there.
+		if err := d.target(ctx, &call, in.ContinuationID, in.Cwd, d.clientOf(req)); err != nil {
 			return failure(err), nil, nil
 		}
 	} else {
@@ -284,7 +284,7 @@ func (d *Deps) target(ctx context.Context, call *backend.Turn, sessionID, cwd st
 			return err
 		}
 	}
-	if strings.TrimSpace(sessionID) == "" {
+	if sessionID == "" {
 		var rec session.Record
 		var ok bool
 		var err error
