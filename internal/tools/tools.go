@@ -522,9 +522,26 @@ func (d *Deps) runTurn(ctx context.Context, req *mcp.CallToolRequest, call backe
 		// The answer is paid for and complete: it is returned, not turned
 		// into an error, with a note the model cannot miss.
 		out.Content = append(out.Content, &mcp.TextContent{Text: unsaved})
+		if out.Meta == nil {
+			out.Meta = mcp.Meta{}
+		}
 		out.Meta["sessionSaved"] = false
 	}
 	return out
+}
+
+// unkeptNote tells the caller that the backend answered but could not
+// keep the turn (err): a new session cannot be continued at all, a
+// continued one goes on without this exchange.
+func (d *Deps) unkeptNote(res *backend.Answer, err error) string {
+	const prefix = "[gemini-mcp-server: the answer above is complete, but "
+	const fix = " The server's operator should check the session store (--store, --state-dir; gemini-mcp-server doctor checks it).]"
+	if res.SessionID == "" {
+		return prefix + "the conversation could not be saved (" + err.Error() + "), so it cannot be continued: " +
+			"for a follow-up, start a new chat and give it what it needs of this answer." + fix
+	}
+	return prefix + "this turn could not be saved (" + err.Error() + "): session " + res.SessionID +
+		" goes on from the turn before it, without this exchange, when continued." + fix
 }
 
 // unsavedNote tells the caller that the session store failed to record a
