@@ -257,7 +257,8 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 //
 //   - A UUID this server recorded runs in its recorded cwd. A cwd that
 //     names another directory is an error: the CLI could not find the
-//     session there.
+//     session there. An API session's cwd binds nothing (see
+//     checkRecordedDir): a cwd given with it is checked, then ignored.
 //   - A UUID this server never saw needs cwd: it may be a session a person
 //     started with the CLI, and only its directory can find it.
 //   - "latest" and indexes mean what they mean to the CLI, in cwd (or the
@@ -353,7 +354,7 @@ func (d *Deps) target(ctx context.Context, call *backend.Turn, sessionID, cwd st
 			"Continue it there, or start a new session with chat", ref.Value, rec.Host, d.Host, rec.Host)
 	}
 	switch {
-	case ok && dir != "" && dir != rec.Cwd:
+	case ok && dir != "" && dir != rec.Cwd && rec.Family() == backend.FamilyCLI:
 		return fmt.Errorf("session %s was started in %s, not %s; the Gemini CLI can only resume a session in the directory it was started in: omit cwd or pass %s",
 			ref.Value, rec.Cwd, dir, rec.Cwd)
 	case ok:
@@ -394,7 +395,15 @@ func (d *Deps) keepSystemPrompt(call *backend.Turn, rec session.Record) {
 // checkRecordedDir makes sure a recorded session's directory still exists.
 // Its directory is checked against the allowed roots as well: the record
 // may predate them, or its directory may since have become a symlink.
+//
+// A session of the API backend has nothing in its directory: the Gemini
+// API uses none, and its files come from the serving replica's project
+// root. Its recorded cwd only says where it started, so replicas confined
+// to different directories continue each other's sessions.
 func (d *Deps) checkRecordedDir(rec session.Record) error {
+	if rec.Family() == backend.FamilyAPI {
+		return nil
+	}
 	dir, err := validate.ResolveDir(rec.Cwd, "/")
 	if err != nil {
 		return fmt.Errorf("session %s belongs to %s, which cannot be used any more: %v", rec.ID, rec.Cwd, err)
