@@ -2,8 +2,8 @@ package tools
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
