@@ -86,7 +86,15 @@ func (h *harness) testCancelMidStream(t *testing.T) {
 			t.Fatalf("no progress report of the answer streaming in: %v", err)
 		}
 	}
-	switch children := h.serverChildren(t); {
+	children := h.serverChildren(t)
+	for _, c := range children {
+		// The prompt goes on the CLI's stdin: its command line is
+		// readable by every local user.
+		if strings.Contains(c, marker) {
+			t.Errorf("the prompt is in a CLI's /proc/PID/cmdline: %q", c)
+		}
+	}
+	switch {
 	case h.backend == "api" && len(children) > 0:
 		t.Errorf("the API backend's server runs processes: %v", children)
 	case h.backend == "oneshot" && len(children) == 0:

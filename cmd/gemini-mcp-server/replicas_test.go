@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -255,4 +257,48 @@ func TestRateLimitsAcrossReplicas(t *testing.T) {
 	}
 	// Another client has its own bucket.
 	callOK(t, httpClient(t, addrB, tokenTwo), "chat", map[string]any{"prompt": "another client, on B"})
+}
+
+// TestReplicasInDifferentDirectories: two API-backend replicas on one
+// Redis, each confined to a directory of its own, continue each other's
+// sessions: the Gemini API uses no working directory, so the one a
+// session was recorded in does not bind it to a replica. Files come from
+// the serving replica's project root.
+func TestReplicasInDifferentDirectories(t *testing.T) {
+	redis := redistest.Start(t)
+	e, fake := apiEnv(t)
+	dirA, dirB := filepath.Join(e.work, "srv-a"), filepath.Join(e.work, "srv-b")
+	for _, d := range []string{dirA, dirB} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dirB, "only-on-b.txt"), []byte("a file of replica B\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	replica := func(dir string) *mcp.ClientSession {
+		addr, _ := startHTTP(t, e, "--stateless", "--backend", "api", "--store", redis.URL(0),
+			"--cwd", dir, "--allowed-roots", dir, "--project-root", dir)
+		return httpClient(t, addr, "")
+	}
+	a, b := replica(dirA), replica(dirB)
+
+	first := callOK(t, a, "chat", map[string]any{"prompt": "first turn, in A's directory"})
+	id, _ := first.Meta["sessionId"].(string)
+	if id == "" {
+		t.Fatalf("chat on A: no sessionId in %+v", first.Meta)
+	}
+	callOK(t, b, "chat-reply", map[string]any{"prompt": "second turn, in B's directory", "sessionId": id})
+	carries(t, lastStream(t, fake, "second turn, in B's directory"), "first turn, in A's directory", answerOf(first))
+
+	// An expert tool on B continues the thread with B's files.
+	res, err := callTool(b, "analyze", map[string]any{"question": "third turn, with B's file", "files": []string{"only-on-b.txt"}, "continuation_id": id})
+	if err != nil || res.IsError {
+		t.Fatalf("analyze on B: %v %s", err, resultText(res))
+	}
+	carries(t, lastStream(t, fake, "third turn, with B's file"), "first turn, in A's directory", "second turn, in B's directory", "a file of replica B")
+
+	// And A continues after B.
+	callOK(t, a, "chat-reply", map[string]any{"prompt": "fourth turn, in A's directory", "sessionId": id})
+	carries(t, lastStream(t, fake, "fourth turn, in A's directory"), "second turn, in B's directory", "third turn, with B's file")
 }

@@ -39,12 +39,25 @@ Usage:
   gemini-mcp-server mcp list [flags] the MCP servers of --mcp-config: state and tools
   gemini-mcp-server --version        print the version
 
-Tools: chat {prompt, model, systemPrompt, cwd} starts a Gemini session;
-chat-reply {prompt, sessionId, model, systemPrompt, cwd} continues one;
-chat-page {answerId, page} returns the next page of an answer too long for
-one result; sessions {limit, cursor, cwd} lists this client's sessions.
-Expert tools (seed 002): thinkdeep, analyze, codereview, debug and precommit
-send files under --project-root (or a git repository's changes) to Gemini.
+Tools {arguments}:
+  chat {prompt, model, systemPrompt, cwd, files, continuation_id,
+    temperature, thinking_mode} starts a Gemini session
+  chat-reply {prompt, sessionId, continuation_id, model, systemPrompt, cwd,
+    files, temperature, thinking_mode} continues one
+  chat-page {answerId, page} the next page of an answer too long for one result
+  sessions {limit, cursor, cwd} lists this client's sessions
+Expert tools (seed 002) send files under --project-root (or a git
+repository's changes) to Gemini:
+  thinkdeep {current_analysis, problem_context, focus_areas, files,
+    continuation_id, temperature, thinking_mode}
+  analyze {files, question, analysis_type, continuation_id, temperature,
+    thinking_mode}
+  codereview {files, context, review_type, severity_filter, standards,
+    continuation_id, temperature, thinking_mode}
+  debug {error_description, error_context, files, runtime_info,
+    previous_attempts, continuation_id, temperature, thinking_mode}
+  precommit {path, original_request, review_type, include_staged,
+    include_unstaged, continuation_id, temperature, thinking_mode}
 --backend auto (the default) runs the Gemini CLI when a gemini executable is
 found (npm install -g @google/gemini-cli), authenticated with a paid Gemini
 API key (GEMINI_API_KEY), Vertex AI, or a Code Assist Standard/Enterprise

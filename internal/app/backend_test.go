@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -169,9 +170,29 @@ func TestDoctorReportsBackend(t *testing.T) {
 	if code, out := doctor(); code != 1 || !strings.Contains(out, "FAIL  the Gemini API refused the credentials") {
 		t.Fatalf("with a wrong key: exit %d\n%s", code, out)
 	}
+	// An endpoint that cannot be reached has not refused anything: doctor
+	// says which of the two it was.
 	env["GEMINI_API_KEY"] = "k"
+	env["GOOGLE_GEMINI_BASE_URL"] = closedURL(t)
+	if code, out := doctor(); code != 1 || !strings.Contains(out, "FAIL  the Gemini API could not be reached") || strings.Contains(out, "refused the credentials") {
+		t.Fatalf("with the network down: exit %d\n%s", code, out)
+	}
+	env["GOOGLE_GEMINI_BASE_URL"] = fake.URL()
 	delete(env, "GEMINI_API_KEY")
 	if code, out := doctor(); code != 1 || !strings.Contains(out, "FAIL  backend: --backend auto found no way to reach Gemini") {
 		t.Fatalf("with nothing: exit %d\n%s", code, out)
 	}
+}
+
+// closedURL is an http URL on loopback where nothing listens: a port just
+// listened on and closed again.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/apicreds"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
@@ -78,7 +80,15 @@ func checkBackend(ctx context.Context, r *report, cfg *config.Config, getenv fun
 		r.ok("backend: api (%s)", c.why)
 		if checkAPICredentials != nil {
 			if err := checkAPICredentials(ctx, cfg, getenv); err != nil {
-				r.fail("the Gemini API refused the credentials: %v", err)
+				// The backend's reason says what failed: a refusal of the
+				// credentials (401, 403), an endpoint not reached (the
+				// network, DNS, a timeout), or the API's own error.
+				var be *backend.Error
+				if errors.As(err, &be) {
+					r.fail("%v", err)
+				} else {
+					r.fail("the API backend could not be set up to check the credentials: %v", err)
+				}
 			} else {
 				r.ok("the Gemini API accepts the credentials")
 			}

@@ -66,6 +66,11 @@ type Answer struct {
 	// Via says, for logs, how the answer came: "warm", "json",
 	// "preselected", "api"…
 	Via string
+	// Unsaved, when set, is why the backend could not keep the turn it
+	// answered (the API backend's history, in the session store): the
+	// answer stands, but a new session (SessionID "") cannot be
+	// continued, and a continued one goes on without this turn.
+	Unsaved error
 }
 
 // Backend runs turns. It is safe for concurrent use. Run's error is always

@@ -26,7 +26,7 @@ func (a *args) str(name string) string    { return a.strs[name] }
 func (a *args) list(name string) []string { return a.lists[name] }
 func (a *args) boolean(name string) bool  { return a.bools[name] }
 func (a *args) thinkingMode() string      { return a.strs["thinking_mode"] }
-func (a *args) continuationID() string    { return strings.TrimSpace(a.strs["continuation_id"]) }
+func (a *args) continuationID() string    { return a.strs["continuation_id"] }
 func (a *args) temperature() *float64     { return a.temp }
 
 // parseArgs checks raw against s and returns the arguments, or a

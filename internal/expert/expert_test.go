@@ -403,6 +403,10 @@ func TestValidationErrorsOnTheWire(t *testing.T) {
 		{"precommit", map[string]any{"path": ".", "include_staged": false, "include_unstaged": false}, []string{"include_staged"}},
 		{"analyze", map[string]any{"files": []string{"a.go"}, "question": "q", "continuation_id": "not-an-id"}, []string{"continuation_id"}},
 		{"analyze", map[string]any{"files": []string{"a.go"}, "question": "q", "continuation_id": session.NewUUID()}, []string{"continuation_id"}},
+		// Blank is not absent: it starts no new thread.
+		{"analyze", map[string]any{"files": []string{"a.go"}, "question": "q", "continuation_id": " "}, []string{"continuation_id"}},
+		{"thinkdeep", map[string]any{"current_analysis": "x", "continuation_id": "\u00a0"}, []string{"continuation_id"}},
+		{"debug", map[string]any{"error_description": "x", "continuation_id": "\n\t"}, []string{"continuation_id"}},
 	} {
 		_, err := h.call(t, tc.tool, tc.args)
 		we := wireErr(t, err)

@@ -341,11 +341,12 @@ func TestBadInputNeverReachesTheCLI(t *testing.T) {
 	h := newHarness(t)
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, nil, 0o600)
-	cases := []struct {
+	type badCall struct {
 		tool string
 		args map[string]any
 		want string
-	}{
+	}
+	cases := []badCall{
 		{"chat", map[string]any{"prompt": "  \n"}, "prompt is empty"},
 		{"chat", map[string]any{"prompt": "x", "model": "--yolo"}, "invalid model"},
 		{"chat", map[string]any{"prompt": "x", "model": "a/../b"}, "invalid model"},
@@ -357,6 +358,14 @@ func TestBadInputNeverReachesTheCLI(t *testing.T) {
 		{"chat-reply", map[string]any{"prompt": "x", "sessionId": "--help"}, "invalid sessionId"},
 		{"chat-reply", map[string]any{"prompt": "x", "sessionId": "b9aadb6c"}, "invalid sessionId"},
 		{"chat-reply", map[string]any{"prompt": ""}, "prompt is empty"},
+	}
+	// Blank is not absent: a sessionId or continuation_id of white space
+	// is refused like any other non-id, not taken for "the latest".
+	for _, blank := range []string{" ", "\n", "\t", "\u00a0", " \u2003 "} {
+		cases = append(cases,
+			badCall{"chat-reply", map[string]any{"prompt": "x", "sessionId": blank}, "invalid sessionId"},
+			badCall{"chat-reply", map[string]any{"prompt": "x", "continuation_id": blank}, "invalid sessionId"},
+			badCall{"chat", map[string]any{"prompt": "x", "continuation_id": blank}, "invalid sessionId"})
 	}
 	for _, c := range cases {
 		text, _, isErr := h.call(c.tool, c.args)

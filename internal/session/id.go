@@ -74,6 +74,10 @@ func ParseSessionRef(s string) (SessionRef, error) {
 		return SessionRef{Value: "latest", Kind: RefLatest}, nil
 	case indexRE().MatchString(t):
 		return SessionRef{Value: t, Kind: RefIndex}, nil
+	case t == "":
+		// Blank is not absent: white space names no session, not the
+		// latest one.
+		return SessionRef{}, fmt.Errorf("invalid sessionId %q: it is blank; omit sessionId to continue this client's most recent session, or pass a session UUID (as returned in _meta.sessionId), \"latest\", or a session index such as 1", msg.Clip(s, 80))
 	}
 	return SessionRef{}, fmt.Errorf("invalid sessionId %q: expected a session UUID (as returned in _meta.sessionId), \"latest\", or a session index such as 1", msg.Clip(s, 80))
 }

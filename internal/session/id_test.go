@@ -30,7 +30,7 @@ func TestParseSessionRef(t *testing.T) {
 			t.Errorf("ParseSessionRef(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "0", "-1", "01", "b9aadb6c", "b9aadb6c-5aca-4c65-b929-02b095cc2b9", "--help", "latest; rm -rf /", "1e3", "9999999"} {
+	for _, in := range []string{"", " ", "\n", "\t", "\u00a0", "0", "-1", "01", "b9aadb6c", "b9aadb6c-5aca-4c65-b929-02b095cc2b9", "--help", "latest; rm -rf /", "1e3", "9999999"} {
 		if got, err := ParseSessionRef(in); err == nil {
 			t.Errorf("ParseSessionRef(%q) = %+v, want an error", in, got)
 		}

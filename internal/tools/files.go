@@ -40,12 +40,13 @@ var errNoFiles = errors.New("this server reads no project files (it has no file 
 
 // continuationID reconciles chat-reply's sessionId with seed 002's
 // continuation_id, its alias.
+// Only the empty string is absent: a blank id is passed on, to be refused
+// as the non-id it is rather than taken for "the latest".
 func continuationID(sessionID, contID string) (string, error) {
-	sessionID, contID = strings.TrimSpace(sessionID), strings.TrimSpace(contID)
 	switch {
 	case contID == "":
 		return sessionID, nil
-	case sessionID == "" || sessionID == contID:
+	case sessionID == "" || strings.TrimSpace(sessionID) == strings.TrimSpace(contID):
 		return contID, nil
 	}
 	return "", errors.New("sessionId and continuation_id name different sessions: continuation_id is another name for sessionId; pass one of them")

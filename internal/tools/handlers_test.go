@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -306,5 +307,32 @@ func TestSessionBelongsToItsBackend(t *testing.T) {
 	d.Backend = cliStub
 	if res, text := reply(old); res.IsError || cliStub.last().Session != old {
 		t.Errorf("the CLI refused an old record: %s", text)
+	}
+}
+
+// TestUnkeptTurn: a turn the backend answered but could not keep (the API
+// backend's history in a full store) is returned with
+// _meta.sessionSaved false and a note, and its record stays as it was.
+func TestUnkeptTurn(t *testing.T) {
+	d, r := newStubDeps(t)
+	ctx := context.Background()
+	req := request(t, "chat", map[string]any{"prompt": "first"}, "")
+	res, _, _ := d.chat(ctx, req, ChatInput{Prompt: "first"})
+	id, _ := res.Meta["sessionId"].(string)
+	if res.IsError || id == "" {
+		t.Fatalf("chat: %+v", res)
+	}
+	r.answer.Unsaved = errors.New("OOM command not allowed")
+	req = request(t, "chat-reply", map[string]any{"prompt": "second", "sessionId": id}, "")
+	res, _, _ = d.chatReply(ctx, req, ReplyInput{Prompt: "second", SessionID: id})
+	if res.IsError || res.Meta["sessionSaved"] != false || res.Meta["sessionId"] != id {
+		t.Fatalf("chat-reply: %+v", res)
+	}
+	note := res.Content[len(res.Content)-1].(*mcp.TextContent).Text
+	if !strings.Contains(note, "this turn could not be saved (OOM command not allowed)") || !strings.Contains(note, "without this exchange") {
+		t.Errorf("note %q", note)
+	}
+	if rec, _, err := d.Store.Get(ctx, id); err != nil || rec.Turns != 1 {
+		t.Errorf("record after the unkept turn: %d turns, %v; want 1", rec.Turns, err)
 	}
 }

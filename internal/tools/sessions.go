@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -98,7 +99,9 @@ func (d *Deps) listSessions(ctx context.Context, req *mcp.CallToolRequest, in Se
 		out.Sessions = append(out.Sessions, SessionInfo{ID: r.ID, Backend: r.Family(), Cwd: r.Cwd, Model: r.Model, Title: r.Title,
 			Turns: r.Turns, LastUsed: r.Updated.UTC().Format(time.RFC3339), Host: r.Host})
 	}
-	if more {
+	if more && len(recs) > 0 && offset <= math.MaxInt-len(recs) {
+		// A page with nothing on it cannot lead anywhere: its cursor
+		// would be its own, and a client would page forever.
 		out.NextCursor = makeCursor(offset + len(recs))
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: sessionsText(out, offset)}}}, out, nil

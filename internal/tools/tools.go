@@ -206,10 +206,10 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 	}
 	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
 	in.apply(&call)
-	if id := strings.TrimSpace(in.ContinuationID); id != "" {
+	if in.ContinuationID != "" {
 		// Seed 002: any tool given a continuation id continues that
-		// thread, as chat-reply does.
-		if err := d.target(ctx, &call, id, in.Cwd, d.clientOf(req)); err != nil {
+		// thread, as chat-reply does. A blank one is refused there.
+		if err := d.target(ctx, &call, in.ContinuationID, in.Cwd, d.clientOf(req)); err != nil {
 			return failure(err), nil, nil
 		}
 	} else {
@@ -257,7 +257,8 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 //
 //   - A UUID this server recorded runs in its recorded cwd. A cwd that
 //     names another directory is an error: the CLI could not find the
-//     session there.
+//     session there. An API session's cwd binds nothing (see
+//     checkRecordedDir): a cwd given with it is checked, then ignored.
 //   - A UUID this server never saw needs cwd: it may be a session a person
 //     started with the CLI, and only its directory can find it.
 //   - "latest" and indexes mean what they mean to the CLI, in cwd (or the
@@ -284,7 +285,7 @@ func (d *Deps) target(ctx context.Context, call *backend.Turn, sessionID, cwd st
 			return err
 		}
 	}
-	if strings.TrimSpace(sessionID) == "" {
+	if sessionID == "" {
 		var rec session.Record
 		var ok bool
 		var err error
@@ -353,7 +354,7 @@ func (d *Deps) target(ctx context.Context, call *backend.Turn, sessionID, cwd st
 			"Continue it there, or start a new session with chat", ref.Value, rec.Host, d.Host, rec.Host)
 	}
 	switch {
-	case ok && dir != "" && dir != rec.Cwd:
+	case ok && dir != "" && dir != rec.Cwd && rec.Family() == backend.FamilyCLI:
 		return fmt.Errorf("session %s was started in %s, not %s; the Gemini CLI can only resume a session in the directory it was started in: omit cwd or pass %s",
 			ref.Value, rec.Cwd, dir, rec.Cwd)
 	case ok:
@@ -394,7 +395,15 @@ func (d *Deps) keepSystemPrompt(call *backend.Turn, rec session.Record) {
 // checkRecordedDir makes sure a recorded session's directory still exists.
 // Its directory is checked against the allowed roots as well: the record
 // may predate them, or its directory may since have become a symlink.
+//
+// A session of the API backend has nothing in its directory: the Gemini
+// API uses none, and its files come from the serving replica's project
+// root. Its recorded cwd only says where it started, so replicas confined
+// to different directories continue each other's sessions.
 func (d *Deps) checkRecordedDir(rec session.Record) error {
+	if rec.Family() == backend.FamilyAPI {
+		return nil
+	}
 	dir, err := validate.ResolveDir(rec.Cwd, "/")
 	if err != nil {
 		return fmt.Errorf("session %s belongs to %s, which cannot be used any more: %v", rec.ID, rec.Cwd, err)
@@ -522,9 +531,26 @@ func (d *Deps) runTurn(ctx context.Context, req *mcp.CallToolRequest, call backe
 		// The answer is paid for and complete: it is returned, not turned
 		// into an error, with a note the model cannot miss.
 		out.Content = append(out.Content, &mcp.TextContent{Text: unsaved})
+		if out.Meta == nil {
+			out.Meta = mcp.Meta{}
+		}
 		out.Meta["sessionSaved"] = false
 	}
 	return out
+}
+
+// unkeptNote tells the caller that the backend answered but could not
+// keep the turn (err): a new session cannot be continued at all, a
+// continued one goes on without this exchange.
+func (d *Deps) unkeptNote(res *backend.Answer, err error) string {
+	const prefix = "[gemini-mcp-server: the answer above is complete, but "
+	const fix = " The server's operator should check the session store (--store, --state-dir; gemini-mcp-server doctor checks it).]"
+	if res.SessionID == "" {
+		return prefix + "the conversation could not be saved (" + err.Error() + "), so it cannot be continued: " +
+			"for a follow-up, start a new chat and give it what it needs of this answer." + fix
+	}
+	return prefix + "this turn could not be saved (" + err.Error() + "): session " + res.SessionID +
+		" goes on from the turn before it, without this exchange, when continued." + fix
 }
 
 // unsavedNote tells the caller that the session store failed to record a

@@ -112,6 +112,12 @@ func (d *Deps) answer(ctx context.Context, req *mcp.CallToolRequest, call backen
 		return nil, "", err
 	}
 	d.Log.Info("gemini call done", "dir", call.Dir, "resume", call.Session, "session", res.SessionID, "via", res.Via, "elapsed", time.Since(start))
+	if res.Unsaved != nil {
+		// The backend could not keep the turn (the API backend's history
+		// in a full or slow store): the record stays as it was, and the
+		// caller learns what can still be done.
+		return res, d.unkeptNote(res, res.Unsaved), nil
+	}
 	if res.SessionID != "" {
 		who := d.clientOf(req)
 		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key(), Backend: d.family(),

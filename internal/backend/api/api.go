@@ -397,7 +397,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 	if err != nil {
 		b.log.Error("gemini api: the turn could not be recorded", "session", id, "err", err)
-		ans.NotApplied = append(ans.NotApplied, "session: this turn could not be saved ("+err.Error()+"), so it cannot be continued")
+		ans.Unsaved = err
 		if fresh {
 			ans.SessionID = ""
 		}

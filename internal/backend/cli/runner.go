@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -54,15 +53,10 @@ const (
 	stderrShow            = 4 << 10  // stderr tail shown in errors
 )
 
-// ArgPromptMax is the largest prompt passed in argv; larger ones go on
-// stdin. Linux caps one argv string at 128 KiB; Windows caps the whole
-// command line at 32,767 UTF-16 units, and quoting can double a prompt.
-var ArgPromptMax = func() int {
-	if runtime.GOOS == "windows" {
-		return 8 << 10
-	}
-	return 100 << 10
-}()
+// StdinPromptMax is the largest prompt the Gemini CLI reads: it cuts its
+// stdin at 8 MiB (0.61.0, readStdin's MAX_STDIN_SIZE) with only a warning
+// on stderr, so a larger prompt is refused rather than sent cut.
+const StdinPromptMax = 8 << 20
 
 // Runner is the one-shot backend: it runs one CLI process per turn. It is
 // safe for concurrent use. It does not limit how many turns run at once:
@@ -150,6 +144,10 @@ func NotApplied(t backend.Turn) []string {
 
 // runOneShot runs the call as one `gemini ... --output-format json` process.
 func (r *Runner) runOneShot(ctx context.Context, cmd Command, c backend.Turn) (*backend.Answer, error) {
+	if len(c.Prompt) > StdinPromptMax {
+		return nil, &backend.Error{Kind: backend.KindInput, Reason: fmt.Sprintf("the prompt with its files is %d bytes, and the Gemini CLI reads at most %d (8 MiB): "+
+			"send fewer or smaller files, or a shorter prompt", len(c.Prompt), StdinPromptMax)}
+	}
 	env := ChildEnv(r.opts.Env)
 	if c.Model == "" {
 		c.Model = r.opts.DefaultModel
@@ -211,10 +209,10 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c backend.Turn) (*
 }
 
 // args builds the CLI's argument list. Values that could start with '-'
-// are passed as one `--flag=value` string; the prompt is always
-// `--prompt=TEXT` (or stdin), never a positional argument, which the CLI
-// would read as a flag when it starts with '-', or as a subcommand when it
-// is a word such as "mcp".
+// are passed as one `--flag=value` string. The prompt is not among them:
+// it goes on stdin (see exec), since any local user can read a process's
+// argv in /proc/PID/cmdline, and the prompt carries the caller's text and
+// files.
 func (r *Runner) args(c backend.Turn, sessionID string) []string {
 	var a []string
 	if c.Model != "" {
@@ -228,9 +226,6 @@ func (r *Runner) args(c backend.Turn, sessionID string) []string {
 	}
 	a = append(a, "--output-format", "json")
 	a = append(a, r.opts.OperatorArgs()...)
-	if len(c.Prompt) <= ArgPromptMax {
-		a = append(a, "--prompt="+c.Prompt)
-	}
 	return a
 }
 
@@ -274,8 +269,9 @@ type execResult struct {
 }
 
 // exec runs the CLI once and waits for it and everything it started. The
-// prompt goes on stdin when it is too large for argv; otherwise stdin is
-// /dev/null, since an open pipe that never closes costs the CLI a wait.
+// prompt goes on stdin, which the CLI reads to its end as the prompt when
+// stdin is not a terminal; without a prompt stdin is /dev/null, since an
+// open pipe that never closes costs the CLI a wait.
 func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string, env []string, prompt string) execResult {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -290,7 +286,7 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 	cmd := exec.CommandContext(runCtx, c.Path, append(append([]string{}, c.Args...), args...)...)
 	cmd.Dir = dir
 	cmd.Env = env
-	if len(prompt) > ArgPromptMax {
+	if prompt != "" {
 		cmd.Stdin = strings.NewReader(prompt)
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -298,7 +294,7 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 	cmd.Cancel = func() error { return proc.InterruptGroup(cmd.Process) }
 	cmd.WaitDelay = r.opts.KillGrace
 
-	r.log.Debug("starting gemini", "path", c.Path, "args", redactPrompt(args), "dir", dir, "promptBytes", len(prompt), "promptOnStdin", cmd.Stdin != nil)
+	r.log.Debug("starting gemini", "path", c.Path, "args", args, "dir", dir, "promptBytes", len(prompt), "promptOnStdin", cmd.Stdin != nil)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return execResult{startErr: err, exit: -1}
@@ -404,19 +400,6 @@ func ChildEnv(extra []string) []string {
 // seconds formats a duration for messages: "300 s", or "1.5 s".
 func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
-}
-
-// redactPrompt replaces the prompt in an argument list with its length,
-// for logs.
-func redactPrompt(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if strings.HasPrefix(a, "--prompt=") {
-			a = fmt.Sprintf("--prompt=<%d bytes>", len(a)-len("--prompt="))
-		}
-		out[i] = a
-	}
-	return out
 }
 
 // Version runs `gemini --version` and returns what it prints.

@@ -40,10 +40,10 @@ func TestRunNewSession(t *testing.T) {
 		t.Fatalf("%d invocations", len(inv))
 	}
 	got := inv[0]
-	if got.Cwd != dir || got.StdinKind != geminitest.StdinDevNull || got.Prompt != "-h mcp" {
+	if got.Cwd != dir || got.StdinKind != geminitest.StdinPipe || got.StdinBytes != len("-h mcp") || got.Prompt != "-h mcp" {
 		t.Fatalf("invocation %+v", got)
 	}
-	want := []string{"-m", "gemini-x", "--session-id", res.SessionID, "--output-format", "json", "--prompt=-h mcp"}
+	want := []string{"-m", "gemini-x", "--session-id", res.SessionID, "--output-format", "json"}
 	if strings.Join(got.Argv, "\x00") != strings.Join(want, "\x00") {
 		t.Fatalf("argv %q, want %q", got.Argv, want)
 	}
@@ -84,6 +84,47 @@ func TestRunLargePromptOnStdin(t *testing.T) {
 		if strings.HasPrefix(a, "--prompt") || strings.HasPrefix(a, "-p") {
 			t.Fatalf("prompt also in argv: %q", a)
 		}
+	}
+}
+
+// TestRunPromptNeverInArgv: a prompt of any size goes on stdin, never on
+// the command line, which every local user can read in
+// /proc/PID/cmdline; a resumed session's prompt too.
+func TestRunPromptNeverInArgv(t *testing.T) {
+	r, log := newTestRunner(t, Options{})
+	dir := geminitest.WorkDir(t)
+	const secret = "the password is hunter2"
+	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: secret, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "-h " + secret, Dir: dir, Session: res.SessionID}); err != nil {
+		t.Fatal(err)
+	}
+	for i, inv := range geminitest.Invocations(t, log) {
+		// The fake records its os.Args, which are /proc/PID/cmdline.
+		for _, a := range inv.Argv {
+			if strings.Contains(a, "hunter2") || strings.HasPrefix(a, "--prompt") || a == "-p" {
+				t.Errorf("invocation %d: the prompt is in argv %q", i, inv.Argv)
+			}
+		}
+		if inv.StdinKind != geminitest.StdinPipe || !strings.Contains(inv.Prompt, secret) {
+			t.Errorf("invocation %d: stdin %s, prompt %q", i, inv.StdinKind, inv.Prompt)
+		}
+	}
+}
+
+// TestRunPromptOverStdinCap: a prompt larger than the CLI reads from stdin
+// is refused before any process starts, not sent cut.
+func TestRunPromptOverStdinCap(t *testing.T) {
+	r, log := newTestRunner(t, Options{})
+	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: strings.Repeat("x", StdinPromptMax+1), Dir: geminitest.WorkDir(t)})
+	var be *backend.Error
+	if !errors.As(err, &be) || be.Kind != backend.KindInput || !strings.Contains(be.Reason, "reads at most") {
+		t.Fatalf("err %v", err)
+	}
+	if inv := geminitest.Invocations(t, log); len(inv) != 0 {
+		t.Fatalf("%d invocations", len(inv))
 	}
 }
 

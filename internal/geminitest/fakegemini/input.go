@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
@@ -102,12 +103,27 @@ func readStdin(kind string) ([]byte, error) {
 			return nil, nil
 		}
 	}
-	data, err := io.ReadAll(os.Stdin)
+	data, err := io.ReadAll(io.LimitReader(os.Stdin, maxStdin+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading stdin: %w", err)
 	}
+	if len(data) > maxStdin {
+		// As the real CLI: cut at a character's edge, warn, read no more.
+		data = data[:maxStdin]
+		for range utf8.UTFMax - 1 {
+			if r, n := utf8.DecodeLastRune(data); r != utf8.RuneError || n != 1 {
+				break
+			}
+			data = data[:len(data)-1]
+		}
+		fmt.Fprintf(os.Stderr, "Warning: stdin input truncated to %d bytes.\n", maxStdin)
+	}
 	return data, nil
 }
+
+// maxStdin is how much of stdin the real CLI reads (0.61.0's
+// MAX_STDIN_SIZE).
+const maxStdin = 8 << 20
 
 // assemblePrompt puts piped input before the prompt argument, as the real CLI does.
 func assemblePrompt(stdin []byte, arg string) string {

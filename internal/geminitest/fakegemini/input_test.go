@@ -231,3 +231,19 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestStdinCut: like the real CLI, the fake reads at most 8 MiB of stdin,
+// cut at a character's edge, and warns on stderr.
+func TestStdinCut(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	// "é" is two bytes: the 8 MiB edge falls inside one.
+	prompt := "x" + strings.Repeat("é", maxStdin/2+10)
+	r := s.runWith(strings.NewReader(prompt), "-o", "json").mustSucceed(t)
+	if !strings.Contains(r.stderr, "stdin input truncated to 8388608 bytes") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	if inv := s.lastInvocation(); inv.StdinBytes != maxStdin-1 || inv.Prompt != prompt[:maxStdin-1] {
+		t.Errorf("logged %d stdin bytes, want %d", inv.StdinBytes, maxStdin-1)
+	}
+}

@@ -385,13 +385,16 @@ func (s *Store) List(ctx context.Context, match func(session.Record) bool, offse
 			if json.Unmarshal([]byte(str), &r) != nil || (match != nil && !match(r)) {
 				continue
 			}
-			if seen >= offset+limit {
+			if seen < offset {
+				// Counted, not summed with limit: offset+limit can
+				// overflow for a made-up cursor.
+				seen++
+				continue
+			}
+			if len(recs) >= limit {
 				return recs, true, s.prune(ctx, gone)
 			}
-			if seen >= offset {
-				recs = append(recs, r)
-			}
-			seen++
+			recs = append(recs, r)
 		}
 		if err := s.prune(ctx, gone); err != nil {
 			return nil, false, err

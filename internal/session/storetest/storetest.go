@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -278,6 +279,12 @@ func (c *conformance) listAndLatest(t *testing.T) {
 		{4, 3, all[4:], false},
 		{n, 3, nil, false},
 		{n + 5, 3, nil, false},
+		// Offsets and limits near the int's end (a cursor a client
+		// made up) must not wrap around into "more follow".
+		{math.MaxInt, 3, nil, false},
+		{math.MaxInt - 1, 3, nil, false},
+		{math.MaxInt - 2, math.MaxInt, nil, false},
+		{3, math.MaxInt, all[3:], false},
 	} {
 		recs, more, err := s.List(ctx, nil, tc.offset, tc.limit)
 		if err != nil {
