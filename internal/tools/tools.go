@@ -518,6 +518,14 @@ func (d *Deps) runTurn(ctx context.Context, req *mcp.CallToolRequest, call backe
 			out.Meta["notApplied"] = res.NotApplied
 		}
 	}
+	if res.Incomplete != "" {
+		// Said in the text, where the model reads it, and in _meta.
+		out.Content = append(out.Content, &mcp.TextContent{Text: IncompleteNote(res.Incomplete)})
+		if out.Meta == nil {
+			out.Meta = mcp.Meta{}
+		}
+		out.Meta["incomplete"] = true
+	}
 	if unsaved != "" {
 		// The answer is paid for and complete: it is returned, not turned
 		// into an error, with a note the model cannot miss.
@@ -525,6 +533,12 @@ func (d *Deps) runTurn(ctx context.Context, req *mcp.CallToolRequest, call backe
 		out.Meta["sessionSaved"] = false
 	}
 	return out
+}
+
+// IncompleteNote is the text item after an answer that was cut short;
+// why says how and what became of the session.
+func IncompleteNote(why string) string {
+	return "[gemini-mcp-server: the answer above is INCOMPLETE. " + why + "]"
 }
 
 // unsavedNote tells the caller that the session store failed to record a

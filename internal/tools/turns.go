@@ -112,7 +112,8 @@ func (d *Deps) answer(ctx context.Context, req *mcp.CallToolRequest, call backen
 		return nil, "", err
 	}
 	d.Log.Info("gemini call done", "dir", call.Dir, "resume", call.Session, "session", res.SessionID, "via", res.Via, "elapsed", time.Since(start))
-	if res.SessionID != "" {
+	if res.SessionID != "" && res.Incomplete == "" {
+		// A cut answer is not a turn of the session.
 		who := d.clientOf(req)
 		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key(), Backend: d.family(),
 			Title: Title(title), SystemPrompt: call.SystemPrompt}
