@@ -36,7 +36,7 @@ type grants struct {
 func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Turn, model string, contents []*genai.Content,
 	cfg *genai.GenerateContentConfig, obs backend.Observer) (res *streamResult, exchange []*genai.Content, notes []string, err error) {
 	var usage *backend.Usage // of all the rounds' requests
-	calls := 0                // of all the rounds
+	calls := 0               // of all the rounds
 	for round := 0; ; round++ {
 		var tools map[string]backend.HostTool
 		if b.tools != nil {
