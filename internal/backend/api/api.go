@@ -151,6 +151,7 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 		// Close drop its idle connections. Vertex AI with Application
 		// Default Credentials keeps the SDK's, which signs the requests.
 		transport = http.DefaultTransport.(*http.Transport).Clone()
+		transport.MaxResponseHeaderBytes = maxHeaderBytes
 		cc.HTTPClient = &http.Client{Transport: transport}
 	}
 	client, err := genai.NewClient(context.Background(), cc)

@@ -27,6 +27,10 @@ const (
 	// maxBodyBytes bounds an answer that is not streamed: a page of the
 	// model list, a token count, an error.
 	maxBodyBytes = 8 << 20
+	// maxHeaderBytes bounds the headers of an answer (with an API key;
+	// for Vertex AI with Application Default Credentials the SDK's
+	// transport keeps Go's default, 10 MiB).
+	maxHeaderBytes = 256 << 10
 	// MaxCallsPerAnswer bounds the function calls of one answer (Gemini's
 	// parallel calls are a handful).
 	MaxCallsPerAnswer = 64
@@ -136,11 +140,14 @@ func (s *sseBody) fill() {
 		return
 	}
 	s.out = s.out[:0]
-	for _, c := range s.buf[:n] {
-		s.frame = append(s.frame, c)
-		if c != '\n' {
-			continue
+	for data := s.buf[:n]; len(data) > 0; {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			s.frame = append(s.frame, data...)
+			break
 		}
+		s.frame = append(s.frame, data[:i+1]...)
+		data = data[i+1:]
 		var event []byte
 		switch f := s.frame; {
 		case bytes.HasSuffix(f, []byte("\r\n\r\n")):

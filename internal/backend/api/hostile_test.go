@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
@@ -129,4 +131,33 @@ func waitEnded(t *testing.T, s *fakeapi.Server) fakeapi.Request {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// TestSSEBodyFraming: events split at "\n\n" or "\r\n\r\n", however the
+// bytes arrive, go on to the SDK each ended by "\n\n"; an event past
+// MaxFrameBytes is an error.
+func TestSSEBodyFraming(t *testing.T) {
+	in := "data: {\"a\":1}\r\n\r\ndata: {\"b\":\n2}\n\ndata: {\"c\":3}"
+	got, err := io.ReadAll(&sseBody{rc: io.NopCloser(iotest.OneByteReader(strings.NewReader(in))), ctx: context.Background()})
+	if want := "data: {\"a\":1}\n\ndata: {\"b\":\n2}\n\ndata: {\"c\":3}"; err != nil || string(got) != want {
+		t.Fatalf("read %q, %v; want %q", got, err, want)
+	}
+	big := strings.Repeat("x", MaxFrameBytes+1)
+	_, err = io.ReadAll(&sseBody{rc: io.NopCloser(strings.NewReader("data: {}\n\ndata: " + big)), ctx: context.Background()})
+	wantKind(t, err, backend.KindOutputTooBig, 0, "one event")
+	b := &budget{limit: 10}
+	_, err = io.ReadAll(&sseBody{rc: io.NopCloser(strings.NewReader("data: {}\n\ndata: {}\n\n")), ctx: context.Background(), budget: b})
+	wantKind(t, err, backend.KindOutputTooBig, 0, "past 10 bytes")
+}
+
+// TestCallsPerTurnCapped: a model that calls one function per round, round
+// after round, is stopped at MaxCallsPerTurn even when the rounds allowed
+// are more.
+func TestCallsPerTurnCapped(t *testing.T) {
+	f := newFixture(t, Options{MaxToolRounds: 2 * MaxCallsPerTurn})
+	_, err := f.run(backend.Turn{Prompt: "[[call:nosuch:{}]] [[loop-call:nosuch:{}]]"})
+	wantKind(t, err, backend.KindOutputTooBig, 0, "function calls in one turn")
+	if n := len(f.streams()); n != MaxCallsPerTurn+1 {
+		t.Fatalf("%d requests, want %d", n, MaxCallsPerTurn+1)
+	}
 }
