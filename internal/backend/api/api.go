@@ -538,8 +538,18 @@ type streamResult struct {
 // allows.
 func (b *Backend) streamWithRetries(parent, ctx context.Context, model string, contents []*genai.Content, cfg *genai.GenerateContentConfig, obs backend.Observer) (*streamResult, error) {
 	backoff := b.backoff
+	recut := false
 	for attempt := 0; ; attempt++ {
 		res, received, err := b.stream(ctx, model, contents, cfg, obs)
+		if err == nil && res.incomplete && !recut && b.retries > 0 {
+			// As the Gemini CLI does with a stream that ended without a
+			// finish reason: ask once more (billed again), and give the
+			// second answer, whole or marked cut.
+			recut = true
+			b.log.Info("gemini api: the answer's stream ended without a finish reason; asking again")
+			obs.Activity("the answer's stream ended without a finish reason; asking again")
+			continue
+		}
 		if err == nil {
 			return res, nil
 		}

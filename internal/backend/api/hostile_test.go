@@ -94,6 +94,9 @@ func TestStreamWithoutFinishIsIncomplete(t *testing.T) {
 	if n := f.hist.appends.Load(); n != 0 {
 		t.Fatalf("the cut answer was recorded (%d turns)", n)
 	}
+	if n := len(f.streams()); n != 2 {
+		t.Fatalf("%d requests for a cut answer, want 2 (one more try)", n)
+	}
 	b := f.mustRun(backend.Turn{Prompt: "first"})
 	c, err := f.run(backend.Turn{Prompt: "[[no-finish]] reply", Session: b.SessionID})
 	if err != nil {
@@ -111,6 +114,16 @@ func TestStreamWithoutFinishIsIncomplete(t *testing.T) {
 	}
 	if r := f.streams(); r[len(r)-1].NumContents != 3 {
 		t.Fatalf("the turn after a cut reply sent %d contents, want 3", r[len(r)-1].NumContents)
+	}
+}
+
+// TestCutStreamAskedAgain: a stream cut once is asked for again, and the
+// whole second answer is given and recorded.
+func TestCutStreamAskedAgain(t *testing.T) {
+	f := newFixture(t, Options{})
+	a := f.mustRun(backend.Turn{Prompt: "[[no-finish:1]] once"})
+	if a.Incomplete != "" || a.SessionID == "" || f.turns(a.SessionID) != 1 || len(f.streams()) != 2 {
+		t.Fatalf("answer %+v after %d requests", a, len(f.streams()))
 	}
 }
 

@@ -74,6 +74,8 @@
 //     {"candidates":[null]};
 //   - [[no-finish]] streams the usual answer, but no event carries a
 //     finishReason: the stream closes cleanly half-way through an answer;
+//     [[no-finish:N]] does so for the first N requests with this same
+//     last user text, and answers normally after that;
 //   - [[big-frame:N]] streams the answer as one event of N bytes or more
 //     (its text is [LongAnswer] of N bytes), with finishReason STOP;
 //   - [[call-flood:NAME:N]] streams events of one functionCall part each,
@@ -376,6 +378,7 @@ var (
 	bigRE    = regexp.MustCompile(`\[\[big-frame:(\d+)\]\]`)
 	floodRE  = regexp.MustCompile(`\[\[call-flood:([A-Za-z0-9_.-]+):(\d+)\]\]`)
 	dripRE   = regexp.MustCompile(`\[\[drip:(\d+)\]\]`)
+	cutRE    = regexp.MustCompile(`\[\[no-finish(?::(\d+))?\]\]`)
 )
 
 type part struct {
@@ -641,6 +644,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.record(rec)
 		return
 	}
+	cut := false
+	if m := cutRE.FindStringSubmatch(rec.LastUserText); m != nil {
+		cut = true
+		if m[1] != "" {
+			n, _ := strconv.Atoi(m[1])
+			s.mu.Lock()
+			k := s.failed["no-finish\x00"+rec.LastUserText]
+			if cut = k < n; cut {
+				s.failed["no-finish\x00"+rec.LastUserText] = k + 1
+			}
+			s.mu.Unlock()
+		}
+	}
 	s.record(rec)
 	frames := make([][]byte, len(pieces))
 	for i, p := range pieces {
@@ -649,7 +665,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			u = usage
 		}
 		frames[i] = textJSON(p, u)
-		if u != nil && strings.Contains(rec.LastUserText, "[[no-finish]]") {
+		if u != nil && cut {
 			// The same last event, without its finishReason.
 			var m map[string]any
 			_ = json.Unmarshal(frames[i], &m)
