@@ -71,6 +71,11 @@ type Answer struct {
 	// answer stands, but a new session (SessionID "") cannot be
 	// continued, and a continued one goes on without this turn.
 	Unsaved error
+	// Incomplete is "" for a whole answer. Otherwise the answer is what
+	// arrived of one that was cut short, and Incomplete says so and why,
+	// in sentences for the caller; such a turn is not recorded in its
+	// session (SessionID is then "" for a new conversation).
+	Incomplete string
 }
 
 // Backend runs turns. It is safe for concurrent use. Run's error is always

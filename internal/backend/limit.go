@@ -2,6 +2,9 @@ package backend
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 )
@@ -28,8 +31,18 @@ type limited struct {
 }
 
 // Run holds a slot from before the backend starts anything to after it has
-// stopped everything it started.
-func (l *limited) Run(ctx context.Context, t Turn) (*Answer, error) {
+// stopped everything it started. A panic of the backend's (a library's,
+// on input nobody foresaw) fails this turn only: the server, and every
+// other turn, serve on.
+func (l *limited) Run(ctx context.Context, t Turn) (ans *Answer, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			slog.Error("a backend panicked; the turn failed", "backend", l.Backend.Name(), "panic", v, "stack", string(debug.Stack()))
+			ans, err = nil, &Error{Kind: KindFailed, Err: fmt.Errorf("panic: %v", v),
+				Reason: fmt.Sprintf("the %s backend failed on this call (%v); the server serves on; try again, and "+
+					"report it with the server's log if it recurs", l.Backend.Name(), v)}
+		}
+	}()
 	var queued func(int)
 	if t.Observer != nil {
 		queued = t.Observer.Queued

@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -60,6 +61,28 @@ func TestLimit(t *testing.T) {
 	for range 2 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// panicking is a backend whose turns panic.
+type panicking struct{}
+
+func (panicking) Name() string { return "panicking" }
+func (panicking) Close()       {}
+func (panicking) Run(context.Context, Turn) (*Answer, error) {
+	panic("unforeseen")
+}
+
+// TestLimitRecoversPanic: a backend's panic fails its turn with an error,
+// and frees its slot.
+func TestLimitRecoversPanic(t *testing.T) {
+	l := Limit(panicking{}, 1)
+	for range 2 {
+		_, err := l.Run(context.Background(), Turn{})
+		var be *Error
+		if !errors.As(err, &be) || be.Kind != KindFailed || !strings.Contains(be.Reason, "unforeseen") {
+			t.Fatalf("error %v", err)
 		}
 	}
 }

@@ -201,7 +201,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	}
 	fs.IntVar(&c.MaxConcurrent, "max-concurrent", c.MaxConcurrent, "most gemini processes at once; further calls wait in arrival order (GEMINI_MCP_MAX_CONCURRENT)")
 	size(&c.MaxPromptBytes, "max-prompt-bytes", "GEMINI_MCP_MAX_PROMPT_BYTES", DefaultMaxPromptBytes, "largest prompt or system prompt accepted")
-	size(&c.MaxOutputBytes, "max-output-bytes", "GEMINI_MCP_MAX_OUTPUT_BYTES", DefaultMaxOutputBytes, "largest CLI output read before a call is stopped")
+	size(&c.MaxOutputBytes, "max-output-bytes", "GEMINI_MCP_MAX_OUTPUT_BYTES", DefaultMaxOutputBytes, "largest output read from gemini (the CLI's, or all the API's streamed answers of a turn) before a call is stopped")
 	size(&c.MaxAnswerBytes, "max-answer-bytes", "GEMINI_MCP_MAX_ANSWER_BYTES", DefaultMaxAnswerBytes, "largest answer returned in one result; longer answers come in pages fetched with the chat-page tool")
 	if v, ok := env("GEMINI_MCP_BACKEND"); ok && !isBackend(v) {
 		// gemini-mcp-tool, another MCP server, reads the same variable

@@ -328,6 +328,9 @@ func (o *output) metadata() [][2]string {
 	for _, n := range o.answer.NotApplied {
 		m = append(m, [2]string{"not_applied", n})
 	}
+	if o.answer.Incomplete != "" {
+		m = append(m, [2]string{"incomplete", o.answer.Incomplete})
+	}
 	return m
 }
 
@@ -395,6 +398,9 @@ func (o *output) result() *mcp.CallToolResult {
 	}
 	if len(o.answer.NotApplied) > 0 {
 		meta["notApplied"] = o.answer.NotApplied
+	}
+	if o.answer.Incomplete != "" {
+		meta["incomplete"] = true
 	}
 	if len(o.secrets) > 0 {
 		meta["secrets"] = o.secrets

@@ -527,6 +527,14 @@ func (d *Deps) runTurn(ctx context.Context, req *mcp.CallToolRequest, call backe
 			out.Meta["notApplied"] = res.NotApplied
 		}
 	}
+	if res.Incomplete != "" {
+		// Said in the text, where the model reads it, and in _meta.
+		out.Content = append(out.Content, &mcp.TextContent{Text: IncompleteNote(res.Incomplete)})
+		if out.Meta == nil {
+			out.Meta = mcp.Meta{}
+		}
+		out.Meta["incomplete"] = true
+	}
 	if unsaved != "" {
 		// The answer is paid for and complete: it is returned, not turned
 		// into an error, with a note the model cannot miss.
@@ -551,6 +559,12 @@ func (d *Deps) unkeptNote(res *backend.Answer, err error) string {
 	}
 	return prefix + "this turn could not be saved (" + err.Error() + "): session " + res.SessionID +
 		" goes on from the turn before it, without this exchange, when continued." + fix
+}
+
+// IncompleteNote is the text item after an answer that was cut short;
+// why says how and what became of the session.
+func IncompleteNote(why string) string {
+	return "[gemini-mcp-server: the answer above is INCOMPLETE. " + why + "]"
 }
 
 // unsavedNote tells the caller that the session store failed to record a

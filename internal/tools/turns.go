@@ -118,7 +118,8 @@ func (d *Deps) answer(ctx context.Context, req *mcp.CallToolRequest, call backen
 		// caller learns what can still be done.
 		return res, d.unkeptNote(res, res.Unsaved), nil
 	}
-	if res.SessionID != "" {
+	if res.SessionID != "" && res.Incomplete == "" {
+		// A cut answer is not a turn of the session.
 		who := d.clientOf(req)
 		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key(), Backend: d.family(),
 			Title: Title(title), SystemPrompt: call.SystemPrompt}

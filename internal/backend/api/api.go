@@ -5,8 +5,12 @@
 // The API remembers nothing between calls, so the backend keeps each
 // conversation's turns in a [History] (the session store) and sends the
 // whole conversation with every turn. A turn is recorded only once its
-// answer is complete: a failed or cancelled call leaves the conversation as
-// it was.
+// answer is complete: a failed or cancelled call, or an answer whose stream
+// ended without a finish reason, leaves the conversation as it was.
+//
+// Everything the API sends is bounded (see guard.go): each event of a
+// streamed answer, the bytes of all a turn's answers, the parts and
+// function calls of each, and the time of the whole call (Options.Timeout).
 package api
 
 import (
@@ -73,7 +77,9 @@ type Options struct {
 	// Timeout bounds each call, retries included; 0 leaves it to the
 	// caller's context.
 	Timeout time.Duration
-	// MaxOutputBytes caps an answer; 0 means no cap.
+	// MaxOutputBytes caps the bytes streamed from the API for one turn,
+	// every part of every round's answer as it arrives; 0 means
+	// DefaultMaxAnswerBytes.
 	MaxOutputBytes int
 	// Getenv reads the credentials (see Credentials); nil means os.Getenv.
 	Getenv func(string) string
@@ -145,6 +151,7 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 		// Close drop its idle connections. Vertex AI with Application
 		// Default Credentials keeps the SDK's, which signs the requests.
 		transport = http.DefaultTransport.(*http.Transport).Clone()
+		transport.MaxResponseHeaderBytes = maxHeaderBytes
 		cc.HTTPClient = &http.Client{Transport: transport}
 	}
 	client, err := genai.NewClient(context.Background(), cc)
@@ -152,6 +159,10 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 		return nil, newError(backend.KindAuth, err, "the Gemini API client could not be set up with %s: %v. %s",
 			c.What, err, CredentialsHelp)
 	}
+	// The client's HTTP client is shared with the SDK (for Vertex AI with
+	// Application Default Credentials, it is the SDK's own, which signs
+	// the requests): every answer then passes the guard.
+	guardClient(client.ClientConfig().HTTPClient)
 	b := &Backend{
 		client:    client,
 		transport: transport,
@@ -167,6 +178,9 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 		tools:      opts.Tools,
 		maxRounds:  opts.MaxToolRounds,
 		allowTools: opts.AllowTools,
+	}
+	if b.maxOut <= 0 {
+		b.maxOut = DefaultMaxAnswerBytes
 	}
 	if b.maxRounds <= 0 {
 		b.maxRounds = DefaultMaxToolRounds
@@ -378,12 +392,27 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 
 	obs.Started()
-	res, exchange, notes, err := b.converse(parent, ctx, id, t, model, contents, cfg, obs)
+	res, exchange, notes, err := b.converse(parent, withBudget(ctx, b.maxOut), id, t, model, contents, cfg, obs)
 	if err != nil {
 		return nil, err
 	}
 
 	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Via: "api"}
+	if res.incomplete {
+		// What came may be any part of the answer: it is given, said to
+		// be cut, and kept out of the conversation, which a next turn
+		// continues from the last whole one.
+		ans.Incomplete = "The Gemini API's stream ended without a finish reason, so this answer may be cut short. " +
+			"It was not recorded in the conversation: "
+		if fresh {
+			ans.SessionID = ""
+			ans.Incomplete += "no conversation was started; ask again with chat."
+		} else {
+			ans.Incomplete += "chat-reply with sessionId " + id + " continues from the turn before it."
+		}
+		b.log.Warn("gemini api: the answer's stream ended without a finish reason; not recorded", "session", id)
+		return ans, nil
+	}
 	rec, err := json.Marshal(turnRecord{
 		User:      user,
 		Exchange:  exchange,
@@ -431,9 +460,23 @@ func (b *Backend) CountTokens(parent context.Context, text string) (int, error) 
 		ctx, cancel = context.WithTimeout(parent, b.timeout)
 		defer cancel()
 	}
-	res, err := b.client.Models.CountTokens(ctx, b.model, []*genai.Content{genai.NewContentFromText(text, genai.RoleUser)}, nil)
+	n, err := b.countTokens(ctx, b.model, []*genai.Content{genai.NewContentFromText(text, genai.RoleUser)})
 	if err != nil {
 		return 0, b.classify(parent, ctx, err, b.model)
+	}
+	return n, nil
+}
+
+// countTokens is one countTokens request.
+func (b *Backend) countTokens(ctx context.Context, model string, contents []*genai.Content) (n int, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			n, err = 0, sdkPanic(v)
+		}
+	}()
+	res, err := b.client.Models.CountTokens(ctx, model, contents, nil)
+	if err != nil {
+		return 0, err
 	}
 	return int(res.TotalTokens), nil
 }
@@ -459,7 +502,7 @@ func (b *Backend) checkFits(parent, ctx context.Context, model string, limit int
 	if size < limit {
 		return nil
 	}
-	res, err := b.client.Models.CountTokens(ctx, model, all, nil)
+	n, err := b.countTokens(ctx, model, all)
 	if err != nil {
 		be := b.classify(parent, ctx, err, model)
 		if be.Kind == backend.KindCancelled || be.Kind == backend.KindTimeout || be.Kind == backend.KindAuth {
@@ -468,7 +511,7 @@ func (b *Backend) checkFits(parent, ctx context.Context, model string, limit int
 		b.log.Warn("gemini api: tokens could not be counted; sending unchecked", "err", err)
 		return nil
 	}
-	if n := int(res.TotalTokens); n > limit {
+	if n > limit {
 		return newError(backend.KindInput, nil, "this conversation is %d tokens with the new prompt, more than "+
 			"the %d tokens model %s takes in; start a new conversation with chat (summarise this one in its "+
 			"prompt if needed), or use a model with a larger input", n, limit, model)
@@ -485,6 +528,9 @@ type streamResult struct {
 	// which Gemini 3 wants back).
 	calls []*genai.FunctionCall
 	parts []*genai.Part
+	// incomplete says the stream ended cleanly but with no finish reason:
+	// the answer may be cut short.
+	incomplete bool
 }
 
 // streamWithRetries streams the answer, trying again after a 429 or 5xx
@@ -492,8 +538,18 @@ type streamResult struct {
 // allows.
 func (b *Backend) streamWithRetries(parent, ctx context.Context, model string, contents []*genai.Content, cfg *genai.GenerateContentConfig, obs backend.Observer) (*streamResult, error) {
 	backoff := b.backoff
+	recut := false
 	for attempt := 0; ; attempt++ {
 		res, received, err := b.stream(ctx, model, contents, cfg, obs)
+		if err == nil && res.incomplete && !recut && b.retries > 0 {
+			// As the Gemini CLI does with a stream that ended without a
+			// finish reason: ask once more (billed again), and give the
+			// second answer, whole or marked cut.
+			recut = true
+			b.log.Info("gemini api: the answer's stream ended without a finish reason; asking again")
+			obs.Activity("the answer's stream ended without a finish reason; asking again")
+			continue
+		}
 		if err == nil {
 			return res, nil
 		}
@@ -532,18 +588,33 @@ func (b *Backend) streamWithRetries(parent, ctx context.Context, model string, c
 // stream makes one streaming request. received says whether any of the
 // answer arrived, after which a failure is not retried.
 func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Content, cfg *genai.GenerateContentConfig, obs backend.Observer) (res *streamResult, received bool, err error) {
-	// Leaving the loop early (the output cap) must end the request at once.
+	// Leaving the loop early (a cap) must end the request at once.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer func() {
+		// The SDK panics on some malformed events (v1.77.0: a candidate
+		// that is null, converting the frame in this goroutine): one bad
+		// answer fails its call, not the server.
+		if v := recover(); v != nil {
+			b.log.Error("gemini api: the SDK panicked on the API's answer", "panic", v)
+			res, err = nil, sdkPanic(v)
+		}
+	}()
 
 	var text strings.Builder
 	var callParts []*genai.Part
+	parts := 0
 	var usage *genai.GenerateContentResponseUsageMetadata
 	var finish genai.FinishReason
 	var lastReport time.Time
 	for chunk, err := range b.client.Models.GenerateContentStream(ctx, model, contents, cfg) {
 		if err != nil {
 			return nil, received, err
+		}
+		if ctx.Err() != nil {
+			// The call's time is up: a peer that keeps sending must not
+			// keep it going.
+			return nil, received, ctx.Err()
 		}
 		if chunk == nil {
 			continue
@@ -563,9 +634,18 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 			finish = c.FinishReason
 		}
 		if c.Content != nil {
+			if parts += len(c.Content.Parts); parts > maxPartsPerAnswer {
+				return nil, received, newError(backend.KindOutputTooBig, nil, "the Gemini API's answer had more than %d "+
+					"parts, this server's cap, and was stopped; try again", maxPartsPerAnswer)
+			}
 			for _, p := range c.Content.Parts {
 				if p != nil && p.FunctionCall != nil {
 					received = true
+					if len(callParts) == MaxCallsPerAnswer {
+						return nil, received, newError(backend.KindOutputTooBig, nil, "Gemini asked for more than %d "+
+							"function calls in one answer, this server's cap, and was stopped; try again, or ask for "+
+							"fewer tool calls at once", MaxCallsPerAnswer)
+					}
 					callParts = append(callParts, p)
 					continue
 				}
@@ -575,10 +655,6 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 				received = true
 				text.WriteString(p.Text)
 			}
-		}
-		if b.maxOut > 0 && text.Len() > b.maxOut {
-			return nil, received, newError(backend.KindOutputTooBig, nil, "the answer grew past %d bytes, "+
-				"this server's cap, and was stopped; ask for a shorter answer", b.maxOut)
 		}
 		if received && time.Since(lastReport) >= progressEvery {
 			lastReport = time.Now()
@@ -601,7 +677,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		}
 		return nil, received, newError(backend.KindEmpty, nil, "the Gemini API answered no text (finish reason %s); try again", reason)
 	}
-	res = &streamResult{text: text.String()}
+	res = &streamResult{text: text.String(), incomplete: finish == ""}
 	if len(callParts) > 0 {
 		if text.Len() > 0 {
 			res.parts = append(res.parts, genai.NewPartFromText(text.String()))

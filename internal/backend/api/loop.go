@@ -36,6 +36,7 @@ type grants struct {
 func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Turn, model string, contents []*genai.Content,
 	cfg *genai.GenerateContentConfig, obs backend.Observer) (res *streamResult, exchange []*genai.Content, notes []string, err error) {
 	var usage *backend.Usage // of all the rounds' requests
+	calls := 0               // of all the rounds
 	for round := 0; ; round++ {
 		var tools map[string]backend.HostTool
 		if b.tools != nil {
@@ -63,6 +64,15 @@ func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Tur
 					"(--max-tool-rounds) and was asked for its answer without more", b.maxRounds))
 			}
 			return res, exchange, notes, nil
+		}
+		if res.incomplete {
+			return nil, nil, nil, newError(backend.KindBadOutput, nil, "the Gemini API's stream ended without a finish "+
+				"reason while Gemini asked for tool calls, so some may be missing; none was run, and nothing was "+
+				"recorded; try again")
+		}
+		if calls += len(res.calls); calls > MaxCallsPerTurn {
+			return nil, nil, nil, newError(backend.KindOutputTooBig, nil, "Gemini asked for more than %d function "+
+				"calls in one turn, this server's cap, and was stopped; ask for fewer tool calls at once", MaxCallsPerTurn)
 		}
 		if round >= b.maxRounds {
 			return nil, nil, nil, newError(backend.KindFailed, nil, "Gemini still asked for tool calls after the %d "+

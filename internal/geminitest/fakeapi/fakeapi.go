@@ -65,6 +65,28 @@
 //     continuationToken, as the API does for an answer it will go on with
 //     when asked (a request that carries the token is answered normally).
 //
+// Some directives make the Server a hostile or broken peer, to test a
+// client's bounds. Each still speaks the API's wire format (server-sent
+// events whose data is a GenerateContentResponse), only with what a real
+// API should never send:
+//
+//   - [[null-candidate]] streams one event whose data is
+//     {"candidates":[null]};
+//   - [[no-finish]] streams the usual answer, but no event carries a
+//     finishReason: the stream closes cleanly half-way through an answer;
+//     [[no-finish:N]] does so for the first N requests with this same
+//     last user text, and answers normally after that;
+//   - [[big-frame:N]] streams the answer as one event of N bytes or more
+//     (its text is [LongAnswer] of N bytes), with finishReason STOP;
+//   - [[call-flood:NAME:N]] streams events of one functionCall part each,
+//     calling NAME with a filler argument of about 1 KiB, none with a
+//     finishReason, until N bytes have been sent or the client goes away;
+//   - [[drip:MS]] streams an event of a few bytes of text every MS
+//     milliseconds, none with a finishReason, until the client goes away.
+//
+// A hostile stream is recorded when it ends, with Ended set when the
+// client went away first, and Sent the bytes of events written.
+//
 // A request whose last content carries functionResponse parts (the results
 // of the function calls the model asked for) is answered with text that
 // holds them (see [FunctionResultAnswer]) and is recorded with them in
@@ -166,6 +188,9 @@ type Request struct {
 	// Ended says the client went away before the Server had finished the
 	// answer (a [[stall]]ed or [[sleep]]ing stream it cancelled).
 	Ended bool
+	// Sent is the number of bytes of events written for a hostile stream
+	// ([[call-flood]], [[drip]]), 0 for others.
+	Sent int64
 	// Time is when the request arrived.
 	Time time.Time
 }
@@ -350,6 +375,10 @@ var (
 	callRE   = regexp.MustCompile(`(?s)\[\[call:([A-Za-z0-9_.-]+):(\{.*?\})\]\]`)
 	thenRE   = regexp.MustCompile(`(?s)\[\[then-call:([A-Za-z0-9_.-]+):(\{.*?\})\]\]`)
 	loopRE   = regexp.MustCompile(`(?s)\[\[loop-call:([A-Za-z0-9_.-]+):(\{.*?\})\]\]`)
+	bigRE    = regexp.MustCompile(`\[\[big-frame:(\d+)\]\]`)
+	floodRE  = regexp.MustCompile(`\[\[call-flood:([A-Za-z0-9_.-]+):(\d+)\]\]`)
+	dripRE   = regexp.MustCompile(`\[\[drip:(\d+)\]\]`)
+	cutRE    = regexp.MustCompile(`\[\[no-finish(?::(\d+))?\]\]`)
 )
 
 type part struct {
@@ -572,6 +601,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if s.hostile(w, r, rec) {
+		return
+	}
+
 	if cms := callRE.FindAllStringSubmatch(rec.LastUserText, -1); cms != nil {
 		for _, cm := range cms {
 			var args map[string]any
@@ -611,6 +644,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.record(rec)
 		return
 	}
+	cut := false
+	if m := cutRE.FindStringSubmatch(rec.LastUserText); m != nil {
+		cut = true
+		if m[1] != "" {
+			n, _ := strconv.Atoi(m[1])
+			s.mu.Lock()
+			k := s.failed["no-finish\x00"+rec.LastUserText]
+			if cut = k < n; cut {
+				s.failed["no-finish\x00"+rec.LastUserText] = k + 1
+			}
+			s.mu.Unlock()
+		}
+	}
 	s.record(rec)
 	frames := make([][]byte, len(pieces))
 	for i, p := range pieces {
@@ -619,8 +665,88 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			u = usage
 		}
 		frames[i] = textJSON(p, u)
+		if u != nil && cut {
+			// The same last event, without its finishReason.
+			var m map[string]any
+			_ = json.Unmarshal(frames[i], &m)
+			delete(m["candidates"].([]any)[0].(map[string]any), "finishReason")
+			frames[i], _ = json.Marshal(m)
+		}
 	}
 	s.stream(w, frames...)
+}
+
+// hostile answers the directives of a hostile peer, if rec's prompt has
+// one, and says whether it did.
+func (s *Server) hostile(w http.ResponseWriter, r *http.Request, rec Request) bool {
+	text := rec.LastUserText
+	switch {
+	case strings.Contains(text, "[[null-candidate]]"):
+		rec.Status = http.StatusOK
+		s.record(rec)
+		s.stream(w, []byte(`{"candidates":[null]}`))
+		return true
+	case bigRE.MatchString(text):
+		n, _ := strconv.Atoi(bigRE.FindStringSubmatch(text)[1])
+		rec.Status = http.StatusOK
+		rec.Answer = LongAnswer(Answer(rec.Model, rec.NumContents, rec.SystemInstruction, text), n)
+		s.record(rec)
+		s.stream(w, textJSON(rec.Answer, map[string]any{"promptTokenCount": 1, "candidatesTokenCount": 1}))
+		return true
+	case floodRE.MatchString(text):
+		m := floodRE.FindStringSubmatch(text)
+		limit, _ := strconv.ParseInt(m[2], 10, 64)
+		frame := functionCallJSON(FunctionCall{Name: m[1], Args: json.RawMessage(`{"filler":"` + strings.Repeat("x", 1000) + `"}`)})
+		var m2 map[string]any
+		_ = json.Unmarshal(frame, &m2)
+		delete(m2["candidates"].([]any)[0].(map[string]any), "finishReason")
+		frame, _ = json.Marshal(m2)
+		rec.Status = http.StatusOK
+		s.flood(w, r, rec, limit, func(int) []byte { return frame })
+		return true
+	case dripRE.MatchString(text):
+		ms, _ := strconv.Atoi(dripRE.FindStringSubmatch(text)[1])
+		rec.Status = http.StatusOK
+		tick := time.NewTicker(max(time.Duration(ms), 1) * time.Millisecond)
+		defer tick.Stop()
+		s.flood(w, r, rec, -1, func(i int) []byte {
+			if i > 0 {
+				select {
+				case <-tick.C:
+				case <-r.Context().Done():
+				}
+			}
+			return textJSON(fmt.Sprintf("drop %d. ", i), nil)
+		})
+		return true
+	}
+	return false
+}
+
+// flood streams the events next returns, the i-th for i = 0, 1, …, until
+// limit bytes have been written (limit < 0: no limit) or the client goes
+// away, then records rec.
+func (s *Server) flood(w http.ResponseWriter, r *http.Request, rec Request, limit int64, next func(i int) []byte) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	for i := 0; limit < 0 || rec.Sent < limit; i++ {
+		f := next(i)
+		if r.Context().Err() != nil {
+			rec.Ended = true
+			break
+		}
+		n, err := fmt.Fprintf(w, "data: %s\n\n", f)
+		rec.Sent += int64(n)
+		if err == nil && fl != nil {
+			fl.Flush()
+		}
+		if err != nil {
+			rec.Ended = true
+			break
+		}
+	}
+	s.record(rec)
 }
 
 // stream answers with one server-sent event per frame, flushing each.

@@ -575,3 +575,76 @@ func TestBytesDirective(t *testing.T) {
 		t.Fatalf("recorded %+v", r)
 	}
 }
+
+// events returns the data of each server-sent event of body, decoded.
+func events(t *testing.T, body []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for ev := range strings.SplitSeq(strings.TrimSuffix(string(body), "\n\n"), "\n\n") {
+		data, ok := strings.CutPrefix(ev, "data: ")
+		if !ok {
+			t.Fatalf("event %.80q is no data event", ev)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatalf("event %.80q: %v", data, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestHostileDirectives: each hostile directive answers server-sent
+// events of the API's format, with what a real API never sends.
+func TestHostileDirectives(t *testing.T) {
+	s := newServer(t)
+	_, body := post(t, s, "m", MethodStream, reqBody(t, "", "[[null-candidate]]"))
+	if string(body) != "data: {\"candidates\":[null]}\n\n" {
+		t.Errorf("[[null-candidate]]: %q", body)
+	}
+
+	_, body = post(t, s, "m", MethodStream, reqBody(t, "", "[[no-finish]] [[chunks:3]] cut"))
+	evs := events(t, body)
+	if len(evs) != 3 || strings.Contains(string(body), "finishReason") || !strings.Contains(string(body), "usageMetadata") {
+		t.Errorf("[[no-finish]]: %d events: %s", len(evs), body)
+	}
+
+	_, body = post(t, s, "m", MethodStream, reqBody(t, "", "[[big-frame:100000]]"))
+	if evs := events(t, body); len(evs) != 1 || len(body) < 100000 || !strings.Contains(string(body), `"finishReason":"STOP"`) {
+		t.Errorf("[[big-frame]]: %d events of %d bytes", len(evs), len(body))
+	}
+
+	_, body = post(t, s, "m", MethodStream, reqBody(t, "", "[[call-flood:f:20000]]"))
+	evs = events(t, body)
+	if len(evs) < 10 || len(body) < 20000 || strings.Contains(string(body), "finishReason") || !strings.Contains(string(body), `"functionCall":{"args":{"filler":"xxx`) {
+		t.Errorf("[[call-flood]]: %d events of %d bytes", len(evs), len(body))
+	}
+	if r := s.Requests(); r[len(r)-1].Sent != int64(len(body)) || r[len(r)-1].Ended {
+		t.Errorf("[[call-flood]] recorded %+v, sent %d", r[len(r)-1], len(body))
+	}
+
+	// [[drip]] goes on until the client leaves.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/v1beta/models/m:streamGenerateContent?alt=sse",
+		strings.NewReader(reqBody(t, "", "[[drip:1]]")))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	for range 3 {
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, `data: {"candidates":[{"content":{"parts":[{"text":"drop `) {
+			t.Fatalf("[[drip]]: %q %v", line, err)
+		}
+		br.ReadString('\n')
+	}
+	cancel()
+	resp.Body.Close()
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute) // a guard only
+	defer wcancel()
+	if err := s.WaitFor(wctx, func(rs []Request) bool { return len(rs) == 5 && rs[4].Ended }); err != nil {
+		t.Fatalf("[[drip]] not recorded as ended: %v", err)
+	}
+}
