@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -83,8 +84,12 @@ type server struct {
 	reason    string
 	transport string // the transport in use (http may fall back to sse)
 	session   *mcp.ClientSession
-	tools     []*mcp.Tool
+	tools     []listedTool
 	settled   bool // connected or failed at least once
+
+	// overflow is set when the connection broke on a message over
+	// MaxMessageBytes, for the error of the call that waited for it.
+	overflow atomic.Bool
 }
 
 // New starts connecting to every server of cfg, in parallel, and returns
@@ -162,8 +167,10 @@ func (h *Host) Call(ctx context.Context, name string, args map[string]any) (*mcp
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	err = callError(err, s.overflow.Load())
 	switch {
 	case err == nil:
+		limitResult(res)
 		return res, nil
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("MCP tool %q of server %q: %w", tool, s.cfg.Name, ctx.Err())
@@ -318,7 +325,9 @@ func (h *Host) serve(ctx context.Context, s *server, sess *mcp.ClientSession) er
 				return fmt.Errorf("no answer to ping after a failed call: %w", err)
 			}
 		case <-s.refresh:
-			tools, err := listTools(ctx, sess)
+			lctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout())
+			tools, err := listTools(lctx, sess)
+			cancel()
 			if err != nil {
 				h.log.Warn("MCP server: listing tools after a change failed", "mcp_server", s.cfg.Name, "error", err)
 				continue
@@ -331,7 +340,8 @@ func (h *Host) serve(ctx context.Context, s *server, sess *mcp.ClientSession) er
 
 // connect connects to a server and lists its tools, within the server's
 // timeout, as the CLI bounds its connect.
-func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, string, []*mcp.Tool, func(), error) {
+func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, string, []listedTool, func(), error) {
+	s.overflow.Store(false)
 	timeout := s.cfg.CallTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -344,11 +354,11 @@ func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, stri
 		},
 	})
 	transport := s.cfg.Transport()
-	sess, release, err := dial(cctx, client, h.transport(s.cfg, transport))
+	sess, release, err := dial(cctx, client, h.transport(s, transport))
 	if err != nil && s.cfg.SSEFallback() && ctx.Err() == nil && !isAuthError(err) {
 		// The CLI's rule for a url without a type: Streamable HTTP first,
 		// then SSE; when both fail, the first error is the one reported.
-		if sse, rel, err2 := dial(cctx, client, h.transport(s.cfg, TransportSSE)); err2 == nil {
+		if sse, rel, err2 := dial(cctx, client, h.transport(s, TransportSSE)); err2 == nil {
 			sess, release, err, transport = sse, rel, nil, TransportSSE
 		}
 	}
@@ -362,7 +372,7 @@ func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, stri
 	if err != nil {
 		sess.Close()
 		release()
-		return nil, "", nil, nil, fmt.Errorf("listing tools: %w", err)
+		return nil, "", nil, nil, fmt.Errorf("listing tools: %w", callError(err, s.overflow.Load()))
 	}
 	return sess, transport, tools, release, nil
 }
@@ -412,17 +422,18 @@ func isAuthError(err error) bool {
 	return strings.Contains(s, "401") || strings.Contains(s, "Unauthorized")
 }
 
-func (h *Host) transport(cfg ServerConfig, kind string) mcp.Transport {
+func (h *Host) transport(s *server, kind string) mcp.Transport {
+	cfg := s.cfg
 	client := func(streamable bool) *http.Client {
-		return &http.Client{Transport: &headerTransport{headers: cfg.Headers, base: http.DefaultTransport, streamable: streamable}}
+		return &http.Client{Transport: &headerTransport{headers: cfg.Headers, base: http.DefaultTransport, streamable: streamable, overflow: &s.overflow}}
 	}
 	switch kind {
 	case TransportSSE:
-		return &mcp.SSEClientTransport{Endpoint: cfg.Endpoint(), HTTPClient: client(false)}
+		return &mcp.SSEClientTransport{Endpoint: cfg.Endpoint(), HTTPClient: client(false), MaxEventSize: MaxMessageBytes}
 	case TransportHTTP:
-		return &mcp.StreamableClientTransport{Endpoint: cfg.Endpoint(), HTTPClient: client(true)}
+		return &mcp.StreamableClientTransport{Endpoint: cfg.Endpoint(), HTTPClient: client(true), MaxEventSize: MaxMessageBytes}
 	default:
-		return &stdioTransport{cfg: cfg, env: serverEnv(h.opts.Environ, cfg.Env), log: h.log}
+		return &stdioTransport{cfg: cfg, env: serverEnv(h.opts.Environ, cfg.Env), log: h.log, overflow: &s.overflow}
 	}
 }
 
@@ -433,6 +444,7 @@ type headerTransport struct {
 	headers    map[string]string
 	base       http.RoundTripper
 	streamable bool
+	overflow   *atomic.Bool
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -443,23 +455,44 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	res, err := t.base.RoundTrip(req)
+	if err == nil {
+		limitBody(res, t.overflow)
+	}
 	if err == nil && req.Method == http.MethodGet && res.StatusCode == http.StatusNotFound && t.streamable {
 		res.StatusCode, res.Status = http.StatusMethodNotAllowed, "405 Method Not Allowed"
 	}
 	return res, err
 }
 
-// listTools lists a server's tools, none when it offers no tools.
-func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, error) {
+// listTools lists a server's tools, none when it offers no tools, within
+// MaxListPages pages and MaxServerTools tools.
+func listTools(ctx context.Context, sess *mcp.ClientSession) ([]listedTool, error) {
 	if ir := sess.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Tools == nil {
 		return nil, nil
 	}
 	var tools []*mcp.Tool
-	for t, err := range sess.Tools(ctx, nil) {
+	seen := map[string]bool{}
+	params := &mcp.ListToolsParams{}
+	for page := 1; ; page++ {
+		res, err := sess.ListTools(ctx, params)
 		if err != nil {
 			return nil, err
 		}
-		tools = append(tools, t)
+		tools = append(tools, res.Tools...)
+		if len(tools) > MaxServerTools {
+			return nil, fmt.Errorf("the server lists more than %d tools, this host's limit", MaxServerTools)
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		if page >= MaxListPages {
+			return nil, fmt.Errorf("the server's tools/list goes on past %d pages, this host's limit", MaxListPages)
+		}
+		if seen[res.NextCursor] {
+			return nil, fmt.Errorf("the server's tools/list gives the cursor %.40q a second time: it would be paged without end", res.NextCursor)
+		}
+		seen[res.NextCursor] = true
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
-	return tools, nil
+	return prepareTools(tools), nil
 }

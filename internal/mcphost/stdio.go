@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,9 +29,10 @@ const stopGrace = 2 * time.Second
 // process it made; the go-sdk's CommandTransport signals the first
 // process only. Its stderr goes to the log.
 type stdioTransport struct {
-	cfg ServerConfig
-	env []string
-	log *slog.Logger
+	cfg      ServerConfig
+	env      []string
+	log      *slog.Logger
+	overflow *atomic.Bool
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -79,7 +81,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		defer errR.Close()
 		logStderr(errR, t.log.With("mcp_server", t.cfg.Name))
 	}()
-	return (&mcp.IOTransport{Reader: stdoutCloser{p}, Writer: p}).Connect(ctx)
+	return (&mcp.IOTransport{Reader: stdoutCloser{p, &lineLimitReader{r: outR, overflow: t.overflow}}, Writer: p}).Connect(ctx)
 }
 
 // stdioProcess is a running stdio server: writing goes to its stdin,
@@ -124,9 +126,12 @@ func (p *stdioProcess) Close() error {
 
 // stdoutCloser is the reading side: the SDK closes it first, and the
 // process is stopped by the writing side's Close right after.
-type stdoutCloser struct{ p *stdioProcess }
+type stdoutCloser struct {
+	p *stdioProcess
+	r io.Reader
+}
 
-func (s stdoutCloser) Read(b []byte) (int, error) { return s.p.stdout.Read(b) }
+func (s stdoutCloser) Read(b []byte) (int, error) { return s.r.Read(b) }
 func (s stdoutCloser) Close() error               { return nil }
 
 // logStderr logs each line a server writes on stderr, clipped.
