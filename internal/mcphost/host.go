@@ -2,10 +2,12 @@ package mcphost
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 )
 
 // State is where the host stands with one server.
@@ -44,6 +47,10 @@ type Options struct {
 	// Backoff is the delay before the nth attempt (n ≥ 1) to connect again
 	// to a failed or lost server (default DefaultBackoff).
 	Backoff func(n int) time.Duration
+	// Redactor masks secrets in what the host shows and logs, and in the
+	// results it returns; New teaches it the configuration's secrets
+	// (Secrets). Default: the Logger's own (redact.Of), else a new one.
+	Redactor *redact.Redactor
 }
 
 // DefaultBackoff doubles from one second up to a minute.
@@ -61,6 +68,7 @@ func DefaultBackoff(n int) time.Duration {
 type Host struct {
 	log     *slog.Logger
 	opts    Options
+	red     *redact.Redactor
 	servers []*server
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -104,8 +112,18 @@ func New(cfg *Config, opts Options) *Host {
 	if opts.Backoff == nil {
 		opts.Backoff = DefaultBackoff
 	}
+	if opts.Redactor == nil {
+		opts.Redactor = redact.Of(opts.Logger.Handler())
+	}
+	if opts.Redactor == nil {
+		opts.Redactor = redact.New()
+	}
+	opts.Redactor.Add(Secrets(cfg)...)
+	if redact.Of(opts.Logger.Handler()) != opts.Redactor {
+		opts.Logger = slog.New(redact.Handler(opts.Logger.Handler(), opts.Redactor))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Host{log: opts.Logger, opts: opts, cancel: cancel, byName: map[string]*server{}, changed: make(chan struct{})}
+	h := &Host{log: opts.Logger, opts: opts, red: opts.Redactor, cancel: cancel, byName: map[string]*server{}, changed: make(chan struct{})}
 	for _, c := range cfg.Servers {
 		s := &server{cfg: c, refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), state: StateDisconnected, transport: c.Transport()}
 		h.servers = append(h.servers, s)
@@ -158,7 +176,7 @@ func (h *Host) Call(ctx context.Context, name string, args map[string]any) (*mcp
 		if reason != "" {
 			reason = ": " + reason
 		}
-		return nil, fmt.Errorf("MCP server %q is %s%s", s.cfg.Name, state, reason)
+		return nil, fmt.Errorf("MCP server %q is %s%s", s.cfg.Name, state, h.red.String(reason))
 	}
 	if args == nil {
 		args = map[string]any{}
@@ -167,10 +185,11 @@ func (h *Host) Call(ctx context.Context, name string, args map[string]any) (*mcp
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	err = callError(err, s.overflow.Load())
+	err = h.maskError(callError(err, s.overflow.Load()))
 	switch {
 	case err == nil:
 		limitResult(res)
+		h.maskResult(res)
 		return res, nil
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("MCP tool %q of server %q: %w", tool, s.cfg.Name, ctx.Err())
@@ -184,6 +203,59 @@ func (h *Host) Call(ctx context.Context, name string, args map[string]any) (*mcp
 		default:
 		}
 		return nil, fmt.Errorf("MCP tool %q of server %q: %w", tool, s.cfg.Name, err)
+	}
+}
+
+// maskedError is an error whose text has its secrets masked and is cut
+// to MaxResultChars; it still matches its cause with errors.Is.
+type maskedError struct {
+	text string
+	err  error
+}
+
+func (e *maskedError) Error() string { return e.text }
+func (e *maskedError) Unwrap() error { return e.err }
+
+func (h *Host) maskError(err error) error {
+	if err == nil {
+		return nil
+	}
+	text := truncateOutput(h.red.String(err.Error()), MaxResultChars)
+	if text == err.Error() {
+		return err
+	}
+	return &maskedError{text, err}
+}
+
+// maskResult masks the secrets the redactor knows in a tool's result,
+// which goes to Gemini: a server may echo its own credentials.
+func (h *Host) maskResult(res *mcp.CallToolResult) {
+	if res == nil {
+		return
+	}
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			c.Text = h.red.String(c.Text)
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				c.Resource.Text = h.red.String(c.Resource.Text)
+			}
+		case *mcp.ResourceLink:
+			c.URI = h.red.String(c.URI)
+		}
+	}
+	if res.StructuredContent != nil {
+		if data, err := json.Marshal(res.StructuredContent); err == nil {
+			if m := h.red.String(string(data)); m != string(data) {
+				var v any
+				if json.Unmarshal([]byte(m), &v) == nil {
+					res.StructuredContent = v
+				} else {
+					res.StructuredContent = nil
+				}
+			}
+		}
 	}
 }
 
@@ -425,7 +497,7 @@ func isAuthError(err error) bool {
 func (h *Host) transport(s *server, kind string) mcp.Transport {
 	cfg := s.cfg
 	client := func(streamable bool) *http.Client {
-		return &http.Client{Transport: &headerTransport{headers: cfg.Headers, base: http.DefaultTransport, streamable: streamable, overflow: &s.overflow}}
+		return &http.Client{Transport: &headerTransport{headers: cfg.Headers, origin: origin(cfg.Endpoint()), base: http.DefaultTransport, streamable: streamable, overflow: &s.overflow}}
 	}
 	switch kind {
 	case TransportSSE:
@@ -433,22 +505,25 @@ func (h *Host) transport(s *server, kind string) mcp.Transport {
 	case TransportHTTP:
 		return &mcp.StreamableClientTransport{Endpoint: cfg.Endpoint(), HTTPClient: client(true), MaxEventSize: MaxMessageBytes}
 	default:
-		return &stdioTransport{cfg: cfg, env: serverEnv(h.opts.Environ, cfg.Env), log: h.log, overflow: &s.overflow}
+		return &stdioTransport{cfg: cfg, env: serverEnv(h.opts.Environ, cfg.Env, h.red), log: h.log, overflow: &s.overflow}
 	}
 }
 
-// headerTransport adds the configured headers to every request and, as
-// the CLI does, turns a 404 to the optional GET stream of Streamable HTTP
-// into the 405 that means "not offered".
+// headerTransport adds the configured headers to every request to the
+// configured server's origin (not to another host a redirect, or an SSE
+// server's endpoint event, leads to: the headers usually carry a token)
+// and, as the CLI does, turns a 404 to the optional GET stream of
+// Streamable HTTP into the 405 that means "not offered".
 type headerTransport struct {
 	headers    map[string]string
+	origin     string
 	base       http.RoundTripper
 	streamable bool
 	overflow   *atomic.Bool
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	if len(t.headers) > 0 && origin(req.URL.String()) == t.origin {
 		req = req.Clone(req.Context())
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
@@ -462,6 +537,20 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		res.StatusCode, res.Status = http.StatusMethodNotAllowed, "405 Method Not Allowed"
 	}
 	return res, err
+}
+
+// origin is a URL's scheme, host and port ("" when it has none), which
+// decides where the configured headers go.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
 
 // listTools lists a server's tools, none when it offers no tools, within

@@ -64,6 +64,8 @@ func run() error {
 	explode := flag.String("explode", "", "a tool whose input schema has -explode-levels $defs, each referencing the next twice")
 	explodeLevels := flag.Int("explode-levels", 20, "how many $defs levels the -explode tool's schema has")
 	endlessPages := flag.Bool("endless-pages", false, "tools/list always answers with one more tool and a nextCursor (http only)")
+	envFile := flag.String("env-file", "", "write this process's environment here, one variable a line")
+	echoEnv := flag.String("echo-env", "", "a tool named env that answers with this variable's value")
 	noInit := flag.Bool("no-initialize", false, "never answer initialize (a hanging server)")
 	child := flag.Bool("child", false, "start a child process that stays until killed")
 	pidDir := flag.String("pid-dir", "", "write a file named after each process's pid here")
@@ -77,6 +79,11 @@ func run() error {
 	})
 	if *pidDir != "" {
 		if err := os.WriteFile(filepath.Join(*pidDir, "pid-"+strconv.Itoa(os.Getpid())), nil, 0o600); err != nil {
+			return err
+		}
+	}
+	if *envFile != "" {
+		if err := os.WriteFile(*envFile, []byte(strings.Join(os.Environ(), "\n")+"\n"), 0o600); err != nil {
 			return err
 		}
 	}
@@ -160,6 +167,11 @@ func run() error {
 			},
 		}
 		server.AddTool(&mcp.Tool{Name: *refTool, Description: "takes a point", InputSchema: refSchema}, echo)
+	}
+	if *echoEnv != "" {
+		server.AddTool(&mcp.Tool{Name: "env", Description: "answers with a variable of its environment", InputSchema: schema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: *echoEnv + "=" + os.Getenv(*echoEnv)}}}, nil
+		})
 	}
 	if *huge != "" {
 		server.AddTool(&mcp.Tool{Name: *huge, Description: "answers with a huge text", InputSchema: schema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
