@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/app"
 )
 
 // The tests of this file check that the secrets of the configuration (the
@@ -68,8 +70,11 @@ func TestHostSecretsMasked(t *testing.T) {
 		t.Fatal(err)
 	}
 	found = append(found, leaks("the stdio server's environment", string(env), storePW)...)
-	if strings.Contains(string(env), "GEMINI_MCP_") {
+	if strings.HasPrefix(string(env), "GEMINI_MCP_") || strings.Contains(string(env), "\nGEMINI_MCP_") {
 		t.Errorf("the stdio server inherited GEMINI_MCP_ settings:\n%s", env)
+	}
+	if !strings.Contains(string(env), app.NestedEnv+"=1\n") {
+		t.Errorf("the stdio server lacks the nested mark:\n%s", env)
 	}
 	if !strings.Contains(string(env), "DB_PASSWORD="+envSecret) {
 		t.Errorf("the stdio server lacks the env it was given:\n%s", env)

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 )
 
@@ -47,6 +48,9 @@ type Options struct {
 	// Backoff is the delay before the nth attempt (n ≥ 1) to connect again
 	// to a failed or lost server (default DefaultBackoff).
 	Backoff func(n int) time.Duration
+	// ChildEnv is added last to the environment of every stdio server
+	// ("NAME=value" entries), over the server's own env setting.
+	ChildEnv []string
 	// Redactor masks secrets in what the host shows and logs, and in the
 	// results it returns; New teaches it the configuration's secrets
 	// (Secrets). Default: the Logger's own (redact.Of), else a new one.
@@ -505,7 +509,12 @@ func (h *Host) transport(s *server, kind string) mcp.Transport {
 	case TransportHTTP:
 		return &mcp.StreamableClientTransport{Endpoint: cfg.Endpoint(), HTTPClient: client(true), MaxEventSize: MaxMessageBytes}
 	default:
-		return &stdioTransport{cfg: cfg, env: serverEnv(h.opts.Environ, cfg.Env, h.red), log: h.log, overflow: &s.overflow}
+		env := serverEnv(h.opts.Environ, cfg.Env, h.red)
+		for _, kv := range h.opts.ChildEnv {
+			k, v, _ := strings.Cut(kv, "=")
+			env = proc.SetEnv(env, k, v)
+		}
+		return &stdioTransport{cfg: cfg, env: env, log: h.log, overflow: &s.overflow}
 	}
 }
 
