@@ -286,6 +286,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	if err != nil {
 		return err
 	}
+	redact.Of(log.Handler()).Add(tokens...)
 	if err := server.CheckBind(cfg.HTTP, tokens, cfg.AllowInsecureRemote); err != nil {
 		return err
 	}

@@ -154,13 +154,25 @@ func EnvSecrets(environ []string) []string {
 		if v == "" {
 			continue
 		}
-		if SecretName(k) && !strings.HasPrefix(strings.ToUpper(k), "GEMINI_CLI_") {
+		if SecretName(k) && !strings.HasPrefix(strings.ToUpper(k), "GEMINI_CLI_") && !setting(v) {
 			out = append(out, v)
 		}
 		out = append(out, URLSecrets(v)...)
 	}
 	return out
 }
+
+// setting reports whether v is a number, a duration or a yes/no: the
+// value of a setting such as GEMINI_MCP_MAX_CONTEXT_TOKENS, not a secret.
+func setting(v string) bool {
+	switch strings.ToLower(v) {
+	case "true", "false", "yes", "no", "on", "off":
+		return true
+	}
+	return settingRE.MatchString(v)
+}
+
+var settingRE = regexp.MustCompile(`^[0-9][0-9_.,]*(ns|us|ms|s|m|h|[kKMG]i?B?)?$`)
 
 // Handler wraps h so that every record's message and attributes are
 // masked by r before h writes them.

@@ -31,7 +31,7 @@ func TestString(t *testing.T) {
 	if got := URLSecrets("x redis://:pw%40x@h y https://h/?token=t0k"); strings.Join(got, ",") != "pw%40x,pw@x,t0k" {
 		t.Errorf("URLSecrets: %q", got)
 	}
-	if got := EnvSecrets([]string{"GEMINI_API_KEY=k1", "PATH=/bin", "GEMINI_MCP_STORE=redis://:pw@h/0", "GEMINI_CLI_X_TOKEN=no"}); strings.Join(got, ",") != "k1,pw" {
+	if got := EnvSecrets([]string{"GEMINI_API_KEY=k1", "PATH=/bin", "GEMINI_MCP_STORE=redis://:pw@h/0", "GEMINI_CLI_X_TOKEN=no", "GEMINI_MCP_MAX_CONTEXT_TOKENS=1000000", "X_AUTH=true"}); strings.Join(got, ",") != "k1,pw" {
 		t.Errorf("EnvSecrets: %q", got)
 	}
 }
