@@ -108,31 +108,44 @@ func TestHostHugeResult(t *testing.T) {
 	}
 }
 
-// TestHostEndlessBody: a Streamable HTTP tool whose answer never ends is
-// cut at the host's cap on one message: the call fails with the reason,
-// the turn answers, memory stays bounded, and the server's other tools
-// still serve once the host has connected again.
+// TestHostEndlessBody: a tool whose answer never ends (an HTTP body over
+// Streamable HTTP, one line on stdio) is cut at the host's cap on one
+// message: the call fails with the reason, the turn answers, memory stays
+// bounded, and the server's other tools still serve once the host has
+// connected again.
 func TestHostEndlessBody(t *testing.T) {
 	needProc(t)
-	url, downLog := downHTTP(t, "http", "-endless", "forever", "-tool", "echo")
-	h := newHostEnv(t, map[string]any{"down": map[string]any{"httpUrl": url, "trust": true, "timeout": 3000}})
-	cs, cmd := h.stdioCmd(t, "--timeout", "30s")
-	h.connected(t, "down")
-	prompt := `[[call:mcp_down_forever:{}]]`
-	chat(t, cs, "chat", map[string]any{"prompt": prompt})
-	fr := h.results(prompt)
-	if len(fr) != 1 || !strings.Contains(string(fr[0].Response), `"error"`) || !strings.Contains(string(fr[0].Response), "larger than") {
-		t.Errorf("function responses %.1000s", fmtResponses(fr))
-	}
-	downLog.wait(t, 1, "mcpdown: endless body cut after")
-	peak := peakRSS(t, cmd.Process.Pid)
-	t.Logf("the server's peak RSS: %d MB", peak>>20)
-	if peak > hostileMemoryBound {
-		t.Errorf("the server's peak RSS was %d MB, over %d MB", peak>>20, hostileMemoryBound>>20)
-	}
-	h.stderr.wait(t, 2, `msg="MCP server connected"`, "mcp_server=down ")
-	if text, _ := chat(t, cs, "chat", map[string]any{"prompt": `[[call:mcp_down_echo:{"text":"after"}]]`}); !strings.Contains(text, `echo {\"text\":\"after\"}`) {
-		t.Errorf("answer after the endless body %q", text)
+	for _, transport := range []string{"http", "stdio"} {
+		t.Run(transport, func(t *testing.T) {
+			cfg := down(t, map[string]any{"trust": true, "timeout": 3000}, "-endless", "forever", "-tool", "echo")
+			var downLog *logWatch // the HTTP server's, which outlives the connection
+			if transport == "http" {
+				var url string
+				url, downLog = downHTTP(t, "http", "-endless", "forever", "-tool", "echo")
+				cfg = map[string]any{"httpUrl": url, "trust": true, "timeout": 3000}
+			}
+			h := newHostEnv(t, map[string]any{"down": cfg})
+			cs, cmd := h.stdioCmd(t, "--timeout", "30s")
+			h.connected(t, "down")
+			prompt := `[[call:mcp_down_forever:{}]]`
+			chat(t, cs, "chat", map[string]any{"prompt": prompt})
+			fr := h.results(prompt)
+			if len(fr) != 1 || !strings.Contains(string(fr[0].Response), `"error"`) || !strings.Contains(string(fr[0].Response), "larger than") {
+				t.Errorf("function responses %.1000s", fmtResponses(fr))
+			}
+			if downLog != nil {
+				downLog.wait(t, 1, "mcpdown: endless body cut after")
+			}
+			peak := peakRSS(t, cmd.Process.Pid)
+			t.Logf("the server's peak RSS: %d MB", peak>>20)
+			if peak > hostileMemoryBound {
+				t.Errorf("the server's peak RSS was %d MB, over %d MB", peak>>20, hostileMemoryBound>>20)
+			}
+			h.stderr.wait(t, 2, `msg="MCP server connected"`, "mcp_server=down ")
+			if text, _ := chat(t, cs, "chat", map[string]any{"prompt": `[[call:mcp_down_echo:{"text":"after"}]]`}); !strings.Contains(text, `echo {\"text\":\"after\"}`) {
+				t.Errorf("answer after the endless body %q", text)
+			}
+		})
 	}
 }
 

@@ -82,7 +82,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		defer errR.Close()
 		logStderr(errR, t.log.With("mcp_server", t.cfg.Name))
 	}()
-	return (&mcp.IOTransport{Reader: stdoutCloser{p, &lineLimitReader{r: outR, overflow: t.overflow}}, Writer: p}).Connect(ctx)
+	// The SDK bounds a line too (16 MiB by default); lineLimitReader stops
+	// first, at MaxMessageBytes, with an error that names the limit.
+	return (&mcp.IOTransport{Reader: stdoutCloser{p, &lineLimitReader{r: outR, overflow: t.overflow}}, Writer: p, MaxLineLength: 2 * MaxMessageBytes}).Connect(ctx)
 }
 
 // stdioProcess is a running stdio server: writing goes to its stdin,

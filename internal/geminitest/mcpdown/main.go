@@ -60,7 +60,7 @@ func run() error {
 	meetN := flag.Int("meet-n", 2, "how many calls of the -meet tool must run at once")
 	huge := flag.String("huge", "", "a tool whose result is one text block of -huge-bytes bytes")
 	hugeBytes := flag.Int("huge-bytes", 50<<20, "the size of the -huge tool's text")
-	endless := flag.String("endless", "", "a tool whose tools/call response body never ends (http only)")
+	endless := flag.String("endless", "", "a tool whose answer never ends: an HTTP body, or a line on stdio")
 	explode := flag.String("explode", "", "a tool whose input schema has -explode-levels $defs, each referencing the next twice")
 	explodeLevels := flag.Int("explode-levels", 20, "how many $defs levels the -explode tool's schema has")
 	endlessPages := flag.Bool("endless-pages", false, "tools/list always answers with one more tool and a nextCursor (http only)")
@@ -183,8 +183,24 @@ func run() error {
 		server.AddTool(&mcp.Tool{Name: *explode, Description: "a schema that grows when inlined", InputSchema: explodingSchema(*explodeLevels)}, echo)
 	}
 	if *endless != "" {
-		// Listed like any tool; its calls are answered by endlessBody.
-		server.AddTool(&mcp.Tool{Name: *endless, Description: "never finishes its answer", InputSchema: schema}, echo)
+		// Over HTTP its calls are answered by hostile; on stdio the tool
+		// writes one line that never ends where its answer would go.
+		server.AddTool(&mcp.Tool{Name: *endless, Description: "never finishes its answer", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if *transport != "stdio" {
+				return echo(ctx, req)
+			}
+			fmt.Fprintln(os.Stderr, "mcpdown: sending an endless body")
+			os.Stdout.WriteString(`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"`)
+			chunk := bytes.Repeat([]byte("x"), 64<<10)
+			var sent int64
+			for {
+				if _, err := os.Stdout.Write(chunk); err != nil {
+					fmt.Fprintf(os.Stderr, "mcpdown: endless body cut after %d bytes\n", sent)
+					os.Exit(5)
+				}
+				sent += int64(len(chunk))
+			}
+		})
 	}
 
 	if *meet != "" {
