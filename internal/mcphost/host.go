@@ -349,10 +349,11 @@ func (h *Host) run(ctx context.Context, s *server) {
 		}
 		if err == nil {
 			attempt = 0
-			log.Info("MCP server connected", "transport", transport, "tools", len(tools))
 			h.update(s, func() {
 				s.state, s.reason, s.transport, s.session, s.tools = StateConnected, "", transport, sess, tools
 			})
+			// Logged once the tools are declared: tests wait for this line.
+			log.Info("MCP server connected", "transport", transport, "tools", len(tools))
 			err = h.serve(ctx, s, sess)
 			release()
 			if ctx.Err() != nil {
