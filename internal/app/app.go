@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
@@ -110,7 +111,12 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		fmt.Fprintln(sio.Stdout, "gemini-mcp-server", version)
 		return 0
 	}
-	log := slog.New(slog.NewTextHandler(sio.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	// The log masks every secret this process knows of: those of its
+	// environment and the store's URL here, the MCP host's configuration
+	// once it is read (mcphost.New adds them to the same redactor).
+	red := redact.New(redact.EnvSecrets(os.Environ())...)
+	red.Add(redact.URLSecrets(cfg.Store)...)
+	log := slog.New(redact.Handler(slog.NewTextHandler(sio.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}), red))
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
@@ -293,6 +299,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	if err != nil {
 		return err
 	}
+	redact.Of(log.Handler()).Add(tokens...)
 	if err := server.CheckBind(cfg.HTTP, tokens, cfg.AllowInsecureRemote); err != nil {
 		return err
 	}

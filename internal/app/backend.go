@@ -129,7 +129,7 @@ func apiCredentials(getenv func(string) string) []string {
 func cliOptions(cfg *config.Config) cli.Options {
 	return cli.Options{
 		Gemini:                cfg.Gemini,
-		Env:                   []string{NestedEnv + "=1"},
+		Env:                   []string{childNestEnv(os.Getenv)},
 		DefaultModel:          cfg.Model,
 		ApprovalMode:          cfg.ApprovalMode,
 		Sandbox:               cfg.Sandbox,

@@ -33,15 +33,34 @@ func startToolHost(cfg *config.Config, log *slog.Logger) (*mcphost.Host, error) 
 	if cfg.MCPConfig == "" {
 		return nil, nil
 	}
+	if d := nestDepth(os.Getenv); d >= maxNestDepth {
+		return nil, fmt.Errorf("--mcp-config: this server was started by a gemini-mcp-server that another one started (%s=%d), "+
+			"so it starts no MCP servers: a configuration that starts this server again would never end", NestedEnv, d)
+	}
+	mc, err := loadMCPConfig(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("MCP host: connecting to the configured servers", "config", cfg.MCPConfig, "servers", len(mc.Servers))
+	return mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), ChildEnv: []string{childNestEnv(os.Getenv)}}), nil
+}
+
+// loadMCPConfig reads --mcp-config, refusing a stdio server that is this
+// executable, and logs its warnings.
+func loadMCPConfig(cfg *config.Config, log *slog.Logger) (*mcphost.Config, error) {
 	mc, err := mcphost.LoadConfig(cfg.MCPConfig, os.LookupEnv)
 	if err != nil {
 		return nil, fmt.Errorf("--mcp-config: %w", err)
 	}
+	if self, err := os.Executable(); err == nil {
+		if err := mcphost.RefuseSelf(mc, self); err != nil {
+			return nil, fmt.Errorf("--mcp-config %s: %w", cfg.MCPConfig, err)
+		}
+	}
 	for _, w := range mc.Warnings {
 		log.Warn(w)
 	}
-	log.Info("MCP host: connecting to the configured servers", "config", cfg.MCPConfig, "servers", len(mc.Servers))
-	return mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion()}), nil
+	return mc, nil
 }
 
 // withToolHost is the API backend with the MCP host it was given: closing
@@ -115,13 +134,10 @@ func mcpList(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.L
 		fmt.Fprintln(out, "No MCP servers configured: give --mcp-config FILE (or GEMINI_MCP_CONFIG), a JSON file with an mcpServers object.")
 		return 0
 	}
-	mc, err := mcphost.LoadConfig(cfg.MCPConfig, os.LookupEnv)
+	mc, err := loadMCPConfig(cfg, log)
 	if err != nil {
-		log.Error("--mcp-config", "err", err)
+		log.Error("mcp list", "err", err)
 		return 1
-	}
-	for _, w := range mc.Warnings {
-		log.Warn(w)
 	}
 	var longest time.Duration
 	for i := range mc.Servers {
@@ -132,7 +148,8 @@ func mcpList(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.L
 	}
 	// A listing tries each server once: the retry would come after the
 	// host is closed.
-	host := mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), Backoff: func(int) time.Duration { return time.Hour }})
+	host := mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), Backoff: func(int) time.Duration { return time.Hour },
+		ChildEnv: []string{childNestEnv(os.Getenv)}})
 	wctx, cancel := context.WithTimeout(ctx, longest+time.Second)
 	err = host.WaitSettled(wctx)
 	cancel()

@@ -14,6 +14,8 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -436,4 +438,34 @@ func stripJSONComments(data []byte) []byte {
 		}
 	}
 	return out
+}
+
+// RefuseSelf returns an error for a stdio server whose command is the
+// executable self (compared as files, after symbolic links): registered
+// in its own configuration, this server would start itself again with
+// the same configuration, without end.
+func RefuseSelf(cfg *Config, self string) error {
+	me, err := os.Stat(self)
+	if err != nil {
+		return nil
+	}
+	for _, s := range cfg.Servers {
+		if s.Transport() != TransportStdio || s.Command == "" {
+			continue
+		}
+		path := s.Command
+		if strings.ContainsRune(path, '/') || strings.ContainsRune(path, os.PathSeparator) {
+			if !filepath.IsAbs(path) && s.Cwd != "" {
+				path = filepath.Join(s.Cwd, path)
+			}
+		} else if p, err := exec.LookPath(path); err == nil {
+			path = p
+		} else {
+			continue
+		}
+		if fi, err := os.Stat(path); err == nil && os.SameFile(fi, me) {
+			return fmt.Errorf("mcpServers.%s.command: %s is this gemini-mcp-server itself: as a server of its own MCP host it would start itself again, without end; remove it from the configuration", s.Name, s.Command)
+		}
+	}
+	return nil
 }

@@ -137,3 +137,31 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+func TestRefuseSelf(t *testing.T) {
+	dir := t.TempDir()
+	self := filepath.Join(dir, "server")
+	other := filepath.Join(dir, "other")
+	for _, p := range []string{self, other} {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(self, filepath.Join(dir, "link")); err != nil {
+		t.Skip(err)
+	}
+	t.Setenv("PATH", dir)
+	for _, c := range []struct {
+		cmd, cwd string
+		refused  bool
+	}{
+		{self, "", true}, {filepath.Join(dir, "link"), "", true}, {"server", "", true}, {"./link", dir, true},
+		{other, "", false}, {"other", "", false}, {"no-such-command", "", false},
+	} {
+		cfg := &Config{Servers: []ServerConfig{{Name: "x", Command: c.cmd, Cwd: c.cwd}, {Name: "web", URL: "http://h/"}}}
+		err := RefuseSelf(cfg, self)
+		if (err != nil) != c.refused || err != nil && !strings.Contains(err.Error(), "mcpServers.x.command: ") {
+			t.Errorf("%q in %q: %v", c.cmd, c.cwd, err)
+		}
+	}
+}

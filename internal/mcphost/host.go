@@ -2,18 +2,23 @@ package mcphost
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 )
 
 // State is where the host stands with one server.
@@ -43,6 +48,13 @@ type Options struct {
 	// Backoff is the delay before the nth attempt (n ≥ 1) to connect again
 	// to a failed or lost server (default DefaultBackoff).
 	Backoff func(n int) time.Duration
+	// ChildEnv is added last to the environment of every stdio server
+	// ("NAME=value" entries), over the server's own env setting.
+	ChildEnv []string
+	// Redactor masks secrets in what the host shows and logs, and in the
+	// results it returns; New teaches it the configuration's secrets
+	// (Secrets). Default: the Logger's own (redact.Of), else a new one.
+	Redactor *redact.Redactor
 }
 
 // DefaultBackoff doubles from one second up to a minute.
@@ -60,6 +72,7 @@ func DefaultBackoff(n int) time.Duration {
 type Host struct {
 	log     *slog.Logger
 	opts    Options
+	red     *redact.Redactor
 	servers []*server
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -83,8 +96,12 @@ type server struct {
 	reason    string
 	transport string // the transport in use (http may fall back to sse)
 	session   *mcp.ClientSession
-	tools     []*mcp.Tool
+	tools     []listedTool
 	settled   bool // connected or failed at least once
+
+	// overflow is set when the connection broke on a message over
+	// MaxMessageBytes, for the error of the call that waited for it.
+	overflow atomic.Bool
 }
 
 // New starts connecting to every server of cfg, in parallel, and returns
@@ -99,8 +116,18 @@ func New(cfg *Config, opts Options) *Host {
 	if opts.Backoff == nil {
 		opts.Backoff = DefaultBackoff
 	}
+	if opts.Redactor == nil {
+		opts.Redactor = redact.Of(opts.Logger.Handler())
+	}
+	if opts.Redactor == nil {
+		opts.Redactor = redact.New()
+	}
+	opts.Redactor.Add(Secrets(cfg)...)
+	if redact.Of(opts.Logger.Handler()) != opts.Redactor {
+		opts.Logger = slog.New(redact.Handler(opts.Logger.Handler(), opts.Redactor))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Host{log: opts.Logger, opts: opts, cancel: cancel, byName: map[string]*server{}, changed: make(chan struct{})}
+	h := &Host{log: opts.Logger, opts: opts, red: opts.Redactor, cancel: cancel, byName: map[string]*server{}, changed: make(chan struct{})}
 	for _, c := range cfg.Servers {
 		s := &server{cfg: c, refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), state: StateDisconnected, transport: c.Transport()}
 		h.servers = append(h.servers, s)
@@ -153,7 +180,7 @@ func (h *Host) Call(ctx context.Context, name string, args map[string]any) (*mcp
 		if reason != "" {
 			reason = ": " + reason
 		}
-		return nil, fmt.Errorf("MCP server %q is %s%s", s.cfg.Name, state, reason)
+		return nil, fmt.Errorf("MCP server %q is %s%s", s.cfg.Name, state, h.red.String(reason))
 	}
 	if args == nil {
 		args = map[string]any{}
@@ -162,8 +189,11 @@ func (h *Host) Call(ctx context.Context, name string, args map[string]any) (*mcp
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	err = h.maskError(callError(err, s.overflow.Load()))
 	switch {
 	case err == nil:
+		limitResult(res)
+		h.maskResult(res)
 		return res, nil
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("MCP tool %q of server %q: %w", tool, s.cfg.Name, ctx.Err())
@@ -177,6 +207,59 @@ func (h *Host) Call(ctx context.Context, name string, args map[string]any) (*mcp
 		default:
 		}
 		return nil, fmt.Errorf("MCP tool %q of server %q: %w", tool, s.cfg.Name, err)
+	}
+}
+
+// maskedError is an error whose text has its secrets masked and is cut
+// to MaxResultChars; it still matches its cause with errors.Is.
+type maskedError struct {
+	text string
+	err  error
+}
+
+func (e *maskedError) Error() string { return e.text }
+func (e *maskedError) Unwrap() error { return e.err }
+
+func (h *Host) maskError(err error) error {
+	if err == nil {
+		return nil
+	}
+	text := truncateOutput(h.red.String(err.Error()), MaxResultChars)
+	if text == err.Error() {
+		return err
+	}
+	return &maskedError{text, err}
+}
+
+// maskResult masks the secrets the redactor knows in a tool's result,
+// which goes to Gemini: a server may echo its own credentials.
+func (h *Host) maskResult(res *mcp.CallToolResult) {
+	if res == nil {
+		return
+	}
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			c.Text = h.red.String(c.Text)
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				c.Resource.Text = h.red.String(c.Resource.Text)
+			}
+		case *mcp.ResourceLink:
+			c.URI = h.red.String(c.URI)
+		}
+	}
+	if res.StructuredContent != nil {
+		if data, err := json.Marshal(res.StructuredContent); err == nil {
+			if m := h.red.String(string(data)); m != string(data) {
+				var v any
+				if json.Unmarshal([]byte(m), &v) == nil {
+					res.StructuredContent = v
+				} else {
+					res.StructuredContent = nil
+				}
+			}
+		}
 	}
 }
 
@@ -266,10 +349,11 @@ func (h *Host) run(ctx context.Context, s *server) {
 		}
 		if err == nil {
 			attempt = 0
-			log.Info("MCP server connected", "transport", transport, "tools", len(tools))
 			h.update(s, func() {
 				s.state, s.reason, s.transport, s.session, s.tools = StateConnected, "", transport, sess, tools
 			})
+			// Logged once the tools are declared: tests wait for this line.
+			log.Info("MCP server connected", "transport", transport, "tools", len(tools))
 			err = h.serve(ctx, s, sess)
 			release()
 			if ctx.Err() != nil {
@@ -318,7 +402,9 @@ func (h *Host) serve(ctx context.Context, s *server, sess *mcp.ClientSession) er
 				return fmt.Errorf("no answer to ping after a failed call: %w", err)
 			}
 		case <-s.refresh:
-			tools, err := listTools(ctx, sess)
+			lctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout())
+			tools, err := listTools(lctx, sess)
+			cancel()
 			if err != nil {
 				h.log.Warn("MCP server: listing tools after a change failed", "mcp_server", s.cfg.Name, "error", err)
 				continue
@@ -331,7 +417,8 @@ func (h *Host) serve(ctx context.Context, s *server, sess *mcp.ClientSession) er
 
 // connect connects to a server and lists its tools, within the server's
 // timeout, as the CLI bounds its connect.
-func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, string, []*mcp.Tool, func(), error) {
+func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, string, []listedTool, func(), error) {
+	s.overflow.Store(false)
 	timeout := s.cfg.CallTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -344,11 +431,11 @@ func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, stri
 		},
 	})
 	transport := s.cfg.Transport()
-	sess, release, err := dial(cctx, client, h.transport(s.cfg, transport))
+	sess, release, err := dial(cctx, client, h.transport(s, transport))
 	if err != nil && s.cfg.SSEFallback() && ctx.Err() == nil && !isAuthError(err) {
 		// The CLI's rule for a url without a type: Streamable HTTP first,
 		// then SSE; when both fail, the first error is the one reported.
-		if sse, rel, err2 := dial(cctx, client, h.transport(s.cfg, TransportSSE)); err2 == nil {
+		if sse, rel, err2 := dial(cctx, client, h.transport(s, TransportSSE)); err2 == nil {
 			sess, release, err, transport = sse, rel, nil, TransportSSE
 		}
 	}
@@ -362,7 +449,7 @@ func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, stri
 	if err != nil {
 		sess.Close()
 		release()
-		return nil, "", nil, nil, fmt.Errorf("listing tools: %w", err)
+		return nil, "", nil, nil, fmt.Errorf("listing tools: %w", callError(err, s.overflow.Load()))
 	}
 	return sess, transport, tools, release, nil
 }
@@ -412,54 +499,99 @@ func isAuthError(err error) bool {
 	return strings.Contains(s, "401") || strings.Contains(s, "Unauthorized")
 }
 
-func (h *Host) transport(cfg ServerConfig, kind string) mcp.Transport {
+func (h *Host) transport(s *server, kind string) mcp.Transport {
+	cfg := s.cfg
 	client := func(streamable bool) *http.Client {
-		return &http.Client{Transport: &headerTransport{headers: cfg.Headers, base: http.DefaultTransport, streamable: streamable}}
+		return &http.Client{Transport: &headerTransport{headers: cfg.Headers, origin: origin(cfg.Endpoint()), base: http.DefaultTransport, streamable: streamable, overflow: &s.overflow}}
 	}
 	switch kind {
 	case TransportSSE:
-		return &mcp.SSEClientTransport{Endpoint: cfg.Endpoint(), HTTPClient: client(false)}
+		return &mcp.SSEClientTransport{Endpoint: cfg.Endpoint(), HTTPClient: client(false), MaxEventSize: MaxMessageBytes}
 	case TransportHTTP:
-		return &mcp.StreamableClientTransport{Endpoint: cfg.Endpoint(), HTTPClient: client(true)}
+		return &mcp.StreamableClientTransport{Endpoint: cfg.Endpoint(), HTTPClient: client(true), MaxEventSize: MaxMessageBytes}
 	default:
-		return &stdioTransport{cfg: cfg, env: serverEnv(h.opts.Environ, cfg.Env), log: h.log}
+		env := serverEnv(h.opts.Environ, cfg.Env, h.red)
+		for _, kv := range h.opts.ChildEnv {
+			k, v, _ := strings.Cut(kv, "=")
+			env = proc.SetEnv(env, k, v)
+		}
+		return &stdioTransport{cfg: cfg, env: env, log: h.log, overflow: &s.overflow}
 	}
 }
 
-// headerTransport adds the configured headers to every request and, as
-// the CLI does, turns a 404 to the optional GET stream of Streamable HTTP
-// into the 405 that means "not offered".
+// headerTransport adds the configured headers to every request to the
+// configured server's origin (not to another host a redirect, or an SSE
+// server's endpoint event, leads to: the headers usually carry a token)
+// and, as the CLI does, turns a 404 to the optional GET stream of
+// Streamable HTTP into the 405 that means "not offered".
 type headerTransport struct {
 	headers    map[string]string
+	origin     string
 	base       http.RoundTripper
 	streamable bool
+	overflow   *atomic.Bool
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	if len(t.headers) > 0 && origin(req.URL.String()) == t.origin {
 		req = req.Clone(req.Context())
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
 		}
 	}
 	res, err := t.base.RoundTrip(req)
+	if err == nil {
+		limitBody(res, t.overflow)
+	}
 	if err == nil && req.Method == http.MethodGet && res.StatusCode == http.StatusNotFound && t.streamable {
 		res.StatusCode, res.Status = http.StatusMethodNotAllowed, "405 Method Not Allowed"
 	}
 	return res, err
 }
 
-// listTools lists a server's tools, none when it offers no tools.
-func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, error) {
+// origin is a URL's scheme, host and port ("" when it has none), which
+// decides where the configured headers go.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+// listTools lists a server's tools, none when it offers no tools, within
+// MaxListPages pages and MaxServerTools tools.
+func listTools(ctx context.Context, sess *mcp.ClientSession) ([]listedTool, error) {
 	if ir := sess.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Tools == nil {
 		return nil, nil
 	}
 	var tools []*mcp.Tool
-	for t, err := range sess.Tools(ctx, nil) {
+	seen := map[string]bool{}
+	params := &mcp.ListToolsParams{}
+	for page := 1; ; page++ {
+		res, err := sess.ListTools(ctx, params)
 		if err != nil {
 			return nil, err
 		}
-		tools = append(tools, t)
+		tools = append(tools, res.Tools...)
+		if len(tools) > MaxServerTools {
+			return nil, fmt.Errorf("the server lists more than %d tools, this host's limit", MaxServerTools)
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		if page >= MaxListPages {
+			return nil, fmt.Errorf("the server's tools/list goes on past %d pages, this host's limit", MaxListPages)
+		}
+		if seen[res.NextCursor] {
+			return nil, fmt.Errorf("the server's tools/list gives the cursor %.40q a second time: it would be paged without end", res.NextCursor)
+		}
+		seen[res.NextCursor] = true
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
-	return tools, nil
+	return prepareTools(tools), nil
 }

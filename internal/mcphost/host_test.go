@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 )
 
 var mcpdown string
@@ -348,7 +349,9 @@ func pidsIn(t *testing.T, dir string) []int {
 }
 
 func TestServerEnvRedactsSecrets(t *testing.T) {
-	env := serverEnv([]string{"PATH=/bin", "GEMINI_API_KEY=k", "MY_TOKEN=t", "HOME=/h", "PLAIN=ok", "URL=https://u:p@h/", "GIT_CONFIG_KEY_0=x"}, map[string]string{"MY_TOKEN": "given"})
+	env := serverEnv([]string{"PATH=/bin", "GEMINI_API_KEY=k", "MY_TOKEN=t", "HOME=/h", "PLAIN=ok", "URL=https://u:p@h/", "GIT_CONFIG_KEY_0=x",
+		"GEMINI_MCP_STORE=redis://:pw@127.0.0.1:6379/0", "STORE_COPY=redis://:pw@127.0.0.1:6379/0", "OTHER=has the known-secret-value in it"},
+		map[string]string{"MY_TOKEN": "given"}, redact.New("known-secret-value"))
 	slices.Sort(env)
 	want := []string{"GIT_CONFIG_KEY_0=x", "HOME=/h", "MY_TOKEN=given", "PATH=/bin", "PLAIN=ok"}
 	if !slices.Equal(env, want) {

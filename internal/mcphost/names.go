@@ -81,7 +81,50 @@ func Enabled(s ServerConfig, tool string) bool {
 // listing is one server's tools as it lists them.
 type listing struct {
 	cfg   ServerConfig
-	tools []*mcp.Tool
+	tools []listedTool
+}
+
+// listedTool is a server's tool with what is declared of it to Gemini,
+// prepared once when the tools are listed: its schema (nil, with the
+// reason in refused, when it is not declared) and its description.
+type listedTool struct {
+	tool        *mcp.Tool
+	schema      map[string]any
+	description string
+	refused     string
+}
+
+// prepareTools prepares a server's tools for declaring: schemas in the
+// form Gemini takes, within MaxSchemaBytes, and descriptions cut to
+// MaxDescriptionChars.
+func prepareTools(tools []*mcp.Tool) []listedTool {
+	out := make([]listedTool, 0, len(tools))
+	for _, t := range tools {
+		if t == nil {
+			continue
+		}
+		lt := listedTool{tool: t, description: cutDescription(t.Description)}
+		schema, err := GeminiSchema(t.InputSchema)
+		if err != nil {
+			lt.refused = err.Error()
+		} else {
+			lt.schema = schema
+		}
+		out = append(out, lt)
+	}
+	return out
+}
+
+// cutDescription cuts a description to MaxDescriptionChars characters.
+func cutDescription(d string) string {
+	if len(d) <= MaxDescriptionChars {
+		return d
+	}
+	r := []rune(d)
+	if len(r) <= MaxDescriptionChars {
+		return d
+	}
+	return string(r[:MaxDescriptionChars]) + "…"
 }
 
 // Skipped is a server's tool that is not declared to Gemini, and why.
@@ -104,10 +147,8 @@ func declare(servers []listing) ([]backend.HostTool, []Skipped) {
 	var skipped []Skipped
 	owner := map[string]string{}
 	for _, s := range servers {
-		for _, t := range s.tools {
-			if t == nil {
-				continue
-			}
+		for _, lt := range s.tools {
+			t := lt.tool
 			if !Enabled(s.cfg, t.Name) {
 				reason := "not in includeTools"
 				if slices.Contains(s.cfg.ExcludeTools, t.Name) {
@@ -117,6 +158,10 @@ func declare(servers []listing) ([]backend.HostTool, []Skipped) {
 					reason = "no name"
 				}
 				skipped = append(skipped, Skipped{s.cfg.Name, t.Name, reason})
+				continue
+			}
+			if lt.refused != "" {
+				skipped = append(skipped, Skipped{s.cfg.Name, t.Name, lt.refused})
 				continue
 			}
 			name := ToolName(s.cfg.Name, t.Name)
@@ -129,8 +174,8 @@ func declare(servers []listing) ([]backend.HostTool, []Skipped) {
 				Name:        name,
 				Server:      s.cfg.Name,
 				Tool:        t.Name,
-				Description: t.Description,
-				Schema:      GeminiSchema(t.InputSchema),
+				Description: lt.description,
+				Schema:      lt.schema,
 				Trusted:     s.cfg.Trust,
 			})
 		}

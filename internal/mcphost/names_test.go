@@ -86,7 +86,10 @@ func TestGeminiSchema(t *testing.T) {
 			if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
 				t.Fatal(err)
 			}
-			got := GeminiSchema(in)
+			got, err := GeminiSchema(in)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !reflect.DeepEqual(normalize(got), want) {
 				g, _ := json.Marshal(got)
 				t.Errorf("got  %s\nwant %s", g, tc.want)
@@ -100,7 +103,9 @@ func TestGeminiSchema(t *testing.T) {
 	var in any
 	_ = json.Unmarshal([]byte(`{"type":"object","properties":{"a":{"type":["null","string"]}}}`), &in)
 	before := string(mustJSON(t, in))
-	GeminiSchema(in)
+	if _, err := GeminiSchema(in); err != nil {
+		t.Fatal(err)
+	}
 	if after := string(mustJSON(t, in)); after != before {
 		t.Errorf("input changed: %s", after)
 	}
@@ -124,10 +129,10 @@ func TestDeclareConflicts(t *testing.T) {
 	long2 := strings.Repeat("x", 30) + "two" + strings.Repeat("y", 30)
 	short := "mcp_one_" + strings.Repeat("x", 22) + "..." + strings.Repeat("y", 30)
 	tools, skipped := declare([]listing{
-		{ServerConfig{Name: "one", Trust: true}, []*mcp.Tool{tool("echo"), tool(long1), tool(long2)}},
-		{ServerConfig{Name: "two", ExcludeTools: []string{"secret"}}, []*mcp.Tool{tool("echo"), tool("secret")}},
-		{ServerConfig{Name: "a"}, []*mcp.Tool{tool("b_c")}},
-		{ServerConfig{Name: "a_b", IncludeTools: []string{"c(x)"}}, []*mcp.Tool{tool("c"), tool("d")}},
+		{ServerConfig{Name: "one", Trust: true}, prepareTools([]*mcp.Tool{tool("echo"), tool(long1), tool(long2)})},
+		{ServerConfig{Name: "two", ExcludeTools: []string{"secret"}}, prepareTools([]*mcp.Tool{tool("echo"), tool("secret")})},
+		{ServerConfig{Name: "a"}, prepareTools([]*mcp.Tool{tool("b_c")})},
+		{ServerConfig{Name: "a_b", IncludeTools: []string{"c(x)"}}, prepareTools([]*mcp.Tool{tool("c"), tool("d")})},
 	})
 	var names []string
 	for _, h := range tools {

@@ -2,12 +2,14 @@ package mcphost
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 )
 
 // maxRefDepth bounds how many $ref expansions nest, so that a schema of
-// many references to references cannot grow without end.
+// many references to references cannot grow without end; maxSchemaNodes
+// and MaxSchemaBytes bound how wide it grows.
 const maxRefDepth = 16
 
 // GeminiSchema turns a tool's input schema into what is declared to the
@@ -17,15 +19,24 @@ const maxRefDepth = 16
 // to and $defs / definitions dropped. A reference back into itself (a
 // recursive type) is cut after its first expansion to an object with the
 // target's type and description. A schema that is missing or not an
-// object becomes an object without properties, as in the CLI.
-func GeminiSchema(input any) map[string]any {
+// object becomes an object without properties, as in the CLI. A schema
+// that would be larger than MaxSchemaBytes once inlined is an error.
+func GeminiSchema(input any) (map[string]any, error) {
 	root, ok := normalize(input).(map[string]any)
 	if !ok {
-		return map[string]any{"type": "object", "properties": map[string]any{}}
+		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
 	}
 	r := &resolver{root: root, active: map[string]bool{}}
-	out, _ := r.resolve(root, 0).(map[string]any)
-	return nullable(out).(map[string]any)
+	resolved := r.resolve(root, 0)
+	if r.nodes > maxSchemaNodes {
+		return nil, fmt.Errorf("its input schema grows past %d nodes once its $ref references are inlined (the Gemini API takes no references)", maxSchemaNodes)
+	}
+	out, _ := resolved.(map[string]any)
+	out = nullable(out).(map[string]any)
+	if n := jsonSize(out); n > MaxSchemaBytes {
+		return nil, fmt.Errorf("its input schema is %d bytes once its $ref references are inlined, over this host's limit of %d", n, MaxSchemaBytes)
+	}
+	return out, nil
 }
 
 // normalize makes a plain JSON value (maps, slices, strings, float64,
@@ -49,9 +60,14 @@ func normalize(v any) any {
 type resolver struct {
 	root   map[string]any
 	active map[string]bool // references being expanded on the current path
+	nodes  int             // values made so far; past maxSchemaNodes, nothing more is
 }
 
 func (r *resolver) resolve(v any, depth int) any {
+	r.nodes++
+	if r.nodes > maxSchemaNodes {
+		return nil
+	}
 	switch x := v.(type) {
 	case []any:
 		out := make([]any, len(x))

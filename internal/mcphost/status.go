@@ -27,7 +27,9 @@ type ToolStatus struct {
 	Description string `json:"description,omitempty"`
 }
 
-// Status reports every configured server, in configuration order.
+// Status reports every configured server, in configuration order, with
+// the secrets of its command line, URL and failure masked: it is shown to
+// every client.
 func (h *Host) Status() []ServerStatus {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -36,20 +38,21 @@ func (h *Host) Status() []ServerStatus {
 		st := ServerStatus{
 			Name:        s.cfg.Name,
 			Transport:   s.transport,
-			Target:      target(s.cfg),
-			Description: s.cfg.Description,
+			Target:      h.red.String(target(s.cfg)),
+			Description: h.red.String(s.cfg.Description),
 			Trust:       s.cfg.Trust,
 			State:       s.state,
-			Reason:      s.reason,
+			Reason:      h.red.String(s.reason),
 			Tools:       []ToolStatus{},
 		}
 		for _, t := range h.tools {
 			if t.Server == s.cfg.Name {
-				st.Tools = append(st.Tools, ToolStatus{Name: t.Name, Tool: t.Tool, Description: t.Description})
+				st.Tools = append(st.Tools, ToolStatus{Name: t.Name, Tool: t.Tool, Description: h.red.String(t.Description)})
 			}
 		}
 		for _, sk := range h.skipped {
 			if sk.Server == s.cfg.Name {
+				sk.Reason = h.red.String(sk.Reason)
 				st.Skipped = append(st.Skipped, sk)
 			}
 		}

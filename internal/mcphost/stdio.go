@@ -11,11 +11,13 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 )
 
 // stopGrace is how long a stdio server has to exit after its stdin is
@@ -28,9 +30,10 @@ const stopGrace = 2 * time.Second
 // process it made; the go-sdk's CommandTransport signals the first
 // process only. Its stderr goes to the log.
 type stdioTransport struct {
-	cfg ServerConfig
-	env []string
-	log *slog.Logger
+	cfg      ServerConfig
+	env      []string
+	log      *slog.Logger
+	overflow *atomic.Bool
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -79,7 +82,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		defer errR.Close()
 		logStderr(errR, t.log.With("mcp_server", t.cfg.Name))
 	}()
-	return (&mcp.IOTransport{Reader: stdoutCloser{p}, Writer: p}).Connect(ctx)
+	// The SDK bounds a line too (16 MiB by default); lineLimitReader stops
+	// first, at MaxMessageBytes, with an error that names the limit.
+	return (&mcp.IOTransport{Reader: stdoutCloser{p, &lineLimitReader{r: outR, overflow: t.overflow}}, Writer: p, MaxLineLength: 2 * MaxMessageBytes}).Connect(ctx)
 }
 
 // stdioProcess is a running stdio server: writing goes to its stdin,
@@ -124,9 +129,12 @@ func (p *stdioProcess) Close() error {
 
 // stdoutCloser is the reading side: the SDK closes it first, and the
 // process is stopped by the writing side's Close right after.
-type stdoutCloser struct{ p *stdioProcess }
+type stdoutCloser struct {
+	p *stdioProcess
+	r io.Reader
+}
 
-func (s stdoutCloser) Read(b []byte) (int, error) { return s.p.stdout.Read(b) }
+func (s stdoutCloser) Read(b []byte) (int, error) { return s.r.Read(b) }
 func (s stdoutCloser) Close() error               { return nil }
 
 // logStderr logs each line a server writes on stderr, clipped.
@@ -147,24 +155,27 @@ func logStderr(r io.Reader, log *slog.Logger) {
 
 // Environment variables a stdio server does not inherit from this server,
 // by the Gemini CLI's redaction rules (sanitizeEnvironment): the API key
-// this server holds must not leak to every tool it runs. The server's own
-// env settings are added after, unfiltered.
+// this server holds must not leak to every tool it runs. Beyond the CLI's
+// rules, this server's own settings (GEMINI_MCP_*: the store's URL, the
+// MCP configuration) and any value holding a secret the redactor knows or
+// a URL with a password are not passed on either. The server's own env
+// settings are added after, unfiltered.
 var (
 	alwaysAllowed = map[string]bool{"PATH": true, "HOME": true, "LANG": true, "SHELL": true, "TMPDIR": true, "USER": true, "LOGNAME": true, "TERM": true, "COLORTERM": true,
 		"SYSTEMROOT": true, "COMSPEC": true, "PATHEXT": true, "WINDIR": true, "TEMP": true, "TMP": true, "USERPROFILE": true, "SYSTEMDRIVE": true}
 	neverAllowed = map[string]bool{"CLIENT_ID": true, "DB_URI": true, "CONNECTION_STRING": true, "AWS_DEFAULT_REGION": true, "AZURE_CLIENT_ID": true, "AZURE_TENANT_ID": true,
 		"SLACK_WEBHOOK_URL": true, "TWILIO_ACCOUNT_SID": true, "DATABASE_URL": true, "GOOGLE_CLOUD_PROJECT": true, "GOOGLE_CLOUD_ACCOUNT": true, "FIREBASE_PROJECT_ID": true}
 	secretName  = regexp.MustCompile(`(?i)TOKEN|SECRET|PASSWORD|PASSWD|KEY|AUTH|CREDENTIAL|CREDS|PRIVATE|CERT`)
-	secretValue = regexp.MustCompile(`(?i)-----BEGIN (RSA|OPENSSH|EC|PGP) PRIVATE KEY-----|-----BEGIN CERTIFICATE-----|(https?|ftp|smtp)://[^:\s]+:[^@\s]+@|(ghp|gho|ghu|ghs|ghr|github_pat)_[a-zA-Z0-9_]{36,}|AIzaSy[a-zA-Z0-9_\\-]{33}|AKIA[A-Z0-9]{16}|eyJ[a-zA-Z0-9_-]*\.[a-zA-Z0-9_-]*\.[a-zA-Z0-9_-]*|(s|r)k_(live|test)_[0-9a-zA-Z]{24}|xox[abpr]-[a-zA-Z0-9-]+`)
+	secretValue = regexp.MustCompile(`(?i)-----BEGIN (RSA|OPENSSH|EC|PGP) PRIVATE KEY-----|-----BEGIN CERTIFICATE-----|[a-z][a-z0-9+.-]*://[^:/?#\s@]*:[^@\s]+@|(ghp|gho|ghu|ghs|ghr|github_pat)_[a-zA-Z0-9_]{36,}|AIzaSy[a-zA-Z0-9_\\-]{33}|AKIA[A-Z0-9]{16}|eyJ[a-zA-Z0-9_-]*\.[a-zA-Z0-9_-]*\.[a-zA-Z0-9_-]*|(s|r)k_(live|test)_[0-9a-zA-Z]{24}|xox[abpr]-[a-zA-Z0-9-]+`)
 )
 
 // serverEnv is the environment of a stdio server: this process's, less
 // secrets, plus the server's env setting.
-func serverEnv(parent []string, extra map[string]string) []string {
+func serverEnv(parent []string, extra map[string]string, red *redact.Redactor) []string {
 	var env []string
 	for _, kv := range parent {
 		k, v, _ := strings.Cut(kv, "=")
-		if redact(k, v) {
+		if withheld(k, v) || (v != "" && red.Contains(v)) {
 			continue
 		}
 		env = append(env, kv)
@@ -175,10 +186,15 @@ func serverEnv(parent []string, extra map[string]string) []string {
 	return env
 }
 
-func redact(key, value string) bool {
+// withheld says whether a variable of this process is kept from a stdio
+// server.
+func withheld(key, value string) bool {
 	up := strings.ToUpper(key)
 	if strings.HasPrefix(up, "GEMINI_CLI_") {
 		return false
+	}
+	if strings.HasPrefix(up, "GEMINI_MCP_") {
+		return true
 	}
 	if value != "" && secretValue.MatchString(value) {
 		return true

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 )
 
 func newError(kind backend.Kind, cause error, format string, args ...any) *backend.Error {
@@ -72,13 +73,23 @@ func isAuth(e genai.APIError) bool {
 	return false
 }
 
+// maskKey masks the API key in text from the API: an endpoint (a proxy in
+// GOOGLE_GEMINI_BASE_URL, say) may echo the x-goog-api-key header it got,
+// and the text goes to the client and the log.
+func (b *Backend) maskKey(s string) string {
+	if len(b.creds.Key) < 4 {
+		return s
+	}
+	return strings.ReplaceAll(s, b.creds.Key, redact.Mask)
+}
+
 // apiError turns the API's error into the one the tools show.
 func (b *Backend) apiError(ctx context.Context, e genai.APIError, model string) *backend.Error {
 	status := e.Status
 	if status == "" {
 		status = "error"
 	}
-	said := fmt.Sprintf("%d %s: %s", e.Code, status, strings.TrimSpace(e.Message))
+	said := b.maskKey(fmt.Sprintf("%d %s: %s", e.Code, status, strings.TrimSpace(e.Message)))
 	switch {
 	case isAuth(e):
 		be := newError(backend.KindAuth, e, "the Gemini API refused the credentials (%s; using %s). %s",

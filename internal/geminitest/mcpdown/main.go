@@ -7,11 +7,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -56,6 +58,14 @@ func run() error {
 	refTool := flag.String("ref-tool", "", "a tool whose input schema uses $defs and $ref")
 	meet := flag.String("meet", "", "a tool whose calls wait until -meet-n of them run at once")
 	meetN := flag.Int("meet-n", 2, "how many calls of the -meet tool must run at once")
+	huge := flag.String("huge", "", "a tool whose result is one text block of -huge-bytes bytes")
+	hugeBytes := flag.Int("huge-bytes", 50<<20, "the size of the -huge tool's text")
+	endless := flag.String("endless", "", "a tool whose answer never ends: an HTTP body, or a line on stdio")
+	explode := flag.String("explode", "", "a tool whose input schema has -explode-levels $defs, each referencing the next twice")
+	explodeLevels := flag.Int("explode-levels", 20, "how many $defs levels the -explode tool's schema has")
+	endlessPages := flag.Bool("endless-pages", false, "tools/list always answers with one more tool and a nextCursor (http only)")
+	envFile := flag.String("env-file", "", "write this process's environment here, one variable a line")
+	echoEnv := flag.String("echo-env", "", "a tool named env that answers with this variable's value")
 	noInit := flag.Bool("no-initialize", false, "never answer initialize (a hanging server)")
 	child := flag.Bool("child", false, "start a child process that stays until killed")
 	pidDir := flag.String("pid-dir", "", "write a file named after each process's pid here")
@@ -69,6 +79,11 @@ func run() error {
 	})
 	if *pidDir != "" {
 		if err := os.WriteFile(filepath.Join(*pidDir, "pid-"+strconv.Itoa(os.Getpid())), nil, 0o600); err != nil {
+			return err
+		}
+	}
+	if *envFile != "" {
+		if err := os.WriteFile(*envFile, []byte(strings.Join(os.Environ(), "\n")+"\n"), 0o600); err != nil {
 			return err
 		}
 	}
@@ -153,6 +168,40 @@ func run() error {
 		}
 		server.AddTool(&mcp.Tool{Name: *refTool, Description: "takes a point", InputSchema: refSchema}, echo)
 	}
+	if *echoEnv != "" {
+		server.AddTool(&mcp.Tool{Name: "env", Description: "answers with a variable of its environment", InputSchema: schema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: *echoEnv + "=" + os.Getenv(*echoEnv)}}}, nil
+		})
+	}
+	if *huge != "" {
+		server.AddTool(&mcp.Tool{Name: *huge, Description: "answers with a huge text", InputSchema: schema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			fmt.Fprintf(os.Stderr, "mcpdown: sending %d bytes\n", *hugeBytes)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: hugeText(*hugeBytes)}}}, nil
+		})
+	}
+	if *explode != "" {
+		server.AddTool(&mcp.Tool{Name: *explode, Description: "a schema that grows when inlined", InputSchema: explodingSchema(*explodeLevels)}, echo)
+	}
+	if *endless != "" {
+		// Over HTTP its calls are answered by hostile; on stdio the tool
+		// writes one line that never ends where its answer would go.
+		server.AddTool(&mcp.Tool{Name: *endless, Description: "never finishes its answer", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if *transport != "stdio" {
+				return echo(ctx, req)
+			}
+			fmt.Fprintln(os.Stderr, "mcpdown: sending an endless body")
+			os.Stdout.WriteString(`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"`)
+			chunk := bytes.Repeat([]byte("x"), 64<<10)
+			var sent int64
+			for {
+				if _, err := os.Stdout.Write(chunk); err != nil {
+					fmt.Fprintf(os.Stderr, "mcpdown: endless body cut after %d bytes\n", sent)
+					os.Exit(5)
+				}
+				sent += int64(len(chunk))
+			}
+		})
+	}
 
 	if *meet != "" {
 		// Each call waits for the others: the calls answer only if they
@@ -203,9 +252,92 @@ func run() error {
 		} else {
 			h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 		}
+		h = hostile(h, *endless, *endlessPages)
 		fmt.Printf("url http://%s/\n", ln.Addr())
 		return http.Serve(ln, h)
 	default:
 		return fmt.Errorf("unknown transport %q", *transport)
 	}
+}
+
+// hugeText is n bytes of text: a head and a tail that tests look for,
+// numbered lines between.
+func hugeText(n int) string {
+	const head, tail = "HUGE-HEAD\n", "\nHUGE-TAIL"
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(head)
+	for i := 0; b.Len() < n-len(tail); i++ {
+		line := fmt.Sprintf("line %d of a huge result\n", i)
+		if b.Len()+len(line) > n-len(tail) {
+			line = strings.Repeat("x", n-len(tail)-b.Len())
+		}
+		b.WriteString(line)
+	}
+	b.WriteString(tail)
+	return b.String()
+}
+
+// explodingSchema is a small schema that grows as 2^levels when its
+// references are inlined: each level's two properties both point at the
+// next level.
+func explodingSchema(levels int) map[string]any {
+	defs := map[string]any{}
+	for i := range levels {
+		next := map[string]any{"$ref": fmt.Sprintf("#/$defs/L%d", i+1)}
+		defs[fmt.Sprintf("L%d", i)] = map[string]any{"type": "object", "properties": map[string]any{"a": next, "b": next}}
+	}
+	defs[fmt.Sprintf("L%d", levels)] = map[string]any{"type": "string"}
+	return map[string]any{"type": "object", "$defs": defs, "properties": map[string]any{"root": map[string]any{"$ref": "#/$defs/L0"}}}
+}
+
+// hostile answers some Streamable HTTP requests itself, as a broken or
+// hostile server would: a tools/call of endlessTool with a body that
+// never ends, and with endlessPages every tools/list with one more tool
+// and a cursor to another page.
+func hostile(next http.Handler, endlessTool string, endlessPages bool) http.Handler {
+	var pages atomic.Int64
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || (endlessTool == "" && !endlessPages) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		switch {
+		case endlessTool != "" && msg.Method == "tools/call" && msg.Params.Name == endlessTool:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, msg.ID)
+			fmt.Fprintln(os.Stderr, "mcpdown: sending an endless body")
+			chunk := bytes.Repeat([]byte("x"), 64<<10)
+			var sent int64
+			for {
+				if _, err := w.Write(chunk); err != nil {
+					fmt.Fprintf(os.Stderr, "mcpdown: endless body cut after %d bytes\n", sent)
+					return
+				}
+				sent += int64(len(chunk))
+			}
+		case endlessPages && msg.Method == "tools/list":
+			n := pages.Add(1)
+			fmt.Fprintf(os.Stderr, "mcpdown: tools/list page %d\n", n)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"page_%d","inputSchema":{"type":"object"}}],"nextCursor":"c%d"}}`, msg.ID, n, n)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
 }
