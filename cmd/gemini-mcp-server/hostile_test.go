@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -19,26 +18,6 @@ import (
 // The tests of this file give the MCP host downstream servers that send
 // too much (internal/geminitest/mcpdown's hostile modes), and check that
 // the server's memory stays bounded and that it says what it refused.
-
-// peakRSS is the peak resident size of process pid (VmHWM), in bytes.
-func peakRSS(t *testing.T, pid int) int64 {
-	t.Helper()
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(data)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/PID/status")
-	return 0
-}
 
 // hostileMemoryBound is the peak resident size the server must stay
 // under while a downstream server sends tens of megabytes or more: its
