@@ -699,17 +699,17 @@ func TestHostToolListChanged(t *testing.T) {
 	}
 }
 
-// TestHostAlwaysAllowIsPerSession: "always allow this tool" holds for the
-// rest of the session (chat-reply does not ask again), and a new session
-// asks again.
-func TestHostAlwaysAllowIsPerSession(t *testing.T) {
+// TestHostAlwaysAllowLastsForTheClient: over stdio, "always allow this
+// tool" holds for the rest of the conversation (chat-reply does not ask
+// again) and for a new one; the question says so.
+func TestHostAlwaysAllowLastsForTheClient(t *testing.T) {
 	h := newHostEnv(t, map[string]any{"db": down(t, nil, "-tool", "query")})
 	var mu sync.Mutex
-	asked := 0
-	cs := h.stdio(t, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	var asked []string
+	cs := h.stdio(t, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		asked++
+		asked = append(asked, req.Params.Message)
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "tool"}}, nil
 	}}, "")
 	h.connected(t, "db")
@@ -719,16 +719,17 @@ func TestHostAlwaysAllowIsPerSession(t *testing.T) {
 	if !strings.Contains(text, `query {\"sql\":\"select 1\"}`) {
 		t.Errorf("the reply's answer %q", text)
 	}
-	mu.Lock()
-	if asked != 1 {
-		t.Errorf("asked %d times in one session, want 1", asked)
+	text, _ = chat(t, cs, "chat", map[string]any{"prompt": prompt})
+	if !strings.Contains(text, `query {\"sql\":\"select 1\"}`) {
+		t.Errorf("the new conversation's answer %q", text)
 	}
-	mu.Unlock()
-	chat(t, cs, "chat", map[string]any{"prompt": prompt})
 	mu.Lock()
 	defer mu.Unlock()
-	if asked != 2 {
-		t.Errorf("asked %d times in two sessions, want 2", asked)
+	if len(asked) != 1 {
+		t.Fatalf("asked %d times in two conversations, want 1", len(asked))
+	}
+	if !strings.Contains(asked[0], "holds for this client, in every conversation, until the server restarts") {
+		t.Errorf("the question does not say how long an always-allow lasts and for whom: %q", asked[0])
 	}
 }
 

@@ -63,7 +63,7 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.
 			// Replicas on one Redis count each client's calls together.
 			limiter.Shared, limiter.Log = shared, log
 		}
-		srv.AddReceivingMiddleware(limiter.Middleware(cfg.Stateless))
+		srv.AddReceivingMiddleware(limiter.Middleware())
 	}
 	log.Info("expert tools", "projectRoot", root, "maxFiles", cfg.MaxFiles, "maxFileBytes", cfg.MaxFileBytes,
 		"maxContextTokens", cfg.MaxContextTokens, "sendSecretFiles", cfg.SendSecretFiles, "tokens", fc.TokenCounting(), "rateLimits", cfg.RateLimits.String())

@@ -57,9 +57,11 @@ const (
 	Decline Decision = iota
 	// AllowOnce allows this call only.
 	AllowOnce
-	// AllowTool allows this tool for the rest of the session.
+	// AllowTool allows this call and, from now on, this tool: the Confirm
+	// remembers it for whoever it asks (see tools' grants), the backend
+	// runs this call.
 	AllowTool
-	// AllowServer allows every tool of this server for the rest of the
-	// session.
+	// AllowServer allows this call and, from now on, every tool of this
+	// server, remembered by the Confirm likewise.
 	AllowServer
 )

@@ -53,8 +53,8 @@ func SeedRateLimits() map[string]Rate {
 const RateLimitsUsage = "limit the calls each client may make of a tool: a comma-separated list of tool=N/period " +
 	"(period s, min or h; e.g. chat=10/min,analyze=5/min), or \"seed\" for the table of seed 002 " +
 	"(chat 10/min, analyze 5/min, thinkdeep 3/min, codereview 5/min, debug 5/min, precommit 3/min), " +
-	"which later entries override (seed,chat=20/min). A client is a bearer token over HTTP, an MCP session without tokens, " +
-	"or the one stdio client. The limits are kept in this process, or in Redis with --store redis://, shared by every replica. Default: no limits"
+	"which later entries override (seed,chat=20/min). A client is a bearer token over HTTP, a remote address without tokens " +
+	"(behind a proxy, the proxy's: every client shares it), or the one stdio client. The limits are kept in this process, or in Redis with --store redis://, shared by every replica. Default: no limits"
 
 // limitedTools are the tools a limit may name.
 var limitedTools = append([]string{"chat", "chat-reply", "chat-page", "sessions"}, Names()...)
@@ -214,28 +214,18 @@ func (l *Limiter) dropFull(now time.Time) {
 }
 
 // ClientKey names the client a request comes from, for rate limits: its
-// bearer token over HTTP, else its MCP session (unless the server is
-// stateless, whose session ids name no one), else "local", the one stdio
-// client (or every client of a stateless server without tokens).
-func ClientKey(req mcp.Request, stateless bool) string {
-	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
-		if t := ex.Header.Get(tools.ClientHeader); t != "" {
-			return "token:" + t
-		}
-	}
-	// A request built outside a session (in tests) holds a nil session.
-	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil && !stateless && s.ID() != "" {
-		return "mcp:" + s.ID()
-	}
-	return "local"
-}
+// caller (tools.CallerOf), that is its bearer token over HTTP, else its
+// remote address, or "local" on stdio. Never its MCP session alone: a
+// client would get fresh buckets by opening a new session, or by going
+// from /mcp to /sse.
+func ClientKey(ctx context.Context) string { return tools.CallerOf(ctx) }
 
 // Middleware refuses the tools/call requests over their client's limit
 // before anything runs. The expert tools answer with a JSON-RPC error
 // (tool failure, -32603, with data.retryAfterSeconds); chat and the other
 // tools of part 1 with their own error result, whose text says when to
 // retry.
-func (l *Limiter) Middleware(stateless bool) mcp.Middleware {
+func (l *Limiter) Middleware() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method != "tools/call" {
@@ -245,7 +235,7 @@ func (l *Limiter) Middleware(stateless bool) mcp.Middleware {
 			if !ok {
 				return next(ctx, method, req)
 			}
-			allowed, wait := l.allow(ctx, ClientKey(req, stateless), p.Name)
+			allowed, wait := l.allow(ctx, ClientKey(ctx), p.Name)
 			if allowed {
 				return next(ctx, method, req)
 			}

@@ -1,8 +1,8 @@
 package expert
 
 import (
+	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -154,16 +154,15 @@ func newHarnessWith(t *testing.T, limits map[string]Rate) *harness {
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
 	return newHarnessOn(t, "api", store, nil, func(s *mcp.Server) {
-		s.AddReceivingMiddleware(NewLimiter(limits, nil).Middleware(false))
+		s.AddReceivingMiddleware(NewLimiter(limits, nil).Middleware())
 	})
 }
 
 func TestClientKey(t *testing.T) {
-	withToken := &mcp.CallToolRequest{Extra: &mcp.RequestExtra{Header: http.Header{tools.ClientHeader: {"abc"}}}}
-	if k := ClientKey(withToken, false); k != "token:abc" {
+	if k := ClientKey(tools.WithCaller(context.Background(), "token:abc")); k != "token:abc" {
 		t.Errorf("with a token: %q", k)
 	}
-	if k := ClientKey(&mcp.CallToolRequest{}, false); k != "local" {
-		t.Errorf("without a session: %q", k)
+	if k := ClientKey(context.Background()); k != "local" {
+		t.Errorf("without a caller: %q", k)
 	}
 }

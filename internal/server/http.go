@@ -145,7 +145,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	// body read, and within a time limit.
 	capped := func(h http.Handler) http.Handler { return h }
 	if !o.Stateless {
-		capped = newSessionCap(srv, o).wrap
+		capped = sessionGuards(srv, o)
 	}
 	guarded := func(h http.Handler) http.Handler {
 		return closeUntilAccepted(guard.wrap(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes))))
@@ -217,7 +217,7 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 			}
 			r.Header.Set(tools.ClientHeader, clientID(r))
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(tools.WithCaller(r.Context(), callerOf(r, len(g.tokens) > 0))))
 	})
 }
 

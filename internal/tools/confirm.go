@@ -52,8 +52,9 @@ const (
 	choiceDecline = "decline"
 )
 
-// confirmParams is the elicitation form that asks about one tool call.
-func confirmParams(r backend.ConfirmRequest) *mcp.ElicitParams {
+// confirmParams is the elicitation form that asks caller's user about one
+// tool call.
+func confirmParams(r backend.ConfirmRequest, caller string) *mcp.ElicitParams {
 	args, err := json.Marshal(r.Args)
 	if err != nil || r.Args == nil {
 		args = []byte("{}")
@@ -63,6 +64,8 @@ func confirmParams(r backend.ConfirmRequest) *mcp.ElicitParams {
 	if r.Tool.Description != "" {
 		msg += "\n\nThe tool says of itself: " + clip(r.Tool.Description, 500)
 	}
+	msg += "\n\nAn \"always allow\" answer holds for " + describeCaller(caller) +
+		", in every conversation, until the server restarts (it is kept in the server's memory only)."
 	return &mcp.ElicitParams{
 		Mode:    "form",
 		Message: msg,
@@ -74,8 +77,8 @@ func confirmParams(r backend.ConfirmRequest) *mcp.ElicitParams {
 					"title": "Allow this tool call?",
 					"oneOf": []any{
 						map[string]any{"const": choiceOnce, "title": "Allow once"},
-						map[string]any{"const": choiceTool, "title": "Always allow " + r.Tool.Tool + " in this session"},
-						map[string]any{"const": choiceServer, "title": "Always allow every tool of " + r.Tool.Server + " in this session"},
+						map[string]any{"const": choiceTool, "title": "Always allow " + r.Tool.Tool + " (until the server restarts)"},
+						map[string]any{"const": choiceServer, "title": "Always allow every tool of " + r.Tool.Server + " (until the server restarts)"},
 						map[string]any{"const": choiceDecline, "title": "Decline"},
 					},
 				},
@@ -129,9 +132,9 @@ func usesMRTR(req *mcp.CallToolRequest) bool { return req.ProtocolVersion() >= p
 
 // elicitConfirm asks through an elicitation/create request (protocols
 // before 2026-07-28).
-func elicitConfirm(req *mcp.CallToolRequest) backend.Confirm {
+func elicitConfirm(req *mcp.CallToolRequest, caller string) backend.Confirm {
 	return func(ctx context.Context, r backend.ConfirmRequest) (backend.Decision, error) {
-		res, err := req.Session.Elicit(ctx, confirmParams(r))
+		res, err := req.Session.Elicit(ctx, confirmParams(r, caller))
 		if err != nil {
 			return backend.Decline, err
 		}
@@ -143,6 +146,7 @@ func elicitConfirm(req *mcp.CallToolRequest) backend.Confirm {
 // answer in a later call.
 type suspended struct {
 	client  string                   // who may answer: clientOf(req).key()
+	caller  string                   // and CallerOf the call that started the turn
 	session string                   // the session the turn continues, "" for a new one
 	asks    chan ask                 // from the turn: a question to put
 	done    chan *mcp.CallToolResult // the turn's result (buffered)
@@ -205,10 +209,20 @@ func (p *pendingTurns) supersede(client, session string) int {
 // starts the turn (or, for a call carrying a request state, resumes the one
 // suspended under it) and returns its result, or the next question.
 func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn) *mcp.CallToolResult {
-	who := d.clientOf(req).key()
+	who, caller := d.clientOf(req).key(), CallerOf(ctx)
 	if state := req.Params.RequestState; state != "" {
-		v, ok := d.pending.m.LoadAndDelete(state)
-		if !ok || v.(*suspended).client != who {
+		// Only the caller asked may answer: another one's answer leaves
+		// the question in place, and is told no more than of an unknown
+		// one.
+		v, ok := d.pending.m.Load(state)
+		if ok && (v.(*suspended).client != who || v.(*suspended).caller != caller) {
+			d.Log.Warn("refused an answer to a tool confirmation from another client than the one asked", "caller", caller)
+			ok = false
+		}
+		if ok {
+			ok = d.pending.m.CompareAndDelete(state, v)
+		}
+		if !ok {
 			return failure(errors.New("this call answers a tool confirmation that is unknown here or has expired " +
 				"(a turn waits " + d.confirmWait().String() + " for the answer); send the prompt again"))
 		}
@@ -234,8 +248,8 @@ func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, call backe
 		stop := context.AfterFunc(d.Lifetime, cancel)
 		go func() { <-tctx.Done(); stop() }()
 	}
-	s := &suspended{client: who, session: call.Session, asks: make(chan ask), done: make(chan *mcp.CallToolResult, 1), cancel: cancel}
-	call.Confirm = s.confirm
+	s := &suspended{client: who, caller: caller, session: call.Session, asks: make(chan ask), done: make(chan *mcp.CallToolResult, 1), cancel: cancel}
+	call.Confirm = d.grants.confirmFor(caller, s.confirm)
 	go func() { s.done <- d.runTurn(tctx, req, call) }()
 	return d.await(ctx, req, s, who)
 }
@@ -262,7 +276,7 @@ func (d *Deps) await(ctx context.Context, req *mcp.CallToolRequest, s *suspended
 		d.pending.m.Store(state, s)
 		d.Log.Info("asking the client to confirm a tool call", "tool", a.req.Tool.Name)
 		return &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{confirmInputID: confirmParams(a.req)},
+			InputRequests: mcp.InputRequestMap{confirmInputID: confirmParams(a.req, s.caller)},
 			RequestState:  state,
 		}
 	case <-ctx.Done():

@@ -142,16 +142,20 @@ func accept(choice string) func() *mcp.ElicitResult {
 func TestConfirmThroughElicitation(t *testing.T) {
 	for _, protocol := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
 		t.Run(protocol, func(t *testing.T) {
+			// What the user allowed for good is not asked again: the
+			// turn's second question is answered "once" for the user.
 			cases := []struct {
 				name   string
 				answer func() *mcp.ElicitResult
 				want   string
+				asked  int
 			}{
-				{"allows once then always", nil, "once,tool"},
-				{"declines", func() *mcp.ElicitResult { return &mcp.ElicitResult{Action: "decline"} }, "decline,decline"},
-				{"cancels", func() *mcp.ElicitResult { return &mcp.ElicitResult{Action: "cancel"} }, "decline,decline"},
-				{"allows the server", accept("server"), "server,server"},
-				{"cannot elicit", nil, "no confirm"},
+				{"allows once then always", nil, "once,tool", 2},
+				{"declines", func() *mcp.ElicitResult { return &mcp.ElicitResult{Action: "decline"} }, "decline,decline", 2},
+				{"cancels", func() *mcp.ElicitResult { return &mcp.ElicitResult{Action: "cancel"} }, "decline,decline", 2},
+				{"allows the server", accept("server"), "server,once", 1},
+				{"allows the tool", accept("tool"), "tool,once", 1},
+				{"cannot elicit", nil, "no confirm", 0},
 			}
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
@@ -171,8 +175,8 @@ func TestConfirmThroughElicitation(t *testing.T) {
 						return
 					}
 					q := asked()
-					if len(q) != 2 {
-						t.Fatalf("asked %d times, want 2", len(q))
+					if len(q) != c.asked {
+						t.Fatalf("asked %d times, want %d", len(q), c.asked)
 					}
 					for i := range q {
 						for _, want := range []string{`"query"`, `"db"`, "mcp_db_query", fmt.Sprintf(`{"sql":"select %d"}`, i+1), "runs SQL"} {

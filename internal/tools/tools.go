@@ -79,6 +79,7 @@ type Deps struct {
 	// live here; "" means os.Hostname.
 	Host    string
 	pending pendingTurns
+	grants  grants
 	// sessions orders calls on the same session within this process, and
 	// reports a waiting call's place; the store's lease then orders them
 	// across processes. The CLI appends to one session file, so two turns
@@ -487,7 +488,8 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, call backend.T
 	case usesMRTR(req):
 		return d.runMRTR(ctx, req, call)
 	default:
-		call.Confirm = elicitConfirm(req)
+		caller := CallerOf(ctx)
+		call.Confirm = d.grants.confirmFor(caller, elicitConfirm(req, caller))
 	}
 	return d.runTurn(ctx, req, call)
 }

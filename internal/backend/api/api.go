@@ -126,7 +126,6 @@ type Backend struct {
 	allowTools []string
 
 	sessions sync.Map // session id → *sync.Mutex: one turn at a time per conversation
-	grants   sync.Map // session id → *grants: what the user allowed for the session
 }
 
 // New returns a Backend using the credentials found through

@@ -18,14 +18,6 @@ import (
 // sent back.
 const DefaultMaxToolRounds = 10
 
-// grants are the tools and servers the user allowed for the rest of one
-// session (AllowTool, AllowServer), kept for this process's life.
-type grants struct {
-	mu      sync.Mutex
-	tools   map[string]bool // server + "\x00" + tool
-	servers map[string]bool
-}
-
 // converse asks Gemini for the answer to contents and, while Gemini answers
 // with function calls, runs them and sends their results back, at most
 // maxRounds times: after the last round allowed, the results go back with
@@ -131,7 +123,7 @@ func (b *Backend) runCalls(ctx context.Context, id string, t backend.Turn, model
 				"server declared. Tools must use the exact names that are declared.", fc.Name))}
 			continue
 		}
-		if why := b.permit(ctx, id, t, ht, fc.Args); why != "" {
+		if why := b.permit(ctx, t, ht, fc.Args); why != "" {
 			b.log.Info("gemini api: tool call refused", "tool", fc.Name, "session", id, "why", why)
 			out[i] = []*genai.Part{errorPart(fc, why)}
 			continue
@@ -157,12 +149,12 @@ func (b *Backend) runCalls(ctx context.Context, id string, t backend.Turn, model
 	return parts, unfinished
 }
 
-// permit decides whether tool ht may run now in session id, asking the
-// user through t.Confirm when neither trust, the operator's allow-list nor
-// an earlier answer decides. It returns "" when the tool may run, else why
-// not, for Gemini.
-func (b *Backend) permit(ctx context.Context, id string, t backend.Turn, ht backend.HostTool, args map[string]any) string {
-	if ht.Trusted || b.allowListed(ht) || b.granted(id, ht) {
+// permit decides whether tool ht may run now, asking the user through
+// t.Confirm when neither trust nor the operator's allow-list decides (the
+// Confirm remembers the user's "always" answers, for its caller). It
+// returns "" when the tool may run, else why not, for Gemini.
+func (b *Backend) permit(ctx context.Context, t backend.Turn, ht backend.HostTool, args map[string]any) string {
+	if ht.Trusted || b.allowListed(ht) {
 		return ""
 	}
 	how := fmt.Sprintf("the operator may allow it with --allow-mcp-tools=%s.%s (or =%s for every tool of that server), "+
@@ -176,18 +168,7 @@ func (b *Backend) permit(ctx context.Context, id string, t backend.Turn, ht back
 		return fmt.Sprintf("The tool %s was not run: the user could not be asked to confirm it (%v); %s.", ht.Name, err, how)
 	}
 	switch d {
-	case backend.AllowOnce:
-		return ""
-	case backend.AllowTool, backend.AllowServer:
-		g, _ := b.grants.LoadOrStore(id, &grants{tools: map[string]bool{}, servers: map[string]bool{}})
-		gr := g.(*grants)
-		gr.mu.Lock()
-		if d == backend.AllowTool {
-			gr.tools[ht.Server+"\x00"+ht.Tool] = true
-		} else {
-			gr.servers[ht.Server] = true
-		}
-		gr.mu.Unlock()
+	case backend.AllowOnce, backend.AllowTool, backend.AllowServer:
 		return ""
 	}
 	return fmt.Sprintf("The tool %s was not run: the user declined this call.", ht.Name)
@@ -197,16 +178,4 @@ func (b *Backend) permit(ctx context.Context, id string, t backend.Turn, ht back
 // server, or the server and the tool.
 func (b *Backend) allowListed(ht backend.HostTool) bool {
 	return slices.Contains(b.allowTools, ht.Server) || slices.Contains(b.allowTools, ht.Server+"."+ht.Tool)
-}
-
-// granted says whether the user allowed ht for the rest of session id.
-func (b *Backend) granted(id string, ht backend.HostTool) bool {
-	g, ok := b.grants.Load(id)
-	if !ok {
-		return false
-	}
-	gr := g.(*grants)
-	gr.mu.Lock()
-	defer gr.mu.Unlock()
-	return gr.servers[ht.Server] || gr.tools[ht.Server+"\x00"+ht.Tool]
 }
