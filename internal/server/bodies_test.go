@@ -2,11 +2,14 @@ package server
 
 import (
 	"bufio"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -87,4 +90,56 @@ func TestHTTPStalledBodyTimesOut(t *testing.T) {
 	if n := len(h.invocations()); n != 0 {
 		t.Fatalf("stalled requests reached the CLI %d times", n)
 	}
+}
+
+// TestReadAll reads bodies of known and unknown length around the cap and
+// the block size, and refuses truncated and oversized ones.
+func TestReadAll(t *testing.T) {
+	const max = 3*bodyBlock + 10
+	for _, n := range []int{0, 1, bodyBlock - 1, bodyBlock, bodyBlock + 1, 3 * bodyBlock, max} {
+		want := strings.Repeat("x", n)
+		for _, length := range []int64{int64(n), -1} {
+			// One byte at a time, then in bursts, as a network delivers.
+			for _, r := range []io.Reader{iotest.OneByteReader(strings.NewReader(want)), iotest.HalfReader(strings.NewReader(want)), strings.NewReader(want)} {
+				got, err := readAll(capped(r, max), length, max)
+				if err != nil || string(got) != want {
+					t.Fatalf("%d bytes, length %d: %d bytes, %v", n, length, len(got), err)
+				}
+			}
+		}
+	}
+	var tooBig *http.MaxBytesError
+	if _, err := readAll(capped(strings.NewReader(strings.Repeat("x", max+1)), max), -1, max); !errors.As(err, &tooBig) {
+		t.Fatalf("chunked over the cap: %v", err)
+	}
+	if _, err := readAll(strings.NewReader("never read"), max+1, max); !errors.As(err, &tooBig) {
+		t.Fatalf("declared over the cap: %v", err)
+	}
+	if _, err := readAll(strings.NewReader("short"), 10, max); err == nil {
+		t.Fatal("a body shorter than its length was accepted")
+	}
+	boom := errors.New("connection reset")
+	if _, err := readAll(io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom)), -1, max); !errors.Is(err, boom) {
+		t.Fatalf("a failing body: %v", err)
+	}
+}
+
+// capped stands for http.MaxBytesReader, which needs a ResponseWriter.
+func capped(r io.Reader, n int64) io.Reader {
+	return &cappedReader{r: io.LimitReader(r, n+1), n: n}
+}
+
+type cappedReader struct {
+	r    io.Reader
+	n    int64
+	read int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	m, err := c.r.Read(p)
+	c.read += int64(m)
+	if c.read > c.n {
+		return m - int(c.read-c.n), &http.MaxBytesError{Limit: c.n}
+	}
+	return m, err
 }
