@@ -24,10 +24,20 @@ const DefaultBodyReadTimeout = 30 * time.Second
 // mark. Without it, net/http keeps reading the body of a refused request
 // (to reuse the connection) before it sends the refusal, so a request
 // whose body never comes was never told 401.
+//
+// The mark alone does not free the connection: once the handler returns,
+// net/http still reads up to 256 KiB of an unread body before it closes
+// (however the response ends), and a body that never comes held the
+// connection, and its file, for good. A refused request's read deadline is
+// therefore put in the past: the answer goes out, the leftover read fails
+// at once and the connection is closed.
 func closeUntilAccepted(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		next.ServeHTTP(w, r)
+		if w.Header().Get("Connection") == "close" {
+			http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
 	})
 }
 

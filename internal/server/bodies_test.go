@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,13 +49,21 @@ func readResponse(t *testing.T, c net.Conn) (*http.Response, error) {
 func TestHTTPUnauthenticatedStalledBody(t *testing.T) {
 	h := newHTTPHarness(t, HTTPOptions{Tokens: []string{testToken}})
 	for _, token := range []string{"", "wrong-token-0123456789"} {
-		resp, err := readResponse(t, stalledPost(t, h.url, token, 1000))
+		c := stalledPost(t, h.url, token, 1000)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a failure guard only
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatalf("token %q: no answer while the body is missing: %v", token, err)
 		}
+		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("token %q: %s, want 401", token, resp.Status)
+		}
+		// The server must not wait for the body of a refused request.
+		if _, err := br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("token %q: the refused connection is still open: %v", token, err)
 		}
 	}
 }
