@@ -294,7 +294,10 @@ type ServeOptions struct {
 	// Server, when set, has its sessions closed once the calls have
 	// answered, so that nothing of them outlives ServeHTTP.
 	Server *mcp.Server
-	Log    *slog.Logger
+	// MaxConns and MaxConnsPerIP bound the connections held, in all and
+	// per client address (see connLimiter); 0 means no bound.
+	MaxConns, MaxConnsPerIP int
+	Log                     *slog.Logger
 }
 
 // ServeHTTP serves h on ln until ctx ends, then shuts down within
@@ -312,9 +315,14 @@ func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, o ServeOpti
 	base, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
 	var fresh freshConns
+	limits := newConnLimiter(ln, o.MaxConns, o.MaxConnsPerIP, o.Log)
+	ln = limits
 	hs := &http.Server{
-		Handler:           h,
-		ConnState:         fresh.track,
+		Handler: h,
+		ConnState: func(c net.Conn, s http.ConnState) {
+			fresh.track(c, s)
+			limits.track(c, s)
+		},
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
