@@ -148,7 +148,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		capped = newSessionCap(srv, o).wrap
 	}
 	guarded := func(h http.Handler) http.Handler {
-		return closeUntilAccepted(guard.wrap(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes))))
+		return guard.cors(closeUntilAccepted(guard.wrap(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes)))))
 	}
 	mux := http.NewServeMux()
 	var mcpHandler http.Handler = streamable
