@@ -85,17 +85,23 @@ func checkServing(t *testing.T, addr string) {
 
 // TestHTTPRefusedStalledBodiesClosedUnderLowFDLimit opens 300 connections,
 // more than the server's 256 open files, each with an unauthenticated POST
-// whose body never comes. Each must get its 401 and be closed by the server
-// at once (its body is not waited for), so that an authenticated client and
-// /healthz are still served.
+// whose body never comes, to every path. Each must get its answer (401,
+// or /healthz's 200, or 404) and be closed by the server at once (its body
+// is not waited for), so that an authenticated client and /healthz are
+// still served.
 func TestHTTPRefusedStalledBodiesClosedUnderLowFDLimit(t *testing.T) {
 	e := newEnv(t)
 	addr, _, _ := startLimited(t, e, 256)
+	// Every path: refused MCP requests, and those that need no token.
+	paths := []struct {
+		path   string
+		status int
+	}{{"/mcp", http.StatusUnauthorized}, {"/sse", http.StatusUnauthorized}, {"/healthz", http.StatusOK}, {"/elsewhere", http.StatusNotFound}}
 	var conns []net.Conn
 	for i := range 300 {
 		c := dialFrom(t, fmt.Sprintf("127.0.0.%d", 2+i%10), addr)
-		head := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-		if i%2 == 0 {
+		head := "POST " + paths[i%len(paths)].path + " HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+		if i%3 == 0 {
 			head += "Transfer-Encoding: chunked\r\n\r\n"
 		} else {
 			head += "Content-Length: 1000\r\n\r\n"
@@ -118,8 +124,8 @@ func TestHTTPRefusedStalledBodiesClosedUnderLowFDLimit(t *testing.T) {
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("connection %d: %s, want 401", i, resp.Status)
+		if want := paths[i%len(paths)]; resp.StatusCode != want.status {
+			t.Fatalf("connection %d: POST %s: %s, want %d", i, want.path, resp.Status, want.status)
 		}
 		if _, err := br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("connection %d: the server kept the refused connection open waiting for its body (read: %v)", i, err)

@@ -24,21 +24,48 @@ const DefaultBodyReadTimeout = 30 * time.Second
 // mark. Without it, net/http keeps reading the body of a refused request
 // (to reuse the connection) before it sends the refusal, so a request
 // whose body never comes was never told 401.
-//
-// The mark alone does not free the connection: once the handler returns,
-// net/http still reads up to 256 KiB of an unread body before it closes
-// (however the response ends), and a body that never comes held the
-// connection, and its file, for good. A refused request's read deadline is
-// therefore put in the past: the answer goes out, the leftover read fails
-// at once and the connection is closed.
 func closeUntilAccepted(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		next.ServeHTTP(w, r)
-		if w.Header().Get("Connection") == "close" {
+	})
+}
+
+// closeUnread closes, once its answer is out, the connection of every
+// request whose body was not read to its end: refused ones, and those to
+// paths that take no body (/healthz). net/http would otherwise read up to
+// 256 KiB of what is left, to reuse the connection, before it sends the
+// answer or, after a "Connection: close" one, before it closes: a body that
+// never comes held the connection, and its file, for good. Putting the
+// read deadline in the past makes that read fail at once, and net/http
+// then closes the connection.
+func closeUnread(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body := &eofReader{ReadCloser: r.Body}
+		r.Body = body
+		next.ServeHTTP(w, r)
+		if !body.eof {
 			http.NewResponseController(w).SetReadDeadline(time.Now())
 		}
 	})
+}
+
+// eofReader records whether its reader reached its end.
+type eofReader struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	if err == io.EOF {
+		e.eof = true
+	}
+	return n, err
 }
 
 // readBody reads an accepted request's body within timeout and up to
@@ -108,6 +135,12 @@ func readAll(r io.Reader, length, maxBytes int64) ([]byte, error) {
 		// Content-Length.
 		body := make([]byte, length)
 		if _, err := io.ReadFull(r, body); err != nil {
+			return nil, err
+		}
+		// Reading its end marks the body read (see closeUnread).
+		if n, err := r.Read(make([]byte, 1)); n > 0 {
+			return nil, errors.New("the body is longer than its Content-Length")
+		} else if err != io.EOF {
 			return nil, err
 		}
 		return body, nil

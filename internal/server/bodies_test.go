@@ -152,3 +152,38 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	}
 	return m, err
 }
+
+// TestHTTPKeepAlive: a request whose body was read, or had all arrived,
+// keeps its connection for the next one.
+func TestHTTPKeepAlive(t *testing.T) {
+	// Stateless: the initializations leave no session behind.
+	h := newHTTPHarness(t, HTTPOptions{Stateless: true})
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second)) // a failure guard only
+	br := bufio.NewReader(c)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	head := "POST " + PathMCP + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+	for i, req := range []string{
+		head + "Content-Length: " + strconv.Itoa(len(init)) + "\r\n\r\n" + init,
+		head + "Transfer-Encoding: chunked\r\n\r\n" + strconv.FormatInt(int64(len(init)), 16) + "\r\n" + init + "\r\n0\r\n\r\n",
+		"POST " + PathHealthz + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\nhello",
+		"GET " + PathHealthz + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+	} {
+		if _, err := c.Write([]byte(req)); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Close {
+			t.Fatalf("request %d: %s, close %v", i, resp.Status, resp.Close)
+		}
+	}
+}

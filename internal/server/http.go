@@ -174,7 +174,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("not found: MCP is served at %s (Streamable HTTP) and %s (SSE)", PathMCP, PathSSE), http.StatusNotFound)
 	})
-	return mux
+	return closeUnread(mux)
 }
 
 // guard checks what every MCP request must pass: its Origin (against DNS
