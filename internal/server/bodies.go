@@ -36,9 +36,10 @@ func closeUntilAccepted(next http.Handler) http.Handler {
 // paths that take no body (/healthz). net/http would otherwise read up to
 // 256 KiB of what is left, to reuse the connection, before it sends the
 // answer or, after a "Connection: close" one, before it closes: a body that
-// never comes held the connection, and its file, for good. Putting the
-// read deadline in the past makes that read fail at once, and net/http
-// then closes the connection.
+// never comes held the connection, and its file, for good. With the read
+// deadline in the past, that read fails at once (unless the rest of the
+// body has already arrived: then the connection is kept), and net/http
+// closes the connection.
 func closeUnread(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {

@@ -294,10 +294,11 @@ type ServeOptions struct {
 	// Server, when set, has its sessions closed once the calls have
 	// answered, so that nothing of them outlives ServeHTTP.
 	Server *mcp.Server
+	Log    *slog.Logger
+
 	// MaxConns and MaxConnsPerIP bound the connections held, in all and
 	// per client address (see connLimiter); 0 means no bound.
 	MaxConns, MaxConnsPerIP int
-	Log                     *slog.Logger
 }
 
 // ServeHTTP serves h on ln until ctx ends, then shuts down within
