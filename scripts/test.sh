@@ -9,7 +9,8 @@
 # they FAIL, never skip, when their tools cannot run), and gives each fuzz
 # target a short burst. The Redis store's tests run against a real
 # redis-server: Debian's package is installed when none is on PATH, and
-# those tests fail, never skip, when it cannot run.
+# those tests fail, never skip, when it cannot run. So does the browser
+# test of CORS, with Debian's chromium.
 #
 # Environment:
 #   GEMINI_MCP_CACHE   where the pinned npm tools go (default: $XDG_CACHE_HOME
@@ -49,22 +50,41 @@ npm_tools() {
 	fi
 }
 
+# apt_install PKG installs Debian's PKG where apt-get is found (as root, or
+# through sudo), updating the package lists once.
+apt_updated=""
+apt_install() {
+	local sudo=""
+	if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then
+		sudo=sudo
+	fi
+	command -v apt-get >/dev/null || return 0
+	if [ -z "$apt_updated" ]; then
+		$sudo apt-get update
+		apt_updated=1
+	fi
+	$sudo apt-get install -y --no-install-recommends "$1"
+}
+
 say "redis-server, for the Redis store's tests"
 if ! command -v redis-server >/dev/null; then
 	# Debian's package (7.0 on bookworm); the tests start their own
 	# servers on loopback ports, never the system service.
-	sudo=""
-	if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then
-		sudo=sudo
-	fi
-	if command -v apt-get >/dev/null; then
-		$sudo apt-get update
-		$sudo apt-get install -y --no-install-recommends redis-server
-	fi
+	apt_install redis-server
 fi
 command -v redis-server >/dev/null || { echo "test.sh: redis-server is required (Debian: apt-get install redis-server; elsewhere put it on PATH)" >&2; exit 1; }
 export GEMINI_MCP_REDIS_REQUIRED=1
 redis-server --version
+
+say "Chromium, for the browser test of CORS"
+if ! command -v chromium >/dev/null; then
+	# Debian's package (about 124 MB to download, 414 MB installed with
+	# its libraries); the test drives it headless as a plain process.
+	apt_install chromium
+fi
+command -v chromium >/dev/null || { echo "test.sh: chromium is required for the browser test (Debian: apt-get install chromium; elsewhere put it on PATH)" >&2; exit 1; }
+export GEMINI_MCP_BROWSER_REQUIRED=1
+chromium --version
 
 say "The real Gemini CLI (pinned)"
 npm_tools e2e/npm npm node_modules/.bin/gemini

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -26,7 +27,14 @@ var addrRE = regexp.MustCompile(`msg="serving MCP over HTTP" addr=(\S+)`)
 // returns its address once it listens.
 func startHTTP(t testing.TB, e *env, args ...string) (addr string, stop func() error) {
 	t.Helper()
-	cmd := e.command(append([]string{"--http", "127.0.0.1:0"}, args...)...)
+	addr, stop, _ = startHTTPCmd(t, e.command(append([]string{"--http", "127.0.0.1:0"}, args...)...))
+	return addr, stop
+}
+
+// startHTTPCmd starts cmd, a server with --http on port 0, and returns its
+// address once it listens, and its stderr so far.
+func startHTTPCmd(t testing.TB, cmd *exec.Cmd) (addr string, stop func() error, stderrLog *geminitest.LockedBuffer) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +87,7 @@ func startHTTP(t testing.TB, e *env, args ...string) (addr string, stop func() e
 		return cmd.Wait()
 	}
 	t.Cleanup(func() { stop() })
-	return addr, stop
+	return addr, stop, &all
 }
 
 func TestHTTPBinary(t *testing.T) {

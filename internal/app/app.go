@@ -320,6 +320,10 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyReadTimeout: cfg.BodyReadTimeout, Log: log,
 		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,
 		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Timeout)})
+	maxConns := cfg.MaxConns
+	if maxConns == 0 {
+		maxConns = server.DefaultMaxConns()
+	}
 	ln, err := net.Listen("tcp", cfg.HTTP)
 	if err != nil {
 		return err
@@ -327,10 +331,11 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	// The address line goes to stderr (never stdout) so that scripts and
 	// tests binding port 0 can learn the port.
 	log.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+server.PathMCP,
-		"sse", "http://"+ln.Addr().String()+server.PathSSE, "auth", len(tokens) > 0, "stateless", cfg.Stateless, "version", version)
+		"sse", "http://"+ln.Addr().String()+server.PathSSE, "auth", len(tokens) > 0, "stateless", cfg.Stateless, "maxConns", maxConns, "maxConnsPerIP", cfg.MaxConnsPerIP, "version", version)
 	// At a signal the calls are cancelled and answered, their CLIs reaped,
 	// before the server exits; the grace covers the CLIs' kill grace.
-	return server.ServeHTTP(life, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: endLife, Inflight: inflight, Server: srv, Log: log})
+	return server.ServeHTTP(life, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: endLife, Inflight: inflight, Server: srv,
+		MaxConns: maxConns, MaxConnsPerIP: cfg.MaxConnsPerIP, Log: log})
 }
 
 // loadTokens gathers bearer tokens from GEMINI_MCP_TOKENS and --token-file.

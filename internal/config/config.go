@@ -67,6 +67,8 @@ type Config struct {
 	BodyReadTimeout     time.Duration
 	MaxSessions         int
 	MaxSessionsPerToken int
+	MaxConns            int // 0: server.DefaultMaxConns
+	MaxConnsPerIP       int
 
 	// What tool calls may reach: see the flags' help.
 	AllowedRoots    []string
@@ -249,6 +251,10 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	size(&c.MaxBodyBytes, "max-body-bytes", "GEMINI_MCP_MAX_BODY_BYTES", 0, "largest HTTP request body (default: 4 MiB, or 12 × --max-prompt-bytes + 64 KiB if more: a prompt and a system prompt of --max-prompt-bytes each, escaped by JSON at worst 6 ×)")
 	intFlag(&c.MaxSessions, "max-sessions", "GEMINI_MCP_MAX_SESSIONS", 1000, "HTTP: most MCP sessions open at once; past it a new session gets 503")
 	intFlag(&c.MaxSessionsPerToken, "max-sessions-per-token", "GEMINI_MCP_MAX_SESSIONS_PER_TOKEN", 100, "HTTP: most MCP sessions open at once per bearer token; past it a new session gets 429")
+	intFlag(&c.MaxConns, "max-conns", "GEMINI_MCP_MAX_CONNS", 0, "HTTP: most connections held at once; past it a new connection takes the place of the one waiting longest without a request in progress, "+
+		"or is closed when all serve requests (default: three quarters of the open-file limit, leaving the rest to the server's own files)")
+	intFlag(&c.MaxConnsPerIP, "max-conns-per-ip", "GEMINI_MCP_MAX_CONNS_PER_IP", 256, "HTTP: most connections held at once per client address (IPv6: per /64); past it a new one is closed unanswered, 0 for no limit. "+
+		"Behind a reverse proxy every client has the proxy's address: raise it above the proxy's connections or set 0")
 	duration(&c.BodyReadTimeout, "body-read-timeout", "GEMINI_MCP_BODY_READ_TIMEOUT", 30*time.Second, "HTTP: a request body must arrive within this time once its headers are accepted, else 408 and the connection is closed")
 	list(&c.AllowedRoots, "allowed-roots", "GEMINI_MCP_ALLOWED_ROOTS", "the only directories (and their subdirectories) a call's cwd may be, checked after resolving symlinks (default: over HTTP, --cwd or the server's directory; on stdio, any directory, since the client is the local user); / allows all")
 	boolean(&c.ShareSessions, "share-sessions", "GEMINI_MCP_SHARE_SESSIONS", "over HTTP, let every client continue every session: by its id, \"latest\" or an index (default: a client continues only its own sessions, per bearer token when tokens are set, and chat-reply without sessionId means this client's newest)")
@@ -349,6 +355,9 @@ func (c *Config) validate() error {
 	}
 	if c.BodyReadTimeout <= 0 {
 		return errors.New("--body-read-timeout must be positive, e.g. 30s")
+	}
+	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 {
+		return errors.New("--max-conns and --max-conns-per-ip must not be negative (--max-conns 0: three quarters of the open-file limit; --max-conns-per-ip 0: no limit)")
 	}
 	if need := BodyBytesFor(c.MaxPromptBytes); c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = max(4<<20, need)

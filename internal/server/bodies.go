@@ -31,6 +31,44 @@ func closeUntilAccepted(next http.Handler) http.Handler {
 	})
 }
 
+// closeUnread closes, once its answer is out, the connection of every
+// request whose body was not read to its end: refused ones, and those to
+// paths that take no body (/healthz). net/http would otherwise read up to
+// 256 KiB of what is left, to reuse the connection, before it sends the
+// answer or, after a "Connection: close" one, before it closes: a body that
+// never comes held the connection, and its file, for good. With the read
+// deadline in the past, that read fails at once (unless the rest of the
+// body has already arrived: then the connection is kept), and net/http
+// closes the connection.
+func closeUnread(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body := &eofReader{ReadCloser: r.Body}
+		r.Body = body
+		next.ServeHTTP(w, r)
+		if !body.eof {
+			http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
+	})
+}
+
+// eofReader records whether its reader reached its end.
+type eofReader struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	if err == io.EOF {
+		e.eof = true
+	}
+	return n, err
+}
+
 // readBody reads an accepted request's body within timeout and up to
 // maxBytes, then hands it on from memory. The deadline is set only while
 // the body is read and cleared afterwards, so that the long-lived answers
@@ -44,13 +82,11 @@ func readBody(next http.Handler, timeout time.Duration, maxBytes int64) http.Han
 		}
 		rc := http.NewResponseController(w)
 		rc.SetReadDeadline(time.Now().Add(timeout))
-		var body []byte
-		var err error
+		var src io.Reader = r.Body
 		if maxBytes > 0 {
-			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
-		} else {
-			body, err = io.ReadAll(r.Body)
+			src = http.MaxBytesReader(w, r.Body, maxBytes)
 		}
+		body, err := readAll(src, r.ContentLength, maxBytes)
 		rc.SetReadDeadline(time.Time{})
 		if err != nil {
 			var tooBig *http.MaxBytesError
@@ -80,6 +116,62 @@ func readBody(next http.Handler, timeout time.Duration, maxBytes int64) http.Han
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bodyBlock is the size of the blocks readAll reads a body of unknown
+// length in.
+const bodyBlock = 64 << 10
+
+// readAll reads r to its end, holding no more than its bytes and one
+// block: a body of known length (at most maxBytes, when maxBytes > 0) is
+// read into a slice of that size, one of unknown length (chunked) into
+// blocks joined once at its end. io.ReadAll's doubling, and the garbage it
+// leaves, took 2.5 times --max-body-bytes for a body over it.
+func readAll(r io.Reader, length, maxBytes int64) ([]byte, error) {
+	if maxBytes > 0 && length > maxBytes {
+		return nil, &http.MaxBytesError{Limit: maxBytes}
+	}
+	if length > 0 {
+		// The request's body reader fails on a body shorter than its
+		// Content-Length.
+		body := make([]byte, length)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return nil, err
+		}
+		// Reading its end marks the body read (see closeUnread).
+		if n, err := r.Read(make([]byte, 1)); n > 0 {
+			return nil, errors.New("the body is longer than its Content-Length")
+		} else if err != io.EOF {
+			return nil, err
+		}
+		return body, nil
+	}
+	var blocks [][]byte
+	total := 0
+	block := make([]byte, bodyBlock)
+	for n := 0; ; {
+		m, err := r.Read(block[n:])
+		n += m
+		total += m
+		if n == len(block) || (err != nil && n > 0) {
+			blocks = append(blocks, block[:n])
+			block, n = make([]byte, bodyBlock), 0
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(blocks) == 1 {
+		return blocks[0], nil
+	}
+	body := make([]byte, 0, total)
+	for _, b := range blocks {
+		body = append(body, b...)
+	}
+	return body, nil
 }
 
 // batchLen returns the number of messages in body if it is a JSON array

@@ -148,7 +148,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		capped = sessionGuards(srv, o)
 	}
 	guarded := func(h http.Handler) http.Handler {
-		return closeUntilAccepted(guard.wrap(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes))))
+		return guard.cors(closeUntilAccepted(guard.wrap(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes)))))
 	}
 	mux := http.NewServeMux()
 	var mcpHandler http.Handler = streamable
@@ -174,7 +174,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("not found: MCP is served at %s (Streamable HTTP) and %s (SSE)", PathMCP, PathSSE), http.StatusNotFound)
 	})
-	return mux
+	return closeUnread(mux)
 }
 
 // guard checks what every MCP request must pass: its Origin (against DNS
@@ -295,6 +295,10 @@ type ServeOptions struct {
 	// answered, so that nothing of them outlives ServeHTTP.
 	Server *mcp.Server
 	Log    *slog.Logger
+
+	// MaxConns and MaxConnsPerIP bound the connections held, in all and
+	// per client address (see connLimiter); 0 means no bound.
+	MaxConns, MaxConnsPerIP int
 }
 
 // ServeHTTP serves h on ln until ctx ends, then shuts down within
@@ -312,9 +316,14 @@ func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, o ServeOpti
 	base, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
 	var fresh freshConns
+	limits := newConnLimiter(ln, o.MaxConns, o.MaxConnsPerIP, o.Log)
+	ln = limits
 	hs := &http.Server{
-		Handler:           h,
-		ConnState:         fresh.track,
+		Handler: h,
+		ConnState: func(c net.Conn, s http.ConnState) {
+			fresh.track(c, s)
+			limits.track(c, s)
+		},
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
