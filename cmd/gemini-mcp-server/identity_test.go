@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,22 +16,6 @@ import (
 // without tokens a remote address) owns over HTTP stays its own: its MCP
 // sessions and the questions put to its user, its rate limits, and the
 // tools its user allowed for good.
-
-// serve starts the server over HTTP on a loopback port and returns its
-// address.
-func (h *hostEnv) serve(t *testing.T, args ...string) string {
-	t.Helper()
-	cmd := h.command(append([]string{"--http", "127.0.0.1:0"}, args...)...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	h.stderr.wait(t, 1, `msg="serving MCP over HTTP"`)
-	return listenRE.FindStringSubmatch(h.stderr.String())[1]
-}
 
 // connectAs connects a go-sdk client to addr over transport ("mcp" or
 // "sse") with token ("" for none), speaking protocol ("" for the

@@ -196,9 +196,9 @@ func (h *hostEnv) stdio(t *testing.T, opts *mcp.ClientOptions, protocol string) 
 
 var listenRE = regexp.MustCompile(`msg="serving MCP over HTTP" addr=(\S+)`)
 
-// http starts the server over HTTP on a loopback port and connects a
-// client to it with opts, speaking protocol ("" for the client's default).
-func (h *hostEnv) http(t *testing.T, opts *mcp.ClientOptions, protocol string, args ...string) *mcp.ClientSession {
+// serve starts the server over HTTP on a loopback port and returns its
+// address.
+func (h *hostEnv) serve(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := h.command(append([]string{"--http", "127.0.0.1:0"}, args...)...)
 	if err := cmd.Start(); err != nil {
@@ -209,9 +209,16 @@ func (h *hostEnv) http(t *testing.T, opts *mcp.ClientOptions, protocol string, a
 		cmd.Wait()
 	})
 	h.stderr.wait(t, 1, `msg="serving MCP over HTTP"`)
-	m := listenRE.FindStringSubmatch(h.stderr.String())
+	return listenRE.FindStringSubmatch(h.stderr.String())[1]
+}
+
+// http starts the server over HTTP on a loopback port and connects a
+// client to it with opts, speaking protocol ("" for the client's default).
+func (h *hostEnv) http(t *testing.T, opts *mcp.ClientOptions, protocol string, args ...string) *mcp.ClientSession {
+	t.Helper()
+	addr := h.serve(t, args...)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host-test", Version: "1"}, opts).
-		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + m[1] + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
