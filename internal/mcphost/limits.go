@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/capio"
 )
 
 // The host's bounds on what a downstream server sends. A server is
@@ -65,7 +67,10 @@ func limitBody(res *http.Response, overflow *atomic.Bool) {
 		res.Body = &eventWatch{rc: res.Body, lineBlank: true, overflow: overflow}
 		return
 	}
-	res.Body = &limitedBody{rc: res.Body, left: MaxMessageBytes, overflow: overflow}
+	res.Body = capio.NewReadCloser(res.Body, MaxMessageBytes, func() error {
+		overflow.Store(true)
+		return errTooLarge
+	})
 }
 
 // eventWatch counts the bytes of each server-sent event as the SDK does
@@ -100,33 +105,6 @@ func (e *eventWatch) Read(p []byte) (int, error) {
 }
 
 func (e *eventWatch) Close() error { return e.rc.Close() }
-
-type limitedBody struct {
-	rc       io.ReadCloser
-	left     int64
-	overflow *atomic.Bool
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// One byte more tells a body of exactly the cap from a larger one.
-		var one [1]byte
-		n, err := b.rc.Read(one[:])
-		if n > 0 {
-			b.overflow.Store(true)
-			return 0, errTooLarge
-		}
-		return 0, err
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // lineLimitReader fails a stdio server's output once one line (one
 // JSON-RPC message) grows past MaxMessageBytes: the SDK's decoder would

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/capio"
 )
 
 // Bounds on what the Gemini API, or whatever answers at its address, may
@@ -61,7 +62,10 @@ func (g guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 && strings.HasSuffix(req.URL.Path, streamPath) {
 		resp.Body = &sseBody{rc: resp.Body, ctx: req.Context(), budget: budgetOf(req.Context())}
 	} else {
-		resp.Body = &limitedBody{rc: resp.Body, left: maxBodyBytes}
+		resp.Body = capio.NewReadCloser(resp.Body, maxBodyBytes, func() error {
+			return newError(backend.KindBadOutput, nil, "an answer of the Gemini API was longer than %d MiB, "+
+				"this server's cap, and was not read", maxBodyBytes>>20)
+		})
 	}
 	return resp, nil
 }
@@ -177,31 +181,6 @@ func (s *sseBody) fill() {
 }
 
 func (s *sseBody) Close() error { return s.rc.Close() }
-
-// limitedBody reads at most left bytes of rc; more is an error.
-type limitedBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (l *limitedBody) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		var one [1]byte
-		if n, err := l.rc.Read(one[:]); n == 0 && err != nil {
-			return 0, err
-		}
-		return 0, newError(backend.KindBadOutput, nil, "an answer of the Gemini API was longer than %d MiB, "+
-			"this server's cap, and was not read", maxBodyBytes>>20)
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.rc.Read(p)
-	l.left -= int64(n)
-	return n, err
-}
-
-func (l *limitedBody) Close() error { return l.rc.Close() }
 
 // sdkPanic is the error for a panic of the SDK on what the API sent.
 func sdkPanic(v any) *backend.Error {
