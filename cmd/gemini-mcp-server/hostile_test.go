@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os/exec"
@@ -164,14 +163,8 @@ func TestHostExplodingSchema(t *testing.T) {
 func TestHostEndlessPages(t *testing.T) {
 	url, downLog := downHTTP(t, "http", "-endless-pages", "-tool", "echo")
 	h := newHostEnv(t, map[string]any{"pages": map[string]any{"httpUrl": url, "timeout": 20000}})
-	cmd := exec.Command(serverBin, "mcp", "list", "--mcp-config", h.config)
-	cmd.Env = h.vars
-	var stdout bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, h.stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("mcp list: %v\n%s", err, stdout.String())
-	}
-	if out := stdout.String(); !strings.Contains(out, "✗ pages: ") || !strings.Contains(out, "pages") || !strings.Contains(out, "reason: listing tools: ") {
+	out := h.mcpList(t, nil)
+	if !strings.Contains(out, "✗ pages: ") || !strings.Contains(out, "pages") || !strings.Contains(out, "reason: listing tools: ") {
 		t.Errorf("mcp list:\n%s", out)
 	}
 	if n := downLog.count("mcpdown: tools/list page "); n > 100 {

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -53,14 +51,7 @@ func TestHostSecretsMasked(t *testing.T) {
 		"api": map[string]any{"url": "http://127.0.0.1:1/mcp?key=" + urlKey, "headers": map[string]string{"Authorization": "Bearer " + headerTok}, "timeout": 2000},
 	})
 
-	cmd := exec.Command(serverBin, "mcp", "list", "--mcp-config", h.config, "--log-level", "debug")
-	cmd.Env = append(h.vars, "GEMINI_MCP_STORE=redis://:"+storePW+"@127.0.0.1:1/0")
-	var stdout bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, h.stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("mcp list: %v\n%s", err, stdout.String())
-	}
-	out := stdout.String()
+	out := h.mcpList(t, []string{"GEMINI_MCP_STORE=redis://:" + storePW + "@127.0.0.1:1/0"}, "--log-level", "debug")
 	if !strings.Contains(out, "✓ db: ") || !strings.Contains(out, "postgres://admin:[redacted]@db.internal/app") || !strings.Contains(out, "✗ api: http://127.0.0.1:1/mcp?key=[redacted]") {
 		t.Errorf("mcp list:\n%s", out)
 	}
@@ -146,17 +137,11 @@ func TestHostHeadersStayWithTheirServer(t *testing.T) {
 	}))
 	h := newHostEnv(t, map[string]any{"moved": map[string]any{"httpUrl": "http://" + redirect + "/mcp",
 		"headers": map[string]string{"Authorization": "Bearer " + token, "X-Api-Key": token}, "timeout": 3000}})
-	cmd := exec.Command(serverBin, "mcp", "list", "--mcp-config", h.config)
-	cmd.Env = h.vars
-	var stdout bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, h.stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("mcp list: %v\n%s", err, stdout.String())
-	}
+	out := h.mcpList(t, nil)
 	other.mu.Lock()
 	defer other.mu.Unlock()
 	if other.n == 0 {
-		t.Fatalf("the redirect was not followed; mcp list:\n%s", stdout.String())
+		t.Fatalf("the redirect was not followed; mcp list:\n%s", out)
 	}
 	for _, a := range other.auths {
 		if strings.Contains(a, token) {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,6 +211,21 @@ func (h *hostEnv) serve(t *testing.T, args ...string) string {
 	})
 	h.stderr.wait(t, 1, `msg="serving MCP over HTTP"`)
 	return listenRE.FindStringSubmatch(h.stderr.String())[1]
+}
+
+// mcpList runs `gemini-mcp-server mcp list` on the host's configuration,
+// with env added to its environment and args after its own, and returns
+// what it printed; it must exit 0.
+func (h *hostEnv) mcpList(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(serverBin, append([]string{"mcp", "list", "--mcp-config", h.config}, args...)...)
+	cmd.Env = append(slices.Clip(h.vars), env...)
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, h.stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("mcp list: %v\n%s", err, stdout.String())
+	}
+	return stdout.String()
 }
 
 // http starts the server over HTTP on a loopback port and connects a
@@ -561,14 +577,7 @@ func TestMCPListDeadAndGood(t *testing.T) {
 		"gone": map[string]any{"command": filepath.Join(t.TempDir(), "no-such-server")},
 		"mute": down(t, map[string]any{"timeout": 1000}, "-no-initialize"),
 	})
-	cmd := exec.Command(serverBin, "mcp", "list", "--mcp-config", h.config)
-	cmd.Env = h.vars
-	var stdout bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, h.stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("mcp list: %v\n%s", err, stdout.String())
-	}
-	out := stdout.String()
+	out := h.mcpList(t, nil)
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^✓ good: .*mcpdown .*\(stdio\) - Connected\n    mcp_good_echo \(echo\)$`),
 		regexp.MustCompile(`(?m)^✗ gone: .*no-such-server \(stdio\) - Failed\n    reason: .*no such file or directory`),
