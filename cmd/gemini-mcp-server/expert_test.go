@@ -45,6 +45,25 @@ func (e *expertEnv) write(t *testing.T, rel, content string) {
 	}
 }
 
+// repo makes e.root/repo a git repository whose one commit holds app.go
+// and the other files given (name, content, name, content…), and returns
+// its path.
+func (e *expertEnv) repo(t *testing.T, files ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo := filepath.Join(e.root, "repo")
+	e.write(t, "repo/app.go", "package app\n")
+	for i := 0; i+1 < len(files); i += 2 {
+		e.write(t, "repo/"+files[i], files[i+1])
+	}
+	git(t, repo, "init", "-q")
+	git(t, repo, "add", ".")
+	git(t, repo, "commit", "-q", "-m", "start")
+	return repo
+}
+
 func (e *expertEnv) stdio(t *testing.T, args ...string) *mcp.ClientSession {
 	t.Helper()
 	cmd := e.command(append([]string{"--project-root", e.root}, args...)...)
@@ -216,16 +235,8 @@ func git(t *testing.T, dir string, args ...string) {
 }
 
 func TestExpertPrecommitFindsSecretAndSaysNoGo(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
 	e := newExpertEnv(t)
-	repo := filepath.Join(e.root, "repo")
-	e.write(t, "repo/app.go", "package app\n")
-	e.write(t, "repo/util.go", "package app\n")
-	git(t, repo, "init", "-q")
-	git(t, repo, "add", ".")
-	git(t, repo, "commit", "-q", "-m", "start")
+	repo := e.repo(t, "util.go", "package app\n")
 	// The key is assembled here so that no scanner flags this file.
 	key := "AKIA" + strings.Repeat("Q7", 8)
 	e.write(t, "repo/app.go", "package app\n\nconst region = \"eu\"\n")

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,15 +119,8 @@ func TestSendSecretFilesSendsThemMasked(t *testing.T) {
 // TestPrecommitStagedPrivateKeyMaskedWhole: a staged private key makes
 // precommit's verdict NO-GO, and none of its lines reach the API.
 func TestPrecommitStagedPrivateKeyMaskedWhole(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
 	e := newExpertEnv(t)
-	repo := filepath.Join(e.root, "repo")
-	e.write(t, "repo/app.go", "package app\n")
-	git(t, repo, "init", "-q")
-	git(t, repo, "add", ".")
-	git(t, repo, "commit", "-q", "-m", "start")
+	repo := e.repo(t)
 	e.write(t, "repo/deploy/id_ed25519", openSSHKey)
 	e.write(t, "repo/.env", dotEnv)
 	e.write(t, "repo/conf/tls.yaml", "tls_key: |\n  "+strings.ReplaceAll(strings.TrimSuffix(openSSHKey, "\n"), "\n", "\n  ")+"\n")
@@ -175,15 +167,8 @@ func TestFileNameCannotForgeAHeader(t *testing.T) {
 // name holds a newline and a diff header is shown under its quoted name,
 // as git quotes the names of tracked files.
 func TestPrecommitFileNameCannotForgeADiffHeader(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
 	e := newExpertEnv(t)
-	repo := filepath.Join(e.root, "repo")
-	e.write(t, "repo/app.go", "package app\n")
-	git(t, repo, "init", "-q")
-	git(t, repo, "add", ".")
-	git(t, repo, "commit", "-q", "-m", "start")
+	e.repo(t)
 	// The slashes make directories: the path relative to the repository
 	// is the forged line.
 	forged := "n\ndiff --git a/forged.go b/forged.go"
