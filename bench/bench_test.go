@@ -221,8 +221,8 @@ func BenchmarkBareExec(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		resetFakeEvery(b, i, 100, home)
 		m := marker("gobench", 0, i)
-		cmd := exec.Command(fakeGemini, "--session-id", session.NewUUID(), "--output-format", "json", "--prompt="+prompt(m))
-		cmd.Dir, cmd.Env = work, env
+		cmd := exec.Command(fakeGemini, "--session-id", session.NewUUID(), "--output-format", "json")
+		cmd.Dir, cmd.Env, cmd.Stdin = work, env, strings.NewReader(prompt(m))
 		out, err := cmd.Output()
 		if err != nil || !bytes.Contains(out, []byte(m)) {
 			b.Fatalf("fake: %v: %s", err, out)

@@ -87,7 +87,7 @@ func (b *bench) overhead(ctx context.Context) *section {
 	}
 	for w := range 3 {
 		m := marker("warm", 0, w)
-		if _, err := bareExec(ctx, b.fake, tmpl.argv(prompt(m)), bareSB, m); err != nil {
+		if _, err := bareExec(ctx, b.fake, tmpl.argv(), prompt(m), bareSB, m); err != nil {
 			s.failed = err
 			return s
 		}
@@ -126,7 +126,7 @@ func (b *bench) overhead(ctx context.Context) *section {
 		pings := make([][]time.Duration, len(servers))
 		for i := range b.cfg.batch {
 			m := marker("ovh", r, i)
-			d, err := bareExec(ctx, b.fake, tmpl.argv(prompt(m)), bareSB, m)
+			d, err := bareExec(ctx, b.fake, tmpl.argv(), prompt(m), bareSB, m)
 			if err != nil {
 				s.failed = err
 				return s
@@ -219,11 +219,12 @@ func cpuOf(servers []*server) ([]cpuTimes, error) {
 }
 
 // argvTemplate is the argument list our server gave the fake, with the
-// session id and prompt to be replaced on each bare exec.
+// session id to be replaced on each bare exec. The prompt goes on the
+// fake's stdin, as our server gives it (never in argv, where every local
+// user could read it in /proc/PID/cmdline).
 type argvTemplate struct {
 	args      []string
 	sessionAt int // index of the --session-id value, or -1
-	promptAt  int // index of --prompt=…
 }
 
 func captureArgv(logPath string) (*argvTemplate, error) {
@@ -234,40 +235,41 @@ func captureArgv(logPath string) (*argvTemplate, error) {
 	if len(inv) == 0 {
 		return nil, fmt.Errorf("our server's calls left no line in the fake's log %s", logPath)
 	}
-	t := &argvTemplate{args: inv[len(inv)-1].Argv, sessionAt: -1, promptAt: -1}
+	last := inv[len(inv)-1]
+	t := &argvTemplate{args: last.Argv, sessionAt: -1}
 	for i, a := range t.args {
-		switch {
-		case a == "--session-id" && i+1 < len(t.args):
+		if a == "--session-id" && i+1 < len(t.args) {
 			t.sessionAt = i + 1
-		case strings.HasPrefix(a, "--prompt="):
-			t.promptAt = i
+		}
+		if last.Prompt != "" && strings.Contains(a, last.Prompt) {
+			return nil, fmt.Errorf("our server's argv %q holds the prompt; the bare exec gives it on stdin: update captureArgv", t.args)
 		}
 	}
-	if t.promptAt < 0 {
-		return nil, fmt.Errorf("our server's argv %q has no --prompt=; update captureArgv", t.args)
+	if last.StdinKind != geminitest.StdinPipe && last.StdinKind != geminitest.StdinFile {
+		return nil, fmt.Errorf("our server gave the fake no prompt on stdin (stdin %s); update captureArgv", last.StdinKind)
 	}
 	return t, nil
 }
 
-// argv is the template for prompt, with a fresh session id as our server
-// would pick.
-func (t *argvTemplate) argv(prompt string) []string {
+// argv is the template with a fresh session id, as our server would pick.
+func (t *argvTemplate) argv() []string {
 	a := append([]string{}, t.args...)
 	if t.sessionAt >= 0 {
 		a[t.sessionAt] = session.NewUUID()
 	}
-	a[t.promptAt] = "--prompt=" + prompt
 	return a
 }
 
-// bareExec runs the fake once, as a minimal Go wrapper would, and checks
-// its answer. The time covers start to exit, output read.
-func bareExec(ctx context.Context, fake string, args []string, sb *sandbox, expect string) (time.Duration, error) {
+// bareExec runs the fake once with prompt on its stdin, as a minimal Go
+// wrapper would, and checks its answer. The time covers start to exit,
+// output read.
+func bareExec(ctx context.Context, fake string, args []string, prompt string, sb *sandbox, expect string) (time.Duration, error) {
 	cctx, cancel := context.WithTimeout(ctx, fakeCallTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, fake, args...)
 	cmd.Dir = sb.work
 	cmd.Env = sb.env(nil)
+	cmd.Stdin = strings.NewReader(prompt)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

@@ -32,8 +32,8 @@ const (
 
 // backendNotes say how each backend runs the CLI.
 var backendNotes = map[string]string{
-	backendOneshot: "tool `chat {prompt, model, systemPrompt, cwd}`; runs `gemini [-m MODEL] --session-id UUID --output-format json --prompt=PROMPT` per call " +
-		"in a process group of its own (stdin /dev/null; prompts over 100 KiB on stdin; `GEMINI_CLI_NO_RELAUNCH=true`), parses the JSON, records the session on disk; " +
+	backendOneshot: "tool `chat {prompt, model, systemPrompt, cwd}`; runs `gemini [-m MODEL] --session-id UUID --output-format json` per call " +
+		"in a process group of its own (the prompt on stdin, never in argv; `GEMINI_CLI_NO_RELAUNCH=true`), parses the JSON, records the session on disk; " +
 		"at most `--max-concurrent` CLIs at once (default 4)",
 	backendWarm: "the same tool; keeps up to `--warm-processes` (default 2) long-lived `gemini --acp` processes and sends each prompt over " +
 		"the Agent Client Protocol (`session/new`, then `session/prompt`) on their stdin, so a call pays no process start; calls the pool cannot serve run one-shot",
