@@ -1,0 +1,6 @@
+// Package docs holds the project's documentation, one markdown file per
+// reader and topic. It has no code: its tests check that every relative
+// link and anchor of every markdown file in the repository resolves, that
+// the package map of architecture.md names exactly the packages of
+// `go list ./...`, and that the README stays a front page.
+package docs
