@@ -9,7 +9,7 @@
 //
 //	go run ./bench [-rounds N] [-calls N] [-only overhead,cold,memory,parallel,http,e2e,api] [-out FILE] [-quick] [-peers=false]
 //
-// See bench/README-section.md for what each number means.
+// See docs/contributing.md, "Benchmarks", for what each number means.
 package main
 
 import (

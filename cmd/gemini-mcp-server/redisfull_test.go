@@ -16,7 +16,7 @@ import (
 // noeviction, then Redis taking writes slower than the store waits)
 // returns Gemini's answer, already paid for, with _meta.sessionSaved
 // false, no sessionId, and a last text item saying it cannot be
-// continued, as the README promises.
+// continued, as docs/users.md ("Sessions") promises.
 func TestRedisFullOrSlowKeepsTheAnswer(t *testing.T) {
 	srv := redistest.Start(t)
 	e, _ := apiEnv(t)

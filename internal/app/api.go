@@ -15,7 +15,7 @@ import (
 
 // The API backend is linked in unless the build says -tags noapi: its SDK
 // costs every process some start-up time and memory, whether or not it
-// serves (see the README's "Backends"), and a CLI-only server can do
+// serves (see docs/backends.md), and a CLI-only server can do
 // without.
 func init() {
 	newAPIBackend = func(cfg *config.Config, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error) {

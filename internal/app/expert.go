@@ -16,7 +16,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
-// addExpert registers seed 002's expert tools and their prompts on srv,
+// addExpert registers the expert tools and their prompts on srv,
 // reading files from the project root, and the rate limits when
 // --rate-limits sets any. The project root must be an existing directory
 // a call's cwd may be (within --allowed-roots where they apply), checked

@@ -75,14 +75,14 @@ type Config struct {
 	ShareSessions   bool
 	SessionIDInText bool
 
-	// Where sessions live: see the flags' help and the README's "Where
-	// sessions live".
+	// Where sessions live: see the flags' help and docs/operators.md,
+	// "Where sessions live".
 	Store       string // "" (the embedded store in the state directory), sqlite:PATH, memory: or redis://…
 	StorePrefix string
 	SessionTTL  time.Duration
 	MaxTurns    int
 
-	// The expert tools of seed 002: see the README's "Expert tools".
+	// The expert tools: see docs/expert-tools.md.
 	ProjectRoot      string
 	MaxFileBytes     int
 	MaxFiles         int
@@ -265,8 +265,8 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	str(&c.StorePrefix, "store-prefix", "GEMINI_MCP_STORE_PREFIX", session.DefaultPrefix, "prefix of every key a shared store (Redis) writes, so that several deployments can share one database")
 	duration(&c.SessionTTL, "session-ttl", "GEMINI_MCP_SESSION_TTL", session.DefaultTTL, "a session (its record, turns and answer pages) is forgotten this long after its last turn")
 	intFlag(&c.MaxTurns, "max-turns", "GEMINI_MCP_MAX_TURNS", session.DefaultMaxTurns, "most turns of one conversation; a reply to a session at the limit is refused, and the caller starts a new session with chat")
-	// The expert tools' file context. PROJECT_ROOT is seed 002's name
-	// for the root, which GEMINI_MCP_PROJECT_ROOT overrides.
+	// The expert tools' file context. PROJECT_ROOT is the name the expert
+	// tools' specification gives the root, which GEMINI_MCP_PROJECT_ROOT overrides.
 	projectRoot, _ := env("PROJECT_ROOT")
 	str(&c.ProjectRoot, "project-root", "GEMINI_MCP_PROJECT_ROOT", projectRoot, "expert tools: the directory whose files the files arguments may name, and where their sessions run; "+
 		"also PROJECT_ROOT (default: --cwd, else the server's working directory; over HTTP it must lie within --allowed-roots)")

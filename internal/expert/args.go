@@ -14,7 +14,7 @@ import (
 )
 
 // args are a call's arguments, checked against the tool's spec, with the
-// seed's defaults filled in.
+// specification's defaults filled in.
 type args struct {
 	strs  map[string]string
 	lists map[string][]string
@@ -33,7 +33,7 @@ func (a *args) temperature() *float64     { return a.temp }
 // validationErrors listing every argument at fault, each with what to
 // send instead. The SDK validates nothing for these tools: they are
 // registered with raw handlers so that a bad argument is a JSON-RPC
-// -32602 error with data.validation_errors, as seed 002 specifies, rather
+// -32602 error with data.validation_errors, as the specification says, rather
 // than a tool result. maxBytes bounds each text argument (0: no bound).
 func parseArgs(s *spec, raw json.RawMessage, maxBytes int) (*args, error) {
 	a := &args{strs: map[string]string{}, lists: map[string][]string{}, bools: map[string]bool{}}

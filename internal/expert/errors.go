@@ -13,10 +13,10 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
-// Category is one of seed 002's error categories, as its JSON-RPC code.
+// Category is one of the expert tools' error categories, as its JSON-RPC code.
 type Category int64
 
-// The error categories of seed 002.
+// The expert tools' error categories, from their specification.
 const (
 	// Security: a path outside the sandbox, an unauthorized file.
 	Security Category = -32001
@@ -48,7 +48,7 @@ type FieldError struct {
 	Error string `json:"error"`
 }
 
-// Error is an expert tool's failure in one of seed 002's categories. The
+// Error is an expert tool's failure in one of the expert tools' error categories. The
 // file-context hooks return it (or wrap it) to choose the category of
 // their errors; any other error of theirs is a tool failure.
 type Error struct {

@@ -1,9 +1,10 @@
-// Package expert offers seed 002's five expert tools, thinkdeep, analyze,
+// Package expert offers the five expert tools, thinkdeep, analyze,
 // codereview, debug and precommit: each gives Gemini a role, the caller's
 // arguments and the project files they name, runs one turn in a new or a
-// continued session, and answers in the seed's format (the answer, then
+// continued session, and answers in the format of their
+// specification (the answer, then
 // ## Metadata, ## Files Processed and ## Continuation ID). Failures are
-// JSON-RPC errors in the seed's categories (see errors.go). Reading the
+// JSON-RPC errors in the specification's categories (see errors.go). Reading the
 // files is not this package's: the server plugs it in through Deps.Files
 // and Deps.Changes.
 package expert
@@ -64,7 +65,7 @@ type ChangeSet struct {
 }
 
 // SentFiles remembers which files each conversation was sent, so that a
-// continued conversation is not sent them again (seed 002's file
+// continued conversation is not sent them again (the specification's file
 // deduplication). MemorySent keeps them in this process.
 type SentFiles interface {
 	Sent(ctx context.Context, sessionID string) (Seen, error)
@@ -93,7 +94,7 @@ type Deps struct {
 	// Sent, when set, keeps the files each conversation was sent.
 	Sent SentFiles
 	// CallTimeout bounds a call, file context and Gemini's turn together
-	// (seed 002: 300 s); 0 means no bound beyond the backend's own.
+	// (the specification: 300 s); 0 means no bound beyond the backend's own.
 	CallTimeout time.Duration
 	// MaxArgBytes bounds each text argument; 0 means no bound.
 	MaxArgBytes int
@@ -101,7 +102,7 @@ type Deps struct {
 	Now         func() time.Time
 }
 
-// Names are the expert tools' names, in seed 002's order.
+// Names are the expert tools' names, in the specification's order.
 func Names() []string {
 	n := make([]string, len(specs))
 	for i, s := range specs {
@@ -300,7 +301,7 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// output is a successful call, formatted as seed 002's
+// output is a successful call, formatted as the specification's
 // ToolOutput.to_mcp_response.
 type output struct {
 	tool               string
@@ -335,7 +336,7 @@ func (o *output) metadata() [][2]string {
 }
 
 // text is the result's text: the answer, then the sections, joined by
-// newlines as the seed joins them. Files left out get a section of their
+// newlines as the specification joins them. Files left out get a section of their
 // own after the processed ones, so that the model knows what Gemini did
 // not see.
 func (o *output) text() string {

@@ -223,7 +223,7 @@ func TestSchemasSnapshot(t *testing.T) {
 	}
 }
 
-// TestSchemasFollowSeed checks the schemas against seed 002's text: its
+// TestSchemasFollowSeed checks the schemas against the expert tools' specification: its
 // names, required arguments, enums and defaults.
 func TestSchemasFollowSeed(t *testing.T) {
 	type want struct {

@@ -37,7 +37,8 @@ func (r Rate) String() string {
 	return fmt.Sprintf("%d/%s", r.N, r.Per)
 }
 
-// SeedRateLimits is seed 002's table of rate limits per client.
+// SeedRateLimits is the expert tools' specification's table of rate
+// limits per client, which --rate-limits names "seed".
 func SeedRateLimits() map[string]Rate {
 	return map[string]Rate{
 		"chat":       {10, time.Minute},

@@ -9,25 +9,25 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
-// prop is one argument of an expert tool, as seed 002 lists it.
+// prop is one argument of an expert tool, as the expert tools' specification lists it.
 type prop struct {
 	name     string
 	kind     string // "string", "array" (of strings), "boolean" or "number"
 	desc     string
 	enum     []string
-	def      any // the seed's default, nil when it gives none
+	def      any // the specification's default, nil when it gives none
 	required bool
 	// label heads the argument's text in the prompt sent to Gemini; ""
 	// leaves the argument out of the prompt (tuning, files, ids).
 	label string
 }
 
-// spec is one expert tool: its schema, as seed 002 writes it, and the
+// spec is one expert tool: its schema, as the specification writes it, and the
 // role Gemini takes for it.
 type spec struct {
 	name, title, description string
 	props                    []prop
-	// role is the system prompt: the seed's purpose of the tool, as
+	// role is the system prompt: the specification's purpose of the tool, as
 	// instructions to Gemini.
 	role string
 	// filesArg names the argument holding files or directories ("" when
@@ -36,9 +36,9 @@ type spec struct {
 }
 
 // The arguments shared by every expert tool. continuation_id is written in
-// seed 002 for analyze and chat only; every tool takes it here, since any
+// the specification for analyze and chat only; every tool takes it here, since any
 // tool must be able to continue a thread another one started. temperature
-// is seed 002's chat argument, taken by every tool as by chat, so that the
+// is the specification's chat argument, taken by every tool as by chat, so that the
 // API backend can apply it.
 func thinkingMode(def string) prop {
 	return prop{name: "thinking_mode", kind: "string", enum: backend.ThinkingModes, def: def,
@@ -57,7 +57,7 @@ var (
 		desc: "The kind of review: full, security, performance or quick.", label: "Review type"}
 )
 
-// specs are the five expert tools of seed 002, in its order.
+// specs are the five expert tools, in the specification's order.
 var specs = []*spec{
 	{
 		name:        "thinkdeep",

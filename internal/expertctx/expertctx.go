@@ -1,7 +1,7 @@
 // Package expertctx plugs the file context (internal/filectx and its
 // gitchanges and secrets packages) into the expert tools' hooks
 // (expert.FilesFunc and expert.ChangesFunc), and maps their errors to the
-// seed's categories.
+// expert tools' error categories.
 package expertctx
 
 import (

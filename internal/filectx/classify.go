@@ -8,7 +8,7 @@ import (
 // Class is a file's priority class: lower is sent first.
 type Class int
 
-// The priority classes of seed 002: source code, then docs, then logs and
+// The priority classes of the expert tools' specification: source code, then docs, then logs and
 // the rest.
 const (
 	ClassSource Class = iota

@@ -2,11 +2,11 @@ package filectx
 
 import "fmt"
 
-// Category is the kind of failure, in seed 002's error categories; the
+// Category is the kind of failure, in the expert tools' error categories; the
 // tools turn it into a JSON-RPC error code with Code.
 type Category string
 
-// The error categories of seed 002.
+// The expert tools' error categories.
 const (
 	// CategorySecurity: a path outside the sandbox, a device file, the
 	// server's own state.
@@ -21,7 +21,7 @@ const (
 	CategorySystem Category = "system"
 )
 
-// Code returns the JSON-RPC error code seed 002 gives the category.
+// Code returns the JSON-RPC error code the expert tools' specification gives the category.
 func (c Category) Code() int64 {
 	switch c {
 	case CategorySecurity:

@@ -12,13 +12,13 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/secrets"
 )
 
-// Defaults from seed 002's request limits.
+// Defaults from the expert tools' specification's request limits.
 const (
 	DefaultMaxFileBytes = 10 << 20
 	DefaultMaxFiles     = 50
 	DefaultMaxTokens    = 1_000_000
 	// DefaultMaxScanEntries bounds a directory walk, so that naming a huge
-	// tree (a home directory) costs a bounded time; it is not in the seed.
+	// tree (a home directory) costs a bounded time; it is not in the specification.
 	DefaultMaxScanEntries = 50_000
 	// DefaultMaxSkippedListed bounds the skipped list of a Result.
 	DefaultMaxSkippedListed = 100

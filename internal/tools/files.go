@@ -10,7 +10,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
-// This file gives chat and chat-reply seed 002's optional files and
+// This file gives chat and chat-reply the expert tools' optional files and
 // continuation_id arguments: files are read by the file context the
 // server plugs in (Deps.Files), the same as the expert tools', so that a
 // thread skips the files any of its tools already sent.
@@ -38,8 +38,8 @@ type FilesFunc func(ctx context.Context, sessionID string, entries []string) (*F
 // errNoFiles is chat's answer to files on a server without file context.
 var errNoFiles = errors.New("this server reads no project files (it has no file context): paste the code into the prompt instead")
 
-// continuationID reconciles chat-reply's sessionId with seed 002's
-// continuation_id, its alias.
+// continuationID reconciles chat-reply's sessionId with the expert
+// tools' continuation_id, its alias.
 // Only the empty string is absent: a blank id is passed on, to be refused
 // as the non-id it is rather than taken for "the latest".
 func continuationID(sessionID, contID string) (string, error) {

@@ -14,8 +14,8 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
-// Tuning is the optional per-call tuning chat and chat-reply take (seed
-// 002's temperature and thinking_mode). Its tags are part of both tools'
+// Tuning is the optional per-call tuning chat and chat-reply take (the expert
+// tools' temperature and thinking_mode). Its tags are part of both tools'
 // input schemas; tuneSchema adds the range and the values they accept.
 type Tuning struct {
 	Temperature  *float64 `json:"temperature,omitempty" jsonschema:"Optional: the sampling temperature, from 0 to 2: lower is more focused and repeatable, higher more varied. Omit it for the model's default. Applied by the Gemini API backend; the Gemini CLI backends cannot set it per call, answer without it and say so in the result's _meta.notApplied."`

@@ -28,7 +28,7 @@ import (
 // `gemini --acp` process: newline-delimited JSON-RPC 2.0 over its stdin and
 // stdout. One process serves many sessions, so a prompt costs milliseconds
 // instead of a Node start-up. The measured behaviour it relies on, bugs
-// included, is described in the README's "Warm backend" section.
+// included, is described in docs/backends.md, "Warm backend".
 
 // rpcMessage is any JSON-RPC 2.0 message.
 type rpcMessage struct {

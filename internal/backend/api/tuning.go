@@ -10,7 +10,7 @@ import (
 )
 
 // Thinking budgets, in tokens, for the models that take a budget (Gemini
-// 2.5), by thinking mode. They follow seed 002's ladder, capped at 32K
+// 2.5), by thinking mode. They follow the expert tools' specification's ladder, capped at 32K
 // tokens: minimal 128, low 2048, medium 8192, high 16384, max 32768.
 var thinkingBudgets = map[string]int32{
 	"minimal": 128,
