@@ -273,7 +273,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 	size(&c.MaxFileBytes, "max-file-bytes", "GEMINI_MCP_MAX_FILE_BYTES", 10<<20, "expert tools: largest file sent to Gemini; a named file over it is refused, a larger file found in a directory is skipped")
 	intFlag(&c.MaxFiles, "max-files", "GEMINI_MCP_MAX_FILES", 50, "expert tools: most files sent in one call; more named files are refused, more found in directories are skipped")
 	intFlag(&c.MaxContextTokens, "max-context-tokens", "GEMINI_MCP_MAX_CONTEXT_TOKENS", 1_000_000, "expert tools: token budget of the files of one call (estimated at 4 bytes a token); files that do not fit are skipped")
-	boolean(&c.SendSecretFiles, "send-secret-files", "GEMINI_MCP_SEND_SECRET_FILES", "expert tools and chat's files: send credential files too (.env, private keys such as id_ed25519, *.pem, .netrc… as the README lists), which are otherwise skipped and listed as secret-file; "+
+	boolean(&c.SendSecretFiles, "send-secret-files", "GEMINI_MCP_SEND_SECRET_FILES", "expert tools and chat's files: send credential files too (.env, private keys such as id_ed25519, *.pem, .netrc… as docs/expert-tools.md lists), which are otherwise skipped and listed as secret-file; "+
 		"the secrets found in what is sent (private key blocks, tokens, password assignments) are withheld either way")
 	duration(&c.ExpertTimeout, "expert-timeout", "GEMINI_MCP_EXPERT_TIMEOUT", 300*time.Second, "expert tools: limit of one call, file context and Gemini's turn together, 0 for none")
 	if v, ok := env("GEMINI_MCP_RATE_LIMITS"); ok {
