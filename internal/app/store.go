@@ -6,22 +6,14 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/embedded"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/redisstore"
 )
-
-// storeOpener opens one kind of session store from its --store value
-// (the whole value, scheme included).
-type storeOpener func(ctx context.Context, url string, opts session.Options) (session.Store, error)
-
-// storeOpeners are the kinds of session store this build can open, by the
-// scheme of their --store value. Each kind registers itself from its own
-// file (store_*.go), so that a kind is added or left out of a build
-// without touching the others.
-var storeOpeners = map[string]storeOpener{}
 
 // openStore opens the session store cfg names: --store, or by default the
 // embedded store in the state directory. Its description (the value, any
@@ -36,26 +28,34 @@ func openStore(ctx context.Context, cfg *config.Config) (st session.Store, where
 		raw = "sqlite:" + filepath.Join(dir, "sessions.db")
 	}
 	where = redactStore(raw)
-	scheme, _, _ := strings.Cut(raw, ":")
-	open := storeOpeners[strings.ToLower(scheme)]
-	if open == nil {
-		return nil, where, fmt.Errorf("--store %s: this server has no %q store; it supports %s", where, scheme, supportedStores())
-	}
 	opts := session.Options{TTL: cfg.SessionTTL, LeaseTTL: session.DefaultLeaseTTL, Prefix: cfg.StorePrefix}
-	if st, err = open(ctx, raw, opts); err != nil {
+	scheme, rest, _ := strings.Cut(raw, ":")
+	switch strings.ToLower(scheme) {
+	case "sqlite":
+		// The embedded store, and the default: one SQLite file that
+		// several processes on this host may share.
+		if rest == "" {
+			err = fmt.Errorf("%q names no file: use sqlite:PATH", raw)
+			break
+		}
+		st, err = embedded.Open(rest, opts)
+	case "memory":
+		// A store in this process's memory: its sessions end with it.
+		if rest != "" {
+			err = fmt.Errorf("%q: the memory store takes nothing after memory:", raw)
+			break
+		}
+		st = memstore.New(opts)
+	case "redis", "rediss":
+		// The store that replicas on several hosts share.
+		st, err = redisstore.Open(ctx, raw, opts)
+	default:
+		return nil, where, fmt.Errorf("--store %s: this server has no %q store; it supports memory:, redis:, rediss:, sqlite:", where, scheme)
+	}
+	if err != nil {
 		return nil, where, fmt.Errorf("opening the session store %s: %w (check --store and --state-dir; gemini-mcp-server doctor checks the store)", where, err)
 	}
 	return st, where, nil
-}
-
-// supportedStores lists the schemes storeOpeners knows, for errors.
-func supportedStores() string {
-	var s []string
-	for k := range storeOpeners {
-		s = append(s, k+":")
-	}
-	slices.Sort(s)
-	return strings.Join(s, ", ")
 }
 
 // redactStore hides a password in a store URL, so that logs and errors can
