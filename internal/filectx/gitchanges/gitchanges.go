@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/pathx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 )
 
@@ -181,7 +182,7 @@ func (r *runner) setup(ctx context.Context, loc *location, dir string) (string, 
 		}
 		if r.opts.Root != "" {
 			root, _ := filepath.EvalSymlinks(r.opts.Root)
-			if !within(root, top) {
+			if !pathx.Within(root, top) {
 				return "", &Error{Kind: KindOutside, Message: fmt.Sprintf("the git repository that holds %s has its work tree (%s, its core.worktree) outside the project root: give a repository that lies wholly inside the project root", dir, top)}
 			}
 		}
