@@ -25,6 +25,11 @@
 // counts the rest, and untracked files past the diff's budget are not
 // read.
 //
+// The diff is returned as git wrote it, secrets and all: the secrets
+// package (internal/filectx/secrets) finds them (ScanDiff) and masks them
+// (RedactDiff) with the same line scanner that masks the files sent, and
+// internal/expertctx applies both before precommit sends the diff.
+//
 // Errors are *Error with a Kind: KindGitMissing (git cannot be found or
 // started), KindNotRepo (the path is not inside a git work tree),
 // KindOutside (part of the repository lies outside Options.Root),
