@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/pathx"
 )
 
 // Sandbox is the project root and the paths under it that must not be
@@ -51,22 +52,9 @@ func NewSandbox(root string, forbidden []string) (*Sandbox, error) {
 // Root returns the resolved project root.
 func (s *Sandbox) Root() string { return s.root }
 
-// within reports whether p is base or below it. Both are clean and
-// absolute.
-func within(base, p string) bool {
-	if p == base {
-		return true
-	}
-	rel, err := filepath.Rel(base, p)
-	if err != nil {
-		return false
-	}
-	return rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
 func (s *Sandbox) forbiddenPath(p string) bool {
 	for _, f := range s.forbidden {
-		if within(f, p) {
+		if pathx.Within(f, p) {
 			return true
 		}
 	}
@@ -111,7 +99,7 @@ func (s *Sandbox) Resolve(entry string) (Resolved, error) {
 	p = filepath.Clean(p)
 	// The lexical check comes before any look-up, so that the answer for
 	// a path outside the root does not depend on whether it exists.
-	if !within(s.root, p) {
+	if !pathx.Within(s.root, p) {
 		return Resolved{}, securityError(entry, "the files entry %q is outside the project root %s: name files or directories inside it (relative paths are taken against the root)", shown, s.root)
 	}
 	if s.forbiddenPath(p) {
@@ -124,7 +112,7 @@ func (s *Sandbox) Resolve(entry string) (Resolved, error) {
 		}
 		return Resolved{}, systemError(entry, err, "the files entry %q cannot be resolved: %v", shown, err)
 	}
-	if !within(s.root, real) {
+	if !pathx.Within(s.root, real) {
 		return Resolved{}, securityError(entry, "the files entry %q leads through a symbolic link to %s, outside the project root %s: name files inside the root", shown, real, s.root)
 	}
 	if s.forbiddenPath(real) {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/pathx"
 )
 
 func TestResolveRefusesWhatIsOutsideTheSandbox(t *testing.T) {
@@ -101,7 +103,7 @@ func FuzzResolve(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !within(root, r.Path) {
+		if !pathx.Within(root, r.Path) {
 			t.Fatalf("%q resolved to %s, outside %s", entry, r.Path, root)
 		}
 		if real, err := filepath.EvalSymlinks(r.Path); err != nil || real != r.Path {

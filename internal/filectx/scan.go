@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/secrets"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/pathx"
 )
 
 // Defaults from the expert tools' specification's request limits.
@@ -316,7 +317,7 @@ func (w *walker) link(abs, rel string, entry int) {
 		w.skip(rel, SkipError, "a broken symbolic link")
 		return
 	}
-	if !within(w.s.root, real) {
+	if !pathx.Within(w.s.root, real) {
 		w.skip(rel, SkipOutside, "a symbolic link leading outside the project root")
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/pathx"
 )
 
 // ResolveRoots turns the operator's allowed roots into the directories
@@ -30,16 +32,6 @@ func ResolveRoots(roots []string) ([]string, error) {
 	return out, nil
 }
 
-// within reports whether dir, a resolved absolute path, is root or lies
-// under it.
-func within(dir, root string) bool {
-	rel, err := filepath.Rel(root, dir)
-	if err != nil {
-		return false
-	}
-	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel))
-}
-
 // checkRoot refuses a resolved directory outside the allowed roots. Nil
 // roots allow every directory (stdio by default: the client is the local
 // user, who could start the CLI anywhere).
@@ -48,7 +40,7 @@ func (d *Deps) checkRoot(orig, dir string) error {
 		return nil
 	}
 	for _, root := range d.AllowedRoots {
-		if within(dir, root) {
+		if pathx.Within(root, dir) {
 			return nil
 		}
 	}

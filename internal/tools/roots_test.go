@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/pathx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -61,7 +62,7 @@ func TestResolveCwdAllowedRoots(t *testing.T) {
 		// The server's own directory, which is not under root.
 		cases = append(cases, struct{ cwd, want string }{"/proc/self/cwd", ""})
 	}
-	if home != "" && within(realOr(home), root) {
+	if home != "" && pathx.Within(root, realOr(home)) {
 		t.Fatalf("the test's root %s is under the home directory %s", root, home)
 	}
 	for _, c := range cases {
@@ -107,7 +108,7 @@ func TestResolveRoots(t *testing.T) {
 		t.Fatalf("a missing root: %v", err)
 	}
 	got, err := ResolveRoots([]string{"/"})
-	if err != nil || len(got) != 1 || !within("/etc", got[0]) {
+	if err != nil || len(got) != 1 || !pathx.Within(got[0], "/etc") {
 		t.Fatalf("/ as a root: %v %v", got, err)
 	}
 }

@@ -15,13 +15,11 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +28,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/apicreds"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // DefaultModel is the model a turn without one runs on. Gemini 2.5 Flash is
@@ -265,17 +264,6 @@ type turnRecord struct {
 	Usage     *backend.Usage `json:"usage,omitempty"`
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-// newSessionID returns a random (version 4) UUID, in lower case.
-func newSessionID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
 // lockSession serialises the turns of one conversation in this process,
 // so that two concurrent replies do not both build on the same history.
 func (b *Backend) lockSession(id string) func() {
@@ -324,8 +312,8 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 
 	id, fresh := strings.ToLower(t.Session), t.Session == ""
 	if fresh {
-		id = newSessionID()
-	} else if !uuidRE.MatchString(id) {
+		id = session.NewUUID()
+	} else if !session.IsUUID(id) {
 		return nil, newError(backend.KindSession, nil, "the API backend continues a conversation by the "+
 			"session id chat returned (a UUID), not %q; \"latest\" and indexes are for the Gemini CLI backends", t.Session)
 	}

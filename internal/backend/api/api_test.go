@@ -145,7 +145,7 @@ func wantKind(t *testing.T, err error, kind backend.Kind, status int, says ...st
 func TestNewSessionAndContinuation(t *testing.T) {
 	f := newFixture(t, Options{})
 	a := f.mustRun(backend.Turn{Prompt: "first question"})
-	if !uuidRE.MatchString(a.SessionID) || a.Via != "api" {
+	if !session.IsUUID(a.SessionID) || a.SessionID != strings.ToLower(a.SessionID) || a.Via != "api" {
 		t.Fatalf("answer %+v", a)
 	}
 	if want := fakeapi.Answer(DefaultModel, 1, "", "first question"); a.Text != want {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // results returns the response objects of a request's function responses,
@@ -81,7 +82,7 @@ func TestToolCallRoundTripAndHistory(t *testing.T) {
 
 func TestOldRecordsWithoutExchangeLoad(t *testing.T) {
 	f := newFixture(t, Options{})
-	id := newSessionID()
+	id := session.NewUUID()
 	old := `{"user":{"role":"user","parts":[{"text":"hi"}]},"model":{"role":"model","parts":[{"text":"hello"}]},"time":"2026-01-02T03:04:05Z"}`
 	if err := f.hist.AppendTurn(context.Background(), id, json.RawMessage(old)); err != nil {
 		t.Fatal(err)

@@ -25,6 +25,11 @@
 // counts the rest, and untracked files past the diff's budget are not
 // read.
 //
+// The diff is returned as git wrote it, secrets and all: the secrets
+// package (internal/filectx/secrets) finds them (ScanDiff) and masks them
+// (RedactDiff) with the same line scanner that masks the files sent, and
+// internal/expertctx applies both before precommit sends the diff.
+//
 // Errors are *Error with a Kind: KindGitMissing (git cannot be found or
 // started), KindNotRepo (the path is not inside a git work tree),
 // KindOutside (part of the repository lies outside Options.Root),
@@ -45,6 +50,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/pathx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 )
 
@@ -181,7 +187,7 @@ func (r *runner) setup(ctx context.Context, loc *location, dir string) (string, 
 		}
 		if r.opts.Root != "" {
 			root, _ := filepath.EvalSymlinks(r.opts.Root)
-			if !within(root, top) {
+			if !pathx.Within(root, top) {
 				return "", &Error{Kind: KindOutside, Message: fmt.Sprintf("the git repository that holds %s has its work tree (%s, its core.worktree) outside the project root: give a repository that lies wholly inside the project root", dir, top)}
 			}
 		}

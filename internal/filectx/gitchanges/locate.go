@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/pathx"
 )
 
 // location is where a repository's parts are, every path resolved
@@ -71,17 +73,17 @@ func locate(dir, root string) (*location, error) {
 	if top == "" {
 		return nil, &Error{Kind: KindNotRepo, Message: fmt.Sprintf("%s is not inside a git repository: give the path of a git work tree (the directory holding .git, or one below it)", dir)}
 	}
-	if root != "" && !within(root, top) {
+	if root != "" && !pathx.Within(root, top) {
 		return nil, outside("top level", top)
 	}
 	loc := &location{top: top}
 	if loc.gitDir, err = gitDirOf(top); err != nil {
 		return nil, err
 	}
-	if root != "" && !within(root, loc.gitDir) {
+	if root != "" && !pathx.Within(root, loc.gitDir) {
 		return nil, outside("git directory", loc.gitDir)
 	}
-	if within(loc.gitDir, start) {
+	if pathx.Within(loc.gitDir, start) {
 		return nil, &Error{Kind: KindNotRepo, Message: fmt.Sprintf("%s is inside the git directory %s, not in a work tree: give the path of the work tree", dir, loc.gitDir)}
 	}
 	loc.commonDir = loc.gitDir
@@ -91,7 +93,7 @@ func locate(dir, root string) (*location, error) {
 		if loc.commonDir, err = resolveFrom(loc.gitDir, strings.TrimSpace(text)); err != nil {
 			return nil, notGitDir(loc.gitDir, err)
 		}
-		if root != "" && !within(root, loc.commonDir) {
+		if root != "" && !pathx.Within(root, loc.commonDir) {
 			return nil, outside("common git directory", loc.commonDir)
 		}
 	}
@@ -101,7 +103,7 @@ func locate(dir, root string) (*location, error) {
 	if loc.objects, err = resolveFrom(loc.commonDir, "objects"); err != nil {
 		return nil, notGitDir(loc.commonDir, err)
 	}
-	if root != "" && !within(root, loc.objects) {
+	if root != "" && !pathx.Within(root, loc.objects) {
 		return nil, outside("object directory", loc.objects)
 	}
 	if root != "" {
@@ -116,7 +118,7 @@ func locate(dir, root string) (*location, error) {
 		if loc.index, err = filepath.EvalSymlinks(loc.index); err != nil {
 			return nil, notGitDir(loc.gitDir, err)
 		}
-		if root != "" && !within(root, loc.index) {
+		if root != "" && !pathx.Within(root, loc.index) {
 			return nil, outside("index", loc.index)
 		}
 	}
@@ -223,12 +225,12 @@ func alternatesOutside(root, objects string, depth int) (string, error) {
 		if err != nil {
 			// Git skips an alternate it cannot find; so may we, unless
 			// its name already leads out.
-			if !within(root, filepath.Clean(p)) {
+			if !pathx.Within(root, filepath.Clean(p)) {
 				return p, nil
 			}
 			continue
 		}
-		if !within(root, resolved) {
+		if !pathx.Within(root, resolved) {
 			return resolved, nil
 		}
 		if depth+1 < maxAlternateDepth {
@@ -254,15 +256,6 @@ func ceilingDirs() map[string]bool {
 		}
 	}
 	return m
-}
-
-// within reports whether p is base or below it (both resolved).
-func within(base, p string) bool {
-	if p == base {
-		return true
-	}
-	rel, err := filepath.Rel(base, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // openRegular opens a regular file for reading; anything else (a FIFO,
