@@ -21,13 +21,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/genai"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/apicreds"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -124,7 +124,7 @@ type Backend struct {
 	maxRounds  int
 	allowTools []string
 
-	sessions sync.Map // session id → *sync.Mutex: one turn at a time per conversation
+	sessions queue.Locks // one turn at a time per conversation; a lock exists while held or awaited
 }
 
 // New returns a Backend using the credentials found through
@@ -264,14 +264,6 @@ type turnRecord struct {
 	Usage     *backend.Usage `json:"usage,omitempty"`
 }
 
-// lockSession serialises the turns of one conversation in this process,
-// so that two concurrent replies do not both build on the same history.
-func (b *Backend) lockSession(id string) func() {
-	mu, _ := b.sessions.LoadOrStore(id, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	return mu.(*sync.Mutex).Unlock
-}
-
 // loadHistory returns the contents of session id so far.
 func (b *Backend) loadHistory(ctx context.Context, id string) ([]*genai.Content, error) {
 	raws, ok, err := b.hist.LoadTurns(ctx, id)
@@ -317,12 +309,16 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		return nil, newError(backend.KindSession, nil, "the API backend continues a conversation by the "+
 			"session id chat returned (a UUID), not %q; \"latest\" and indexes are for the Gemini CLI backends", t.Session)
 	}
-	unlock := b.lockSession(id)
+	// One turn at a time per conversation in this process, so that two
+	// concurrent replies do not both build on the same history.
+	unlock, err := b.sessions.Lock(ctx, id, nil)
+	if err != nil {
+		return nil, contextError(parent, b.timeout)
+	}
 	defer unlock()
 
 	var contents []*genai.Content
 	if !fresh {
-		var err error
 		if contents, err = b.loadHistory(ctx, id); err != nil {
 			return nil, err
 		}

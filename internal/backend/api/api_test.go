@@ -348,6 +348,39 @@ func TestConcurrentRepliesQueue(t *testing.T) {
 	}
 }
 
+// TestSessionLocksBounded: a conversation's lock exists only while a
+// turn holds or awaits it, so a long-lived server keeps no lock per
+// conversation it ever served; and a turn waiting for the lock of its
+// conversation can be cancelled.
+func TestSessionLocksBounded(t *testing.T) {
+	f := newFixture(t, Options{})
+	a := f.mustRun(backend.Turn{Prompt: "hi"})
+	for range 20 {
+		f.mustRun(backend.Turn{Prompt: "another"})
+	}
+	f.mustRun(backend.Turn{Prompt: "reply", Session: a.SessionID})
+	if n := f.b.sessions.Len(); n != 0 {
+		t.Errorf("%d conversation locks kept after every turn ended", n)
+	}
+
+	unlock, err := f.b.sessions.Lock(context.Background(), a.SessionID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.b.Run(ctx, backend.Turn{Prompt: "queued", Session: a.SessionID})
+		done <- err
+	}()
+	cancel()
+	wantKind(t, <-done, backend.KindCancelled, 0, "cancelled")
+	if f.turns(a.SessionID) != 2 {
+		t.Errorf("%d turns after a cancelled reply, want 2", f.turns(a.SessionID))
+	}
+}
+
 type recorder struct {
 	mu       sync.Mutex
 	started  int
