@@ -17,6 +17,7 @@
 //	P byowner:O    the ids of the sessions of owner O (O "" for those
 //	               without), scored the same
 //	P byclient:C   the ids of the sessions whose latest turn client C ran
+//	P bycwd:D      the ids of the sessions whose latest turn was in D
 //	P pages        the kept answers in the order they came (for the budget)
 //	P pagesizes    each kept answer's bytes and session
 //	P pagebytes    the bytes of all kept answers
@@ -217,6 +218,7 @@ func (s *Store) ownerKey(owner string) string { return s.prefix + "byowner:" + o
 func (s *Store) clientKey(client string) string {
 	return s.prefix + "byclient:" + client
 }
+func (s *Store) cwdKey(cwd string) string { return s.prefix + "bycwd:" + cwd }
 
 // oldIndexKey is the index of earlier versions, scored by Unix
 // milliseconds.
@@ -356,6 +358,9 @@ func (s *Store) Touch(ctx context.Context, id string, t session.Turn, now time.T
 			if existed && old.LastClient != r.LastClient {
 				p.ZRem(ctx, s.clientKey(old.LastClient), id)
 			}
+			if existed && old.Cwd != r.Cwd {
+				p.ZRem(ctx, s.cwdKey(old.Cwd), id)
+			}
 			s.index(ctx, p, r, false)
 			p.Eval(ctx, refreshSrc, s.sessionKeys(id), s.ttlMillis(), s.key("answer", ""))
 			return nil
@@ -381,7 +386,7 @@ func (s *Store) Touch(ctx context.Context, id string, t session.Turn, now time.T
 // AppendTurn or PutAnswer restarted.
 func (s *Store) index(ctx context.Context, p redis.Pipeliner, r session.Record, nx bool) {
 	z := redis.Z{Score: score(r.Updated), Member: r.ID}
-	for _, k := range []string{s.indexKey(), s.ownerKey(r.Owner), s.clientKey(r.LastClient)} {
+	for _, k := range []string{s.indexKey(), s.ownerKey(r.Owner), s.clientKey(r.LastClient), s.cwdKey(r.Cwd)} {
 		if nx {
 			p.ZAddNX(ctx, k, z)
 		} else {
@@ -405,8 +410,9 @@ type source struct {
 }
 
 // List returns the records f selects, newest first. It walks the
-// smallest index that holds them all (the client's, the owner's and that
-// of sessions without owner merged, or all sessions), checks the rest of
+// smallest index that holds them all (the client's, the cwd's, the
+// owner's and that of sessions without owner merged, or all sessions),
+// checks the rest of
 // f on the records and stops as soon as it has the page and knows whether
 // more follow. Ids whose record has gone are removed from the index
 // after.
@@ -418,6 +424,8 @@ func (s *Store) List(ctx context.Context, f session.Filter) ([]session.Record, b
 	switch {
 	case f.Client != "":
 		srcs = []*source{{key: s.clientKey(f.Client), keep: func(r session.Record) bool { return r.LastClient == f.Client }}}
+	case f.Cwd != "":
+		srcs = []*source{{key: s.cwdKey(f.Cwd), keep: func(r session.Record) bool { return r.Cwd == f.Cwd }}}
 	case f.ByOwner:
 		for _, o := range []string{"", f.Owner} {
 			srcs = append(srcs, &source{key: s.ownerKey(o), keep: func(r session.Record) bool { return r.Owner == o }})
@@ -445,6 +453,12 @@ func (s *Store) walk(ctx context.Context, f session.Filter, srcs []*source) ([]s
 	var recs []session.Record
 	seen := map[string]bool{} // a session moved to the front meanwhile comes once
 	skipped := 0
+	// The first batch of each index is the page and one more, when that
+	// is fewer than listBatch.
+	size := int64(listBatch)
+	if f.Offset < listBatch && f.Limit < listBatch {
+		size = min(size, int64(f.Offset+f.Limit+1))
+	}
 	for {
 		// The next batch of ids, newest first, from all sources.
 		type cand struct {
@@ -452,15 +466,15 @@ func (s *Store) walk(ctx context.Context, f session.Filter, srcs []*source) ([]s
 			src *source
 		}
 		var batch []cand
-		for len(batch) < listBatch {
+		for int64(len(batch)) < size {
 			var best *source
 			for _, src := range srcs {
 				if len(src.buf) == 0 && !src.done {
-					zs, err := s.rdb.ZRangeWithScores(ctx, src.key, src.next, src.next+listBatch-1).Result()
+					zs, err := s.rdb.ZRangeWithScores(ctx, src.key, src.next, src.next+size-1).Result()
 					if err != nil {
 						return nil, false, s.fail(ctx, err)
 					}
-					src.buf, src.next, src.done = zs, src.next+int64(len(zs)), len(zs) < listBatch
+					src.buf, src.next, src.done = zs, src.next+int64(len(zs)), int64(len(zs)) < size
 				}
 				if len(src.buf) > 0 && (best == nil || less(src.buf[0], best.buf[0])) {
 					best = src
@@ -475,6 +489,7 @@ func (s *Store) walk(ctx context.Context, f session.Filter, srcs []*source) ([]s
 		if len(batch) == 0 {
 			return recs, false, nil
 		}
+		size = listBatch
 		keys := make([]string, len(batch))
 		for i, c := range batch {
 			keys[i] = s.recordKey(c.id)

@@ -277,7 +277,7 @@ func TestTTLOnKeys(t *testing.T) {
 	// The indexes outlive the session by a TTL (a PutAnswer or an
 	// AppendTurn after the Touch restarts the session's), and end.
 	rec := c.PTTL(ctx, s.recordKey(id)).Val()
-	for _, k := range []string{s.indexKey(), s.ownerKey(""), s.clientKey("")} {
+	for _, k := range []string{s.indexKey(), s.ownerKey(""), s.clientKey(""), s.cwdKey("/a")} {
 		if d := c.PTTL(ctx, k).Val(); d <= rec || d > 2*ttl {
 			t.Errorf("PTTL of the index %s = %v, want in (%v, %v]", k, d, rec, 2*ttl)
 		}
