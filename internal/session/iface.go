@@ -43,8 +43,10 @@ type Store interface {
 	// List returns the records f selects, newest Updated first (the
 	// lower id first among equal times): it skips the first f.Offset of
 	// them and returns at most f.Limit; more says whether others follow.
-	// Its cost grows with the page (offset and limit), not with the
-	// sessions stored: each store answers the filter from an index.
+	// Each store reads the records through an index of the filter's most
+	// selective field (client, cwd or owner; all sessions when none is
+	// set) in List's order and checks the rest on the way, so that a page
+	// costs about its offset and limit, not the sessions stored.
 	List(ctx context.Context, f Filter) (recs []Record, more bool, err error)
 
 	// Delete forgets session id: its record, turns and answers. A session
