@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -39,10 +40,14 @@ type Store interface {
 	// loses nothing of it.
 	Touch(ctx context.Context, id string, t Turn, now time.Time) (Record, error)
 
-	// List returns the records match accepts (all when match is nil),
-	// newest Updated first: it skips the first offset of them and returns
-	// at most limit; more says whether others follow.
-	List(ctx context.Context, match func(Record) bool, offset, limit int) (recs []Record, more bool, err error)
+	// List returns the records f selects, newest Updated first (the
+	// lower id first among equal times): it skips the first f.Offset of
+	// them and returns at most f.Limit; more says whether others follow.
+	// Each store reads the records through an index of the filter's most
+	// selective field (client, cwd or owner; all sessions when none is
+	// set) in List's order and checks the rest on the way, so that a page
+	// costs about its offset and limit, not the sessions stored.
+	List(ctx context.Context, f Filter) (recs []Record, more bool, err error)
 
 	// Delete forgets session id: its record, turns and answers. A session
 	// that does not exist is not an error.
@@ -165,12 +170,53 @@ func Apply(r Record, ok bool, id string, t Turn, now time.Time) Record {
 	return r
 }
 
-// Latest returns the most recently updated record match accepts (any when
-// match is nil), in cwd when cwd is not empty.
-func Latest(ctx context.Context, s Store, cwd string, match func(Record) bool) (Record, bool, error) {
-	recs, _, err := s.List(ctx, func(r Record) bool {
-		return (cwd == "" || r.Cwd == cwd) && (match == nil || match(r))
-	}, 0, 1)
+// Filter selects the records Store.List returns: those that every field
+// set (not empty) accepts, all of them when none is set.
+type Filter struct {
+	// Owner, when ByOwner, keeps the records Owner started and those
+	// without an owner, which are open to all (see Record.Owner). Owner ""
+	// with ByOwner keeps only the records without an owner.
+	Owner   string
+	ByOwner bool
+	// Client keeps the records whose latest turn Client ran (LastClient).
+	Client string
+	// Cwd keeps the records whose cwd is Cwd.
+	Cwd string
+	// Backend keeps the records of that backend family (Record.Family:
+	// "cli" includes the records that name none).
+	Backend string
+	// Host, when ByHost, keeps the records of Host and those that name
+	// no host.
+	Host   string
+	ByHost bool
+	// Offset is how many of the selected records to skip, newest first;
+	// Limit how many to return at most. Neither may be negative.
+	Offset, Limit int
+}
+
+// Match reports whether f selects r (Offset and Limit aside): what the
+// stores' indexed queries answer, for stores that filter in Go.
+func (f Filter) Match(r Record) bool {
+	return (!f.ByOwner || r.Owner == "" || r.Owner == f.Owner) &&
+		(f.Client == "" || r.LastClient == f.Client) &&
+		(f.Cwd == "" || r.Cwd == f.Cwd) &&
+		(f.Backend == "" || r.Family() == f.Backend) &&
+		(!f.ByHost || r.Host == "" || r.Host == f.Host)
+}
+
+// Check refuses a negative offset or limit.
+func (f Filter) Check() error {
+	if f.Offset < 0 || f.Limit < 0 {
+		return fmt.Errorf("session store: offset %d and limit %d must not be negative", f.Offset, f.Limit)
+	}
+	return nil
+}
+
+// Latest returns the most recently updated record f selects (f's Offset
+// and Limit aside).
+func Latest(ctx context.Context, s Store, f Filter) (Record, bool, error) {
+	f.Offset, f.Limit = 0, 1
+	recs, _, err := s.List(ctx, f)
 	if err != nil || len(recs) == 0 {
 		return Record{}, false, err
 	}

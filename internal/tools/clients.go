@@ -54,7 +54,15 @@ func (c client) key() string {
 // operator shares sessions. Records without an owner (stdio, HTTP without
 // tokens, older records) are open to all, as they always were.
 func (d *Deps) mayUse(r session.Record, c client) bool {
-	return !d.Remote || d.ShareSessions || r.Owner == "" || r.Owner == c.token
+	return d.usable(session.Filter{}, c).Match(r)
+}
+
+// usable is f narrowed to the sessions mayUse lets c continue.
+func (d *Deps) usable(f session.Filter, c client) session.Filter {
+	if d.Remote && !d.ShareSessions {
+		f.Owner, f.ByOwner = c.token, true
+	}
+	return f
 }
 
 // scoped reports whether references that the CLI resolves on its own
@@ -73,7 +81,7 @@ func (d *Deps) latestOf(ctx context.Context, c client, dir string) (session.Reco
 	if key == "" {
 		return session.Record{}, false, errors.New("without sessionId, chat-reply continues this client's most recent session, but this server cannot tell its clients apart (stateless HTTP without tokens): pass the sessionId of an earlier chat or chat-reply result")
 	}
-	rec, ok, err := session.Latest(ctx, d.Store, dir, func(r session.Record) bool { return r.LastClient == key && d.mayUse(r, c) && d.continuable(r) })
+	rec, ok, err := session.Latest(ctx, d.Store, d.continuableFilter(d.usable(session.Filter{Client: key, Cwd: dir}, c)))
 	if err != nil {
 		return session.Record{}, false, storeError(err)
 	}

@@ -88,9 +88,7 @@ func (d *Deps) listSessions(ctx context.Context, req *mcp.CallToolRequest, in Se
 		}
 	}
 	who := d.clientOf(req)
-	recs, more, err := d.Store.List(ctx, func(r session.Record) bool {
-		return (dir == "" || r.Cwd == dir) && d.mayUse(r, who)
-	}, offset, limit)
+	recs, more, err := d.Store.List(ctx, d.usable(session.Filter{Cwd: dir, Offset: offset, Limit: limit}, who))
 	if err != nil {
 		return failure(storeError(err)), nil, nil
 	}

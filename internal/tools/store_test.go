@@ -180,11 +180,11 @@ func (s *downStore) Get(ctx context.Context, id string) (session.Record, bool, e
 	return s.Store.Get(ctx, id)
 }
 
-func (s *downStore) List(ctx context.Context, match func(session.Record) bool, offset, limit int) ([]session.Record, bool, error) {
+func (s *downStore) List(ctx context.Context, f session.Filter) ([]session.Record, bool, error) {
 	if s.down.Load() {
 		return nil, false, errDown
 	}
-	return s.Store.List(ctx, match, offset, limit)
+	return s.Store.List(ctx, f)
 }
 
 func (s *downStore) Lease(ctx context.Context, id string) (func(), error) {

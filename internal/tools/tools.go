@@ -294,7 +294,7 @@ func (d *Deps) target(ctx context.Context, call *backend.Turn, sessionID, cwd st
 			if rec, ok, err = d.latestOf(ctx, who, dir); err != nil {
 				return err
 			}
-		} else if rec, ok, err = session.Latest(ctx, d.Store, dir, d.continuable); err != nil {
+		} else if rec, ok, err = session.Latest(ctx, d.Store, d.continuableFilter(session.Filter{Cwd: dir})); err != nil {
 			return storeError(err)
 		}
 		if ok {
@@ -375,11 +375,15 @@ func (d *Deps) target(ctx context.Context, call *backend.Turn, sessionID, cwd st
 // belongs to the family that started it.
 func (d *Deps) family() string { return backend.Family(d.Backend.Name()) }
 
-// continuable accepts the records of sessions this server can continue:
-// those of its backend's family, and of the CLI's only those whose files
-// are on this host.
-func (d *Deps) continuable(r session.Record) bool {
-	return r.Family() == d.family() && (r.Family() != backend.FamilyCLI || r.Host == "" || r.Host == d.Host)
+// continuableFilter is f narrowed to the sessions this server can
+// continue: those of its backend's family, and of the CLI's only those
+// whose files are on this host.
+func (d *Deps) continuableFilter(f session.Filter) session.Filter {
+	f.Backend = d.family()
+	if f.Backend == backend.FamilyCLI {
+		f.Host, f.ByHost = d.Host, true
+	}
+	return f
 }
 
 // keepSystemPrompt gives an API session's reply without a system prompt

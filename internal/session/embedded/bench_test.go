@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/storetest"
 )
 
 // benchTurn is a turn of the size of a short exchange with the API
@@ -112,4 +113,16 @@ func appendTurns(b *testing.B, s *Store, n int) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkSessionsPage is a page of the sessions tool and chat-reply's
+// newest session, at 1,000 and 10,000 stored sessions.
+func BenchmarkSessionsPage(b *testing.B) {
+	storetest.BenchSessionsPage(b, func(b *testing.B) session.Store {
+		s, err := Open(filepath.Join(b.TempDir(), "sessions.db"), session.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	})
 }

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,7 +71,6 @@ CREATE TABLE IF NOT EXISTS sessions (
 	updated INTEGER NOT NULL,   -- record.Updated in Unix nanoseconds, for List's order
 	expires_at INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS sessions_updated ON sessions (updated DESC);
 CREATE INDEX IF NOT EXISTS sessions_expires ON sessions (expires_at);
 CREATE TABLE IF NOT EXISTS turns (
 	session_id TEXT NOT NULL,
@@ -183,6 +183,9 @@ func (s *Store) init(ctx context.Context) error {
 		return fmt.Errorf("session store %s: %w: the database is in journal mode %q, not WAL (is it on a network file system?)", s.path, session.ErrUnavailable, mode)
 	}
 	if err := s.importLegacy(ctx); err != nil {
+		return err
+	}
+	if err := s.migrate(ctx); err != nil {
 		return err
 	}
 	return s.expire(ctx)
@@ -431,17 +434,27 @@ func (s *Store) Touch(ctx context.Context, id string, t session.Turn, now time.T
 	return r, nil
 }
 
-// List returns the live records match accepts, newest first.
-func (s *Store) List(ctx context.Context, match func(session.Record) bool, offset, limit int) ([]session.Record, bool, error) {
-	rows, err := s.db.QueryContext(ctx,
-		`SELECT record FROM sessions WHERE record IS NOT NULL AND expires_at > ? ORDER BY updated DESC, id`, ms(time.Now()))
+// List returns the live records f selects, newest first, from the
+// indexes on the record's fields (see migrations): a page costs the rows
+// of its offset and limit, whatever the sessions stored. "Owner or none"
+// is two ranges of the owner index, each cut at the page's end, merged.
+func (s *Store) List(ctx context.Context, f session.Filter) ([]session.Record, bool, error) {
+	if err := f.Check(); err != nil {
+		return nil, false, err
+	}
+	query, args := listQuery(f, ms(time.Now()))
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, false, s.dbErr(ctx, "listing sessions", err)
 	}
 	defer rows.Close()
 	var recs []session.Record
-	skipped := 0
+	more := false
 	for rows.Next() {
+		if len(recs) >= f.Limit {
+			more = true
+			break
+		}
 		var data string
 		if err := rows.Scan(&data); err != nil {
 			return nil, false, s.dbErr(ctx, "listing sessions", err)
@@ -450,22 +463,110 @@ func (s *Store) List(ctx context.Context, match func(session.Record) bool, offse
 		if err := json.Unmarshal([]byte(data), &r); err != nil {
 			continue // a corrupt record lists as none
 		}
-		if match != nil && !match(r) {
-			continue
-		}
-		if skipped < offset {
-			skipped++
-			continue
-		}
-		if len(recs) >= limit {
-			return recs, true, nil
-		}
 		recs = append(recs, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, s.dbErr(ctx, "listing sessions", err)
 	}
-	return recs, false, nil
+	return recs, more, nil
+}
+
+// listQuery is List's SQL for f at now: the selected rows from offset on,
+// one more than the limit (to tell whether more follow).
+func listQuery(f session.Filter, now int64) (string, []any) {
+	where := "record IS NOT NULL AND expires_at > ?"
+	args := []any{now}
+	for _, c := range []struct {
+		col, val string
+		on       bool
+	}{
+		{"last_client", f.Client, f.Client != ""},
+		{"cwd", f.Cwd, f.Cwd != ""},
+		{"family", f.Backend, f.Backend != ""},
+	} {
+		if c.on {
+			where += " AND " + c.col + " = ?"
+			args = append(args, c.val)
+		}
+	}
+	if f.ByHost {
+		where += " AND host IN ('', ?)"
+		args = append(args, f.Host)
+	}
+	// The rows wanted: limit+1 after offset, without overflowing (-1 is
+	// no limit to SQLite).
+	fetch, upto := int64(-1), int64(-1)
+	if f.Limit < math.MaxInt64 {
+		fetch = int64(f.Limit) + 1
+		if int64(f.Offset) <= math.MaxInt64-fetch {
+			upto = int64(f.Offset) + fetch
+		}
+	}
+	const order = " ORDER BY updated DESC, id"
+	if !f.ByOwner {
+		return "SELECT record FROM sessions WHERE " + where + order + " LIMIT ? OFFSET ?", append(args, fetch, f.Offset)
+	}
+	branch := func(owner string) (string, []any) {
+		a := append(append([]any(nil), args...), owner, upto)
+		return "SELECT * FROM (SELECT record, updated, id FROM sessions WHERE " + where + " AND owner = ?" + order + " LIMIT ?)", a
+	}
+	q, a := branch("")
+	if f.Owner != "" {
+		q2, a2 := branch(f.Owner)
+		q, a = q+" UNION ALL "+q2, append(a, a2...)
+	}
+	return "SELECT record FROM (" + q + ")" + order + " LIMIT ? OFFSET ?", append(a, fetch, f.Offset)
+}
+
+// schemaVersion is the version of the database's tables, in its
+// user_version: 0 before the migrations below, which Open makes once, in
+// one transaction, on a database of an earlier version (and any process
+// of that version may go on writing it).
+const schemaVersion = 1
+
+// migrations[v] takes the tables from version v to v+1.
+var migrations = []string{
+	// 1: the record's fields List filters on, as columns generated from
+	// its JSON (so that a writer of version 0 keeps them right), with
+	// indexes in List's order. A record that is not JSON has none.
+	`DROP INDEX IF EXISTS sessions_updated;
+	ALTER TABLE sessions ADD COLUMN owner TEXT GENERATED ALWAYS AS (` + field(`coalesce(json_extract(record, '$.owner'), '')`) + `) VIRTUAL;
+	ALTER TABLE sessions ADD COLUMN last_client TEXT GENERATED ALWAYS AS (` + field(`coalesce(json_extract(record, '$.lastClient'), '')`) + `) VIRTUAL;
+	ALTER TABLE sessions ADD COLUMN cwd TEXT GENERATED ALWAYS AS (` + field(`json_extract(record, '$.cwd')`) + `) VIRTUAL;
+	ALTER TABLE sessions ADD COLUMN family TEXT GENERATED ALWAYS AS (` + field(`coalesce(nullif(json_extract(record, '$.backend'), ''), 'cli')`) + `) VIRTUAL;
+	ALTER TABLE sessions ADD COLUMN host TEXT GENERATED ALWAYS AS (` + field(`coalesce(json_extract(record, '$.host'), '')`) + `) VIRTUAL;
+	CREATE INDEX sessions_order ON sessions (updated DESC, id);
+	CREATE INDEX sessions_owner ON sessions (owner, updated DESC, id);
+	CREATE INDEX sessions_client ON sessions (last_client, updated DESC, id);
+	CREATE INDEX sessions_client_owner ON sessions (last_client, owner, updated DESC, id);
+	CREATE INDEX sessions_cwd ON sessions (cwd, updated DESC, id);`,
+}
+
+// field is a generated column's expression of the record's JSON: NULL
+// for a row without a valid record.
+func field(expr string) string {
+	return "CASE WHEN json_valid(record) THEN " + expr + " END"
+}
+
+// migrate brings the tables to schemaVersion.
+func (s *Store) migrate(ctx context.Context) error {
+	return s.write(ctx, "upgrading the tables", func(tx *sql.Tx) error {
+		var v int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return err
+		}
+		if v > schemaVersion {
+			return badInput{fmt.Errorf("session store %s: the database is of a later version (%d) of this server than this one (%d): upgrade the server, or use another --store",
+				s.path, v, schemaVersion)}
+		}
+		for ; v < schemaVersion; v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
+		return err
+	})
 }
 
 // Delete forgets session id.

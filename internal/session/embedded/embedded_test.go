@@ -204,7 +204,7 @@ func TestImportOldFiles(t *testing.T) {
 
 	s := open(t, filepath.Join(dir, "sessions.db"), session.Options{})
 	ctx := context.Background()
-	recs, _, err := s.List(ctx, nil, 0, 10)
+	recs, _, err := s.List(ctx, session.Filter{Limit: 10})
 	if err != nil || len(recs) != 2 || recs[0].ID != idB || recs[1].ID != idA {
 		t.Fatalf("imported records: %+v %v", recs, err)
 	}
@@ -235,7 +235,7 @@ func TestImportOldFiles(t *testing.T) {
 	}
 	write(strings.Replace(idA, "0b", "ff", 1)+".json", rec(strings.Replace(idA, "0b", "ff", 1), "/c", updated))
 	s2 := open(t, filepath.Join(dir, "sessions.db"), session.Options{})
-	if recs, _, err := s2.List(ctx, nil, 0, 10); err != nil || len(recs) != 2 {
+	if recs, _, err := s2.List(ctx, session.Filter{Limit: 10}); err != nil || len(recs) != 2 {
 		t.Fatalf("after a second open: %d records %v", len(recs), err)
 	}
 	if turns, _, _ := s2.LoadTurns(ctx, idA); len(turns) != 3 {

@@ -164,10 +164,11 @@ func (s *Store) Touch(_ context.Context, id string, t session.Turn, now time.Tim
 	return e.rec, nil
 }
 
-// List implements session.Store.
-func (s *Store) List(_ context.Context, match func(session.Record) bool, offset, limit int) ([]session.Record, bool, error) {
-	if offset < 0 || limit < 0 {
-		return nil, false, fmt.Errorf("memory session store: offset %d and limit %d must not be negative", offset, limit)
+// List implements session.Store: a scan of the sessions in memory, which
+// the memory store keeps few of.
+func (s *Store) List(_ context.Context, f session.Filter) ([]session.Record, bool, error) {
+	if err := f.Check(); err != nil {
+		return nil, false, fmt.Errorf("memory %w", err)
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -175,33 +176,26 @@ func (s *Store) List(_ context.Context, match func(session.Record) bool, offset,
 		return nil, false, errClosed
 	}
 	now := time.Now()
-	var all []session.Record
+	var recs []session.Record
 	for _, e := range s.sessions {
-		if e.hasRec && now.Before(e.expires) {
-			all = append(all, e.rec)
+		if e.hasRec && now.Before(e.expires) && f.Match(e.rec) {
+			recs = append(recs, e.rec)
 		}
 	}
 	s.mu.Unlock()
-	// match is the caller's code: it runs without the lock.
-	recs := all[:0]
-	for _, r := range all {
-		if match == nil || match(r) {
-			recs = append(recs, r)
-		}
-	}
 	slices.SortFunc(recs, func(a, b session.Record) int {
 		if c := b.Updated.Compare(a.Updated); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	if offset >= len(recs) {
+	if f.Offset >= len(recs) {
 		return nil, false, nil
 	}
-	recs = recs[offset:]
-	more := len(recs) > limit
+	recs = recs[f.Offset:]
+	more := len(recs) > f.Limit
 	if more {
-		recs = recs[:limit]
+		recs = recs[:f.Limit]
 	}
 	return slices.Clone(recs), more, nil
 }

@@ -83,7 +83,7 @@ func TestInvalidIDs(t *testing.T) {
 			t.Errorf("GetAnswer(%q) accepted", id)
 		}
 	}
-	if recs, _, _ := s.List(ctx, nil, 0, 10); len(recs) != 0 {
+	if recs, _, _ := s.List(ctx, session.Filter{Limit: 10}); len(recs) != 0 {
 		t.Fatalf("invalid ids left records: %+v", recs)
 	}
 }
@@ -101,19 +101,19 @@ func TestListNewestFirstPaged(t *testing.T) {
 	if err := s.AppendTurn(ctx, session.NewUUID(), json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	recs, more, err := s.List(ctx, nil, 0, 2)
+	recs, more, err := s.List(ctx, session.Filter{Limit: 2})
 	if err != nil || !more || len(recs) != 2 || recs[0].ID != idC || recs[1].ID != idB {
 		t.Fatalf("first page: %+v %v %v", recs, more, err)
 	}
-	recs, more, err = s.List(ctx, nil, 2, 2)
+	recs, more, err = s.List(ctx, session.Filter{Offset: 2, Limit: 2})
 	if err != nil || more || len(recs) != 1 || recs[0].ID != idA {
 		t.Fatalf("second page: %+v %v %v", recs, more, err)
 	}
-	recs, _, _ = s.List(ctx, func(r session.Record) bool { return r.Cwd == "/w0" }, 0, 10)
+	recs, _, _ = s.List(ctx, session.Filter{Cwd: "/w0", Limit: 10})
 	if len(recs) != 2 || recs[0].ID != idC || recs[1].ID != idA {
 		t.Fatalf("matched: %+v", recs)
 	}
-	if r, ok, err := session.Latest(ctx, s, "/w1", nil); err != nil || !ok || r.ID != idB {
+	if r, ok, err := session.Latest(ctx, s, session.Filter{Cwd: "/w1"}); err != nil || !ok || r.ID != idB {
 		t.Fatalf("latest in /w1: %+v %v %v", r, ok, err)
 	}
 }
@@ -243,7 +243,7 @@ func TestTTL(t *testing.T) {
 		if _, ok, _ := s.GetAnswer(ctx, idB); ok {
 			t.Fatal("the answer outlived its session")
 		}
-		if recs, _, _ := s.List(ctx, nil, 0, 10); len(recs) != 0 {
+		if recs, _, _ := s.List(ctx, session.Filter{Limit: 10}); len(recs) != 0 {
 			t.Fatalf("expired sessions listed: %+v", recs)
 		}
 		// A touch after expiry starts a new session, and the sweep has

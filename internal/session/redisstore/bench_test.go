@@ -10,6 +10,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/redistest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/storetest"
 )
 
 // benchTurn is a turn of about the size of a short API exchange.
@@ -71,4 +72,19 @@ func BenchmarkTouch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkSessionsPage is a page of the sessions tool and chat-reply's
+// newest session, at 1,000 and 10,000 stored sessions.
+func BenchmarkSessionsPage(b *testing.B) {
+	srv := redistest.Start(b)
+	db := 0
+	storetest.BenchSessionsPage(b, func(b *testing.B) session.Store {
+		db++
+		s, err := Open(context.Background(), srv.URL(db), session.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	})
 }

@@ -11,7 +11,13 @@
 //	P answers:ID   the ids of the session's paged answers, a set
 //	P answer:A     a paged answer, JSON
 //	P lease:ID     the session's lease: a random token of its holder
-//	P sessions     every session id, a sorted set scored by last update
+//	P byupdate     every session id, a sorted set scored by last update
+//	               (minus Record.Updated in Unix microseconds, so that the
+//	               newest comes first and the lower id among equal times)
+//	P byowner:O    the ids of the sessions of owner O (O "" for those
+//	               without), scored the same
+//	P byclient:C   the ids of the sessions whose latest turn client C ran
+//	P bycwd:D      the ids of the sessions whose latest turn was in D
 //	P pages        the kept answers in the order they came (for the budget)
 //	P pagesizes    each kept answer's bytes and session
 //	P pagebytes    the bytes of all kept answers
@@ -19,8 +25,13 @@
 //
 // Every key of a session carries the session's TTL, restarted on every
 // Touch and AppendTurn for all of them at once; Redis drops an expired
-// session by itself. The index P sessions is pruned lazily: List removes
-// the ids whose record has expired.
+// session by itself. The indexes (byupdate, byowner, byclient) are
+// written with the record, in its transaction, and expire two TTLs after
+// their newest member's Touch; List skips and removes the ids whose
+// record has expired (and a session back after its expiry under another
+// owner or client from the old one's index). The index of earlier
+// versions, P sessions, is read once into these at Open and left to
+// expire.
 package redisstore
 
 import (
@@ -136,6 +147,10 @@ func Open(ctx context.Context, rawURL string, opts session.Options) (*Store, err
 		return nil, fmt.Errorf("%w: Redis at %s is unreachable (%v): start it, or fix the address, database or password in the store URL (%s); a password may also come from REDIS_PASSWORD",
 			session.ErrUnavailable, ro.Addr, err, redact(rawURL))
 	}
+	if err := s.importOldIndex(ctx); err != nil {
+		s.rdb.Close()
+		return nil, fmt.Errorf("session store: reading the index of an earlier version: %w", s.fail(ctx, err))
+	}
 	return s, nil
 }
 
@@ -193,12 +208,25 @@ func (s *Store) Addr() string { return s.addr }
 
 func (s *Store) key(kind, id string) string { return s.prefix + kind + ":" + id }
 
-func (s *Store) recordKey(id string) string  { return s.key("session", id) }
-func (s *Store) turnsKey(id string) string   { return s.key("turns", id) }
-func (s *Store) answersKey(id string) string { return s.key("answers", id) }
-func (s *Store) answerKey(id string) string  { return s.key("answer", id) }
-func (s *Store) leaseKey(id string) string   { return s.key("lease", id) }
-func (s *Store) indexKey() string            { return s.prefix + "sessions" }
+func (s *Store) recordKey(id string) string   { return s.key("session", id) }
+func (s *Store) turnsKey(id string) string    { return s.key("turns", id) }
+func (s *Store) answersKey(id string) string  { return s.key("answers", id) }
+func (s *Store) answerKey(id string) string   { return s.key("answer", id) }
+func (s *Store) leaseKey(id string) string    { return s.key("lease", id) }
+func (s *Store) indexKey() string             { return s.prefix + "byupdate" }
+func (s *Store) ownerKey(owner string) string { return s.prefix + "byowner:" + owner }
+func (s *Store) clientKey(client string) string {
+	return s.prefix + "byclient:" + client
+}
+func (s *Store) cwdKey(cwd string) string { return s.prefix + "bycwd:" + cwd }
+
+// oldIndexKey is the index of earlier versions, scored by Unix
+// milliseconds.
+func (s *Store) oldIndexKey() string { return s.prefix + "sessions" }
+
+// score is a record's score in the indexes: newest first, exact to the
+// microsecond (a float64 holds the integers of Unix microseconds exactly).
+func score(t time.Time) float64 { return -float64(t.UnixMicro()) }
 
 func (s *Store) ttlMillis() int64 { return s.opts.TTL.Milliseconds() }
 
@@ -319,6 +347,7 @@ func (s *Store) Touch(ctx context.Context, id string, t session.Turn, now time.T
 			// session, as the file store does.
 			existed, r = false, session.Record{}
 		}
+		old := r
 		r = session.Apply(r, existed, id, t, now)
 		out, err := json.Marshal(r)
 		if err != nil {
@@ -326,7 +355,13 @@ func (s *Store) Touch(ctx context.Context, id string, t session.Turn, now time.T
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, s.recordKey(id), out, s.opts.TTL)
-			p.ZAdd(ctx, s.indexKey(), redis.Z{Score: float64(now.UnixMilli()), Member: id})
+			if existed && old.LastClient != r.LastClient {
+				p.ZRem(ctx, s.clientKey(old.LastClient), id)
+			}
+			if existed && old.Cwd != r.Cwd {
+				p.ZRem(ctx, s.cwdKey(old.Cwd), id)
+			}
+			s.index(ctx, p, r, false)
 			p.Eval(ctx, refreshSrc, s.sessionKeys(id), s.ttlMillis(), s.key("answer", ""))
 			return nil
 		})
@@ -345,26 +380,177 @@ func (s *Store) Touch(ctx context.Context, id string, t session.Turn, now time.T
 	return session.Record{}, fmt.Errorf("%w: Redis at %s: session %s changed under %d tries in a row", session.ErrUnavailable, s.addr, id, watchTries)
 }
 
-// listBatch is how many records List reads in one round trip.
+// index adds r to the indexes, with p (in a Touch's transaction; nx, when
+// reading the old index, adds only ids they lack), and restarts their TTL:
+// twice the sessions', so that they outlive a session whose TTL a later
+// AppendTurn or PutAnswer restarted.
+func (s *Store) index(ctx context.Context, p redis.Pipeliner, r session.Record, nx bool) {
+	z := redis.Z{Score: score(r.Updated), Member: r.ID}
+	for _, k := range []string{s.indexKey(), s.ownerKey(r.Owner), s.clientKey(r.LastClient), s.cwdKey(r.Cwd)} {
+		if nx {
+			p.ZAddNX(ctx, k, z)
+		} else {
+			p.ZAdd(ctx, k, z)
+		}
+		p.PExpire(ctx, k, 2*s.opts.TTL)
+	}
+}
+
+// listBatch is how many ids List reads of an index in one round trip.
 const listBatch = 100
 
-// List returns the records match accepts, newest first. It walks the
-// index newest first and stops as soon as it has the page and knows
-// whether more follow; ids whose record has expired are removed from the
-// index on the way.
-func (s *Store) List(ctx context.Context, match func(session.Record) bool, offset, limit int) ([]session.Record, bool, error) {
-	if offset < 0 || limit < 0 {
-		return nil, false, fmt.Errorf("session store: offset %d and limit %d must not be negative", offset, limit)
+// source is one index List walks, newest first, a batch at a time.
+type source struct {
+	key  string
+	keep func(session.Record) bool // whether a record is in this index still
+	buf  []redis.Z
+	next int64 // the rank of the first id after buf
+	done bool
+	gone []any // ids whose record has gone
+}
+
+// List returns the records f selects, newest first. It walks the
+// smallest index that holds them all (the client's, the cwd's, the
+// owner's and that of sessions without owner merged, or all sessions),
+// checks the rest of
+// f on the records and stops as soon as it has the page and knows whether
+// more follow. Ids whose record has gone are removed from the index
+// after.
+func (s *Store) List(ctx context.Context, f session.Filter) ([]session.Record, bool, error) {
+	if err := f.Check(); err != nil {
+		return nil, false, err
 	}
+	var srcs []*source
+	switch {
+	case f.Client != "":
+		srcs = []*source{{key: s.clientKey(f.Client), keep: func(r session.Record) bool { return r.LastClient == f.Client }}}
+	case f.Cwd != "":
+		srcs = []*source{{key: s.cwdKey(f.Cwd), keep: func(r session.Record) bool { return r.Cwd == f.Cwd }}}
+	case f.ByOwner:
+		for _, o := range []string{"", f.Owner} {
+			srcs = append(srcs, &source{key: s.ownerKey(o), keep: func(r session.Record) bool { return r.Owner == o }})
+			if f.Owner == "" {
+				break
+			}
+		}
+	default:
+		srcs = []*source{{key: s.indexKey(), keep: func(session.Record) bool { return true }}}
+	}
+	recs, more, err := s.walk(ctx, f, srcs)
+	for _, src := range srcs {
+		if perr := s.prune(ctx, src.key, src.gone); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return recs, more, nil
+}
+
+// walk merges the sources newest first and returns the page of f.
+func (s *Store) walk(ctx context.Context, f session.Filter, srcs []*source) ([]session.Record, bool, error) {
 	var recs []session.Record
-	seen := 0
-	for start := int64(0); ; start += listBatch {
-		ids, err := s.rdb.ZRevRange(ctx, s.indexKey(), start, start+listBatch-1).Result()
+	seen := map[string]bool{} // a session moved to the front meanwhile comes once
+	skipped := 0
+	// The first batch of each index is the page and one more, when that
+	// is fewer than listBatch.
+	size := int64(listBatch)
+	if f.Offset < listBatch && f.Limit < listBatch {
+		size = min(size, int64(f.Offset+f.Limit+1))
+	}
+	for {
+		// The next batch of ids, newest first, from all sources.
+		type cand struct {
+			id  string
+			src *source
+		}
+		var batch []cand
+		for int64(len(batch)) < size {
+			var best *source
+			for _, src := range srcs {
+				if len(src.buf) == 0 && !src.done {
+					zs, err := s.rdb.ZRangeWithScores(ctx, src.key, src.next, src.next+size-1).Result()
+					if err != nil {
+						return nil, false, s.fail(ctx, err)
+					}
+					src.buf, src.next, src.done = zs, src.next+int64(len(zs)), int64(len(zs)) < size
+				}
+				if len(src.buf) > 0 && (best == nil || less(src.buf[0], best.buf[0])) {
+					best = src
+				}
+			}
+			if best == nil {
+				break
+			}
+			batch = append(batch, cand{best.buf[0].Member.(string), best})
+			best.buf = best.buf[1:]
+		}
+		if len(batch) == 0 {
+			return recs, false, nil
+		}
+		size = listBatch
+		keys := make([]string, len(batch))
+		for i, c := range batch {
+			keys[i] = s.recordKey(c.id)
+		}
+		vals, err := s.rdb.MGet(ctx, keys...).Result()
 		if err != nil {
 			return nil, false, s.fail(ctx, err)
 		}
+		for i, v := range vals {
+			c := batch[i]
+			str, ok := v.(string)
+			if !ok {
+				c.src.gone = append(c.src.gone, c.id)
+				continue
+			}
+			var r session.Record
+			if json.Unmarshal([]byte(str), &r) != nil || !c.src.keep(r) || !f.Match(r) || seen[r.ID] {
+				continue
+			}
+			seen[r.ID] = true
+			if skipped < f.Offset {
+				// Counted, not summed with limit: offset+limit can
+				// overflow for a made-up cursor.
+				skipped++
+				continue
+			}
+			if len(recs) >= f.Limit {
+				return recs, true, nil
+			}
+			recs = append(recs, r)
+		}
+	}
+}
+
+// less orders index entries as List does: the lower score (the newer)
+// first, the lower id among equal scores.
+func less(a, b redis.Z) bool {
+	if a.Score != b.Score {
+		return a.Score < b.Score
+	}
+	return a.Member.(string) < b.Member.(string)
+}
+
+// importOldIndex reads the index of earlier versions (P sessions) into
+// the indexes of List, adding only the sessions they lack (a newer Touch
+// has indexed the others), then lets it expire with its last sessions:
+// its TTL marks it read, since its writers set none. Several processes
+// may read it at once: each adds the same.
+func (s *Store) importOldIndex(ctx context.Context) error {
+	ttl, err := s.rdb.PTTL(ctx, s.oldIndexKey()).Result()
+	if err != nil || ttl != -1 { // -2: no such key; positive: read already
+		return err
+	}
+	imported := 0
+	for start := int64(0); ; start += listBatch {
+		ids, err := s.rdb.ZRange(ctx, s.oldIndexKey(), start, start+listBatch-1).Result()
+		if err != nil {
+			return err
+		}
 		if len(ids) == 0 {
-			return recs, false, nil
+			break
 		}
 		keys := make([]string, len(ids))
 		for i, id := range ids {
@@ -372,41 +558,29 @@ func (s *Store) List(ctx context.Context, match func(session.Record) bool, offse
 		}
 		vals, err := s.rdb.MGet(ctx, keys...).Result()
 		if err != nil {
-			return nil, false, s.fail(ctx, err)
+			return err
 		}
-		var gone []any
-		for i, v := range vals {
-			str, ok := v.(string)
-			if !ok {
-				gone = append(gone, ids[i])
-				continue
-			}
+		p := s.rdb.Pipeline()
+		for _, v := range vals {
 			var r session.Record
-			if json.Unmarshal([]byte(str), &r) != nil || (match != nil && !match(r)) {
-				continue
+			if str, ok := v.(string); ok && json.Unmarshal([]byte(str), &r) == nil && checkID(r.ID) == nil {
+				s.index(ctx, p, r, true)
+				imported++
 			}
-			if seen < offset {
-				// Counted, not summed with limit: offset+limit can
-				// overflow for a made-up cursor.
-				seen++
-				continue
-			}
-			if len(recs) >= limit {
-				return recs, true, s.prune(ctx, gone)
-			}
-			recs = append(recs, r)
 		}
-		if err := s.prune(ctx, gone); err != nil {
-			return nil, false, err
-		}
-		if len(gone) > 0 {
-			// The removed ids shifted the ranks after them.
-			start -= int64(len(gone))
+		if _, err := p.Exec(ctx); err != nil {
+			return err
 		}
 	}
+	// Only a process of an earlier version adds to it now.
+	if err := s.rdb.PExpire(ctx, s.oldIndexKey(), s.opts.TTL).Err(); err != nil {
+		return err
+	}
+	slog.InfoContext(ctx, "session store: indexed the sessions of an earlier version's index", "redis", s.addr, "sessions", imported)
+	return nil
 }
 
-// prune removes the ids of expired sessions from the index, unless a
+// prune removes the ids of expired sessions from an index, unless a
 // Touch recreated one meanwhile.
 var pruneScript = redis.NewScript(`
 local n = 0
@@ -415,19 +589,20 @@ for _, id in ipairs(ARGV) do
 end
 return n`)
 
-func (s *Store) prune(ctx context.Context, ids []any) error {
+func (s *Store) prune(ctx context.Context, index string, ids []any) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := pruneScript.Run(ctx, s.rdb, []string{s.indexKey(), s.key("session", "")}, ids...).Err(); err != nil {
+	if err := pruneScript.Run(ctx, s.rdb, []string{index, s.key("session", "")}, ids...).Err(); err != nil {
 		return s.fail(ctx, err)
 	}
 	return nil
 }
 
 // deleteScript forgets a session: KEYS are its record, turns and set of
-// answers, the index and the page accounting (pages, pagesizes,
-// pagebytes); ARGV[1] is the id, ARGV[2] the answer key prefix.
+// answers, the index of all sessions, the page accounting (pages,
+// pagesizes, pagebytes) and the indexes of its owner and client; ARGV[1]
+// is the id, ARGV[2] the answer key prefix.
 var deleteScript = redis.NewScript(`
 for _, a in ipairs(redis.call('SMEMBERS', KEYS[3])) do
   redis.call('DEL', ARGV[2] .. a)
@@ -440,6 +615,8 @@ for _, a in ipairs(redis.call('SMEMBERS', KEYS[3])) do
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('ZREM', KEYS[8], ARGV[1])
+redis.call('ZREM', KEYS[9], ARGV[1])
 return 1`)
 
 // Delete forgets session id: its record, turns and answers.
@@ -447,7 +624,15 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	keys := append(s.sessionKeys(id), s.indexKey(), s.prefix+"pages", s.prefix+"pagesizes", s.prefix+"pagebytes")
+	// The record names the indexes of its owner and client. A Touch
+	// between this read and the script leaves the id in another client's
+	// index, where List skips and removes it.
+	r, _, err := s.Get(ctx, id)
+	if err != nil && errors.Is(err, session.ErrUnavailable) {
+		return err
+	}
+	keys := append(s.sessionKeys(id), s.indexKey(), s.prefix+"pages", s.prefix+"pagesizes", s.prefix+"pagebytes",
+		s.ownerKey(r.Owner), s.clientKey(r.LastClient))
 	if err := deleteScript.Run(ctx, s.rdb, keys, id, s.key("answer", "")).Err(); err != nil {
 		return s.fail(ctx, err)
 	}

@@ -188,16 +188,15 @@ func TestList(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recs, more, err := s.List(ctx, nil, 0, 3)
+	recs, more, err := s.List(ctx, session.Filter{Limit: 3})
 	if err != nil || !more || len(recs) != 3 || recs[0].ID != ids[249] || recs[2].ID != ids[247] {
 		t.Fatalf("List(0,3): %d records, more %v, %v", len(recs), more, err)
 	}
-	odd := func(r session.Record) bool { return r.Cwd == "/d1" }
-	recs, more, err = s.List(ctx, odd, 120, 10)
+	recs, more, err = s.List(ctx, session.Filter{Cwd: "/d1", Offset: 120, Limit: 10})
 	if err != nil || more || len(recs) != 5 || recs[0].ID != ids[9] || recs[4].ID != ids[1] {
 		t.Fatalf("List(odd, 120, 10): %d records, more %v, %v", len(recs), more, err)
 	}
-	r, ok, err := session.Latest(ctx, s, "/d0", nil)
+	r, ok, err := session.Latest(ctx, s, session.Filter{Cwd: "/d0"})
 	if err != nil || !ok || r.ID != ids[248] {
 		t.Fatalf("Latest(/d0) = %s, %v, %v; want %s", r.ID, ok, err, ids[248])
 	}
@@ -208,14 +207,14 @@ func TestList(t *testing.T) {
 	if err := c.Del(ctx, s.recordKey(ids[249])).Err(); err != nil {
 		t.Fatal(err)
 	}
-	recs, _, err = s.List(ctx, nil, 0, 1)
+	recs, _, err = s.List(ctx, session.Filter{Limit: 1})
 	if err != nil || len(recs) != 1 || recs[0].ID != ids[248] {
 		t.Fatalf("List after an expiry: %v, %v", recs, err)
 	}
 	if n := c.ZCard(ctx, s.indexKey()).Val(); n != 249 {
 		t.Errorf("index has %d ids after List, want 249 (the expired one pruned)", n)
 	}
-	if _, _, err := s.List(ctx, nil, -1, 1); err == nil {
+	if _, _, err := s.List(ctx, session.Filter{Offset: -1, Limit: 1}); err == nil {
 		t.Error("List with a negative offset: no error")
 	}
 }
@@ -275,8 +274,13 @@ func TestTTLOnKeys(t *testing.T) {
 			t.Errorf("after Touch, PTTL %s = %v, want in (%v, %v]", k, d, short, ttl)
 		}
 	}
-	if d := c.PTTL(ctx, s.indexKey()).Val(); d != -1 {
-		t.Errorf("the index has a TTL (%v): it must outlive its sessions", d)
+	// The indexes outlive the session by a TTL (a PutAnswer or an
+	// AppendTurn after the Touch restarts the session's), and end.
+	rec := c.PTTL(ctx, s.recordKey(id)).Val()
+	for _, k := range []string{s.indexKey(), s.ownerKey(""), s.clientKey(""), s.cwdKey("/a")} {
+		if d := c.PTTL(ctx, k).Val(); d <= rec || d > 2*ttl {
+			t.Errorf("PTTL of the index %s = %v, want in (%v, %v]", k, d, rec, 2*ttl)
+		}
 	}
 }
 
@@ -344,7 +348,7 @@ func TestExpiry(t *testing.T) {
 	if _, ok, err := s.GetAnswer(ctx, a.ID); ok || err != nil {
 		t.Errorf("GetAnswer after expiry: ok %v, %v", ok, err)
 	}
-	if recs, _, err := s.List(ctx, nil, 0, 10); len(recs) != 0 || err != nil {
+	if recs, _, err := s.List(ctx, session.Filter{Limit: 10}); len(recs) != 0 || err != nil {
 		t.Errorf("List after expiry: %v, %v", recs, err)
 	}
 }
@@ -361,7 +365,7 @@ func TestPrefix(t *testing.T) {
 	if _, ok, _ := b.Get(ctx, id); ok {
 		t.Error("a store under another prefix sees the session")
 	}
-	if recs, _, _ := b.List(ctx, nil, 0, 10); len(recs) != 0 {
+	if recs, _, _ := b.List(ctx, session.Filter{Limit: 10}); len(recs) != 0 {
 		t.Errorf("a store under another prefix lists %v", recs)
 	}
 	keys := plain(t, srv).Keys(ctx, "*").Val()
@@ -525,7 +529,7 @@ func TestTwoReplicas(t *testing.T) {
 	if r, err := b.Touch(ctx, id, session.Turn{Cwd: "/a"}, time.Now()); err != nil || r.Turns != 2 || r.Title != "t" {
 		t.Fatalf("Touch on B: %+v, %v", r, err)
 	}
-	if recs, _, err := a.List(ctx, nil, 0, 10); err != nil || len(recs) != 1 || recs[0].Turns != 2 {
+	if recs, _, err := a.List(ctx, session.Filter{Limit: 10}); err != nil || len(recs) != 1 || recs[0].Turns != 2 {
 		t.Fatalf("List on A: %+v, %v", recs, err)
 	}
 	if err := a.AppendTurn(ctx, id, turn(1)); err != nil {
@@ -785,5 +789,67 @@ func TestCallerDeadline(t *testing.T) {
 	_, _, err := s.Get(ctx, id)
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, session.ErrUnavailable) {
 		t.Fatalf("Get past the caller's deadline: %v; want the deadline, not ErrUnavailable", err)
+	}
+}
+
+// TestIndexOfEarlierVersion opens a Redis that an earlier version wrote:
+// its records, in the index P sessions scored by Unix milliseconds, list
+// by every filter, sessions a newer Touch indexed keep that, and the old
+// index is left to expire.
+func TestIndexOfEarlierVersion(t *testing.T) {
+	srv := redistest.Start(t)
+	c := plain(t, srv)
+	ctx := t.Context()
+	const prefix = session.DefaultPrefix
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var want []string
+	for i := range 250 { // more than a batch
+		r := session.Record{ID: session.NewUUID(), Cwd: "/a", Owner: []string{"", "o1"}[i%2], LastClient: "token:o1",
+			Backend: "api", Created: base, Updated: base.Add(time.Duration(i) * time.Second), Turns: 1}
+		data, _ := json.Marshal(r)
+		if err := c.Set(ctx, prefix+"session:"+r.ID, data, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ZAdd(ctx, prefix+"sessions", redis.Z{Score: float64(r.Updated.UnixMilli()), Member: r.ID}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		want = append([]string{r.ID}, want...)
+	}
+	// One gone (expired), one a newer version touched since.
+	if err := c.ZAdd(ctx, prefix+"sessions", redis.Z{Score: 1, Member: session.NewUUID()}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, srv, session.Options{TTL: time.Hour})
+	for _, f := range []session.Filter{{}, {Owner: "o1", ByOwner: true}, {Client: "token:o1"}} {
+		f.Limit = 1000
+		recs, _, err := s.List(ctx, f)
+		if err != nil || len(recs) != len(want) || recs[0].ID != want[0] || recs[249].ID != want[249] {
+			t.Fatalf("List(%+v) after the upgrade: %d records, %v; want %d", f, len(recs), err, len(want))
+		}
+	}
+	if d := c.PTTL(ctx, prefix+"sessions").Val(); d <= 0 || d > time.Hour {
+		t.Errorf("the old index's PTTL = %v, want in (0, 1h]", d)
+	}
+	moved, err := s.Touch(ctx, want[249], session.Turn{Cwd: "/b", Client: "mcp:y"}, base.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Opening again (another replica) reads the old index no more (a
+	// process of the earlier version still adds to it), nor undoes the
+	// newer Touch.
+	if err := c.ZAdd(ctx, prefix+"sessions", redis.Z{Score: 2, Member: session.NewUUID()}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.PExpire(ctx, prefix+"sessions", time.Minute)
+	s2 := open(t, srv, session.Options{TTL: time.Hour})
+	if d := c.PTTL(ctx, prefix+"sessions").Val(); d <= 0 || d > time.Minute {
+		t.Errorf("the old index's PTTL after a second Open = %v, want in (0, 1m]", d)
+	}
+	recs, _, err := s2.List(ctx, session.Filter{Limit: 1000})
+	if err != nil || len(recs) != len(want) || recs[0].ID != moved.ID || recs[0].Cwd != "/b" {
+		t.Fatalf("List after a Touch and a second Open: %d records, %v", len(recs), err)
+	}
+	if recs, _, err := s2.List(ctx, session.Filter{Client: "token:o1", Limit: 1000}); err != nil || len(recs) != len(want)-1 {
+		t.Errorf("List of the old client after the session moved: %d records, %v; want %d", len(recs), err, len(want)-1)
 	}
 }
