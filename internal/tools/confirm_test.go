@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -86,20 +87,7 @@ func confirmServer(t *testing.T, b backend.Backend, protocol string, answer func
 			return answer(), nil
 		}
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "t"}, opts).
-		Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
-	})
+	cs := mcptest.Connect(t, s, &mcptest.Options{ClientOptions: opts, Session: &mcp.ClientSessionOptions{ProtocolVersion: protocol}})
 	if got := cs.InitializeResult().ProtocolVersion; got != protocol {
 		t.Fatalf("negotiated %s, want %s", got, protocol)
 	}
