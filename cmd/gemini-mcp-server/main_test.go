@@ -44,12 +44,13 @@ func TestMain(m *testing.M) {
 		if runtime.GOOS == "windows" {
 			serverBin += ".exe"
 		}
-		build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7-test", "-o", serverBin, ".")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building the server:", err)
+		// Without the race detector: a hundred tests start it, and its
+		// own packages' tests run under -race.
+		if err := geminitest.BuildServer(serverBin, false, "-ldflags", "-X main.version=v9.8.7-test"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		defer removeMCPDown()
 		return m.Run()
 	}())
 }

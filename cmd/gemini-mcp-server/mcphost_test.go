@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,27 +32,31 @@ import (
 // --mcp-config, and a go-sdk client drives it over stdio or HTTP.
 
 var (
-	mcpdownOnce sync.Once
-	mcpdownBin  string
-	mcpdownErr  error
+	mcpdownOnce    sync.Once
+	mcpdownBin     string
+	mcpdownErr     error
+	mcpdownCleanup = func() {}
 )
 
-// mcpdown builds the downstream test server once, beside the server
-// binary, whose directory TestMain removes.
+// mcpdown builds the downstream test server once, the first time a test
+// asks for it; TestMain removes it ([removeMCPDown]).
 func mcpdown(t *testing.T) string {
 	t.Helper()
 	mcpdownOnce.Do(func() {
-		mcpdownBin = filepath.Join(filepath.Dir(serverBin), "mcpdown")
-		out, err := exec.Command("go", "build", "-o", mcpdownBin, geminitest.MCPDownPackage).CombinedOutput()
-		if err != nil {
-			mcpdownErr = errors.New(string(out))
+		var cleanup func()
+		mcpdownBin, cleanup, mcpdownErr = geminitest.BuildMCPDown()
+		if mcpdownErr == nil {
+			mcpdownCleanup = cleanup
 		}
 	})
 	if mcpdownErr != nil {
-		t.Fatalf("building mcpdown: %v", mcpdownErr)
+		t.Fatal(mcpdownErr)
 	}
 	return mcpdownBin
 }
+
+// removeMCPDown removes the downstream test server, once no test runs.
+func removeMCPDown() { mcpdownCleanup() }
 
 // logWatch is a process's stderr that tests wait on, line by line.
 type logWatch struct {
