@@ -128,6 +128,7 @@ func accept(choice string) func() *mcp.ElicitResult {
 // the call runs; from 2026-07-28 the call returns an input request and the
 // go-sdk client calls again with the answer.
 func TestConfirmThroughElicitation(t *testing.T) {
+	t.Parallel()
 	for _, protocol := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
 		t.Run(protocol, func(t *testing.T) {
 			// What the user allowed for good is not asked again: the
@@ -184,6 +185,7 @@ func TestConfirmThroughElicitation(t *testing.T) {
 // the turn waiting: it is stopped after ConfirmWait, and its request state
 // is then refused.
 func TestSuspendedTurnStopsWhenTheClientDoesNotComeBack(t *testing.T) {
+	t.Parallel()
 	b := &asking{asks: 1, cancelled: make(chan struct{}, 1)}
 	cs, d, _ := confirmServer(t, b, "2026-07-28", accept("once"), &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
 	d.ConfirmWait = time.Millisecond
@@ -214,6 +216,7 @@ func TestSuspendedTurnStopsWhenTheClientDoesNotComeBack(t *testing.T) {
 // cancels the call that brought its user's answer stops the turn, which
 // runs on a context of its own.
 func TestCancelledCallStopsSuspendedTurn(t *testing.T) {
+	t.Parallel()
 	b := &asking{asks: 1, cancelled: make(chan struct{}, 1), holding: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()

@@ -33,6 +33,7 @@ func results(t *testing.T, r fakeapi.Request) []map[string]any {
 }
 
 func TestToolCallRoundTripAndHistory(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h})
 	obs := &recorder{}
@@ -80,6 +81,7 @@ func TestToolCallRoundTripAndHistory(t *testing.T) {
 }
 
 func TestOldRecordsWithoutExchangeLoad(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	id := newSessionID()
 	old := `{"user":{"role":"user","parts":[{"text":"hi"}]},"model":{"role":"model","parts":[{"text":"hello"}]},"time":"2026-01-02T03:04:05Z"}`
@@ -93,6 +95,7 @@ func TestOldRecordsWithoutExchangeLoad(t *testing.T) {
 }
 
 func TestParallelToolCalls(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h})
 	// Each meet returns only once the other runs too.
@@ -110,6 +113,7 @@ func TestParallelToolCalls(t *testing.T) {
 }
 
 func TestToolRoundsAndCap(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h, MaxToolRounds: 3})
 	a := f.mustRun(backend.Turn{Prompt: `[[call:mcp_demo_echo:{"text":"1"}]] [[then-call:mcp_demo_echo:{"text":"2"}]]`})
@@ -141,6 +145,7 @@ func TestToolRoundsAndCap(t *testing.T) {
 }
 
 func TestToolErrorsGoBackToGemini(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h})
 	f.mustRun(backend.Turn{Prompt: `[[call:mcp_demo_fail:{"n":1}]] [[call:mcp_demo_gone:{}]] [[call:mcp_other_x:{}]]`})
@@ -164,6 +169,7 @@ func TestToolErrorsGoBackToGemini(t *testing.T) {
 }
 
 func TestCancelReachesDownstreamCall(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h})
 	ctx, cancel := context.WithCancel(guard(t))
@@ -191,6 +197,7 @@ func TestCancelReachesDownstreamCall(t *testing.T) {
 }
 
 func TestResultPartsAsTheCLIBuildsThem(t *testing.T) {
+	t.Parallel()
 	fc := &genai.FunctionCall{ID: "c1", Name: "mcp_demo_media"}
 	content := []mcp.Content{
 		&mcp.TextContent{Text: "see"},
@@ -247,6 +254,7 @@ func TestResultPartsAsTheCLIBuildsThem(t *testing.T) {
 }
 
 func TestTurnTimeoutEndsDownstreamCall(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h, Timeout: 300 * time.Millisecond})
 	_, err := f.run(backend.Turn{Prompt: `[[call:mcp_demo_block:{}]]`})
