@@ -18,6 +18,7 @@ import (
 // the session once the dead server's lease has freed itself. The embedded
 // store's file passes SQLite's integrity check.
 func TestKillDuringTurn(t *testing.T) {
+	t.Parallel()
 	for _, store := range []string{"embedded", "redis"} {
 		t.Run(store, func(t *testing.T) {
 			e, fake := apiEnv(t)

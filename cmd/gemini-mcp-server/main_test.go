@@ -104,6 +104,7 @@ func connect(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
 }
 
 func TestStdioChatAndReply(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cs := connect(t, e.command())
 	init := cs.InitializeResult()
@@ -235,6 +236,7 @@ func TestStdioWarm(t *testing.T) {
 }
 
 func TestHelpVersionAndBadFlags(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	out, err := e.command("--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Usage:") || !strings.Contains(string(out), "GEMINI_MCP_TIMEOUT") || !strings.Contains(string(out), "doctor") {
@@ -252,6 +254,7 @@ func TestHelpVersionAndBadFlags(t *testing.T) {
 }
 
 func TestDoctor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	home := t.TempDir()
 	os.MkdirAll(filepath.Join(home, ".gemini"), 0o700)

@@ -24,6 +24,7 @@ import (
 // TestHostParallelCalls: two calls in one answer run at the same time:
 // the downstream tool answers only once both calls are running.
 func TestHostParallelCalls(t *testing.T) {
+	t.Parallel()
 	// Calls run one after the other would wait for each other until the
 	// server's timeout cuts the first.
 	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true, "timeout": 30000}, "-meet", "meet", "-meet-n", "2")})
@@ -46,6 +47,7 @@ func TestHostParallelCalls(t *testing.T) {
 // timeout; Gemini gets the error, the turn answers, and the downstream
 // call is cancelled.
 func TestHostToolTimeout(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"slow": down(t, map[string]any{"trust": true, "timeout": 3000}, "-hang", "stall")})
 	cs := h.stdio(t, nil, "")
 	h.connected(t, "slow")
@@ -66,6 +68,7 @@ func TestHostToolTimeout(t *testing.T) {
 // client over stdio and HTTP, and a downstream server over stdio (whose
 // stderr the server logs) and Streamable HTTP.
 func TestHostCancelReachesDownstream(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ upstream, downstream string }{
 		{"stdio", "stdio"}, {"http", "stdio"}, {"stdio", "http"},
 	} {
@@ -114,6 +117,7 @@ func TestHostCancelReachesDownstream(t *testing.T) {
 // whose tool never answers (its server's own timeout is longer): the
 // client gets the timeout, and the downstream call is cancelled.
 func TestHostTurnTimeoutCancelsDownstream(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true, "timeout": 600000}, "-hang", "stall")})
 	cmd := h.command("--timeout", "2s")
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host-test", Version: "1"}, nil).
@@ -138,6 +142,7 @@ func TestHostTurnTimeoutCancelsDownstream(t *testing.T) {
 // that call (Gemini reads why, the turn answers), and the host connects
 // to it again, whose tools then serve.
 func TestHostDownstreamCrash(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-crash", "boom", "-tool", "echo")})
 	cs := h.stdio(t, nil, "")
 	h.connected(t, "down")
@@ -159,6 +164,7 @@ func TestHostDownstreamCrash(t *testing.T) {
 // tool, whose calls answer only when both run: turns share the host
 // without waiting for each other.
 func TestHostConcurrentTurns(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true, "timeout": 30000}, "-meet", "meet", "-meet-n", "2")})
 	cs := h.stdio(t, nil, "")
 	h.connected(t, "down")
@@ -249,6 +255,7 @@ func TestHostShutdownDuringToolCall(t *testing.T) {
 // --max-tool-rounds rounds, then is asked to answer with function calling
 // off; the answer says so in _meta.notApplied.
 func TestHostMaxToolRounds(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-tool", "echo")})
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host-test", Version: "1"}, nil).
 		Connect(context.Background(), &mcp.CommandTransport{Command: h.command("--max-tool-rounds", "2")}, nil)

@@ -20,6 +20,7 @@ import (
 // HTTP with sessions (where the go-sdk client speaks 2025-11-25) and
 // without (2026-07-28).
 func TestHostConfirmsThroughElicitation(t *testing.T) {
+	t.Parallel()
 	for _, tp := range []string{"stdio/2025-11-25", "stdio/2026-07-28", "http/2025-11-25", "stateless/2026-07-28"} {
 		transport, protocol, _ := strings.Cut(tp, "/")
 		for _, c := range []struct {
@@ -75,6 +76,7 @@ func TestHostConfirmsThroughElicitation(t *testing.T) {
 // tool" holds for the rest of the conversation (chat-reply does not ask
 // again) and for a new one; the question says so.
 func TestHostAlwaysAllowLastsForTheClient(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"db": down(t, nil, "-tool", "query")})
 	var mu sync.Mutex
 	var asked []string
@@ -109,6 +111,7 @@ func TestHostAlwaysAllowLastsForTheClient(t *testing.T) {
 // untrusted tool refused, Gemini being told how the operator may allow
 // it; with --allow-mcp-tools naming it, it runs.
 func TestHostWithoutElicitation(t *testing.T) {
+	t.Parallel()
 	prompt := `[[call:mcp_db_query:{"sql":"select 2"}]]`
 	for _, c := range []struct {
 		args []string
@@ -136,6 +139,7 @@ func TestHostWithoutElicitation(t *testing.T) {
 // is being asked (elicitation/create, 2025-11-25) ends the question and
 // the call; the tool never runs and the server goes on serving.
 func TestHostCancelWhileAsking(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"db": down(t, nil, "-tool", "query")})
 	asking, ended := make(chan struct{}), make(chan struct{})
 	cs := h.stdio(t, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -172,6 +176,7 @@ func TestHostCancelWhileAsking(t *testing.T) {
 // the turn it left suspended must not hold the session: the next
 // chat-reply on it answers.
 func TestHostAbandonedQuestion(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"db": down(t, nil, "-tool", "query")})
 	asking := make(chan struct{}, 1)
 	cs := h.stdio(t, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {

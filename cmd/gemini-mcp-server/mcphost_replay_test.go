@@ -16,6 +16,7 @@ import (
 // called a tool sends that turn again whole: the fake API sees the
 // earlier functionCall and functionResponse.
 func TestHostReplyReplaysToolTurns(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-tool", "echo")})
 	cs := h.stdio(t, nil, "")
 	h.connected(t, "down")
@@ -79,6 +80,7 @@ func TestHostReplyReplaysToolTurns(t *testing.T) {
 // so chat-reply on a restarted server (the same state directory) still
 // sends them to Gemini.
 func TestHostReplyAfterRestart(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-tool", "echo")})
 	cs := h.stdio(t, nil, "")
 	h.connected(t, "down")

@@ -308,6 +308,7 @@ func downHTTP(t *testing.T, transport string, args ...string) (string, *logWatch
 // as a functionResponse, and the answer holds it; for a client over stdio
 // and HTTP, and a downstream server over stdio, Streamable HTTP and SSE.
 func TestHostCallsDownstreamTool(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ upstream, downstream string }{
 		{"stdio", "stdio"}, {"http", "stdio"}, {"stdio", "http"}, {"stdio", "sse"},
 	} {
@@ -360,6 +361,7 @@ func fmtResponses(fr []fakeapi.FunctionResponse) string {
 // its tools, and a server whose command does not exist and one that
 // never answers initialize as failed with their reasons; it exits 0.
 func TestMCPListDeadAndGood(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{
 		"good": down(t, map[string]any{"timeout": 30000}, "-tool", "echo"),
 		"gone": map[string]any{"command": filepath.Join(t.TempDir(), "no-such-server")},
@@ -382,6 +384,7 @@ func TestMCPListDeadAndGood(t *testing.T) {
 // a client that asked for it, and the mcp-servers resource shows the
 // server connected with its tool.
 func TestHostProgressAndResource(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-tool", "echo")})
 	var mu sync.Mutex
 	var messages []string
@@ -421,6 +424,7 @@ func TestHostProgressAndResource(t *testing.T) {
 // TestHostToolListChanged: a downstream server that adds a tool and says
 // so has that tool declared to Gemini in the next turn.
 func TestHostToolListChanged(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-grow", "grow")})
 	cs := h.stdio(t, nil, "")
 	h.connected(t, "down")
@@ -438,6 +442,7 @@ func TestHostToolListChanged(t *testing.T) {
 // TestHostSanitizedNames: a server and a tool whose names hold spaces are
 // declared and called under the sanitized name.
 func TestHostSanitizedNames(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"my server": down(t, map[string]any{"trust": true}, "-tool", "get thing")})
 	cs := h.stdio(t, nil, "")
 	h.stderr.wait(t, 1, `msg="MCP server connected"`, `mcp_server="my server"`)
