@@ -21,6 +21,7 @@ func TestKillDuringTurn(t *testing.T) {
 	t.Parallel()
 	for _, store := range []string{"embedded", "redis"} {
 		t.Run(store, func(t *testing.T) {
+			t.Parallel() // each waits out its dead server's lease
 			e, fake := apiEnv(t)
 			args := []string{"--backend", "api"}
 			if store == "redis" {
