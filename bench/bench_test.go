@@ -21,6 +21,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	ourserver "github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/embedded"
@@ -157,17 +158,8 @@ func newInProcess(b *testing.B, kind string) *inProcess {
 	}
 	runner = backend.Limit(runner, 0)
 	srv := ourserver.New("bench", &tools.Deps{Backend: runner, Store: store, DefaultCwd: work, MaxPromptBytes: 1 << 20}, nil)
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	h.cs, err = mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { h.cs.Close(); ss.Wait(); runner.Close() })
+	b.Cleanup(func() { runner.Close() })
+	h.cs = mcptest.Connect(b, srv, &mcptest.Options{Client: &mcp.Implementation{Name: "bench", Version: "1"}})
 	return h
 }
 

@@ -11,6 +11,7 @@ import (
 // API credentials, --backend auto (the default) refuses to start, saying
 // how to set up either backend, instead of serving calls that all fail.
 func TestAutoBackendWithNothingFailsAtStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cmd := exec.Command(serverBin)
 	cmd.Env = []string{"PATH=/nonexistent", "HOME=" + t.TempDir(), "GEMINI_MCP_STATE_DIR=" + e.state}

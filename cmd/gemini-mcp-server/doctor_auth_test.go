@@ -14,6 +14,7 @@ import (
 // variables; doctor must say so and exit 1, and pass once they are there
 // (from the environment or the .env file the CLI loads).
 func TestDoctorSelectedAuthNeedsItsVariables(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		selected string

@@ -122,6 +122,7 @@ func (e *expertEnv) project(t *testing.T) {
 }
 
 func TestExpertToolsSendFilesInPriorityOrder(t *testing.T) {
+	t.Parallel()
 	e := newExpertEnv(t)
 	e.project(t)
 	cs := e.stdio(t)
@@ -153,6 +154,7 @@ func TestExpertToolsSendFilesInPriorityOrder(t *testing.T) {
 }
 
 func TestExpertContinuationAcrossToolsSkipsSentFiles(t *testing.T) {
+	t.Parallel()
 	e := newExpertEnv(t)
 	e.project(t)
 	cs := e.stdio(t)
@@ -176,6 +178,7 @@ func TestExpertContinuationAcrossToolsSkipsSentFiles(t *testing.T) {
 }
 
 func TestExpertRefusalsChangeNothing(t *testing.T) {
+	t.Parallel()
 	e := newExpertEnv(t)
 	e.project(t)
 	outside := t.TempDir()
@@ -235,6 +238,7 @@ func git(t *testing.T, dir string, args ...string) {
 }
 
 func TestExpertPrecommitFindsSecretAndSaysNoGo(t *testing.T) {
+	t.Parallel()
 	e := newExpertEnv(t)
 	repo := e.repo(t, "util.go", "package app\n")
 	// The key is assembled here so that no scanner flags this file.
@@ -266,6 +270,7 @@ func TestExpertPrecommitFindsSecretAndSaysNoGo(t *testing.T) {
 }
 
 func TestExpertPrecommitNotARepository(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
@@ -286,6 +291,7 @@ func TestExpertPrecommitNotARepository(t *testing.T) {
 }
 
 func TestExpertRateLimitOverTheWire(t *testing.T) {
+	t.Parallel()
 	e := newExpertEnv(t)
 	e.project(t)
 	cs := e.stdio(t, "--rate-limits", "analyze=1/min")
@@ -306,6 +312,7 @@ func TestExpertRateLimitOverTheWire(t *testing.T) {
 }
 
 func TestChatFilesAndContinuationID(t *testing.T) {
+	t.Parallel()
 	e := newExpertEnv(t)
 	e.project(t)
 	cs := e.stdio(t)
@@ -364,6 +371,7 @@ func TestChatFilesAndContinuationID(t *testing.T) {
 // prompt with line numbers, the second tool resumes the first's session
 // without the file, and _meta says what the CLI could not apply.
 func TestExpertToolsOnTheCLIBackend(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for rel, content := range map[string]string{"src/main.go": "package main\n", "README.md": "# Demo\n"} {
 		p := filepath.Join(e.work, rel)
@@ -400,6 +408,7 @@ func TestExpertToolsOnTheCLIBackend(t *testing.T) {
 // TestProjectRootOutsideAllowedRootsStopsHTTPServer: over HTTP the project
 // root must lie within --allowed-roots, checked at start.
 func TestProjectRootOutsideAllowedRootsStopsHTTPServer(t *testing.T) {
+	t.Parallel()
 	e := newExpertEnv(t)
 	allowed := t.TempDir()
 	cmd := e.command("--http", "127.0.0.1:0", "--allowed-roots", allowed, "--project-root", e.root)
@@ -415,6 +424,7 @@ func TestProjectRootOutsideAllowedRootsStopsHTTPServer(t *testing.T) {
 // counts words, so a file of long words is ~200 tokens to it and ~1,200 by
 // the 4-bytes estimate: under a budget of 600 it is sent only if counted.
 func TestExpertTokensCountedByTheAPI(t *testing.T) {
+	t.Parallel()
 	e := newExpertEnv(t)
 	var b strings.Builder
 	for range 100 {

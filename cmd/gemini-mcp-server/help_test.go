@@ -15,6 +15,7 @@ import (
 // (stdout, exit 0), names every tool and shows sizes as people write them;
 // a mistake goes to stderr only, with exit 2.
 func TestHelpGoesToStdout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"doctor", "--help"}} {
 		cmd := e.command(args...)
@@ -51,6 +52,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 // the server lists and, in braces after it, exactly the arguments of its
 // input schema, so that the summary cannot fall behind the tools.
 func TestHelpListsEveryToolArgument(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	out, err := e.command("--help").Output()
 	if err != nil {

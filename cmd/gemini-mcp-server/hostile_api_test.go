@@ -58,6 +58,7 @@ func peakRSS(t *testing.T, pid int) int64 {
 // ({"candidates":[null]}) fails the call that got it with a clear error,
 // and the same server answers the next call.
 func TestAPIMalformedEventFailsOneCall(t *testing.T) {
+	t.Parallel()
 	e, _ := apiEnv(t)
 	cs := connect(t, e.command("--backend", "api"))
 	callErr(t, cs, "chat", map[string]any{"prompt": "[[null-candidate]] one"}, "could not be read", "the Go SDK failed on it")
@@ -99,6 +100,7 @@ func TestAPIHostilePeerMemory(t *testing.T) {
 // TestAPITimeoutCutsStreamingPeer: --timeout ends a call whose peer keeps
 // streaming, with a timeout error; the call's own wait is only a guard.
 func TestAPITimeoutCutsStreamingPeer(t *testing.T) {
+	t.Parallel()
 	e, fake := apiEnv(t)
 	cs := connect(t, e.command("--backend", "api", "--timeout", "2s"))
 	callErr(t, cs, "chat", map[string]any{"prompt": "[[drip:10]] endless"}, "did not answer within 2s")
@@ -111,6 +113,7 @@ func TestAPITimeoutCutsStreamingPeer(t *testing.T) {
 // reason gives the text marked incomplete, in the text and in _meta, and
 // no session.
 func TestAPICutStreamIsIncomplete(t *testing.T) {
+	t.Parallel()
 	e, _ := apiEnv(t)
 	cs := connect(t, e.command("--backend", "api"))
 	res := callOK(t, cs, "chat", map[string]any{"prompt": "[[no-finish]] [[chunks:3]] cut"})

@@ -132,6 +132,7 @@ func TestHostEndlessBody(t *testing.T) {
 // the tool is listed as not offered, with the reason, and the server's
 // other tool is declared.
 func TestHostExplodingSchema(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"down": down(t, map[string]any{"trust": true}, "-explode", "boom", "-tool", "echo")})
 	cs := h.stdio(t, nil, "")
 	h.connected(t, "down")
@@ -161,6 +162,7 @@ func TestHostExplodingSchema(t *testing.T) {
 // fails after the host's cap on pages, with the reason, rather than being
 // paged until its timeout (or forever, for a listing after a change).
 func TestHostEndlessPages(t *testing.T) {
+	t.Parallel()
 	url, downLog := downHTTP(t, "http", "-endless-pages", "-tool", "echo")
 	h := newHostEnv(t, map[string]any{"pages": map[string]any{"httpUrl": url, "timeout": 20000}})
 	out := h.mcpList(t, nil)

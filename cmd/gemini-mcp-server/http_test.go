@@ -60,7 +60,7 @@ func startHTTPCmd(t testing.TB, cmd *exec.Cmd) (addr string, stop func() error, 
 		}
 		close(lines)
 	}()
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(60 * time.Second)
 	for addr == "" {
 		select {
 		case l, ok := <-lines:
@@ -148,6 +148,7 @@ func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestHTTPRefusesOpenRemoteBind(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cmd := e.command("--http", "0.0.0.0:0")
 	out, _ := cmd.CombinedOutput()
@@ -253,6 +254,7 @@ func TestHTTPSignalStopsRunningCall(t *testing.T) {
 // --max-prompt-bytes control characters each, which JSON escapes six
 // times over: the default --max-body-bytes must let the call through.
 func TestHTTPLargestPromptFitsTheBody(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const maxPrompt = 512 << 10
 	addr, _ := startHTTP(t, e, "--max-prompt-bytes", "512KiB")

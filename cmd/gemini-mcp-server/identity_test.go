@@ -71,6 +71,7 @@ func forge(t *testing.T, addr, token, method, session, body string) int {
 // and a DELETE on it: each is refused with 404, the tool does not run, and
 // A's own answer (decline) is the one that counts.
 func TestHostConfirmationAnsweredOnlyByItsCaller(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"db": down(t, nil, "-tool", "query")})
 	h.vars = append(h.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
 	addr := h.serve(t)
@@ -130,6 +131,7 @@ func TestHostConfirmationAnsweredOnlyByItsCaller(t *testing.T) {
 // HTTP, two tokens), B bringing an answer under A's request state is
 // refused and leaves the question pending: A's answer then runs the tool.
 func TestHostMRTRAnswerOnlyFromItsCaller(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"db": down(t, nil, "-tool", "query")})
 	h.vars = append(h.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
 	addr := h.serve(t, "--stateless")
@@ -166,6 +168,7 @@ func TestHostMRTRAnswerOnlyFromItsCaller(t *testing.T) {
 // is not asked; B is asked. The question says how long the grant lasts
 // and for whom.
 func TestHostAlwaysAllowLastsForTheCaller(t *testing.T) {
+	t.Parallel()
 	h := newHostEnv(t, map[string]any{"db": down(t, nil, "-tool", "query")})
 	h.vars = append(h.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
 	addr := h.serve(t)
@@ -201,6 +204,7 @@ func TestHostAlwaysAllowLastsForTheCaller(t *testing.T) {
 // none left on /sse nor on a new session, while another token has its
 // own; without tokens, two sessions from one address share one bucket.
 func TestRateLimitsFollowTheCaller(t *testing.T) {
+	t.Parallel()
 	e, _ := apiEnv(t)
 	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
 	addr, _ := startHTTP(t, e, "--backend", "api", "--rate-limits", "sessions=1/h")

@@ -18,8 +18,10 @@ import (
 // the session once the dead server's lease has freed itself. The embedded
 // store's file passes SQLite's integrity check.
 func TestKillDuringTurn(t *testing.T) {
+	t.Parallel()
 	for _, store := range []string{"embedded", "redis"} {
 		t.Run(store, func(t *testing.T) {
+			t.Parallel() // each waits out its dead server's lease
 			e, fake := apiEnv(t)
 			args := []string{"--backend", "api"}
 			if store == "redis" {

@@ -36,6 +36,7 @@ func leaks(where, text string, secrets ...string) []string {
 // URL query keys, header tokens and env secrets; a stdio server inherits
 // neither the store's URL with its password nor any GEMINI_MCP_ setting.
 func TestHostSecretsMasked(t *testing.T) {
+	t.Parallel()
 	const (
 		dbPW      = "DbPassw0rdMARK"
 		urlKey    = "UrlKeyMARK42"
@@ -128,6 +129,7 @@ func serve(t *testing.T, h http.Handler) string {
 // (307) to another host does not get that host the configured
 // Authorization and key headers.
 func TestHostHeadersStayWithTheirServer(t *testing.T) {
+	t.Parallel()
 	const token = "RedirTokMARK"
 	other := &recordingServer{}
 	otherAddr := serve(t, other)
@@ -153,6 +155,7 @@ func TestHostHeadersStayWithTheirServer(t *testing.T) {
 // TestAPIErrorMasksKey: an endpoint that echoes the x-goog-api-key header
 // in its error puts the key neither in the tool's result nor in the log.
 func TestAPIErrorMasksKey(t *testing.T) {
+	t.Parallel()
 	const key = "ApiKeyMARK-0123456789"
 	addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

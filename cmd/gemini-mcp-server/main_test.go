@@ -44,12 +44,13 @@ func TestMain(m *testing.M) {
 		if runtime.GOOS == "windows" {
 			serverBin += ".exe"
 		}
-		build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7-test", "-o", serverBin, ".")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building the server:", err)
+		// Without the race detector: a hundred tests start it, and its
+		// own packages' tests run under -race.
+		if err := geminitest.BuildServer(serverBin, false, "-ldflags", "-X main.version=v9.8.7-test"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		defer removeMCPDown()
 		return m.Run()
 	}())
 }
@@ -103,6 +104,7 @@ func connect(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
 }
 
 func TestStdioChatAndReply(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cs := connect(t, e.command())
 	init := cs.InitializeResult()
@@ -234,6 +236,7 @@ func TestStdioWarm(t *testing.T) {
 }
 
 func TestHelpVersionAndBadFlags(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	out, err := e.command("--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Usage:") || !strings.Contains(string(out), "GEMINI_MCP_TIMEOUT") || !strings.Contains(string(out), "doctor") {
@@ -251,6 +254,7 @@ func TestHelpVersionAndBadFlags(t *testing.T) {
 }
 
 func TestDoctor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	home := t.TempDir()
 	os.MkdirAll(filepath.Join(home, ".gemini"), 0o700)

@@ -12,6 +12,7 @@ import (
 // children carry, the server offers no tools and runs no CLI, unless the
 // operator allows it with --allow-nested.
 func TestNestedServesNoTools(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		args  []string

@@ -18,6 +18,7 @@ import (
 // false, no sessionId, and a last text item saying it cannot be
 // continued, as docs/users.md ("Sessions") promises.
 func TestRedisFullOrSlowKeepsTheAnswer(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	e, _ := apiEnv(t)
 	addr, _ := startHTTP(t, e, "--stateless", "--backend", "api", "--store", srv.URL(0))

@@ -148,6 +148,7 @@ func sessionIDs(t *testing.T, cs *mcp.ClientSession) []string {
 // through each replica, run one after the other; and a session of one
 // token is unknown to another token on the other replica.
 func TestReplicasOnRedis(t *testing.T) {
+	t.Parallel()
 	redis := redistest.Start(t)
 	e, fake := apiEnv(t)
 	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
@@ -235,6 +236,7 @@ func TestReplicasOnRedis(t *testing.T) {
 // replicas count a client's calls together: the second call, made on the
 // other replica, is refused with the delay and reaches no one.
 func TestRateLimitsAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	redis := redistest.Start(t)
 	e, fake := apiEnv(t)
 	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
@@ -265,6 +267,7 @@ func TestRateLimitsAcrossReplicas(t *testing.T) {
 // session was recorded in does not bind it to a replica. Files come from
 // the serving replica's project root.
 func TestReplicasInDifferentDirectories(t *testing.T) {
+	t.Parallel()
 	redis := redistest.Start(t)
 	e, fake := apiEnv(t)
 	dirA, dirB := filepath.Join(e.work, "srv-a"), filepath.Join(e.work, "srv-b")

@@ -12,6 +12,7 @@ import (
 // TestSessionsSurviveRestart: with the default store, a session started
 // by one server process is continued, listed and paged by the next.
 func TestSessionsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

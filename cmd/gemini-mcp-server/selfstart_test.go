@@ -20,6 +20,7 @@ import (
 // through a symbolic link, with the README's env, stops the start with an
 // error that says why; no copy of the server is started.
 func TestHostRefusesItself(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("symbolic links")
 	}
@@ -52,6 +53,7 @@ func TestHostRefusesItself(t *testing.T) {
 // the host's children carry the nested mark with their depth, and a copy
 // two levels down serves no tools, whatever --allow-nested says.
 func TestHostSelfChainBounded(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("a shell script wrapper")
 	}

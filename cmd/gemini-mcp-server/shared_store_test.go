@@ -9,6 +9,7 @@ import (
 // one state directory, so one embedded store, for each backend family:
 // a chat on A is continued on B, and both list it.
 func TestTwoStdioServersOneEmbeddedStore(t *testing.T) {
+	t.Parallel()
 	t.Run("api", func(t *testing.T) {
 		e, fake := apiEnv(t)
 		a, b := connect(t, e.command("--backend", "api")), connect(t, e.command("--backend", "api"))

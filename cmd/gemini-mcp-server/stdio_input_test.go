@@ -110,6 +110,7 @@ func (r *rawStdio) next() rpcMessage {
 // that used to end the process: every one gets its JSON-RPC error, and the
 // server goes on answering, the running call included.
 func TestStdioBadInputKeepsServing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := startRawStdio(t, e)
 	r.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"chat","arguments":{"prompt":"[[sleep:3000]] in flight","model":"gemini-x"}}}`)

@@ -17,6 +17,7 @@ import (
 // TestStoreStartupErrors: a --store the server cannot open stops it at
 // start (exit 1) with what to do, before it serves anything.
 func TestStoreStartupErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, tc := range []struct {
 		args []string
@@ -47,6 +48,7 @@ func TestStoreStartupErrors(t *testing.T) {
 // TestMaxTurnsBinary: with --store memory: and --max-turns 2, a session's
 // third turn is refused with what to do, and a new chat still answers.
 func TestMaxTurnsBinary(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cs := connect(t, e.command("--store", "memory:", "--max-turns", "2"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -83,6 +85,7 @@ func TestMaxTurnsBinary(t *testing.T) {
 // sessions tool lists its own sessions only, newest first, with their
 // titles in the structured result.
 func TestSessionsToolOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
 	addr, _ := startHTTP(t, e, "--store", "memory:")

@@ -32,6 +32,7 @@ func (e events) Activity(string) {}
 // next in line), starts once the first ends, and a turn cancelled while
 // waiting fails as cancelled without reaching the backend.
 func TestLimit(t *testing.T) {
+	t.Parallel()
 	b := &blocking{release: make(chan struct{})}
 	l := Limit(b, 1)
 	first, second := make(events, 4), make(events, 4)
@@ -77,6 +78,7 @@ func (panicking) Run(context.Context, Turn) (*Answer, error) {
 // TestLimitRecoversPanic: a backend's panic fails its turn with an error,
 // and frees its slot.
 func TestLimitRecoversPanic(t *testing.T) {
+	t.Parallel()
 	l := Limit(panicking{}, 1)
 	for range 2 {
 		_, err := l.Run(context.Background(), Turn{})

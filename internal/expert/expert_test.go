@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
@@ -134,20 +135,7 @@ func newHarnessOn(t *testing.T, backendName string, store session.Store, configu
 	if setup != nil {
 		setup(s)
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil)
-	cs, err := c.Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
-	})
+	cs := mcptest.Connect(t, s, nil)
 	return &harness{backend: fb, store: store, deps: d, client: cs}
 }
 
@@ -179,6 +167,7 @@ func wireErr(t *testing.T, err error) *jsonrpc.Error {
 }
 
 func TestSchemasSnapshot(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "warm", nil)
 	res, err := h.client.ListTools(context.Background(), nil)
 	if err != nil {
@@ -226,6 +215,7 @@ func TestSchemasSnapshot(t *testing.T) {
 // TestSchemasFollowSeed checks the schemas against the expert tools' specification: its
 // names, required arguments, enums and defaults.
 func TestSchemasFollowSeed(t *testing.T) {
+	t.Parallel()
 	type want struct {
 		required []string
 		enums    map[string]string // argument: its values, joined by |
@@ -277,6 +267,7 @@ func TestSchemasFollowSeed(t *testing.T) {
 }
 
 func TestAnalyzeResultInSeedFormat(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "api", nil)
 	text, meta := h.mustCall(t, "analyze", map[string]any{"files": []string{"main.go", "README.md"}, "question": "How does it start?", "temperature": 0.2})
 	turn := h.backend.last()
@@ -326,6 +317,7 @@ func TestAnalyzeResultInSeedFormat(t *testing.T) {
 // TestNotAppliedOnCLIBackends: where the backend cannot apply the
 // tuning, the result says so, in the text and in _meta.
 func TestNotAppliedOnCLIBackends(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "warm", nil)
 	text, meta := h.mustCall(t, "thinkdeep", map[string]any{"current_analysis": "We shard by tenant.", "focus_areas": []string{"performance", "architecture"}})
 	if h.backend.last().ThinkingMode != "high" {
@@ -349,6 +341,7 @@ func TestNotAppliedOnCLIBackends(t *testing.T) {
 // thread, then chat-reply about it; the files analyze sent are not sent
 // again.
 func TestContinuationAcrossTools(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"api", "warm"} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, name, nil)
@@ -387,6 +380,7 @@ func TestContinuationAcrossTools(t *testing.T) {
 }
 
 func TestValidationErrorsOnTheWire(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "api", nil)
 	for _, tc := range []struct {
 		tool   string
@@ -436,6 +430,7 @@ func TestValidationErrorsOnTheWire(t *testing.T) {
 }
 
 func TestSecurityErrorOnTheWire(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "api", nil)
 	_, err := h.call(t, "analyze", map[string]any{"files": []string{"a.go", "/etc/passwd"}, "question": "q"})
 	we := wireErr(t, err)
@@ -451,6 +446,7 @@ func TestSecurityErrorOnTheWire(t *testing.T) {
 }
 
 func TestToolFailureOnTheWire(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "api", nil)
 	h.backend.err = &backend.Error{Kind: backend.KindAPI, Reason: "the Gemini API refused the key: check GEMINI_API_KEY"}
 	_, err := h.call(t, "debug", map[string]any{"error_description": "it crashes"})
@@ -461,6 +457,7 @@ func TestToolFailureOnTheWire(t *testing.T) {
 }
 
 func TestSystemErrorWithoutFileContext(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "api", func(d *Deps) { d.Files, d.Changes = nil, nil })
 	for _, tc := range []struct {
 		tool string
@@ -487,6 +484,7 @@ func (downStore) Get(context.Context, string) (session.Record, bool, error) {
 }
 
 func TestSystemErrorWhenStoreDown(t *testing.T) {
+	t.Parallel()
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
 	h := newHarnessOn(t, "api", downStore{store}, nil, nil)
@@ -501,6 +499,7 @@ func TestSystemErrorWhenStoreDown(t *testing.T) {
 }
 
 func TestPrecommitReadsChanges(t *testing.T) {
+	t.Parallel()
 	var got []any
 	h := newHarness(t, "api", func(d *Deps) {
 		d.Changes = func(_ context.Context, path string, staged, unstaged bool, _ Seen) (*ChangeSet, error) {
@@ -522,6 +521,7 @@ func TestPrecommitReadsChanges(t *testing.T) {
 }
 
 func TestPromptsListed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "api", nil)
 	res, err := h.client.ListPrompts(context.Background(), nil)
 	if err != nil {
@@ -577,6 +577,7 @@ func (blockingTurns) Answer(ctx context.Context, _ *mcp.CallToolRequest, _ backe
 }
 
 func TestCallTimeout(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		d := &Deps{Turns: blockingTurns{}, CallTimeout: 300 * time.Second}
 		Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d)
@@ -603,6 +604,7 @@ func (fullStore) Touch(context.Context, string, session.Turn, time.Time) (sessio
 // TestAnswerKeptWhenSessionUnsaved: an answer Gemini gave is returned
 // even when the store could not record the turn, with a note saying so.
 func TestAnswerKeptWhenSessionUnsaved(t *testing.T) {
+	t.Parallel()
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
 	h := newHarnessOn(t, "api", fullStore{store}, nil, nil)
@@ -622,6 +624,7 @@ func TestAnswerKeptWhenSessionUnsaved(t *testing.T) {
 // continuation_id started with another token is as unknown as any, as for
 // chat-reply.
 func TestContinuationOfAnotherClientRefused(t *testing.T) {
+	t.Parallel()
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
 	root, err := filepath.EvalSymlinks(t.TempDir())

@@ -17,6 +17,7 @@ import (
 )
 
 func TestParseRateLimits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"", "map[]"},
 		{"chat=10/min, analyze=5/minute", "map[analyze:5/min chat:10/min]"},
@@ -58,6 +59,7 @@ func fmtLimits(m map[string]Rate) string {
 }
 
 func TestLimiterCountsPerClientAndTool(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		l := NewLimiter(SeedRateLimits(), nil)
 		for i := range 3 {
@@ -106,6 +108,7 @@ func TestLimiterCountsPerClientAndTool(t *testing.T) {
 }
 
 func TestLimiterDropsIdleClients(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		l := NewLimiter(map[string]Rate{"debug": {1, time.Minute}}, nil)
 		for i := range maxIdleBuckets {
@@ -123,6 +126,7 @@ func TestLimiterDropsIdleClients(t *testing.T) {
 // tool failure with the retry delay; chat over its limit is chat's own
 // error result; nothing runs.
 func TestRateLimitsOnTheWire(t *testing.T) {
+	t.Parallel()
 	h := newHarnessWith(t, map[string]Rate{"debug": {1, time.Minute}, "chat": {1, time.Hour}})
 	h.mustCall(t, "debug", map[string]any{"error_description": "it crashes"})
 	_, err := h.call(t, "debug", map[string]any{"error_description": "it crashes"})
@@ -159,6 +163,7 @@ func newHarnessWith(t *testing.T, limits map[string]Rate) *harness {
 }
 
 func TestClientKey(t *testing.T) {
+	t.Parallel()
 	if k := ClientKey(tools.WithCaller(context.Background(), "token:abc")); k != "token:abc" {
 		t.Errorf("with a token: %q", k)
 	}

@@ -62,6 +62,7 @@ func batchOf(n int, prompt string) string {
 // TestHTTPBatchCap: a batch over MaxBatch is refused whole, with a
 // message naming the limit, and starts nothing; one within it runs.
 func TestHTTPBatchCap(t *testing.T) {
+	t.Parallel()
 	h := newHTTPHarness(t, HTTPOptions{})
 	post := oldClient(t, h.url)
 	resp, err := post(context.Background(), batchOf(MaxBatch+1, "too many"))
@@ -91,6 +92,7 @@ func TestHTTPBatchCap(t *testing.T) {
 // call runs and the others wait for a slot: every call must end, and no
 // other CLI may start.
 func TestHTTPDroppedBatchStopsItsCalls(t *testing.T) {
+	t.Parallel()
 	inflight := NewInflight()
 	h := newHTTPHarness(t, HTTPOptions{Requests: NewRequestContexts(), Inflight: inflight}, options{maxConcurrent: 1})
 	post := oldClient(t, h.url)
@@ -120,6 +122,7 @@ func TestHTTPDroppedBatchStopsItsCalls(t *testing.T) {
 // that carried it has ended (the later calls of a long batch) gets an
 // ended context, not none.
 func TestRequestContextsEndedRequest(t *testing.T) {
+	t.Parallel()
 	rc := NewRequestContexts()
 	var header http.Header
 	rc.wrap(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { header = r.Header })).

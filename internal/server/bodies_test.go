@@ -47,6 +47,7 @@ func readResponse(t *testing.T, c net.Conn) (*http.Response, error) {
 // TestHTTPUnauthenticatedStalledBody: a request without a valid token is
 // refused on its headers at once, even though its body never comes.
 func TestHTTPUnauthenticatedStalledBody(t *testing.T) {
+	t.Parallel()
 	h := newHTTPHarness(t, HTTPOptions{Tokens: []string{testToken}})
 	for _, token := range []string{"", "wrong-token-0123456789"} {
 		c := stalledPost(t, h.url, token, 1000)
@@ -72,6 +73,7 @@ func TestHTTPUnauthenticatedStalledBody(t *testing.T) {
 // is answered 408 and its connection closed once BodyReadTimeout passes,
 // and /healthz keeps answering while many such requests are open.
 func TestHTTPStalledBodyTimesOut(t *testing.T) {
+	t.Parallel()
 	h := newHTTPHarness(t, HTTPOptions{Tokens: []string{testToken}, BodyReadTimeout: 300 * time.Millisecond})
 	var stalled []net.Conn
 	for range 50 {
@@ -104,6 +106,7 @@ func TestHTTPStalledBodyTimesOut(t *testing.T) {
 // TestReadAll reads bodies of known and unknown length around the cap and
 // the block size, and refuses truncated and oversized ones.
 func TestReadAll(t *testing.T) {
+	t.Parallel()
 	const max = 3*bodyBlock + 10
 	for _, n := range []int{0, 1, bodyBlock - 1, bodyBlock, bodyBlock + 1, 3 * bodyBlock, max} {
 		want := strings.Repeat("x", n)

@@ -71,6 +71,7 @@ func (p *peakSampler) finish() int {
 }
 
 func TestProgressCadence(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var msgs []string
 	var values []float64

@@ -59,6 +59,7 @@ func callOn(t *testing.T, cs *mcp.ClientSession, name string, args map[string]an
 // chat-reply without sessionId, not by id, not through the CLI's "latest",
 // and not by sending the header that names the token, stateful or not.
 func TestHTTPSessionsBelongToTheirToken(t *testing.T) {
+	t.Parallel()
 	for _, stateless := range []bool{false, true} {
 		name := "stateful"
 		if stateless {
@@ -124,6 +125,7 @@ func TestHTTPSessionsBelongToTheirToken(t *testing.T) {
 // tokens tell clients apart: per MCP session, and refused when there are
 // no MCP sessions either.
 func TestHTTPSessionsWithoutTokens(t *testing.T) {
+	t.Parallel()
 	h := newClientsHarness(t, HTTPOptions{}, false)
 	one := h.client(t, http.DefaultTransport)
 	two := h.client(t, http.DefaultTransport)
@@ -157,6 +159,7 @@ func TestHTTPSessionsWithoutTokens(t *testing.T) {
 // TestHTTPShareSessions checks the operator's switch: every token may then
 // continue every session by id.
 func TestHTTPShareSessions(t *testing.T) {
+	t.Parallel()
 	h := newClientsHarness(t, HTTPOptions{Tokens: []string{testToken, otherToken}}, true)
 	one := h.client(t, withToken(testToken))
 	two := h.client(t, withToken(otherToken))

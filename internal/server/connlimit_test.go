@@ -37,6 +37,7 @@ func closedByServer(t *testing.T, c net.Conn) {
 // waiting longest; when none waits, it is closed; past an address's cap a
 // new connection from it is closed; a closed connection frees its place.
 func TestConnLimiter(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +106,7 @@ func TestConnLimiter(t *testing.T) {
 }
 
 func TestAddrKey(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]string{
 		"127.0.0.1:80":               "127.0.0.1",
 		"[::ffff:10.0.0.1]:80":       "10.0.0.1",

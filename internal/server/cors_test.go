@@ -11,6 +11,7 @@ import (
 // are refused without CORS headers; the answers to allowed origins'
 // requests, refusals included, are readable by their pages.
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	const app = "https://app.example.com"
 	h := newHTTPHarness(t, HTTPOptions{Tokens: []string{testToken}, AllowedOrigins: []string{app + "/"}})
 	do := func(method, path, origin string, header map[string]string) *http.Response {

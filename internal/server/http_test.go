@@ -78,6 +78,7 @@ func (h *httpHarness) connect(t *testing.T, transport, token string, copts *mcp.
 }
 
 func TestHTTPTransports(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"streamable", "sse"} {
 		t.Run(transport, func(t *testing.T) {
 			h := newHTTPHarness(t, HTTPOptions{Tokens: []string{"another-token-abcdefgh", testToken}})
@@ -122,6 +123,7 @@ func TestHTTPTransports(t *testing.T) {
 }
 
 func TestHTTPStateless(t *testing.T) {
+	t.Parallel()
 	h := newHTTPHarness(t, HTTPOptions{Stateless: true})
 	cs, err := h.connect(t, "streamable", "", nil)
 	if err != nil {
@@ -147,6 +149,7 @@ func TestHTTPStateless(t *testing.T) {
 }
 
 func TestHTTPGuards(t *testing.T) {
+	t.Parallel()
 	h := newHTTPHarness(t, HTTPOptions{Tokens: []string{testToken}, AllowedOrigins: []string{"https://app.example.com"}, MaxBodyBytes: 64 << 10})
 	post := func(origin, token, body string) *http.Response {
 		req, _ := http.NewRequest("POST", h.url+PathMCP, strings.NewReader(body))
@@ -209,6 +212,7 @@ func TestHTTPGuards(t *testing.T) {
 }
 
 func TestCheckBind(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		addr   string
 		tokens []string

@@ -50,6 +50,7 @@ func postAs(t *testing.T, url, token, body string) int {
 // another token is refused with 404 and never reaches the session; its
 // own token's is accepted.
 func TestSSESessionBelongsToItsCaller(t *testing.T) {
+	t.Parallel()
 	h := newHTTPHarness(t, HTTPOptions{Tokens: []string{testToken, otherToken}})
 	endpoint := sseEndpoint(t, h.url, testToken)
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
@@ -65,6 +66,7 @@ func TestSSESessionBelongsToItsCaller(t *testing.T) {
 // does not exist is refused before the SDK sees it, as one of another
 // caller's.
 func TestUnknownSessionIs404(t *testing.T) {
+	t.Parallel()
 	h := newHTTPHarness(t, HTTPOptions{Tokens: []string{testToken}})
 	_, _, id := initSession(t, h.url, testToken)
 	if id == "" {
@@ -91,6 +93,7 @@ func TestUnknownSessionIs404(t *testing.T) {
 }
 
 func TestCallerOf(t *testing.T) {
+	t.Parallel()
 	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 	r.RemoteAddr = "192.0.2.7:41234"
 	r.Header.Set("X-Forwarded-For", "198.51.100.1")

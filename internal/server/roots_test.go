@@ -11,6 +11,7 @@ import (
 // outside them, however spelt, never reaches the CLI, and the error says
 // which directories are allowed and how to allow more.
 func TestAllowedRootsOverMCP(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, options{allowedRoots: []string{"home"}})
 	sub := filepath.Join(h.home, "project")
 	if err := os.Mkdir(sub, 0o755); err != nil {

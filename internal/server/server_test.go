@@ -18,6 +18,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
@@ -95,19 +96,7 @@ func newHarness(t *testing.T, opts ...options) *harness {
 // connects a client.
 func (h *harness) connect() {
 	t := h.t
-	srv := h.newServer()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, h.opts.client).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
-	h.client = cs
+	h.client = mcptest.Connect(t, h.newServer(), &mcptest.Options{ClientOptions: h.opts.client})
 }
 
 // newServer builds a server on the fake CLI with the harness's options.
@@ -183,6 +172,7 @@ func (h *harness) invocations() []geminitest.Invocation {
 }
 
 func TestToolSchemasSnapshot(t *testing.T) {
+	t.Parallel()
 	// The snapshots show what the binary serves by default.
 	h := newHarness(t, options{sessionIDInText: true})
 	res, err := h.client.ListTools(context.Background(), nil)
@@ -225,6 +215,7 @@ func TestToolSchemasSnapshot(t *testing.T) {
 // characters from [a-zA-Z0-9_.-], and no schema keyword its sanitizer
 // strips.
 func TestToolsPassGeminiCLIRules(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	res, err := h.client.ListTools(context.Background(), nil)
 	if err != nil {
@@ -248,6 +239,7 @@ func TestToolsPassGeminiCLIRules(t *testing.T) {
 }
 
 func TestChatAndReply(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	work := realDir(t, t.TempDir())
 	text, id, isErr := h.call("chat", map[string]any{"prompt": "Hello, who are you?", "model": "gemini-3-flash", "systemPrompt": "You are a helpful coding assistant.", "cwd": work})
@@ -282,6 +274,7 @@ func TestChatAndReply(t *testing.T) {
 }
 
 func TestReplyWithoutSessionID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	// With no session of its own, the server uses the CLI's latest in the
 	// default cwd, as the specification says.
@@ -313,6 +306,7 @@ func TestReplyWithoutSessionID(t *testing.T) {
 }
 
 func TestReplySessionErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	w1, w2 := realDir(t, t.TempDir()), realDir(t, t.TempDir())
 	_, a, _ := h.call("chat", map[string]any{"prompt": "a", "cwd": w1})
@@ -338,6 +332,7 @@ func TestReplySessionErrors(t *testing.T) {
 }
 
 func TestBadInputNeverReachesTheCLI(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, nil, 0o600)
@@ -395,6 +390,7 @@ func truncArgs(m map[string]any) map[string]any {
 }
 
 func TestFailureFormat(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	text, id, isErr := h.call("chat", map[string]any{"prompt": "[[exit:144]]"})
 	if !isErr || id != "" {
@@ -423,6 +419,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestLongAnswersArePaged(t *testing.T) {
+	t.Parallel()
 	full := newHarness(t)
 	whole, _, isErr := full.call("chat", map[string]any{"prompt": "[[stdout:3500]] long"})
 	if isErr || len(whole) != 3500 {

@@ -49,6 +49,7 @@ func endSession(url, token, id string) int {
 // total cap anyone gets 503, each saying what to do; a session that ends
 // frees its slot.
 func TestHTTPSessionCaps(t *testing.T) {
+	t.Parallel()
 	h := newHTTPHarness(t, HTTPOptions{Tokens: []string{testToken, otherToken}, MaxSessions: 3, MaxSessionsPerToken: 2})
 	var first string
 	for i := range 2 {
@@ -80,6 +81,7 @@ func TestHTTPSessionCaps(t *testing.T) {
 // TestHTTPSessionCapIdleExpiry: a session that expires idle frees its
 // slot.
 func TestHTTPSessionCapIdleExpiry(t *testing.T) {
+	t.Parallel()
 	h := newHTTPHarness(t, HTTPOptions{MaxSessions: 1, SessionIdleTimeout: 200 * time.Millisecond})
 	code, body, first := initSession(t, h.url, "")
 	if code != http.StatusOK {

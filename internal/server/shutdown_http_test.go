@@ -23,6 +23,7 @@ import (
 // clients are raw: the SDK's clients may report the end of a stream before
 // a message that arrived just ahead of it.
 func TestHTTPShutdownAnswersCalls(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"streamable", "sse"} {
 		t.Run(transport, func(t *testing.T) {
 			h := newHarness(t, options{noConnect: true})

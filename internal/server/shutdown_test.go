@@ -57,6 +57,7 @@ func (pipeAddr) String() string  { return "pipe" }
 // shutdown must not wait for it (http.Server.Shutdown alone gives such a
 // connection 5 s, which made shutdowns take 5 s).
 func TestShutdownClosesUnusedConnections(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ln := newPipeListener()
 		ctx, stop := context.WithCancel(t.Context())

@@ -23,6 +23,7 @@ func (touchFails) Touch(context.Context, string, session.Turn, time.Time) (sessi
 // turn: the answer, already paid for, is returned, with a note that the
 // session was not saved and how to continue it anyway.
 func TestUnsavedSessionIsSaid(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, options{noConnect: true})
 	mem := memstore.New(session.Options{})
 	t.Cleanup(func() { mem.Close() })

@@ -25,6 +25,7 @@ var uuidInText = regexp.MustCompile(`sessionId: ([0-9a-f-]{36})`)
 // continue a session by id, paged answers included, and that the answer's
 // own text item stays exactly Gemini's answer.
 func TestSessionIDInText(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, options{sessionIDInText: true, maxAnswerBytes: 1000})
 	texts, isErr := h.textsOnly("chat", map[string]any{"prompt": "remember 42"})
 	if isErr || len(texts) != 2 || !strings.HasPrefix(texts[0], "fake-gemini turn=1 ") {

@@ -139,6 +139,7 @@ func modernSSE(t *testing.T, url string) func(id int, method string) (int, rpcAn
 // listing the versions it serves, which is what makes mcp-go and
 // mcp-remote --protocol auto fall back to initialize.
 func TestProtocol2026Consistent(t *testing.T) {
+	t.Parallel()
 	legacy := slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= ModernProtocolVersion })
 	for _, tc := range []struct {
 		name      string
@@ -207,6 +208,7 @@ func TestProtocol2026Consistent(t *testing.T) {
 // version's header is served at the negotiated version, as the official
 // conformance suite expects.
 func TestSessionVersionHeader(t *testing.T) {
+	t.Parallel()
 	h := newHTTPHarness(t, HTTPOptions{})
 	open := func(version string) string {
 		status, body, hdr := postMCP(t, h.url, nil,
@@ -268,6 +270,7 @@ func TestSessionVersionHeader(t *testing.T) {
 // TestVersionGateForgetsSessions checks that the negotiated-version table
 // keeps only live sessions once it grows.
 func TestVersionGateForgetsSessions(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, options{noConnect: true})
 	g := newVersionGate(h.newServer(), HTTPOptions{})
 	for i := range 10 * minSweep {

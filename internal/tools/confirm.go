@@ -266,6 +266,10 @@ func (d *Deps) await(ctx context.Context, req *mcp.CallToolRequest, s *suspended
 		state := newState()
 		s.mu.Lock()
 		s.cur = &a
+		// Stored before the timer starts, so that a timer that fires at
+		// once finds the turn to stop; supersede, which may find it first,
+		// takes s.mu before it stops the timer.
+		d.pending.m.Store(state, s)
 		s.timer = time.AfterFunc(d.confirmWait(), func() {
 			if _, ok := d.pending.m.LoadAndDelete(state); ok {
 				d.Log.Info("tool confirmation not answered in time; turn stopped", "wait", d.confirmWait())
@@ -273,7 +277,6 @@ func (d *Deps) await(ctx context.Context, req *mcp.CallToolRequest, s *suspended
 			}
 		})
 		s.mu.Unlock()
-		d.pending.m.Store(state, s)
 		d.Log.Info("asking the client to confirm a tool call", "tool", a.req.Tool.Name)
 		return &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{confirmInputID: confirmParams(a.req, s.caller)},

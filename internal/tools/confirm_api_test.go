@@ -41,6 +41,7 @@ func (h *dbHost) Call(_ context.Context, name string, _ map[string]any) (*mcp.Ca
 // and a go-sdk client of each protocol generation: the client's user
 // allows or declines, or cannot be asked.
 func TestAPIBackendConfirmsThroughTheClient(t *testing.T) {
+	t.Parallel()
 	fake := fakeapi.New()
 	t.Cleanup(fake.Close)
 	for _, protocol := range []string{"2025-11-25", "2026-07-28"} {
@@ -90,6 +91,7 @@ func TestAPIBackendConfirmsThroughTheClient(t *testing.T) {
 // its user is asked leaves the turn suspended; its next call on the same
 // session withdraws the question instead of waiting behind that turn.
 func TestAbandonedQuestionWithdrawn(t *testing.T) {
+	t.Parallel()
 	fake := fakeapi.New()
 	t.Cleanup(fake.Close)
 	hist := memstore.New(session.Options{})

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -86,20 +87,7 @@ func confirmServer(t *testing.T, b backend.Backend, protocol string, answer func
 			return answer(), nil
 		}
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "t"}, opts).
-		Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
-	})
+	cs := mcptest.Connect(t, s, &mcptest.Options{ClientOptions: opts, Session: &mcp.ClientSessionOptions{ProtocolVersion: protocol}})
 	if got := cs.InitializeResult().ProtocolVersion; got != protocol {
 		t.Fatalf("negotiated %s, want %s", got, protocol)
 	}
@@ -140,6 +128,7 @@ func accept(choice string) func() *mcp.ElicitResult {
 // the call runs; from 2026-07-28 the call returns an input request and the
 // go-sdk client calls again with the answer.
 func TestConfirmThroughElicitation(t *testing.T) {
+	t.Parallel()
 	for _, protocol := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
 		t.Run(protocol, func(t *testing.T) {
 			// What the user allowed for good is not asked again: the
@@ -196,6 +185,7 @@ func TestConfirmThroughElicitation(t *testing.T) {
 // the turn waiting: it is stopped after ConfirmWait, and its request state
 // is then refused.
 func TestSuspendedTurnStopsWhenTheClientDoesNotComeBack(t *testing.T) {
+	t.Parallel()
 	b := &asking{asks: 1, cancelled: make(chan struct{}, 1)}
 	cs, d, _ := confirmServer(t, b, "2026-07-28", accept("once"), &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
 	d.ConfirmWait = time.Millisecond
@@ -226,6 +216,7 @@ func TestSuspendedTurnStopsWhenTheClientDoesNotComeBack(t *testing.T) {
 // cancels the call that brought its user's answer stops the turn, which
 // runs on a context of its own.
 func TestCancelledCallStopsSuspendedTurn(t *testing.T) {
+	t.Parallel()
 	b := &asking{asks: 1, cancelled: make(chan struct{}, 1), holding: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()

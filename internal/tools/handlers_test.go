@@ -87,6 +87,7 @@ func textOf(res *mcp.CallToolResult) string {
 // TestUnknownArgumentsFromSchema checks that each tool refuses exactly the
 // arguments its generated schema does not list, and names those it takes.
 func TestUnknownArgumentsFromSchema(t *testing.T) {
+	t.Parallel()
 	d, r := newStubDeps(t)
 	for _, tool := range []*mcp.Tool{chatTool(false), replyTool(), pageTool()} {
 		schema := tool.InputSchema.(*jsonschema.Schema)
@@ -140,6 +141,7 @@ func TestUnknownArgumentsFromSchema(t *testing.T) {
 // TestReplyTargets checks which session and directory chat-reply picks,
 // on stdio and for HTTP clients with tokens, in process.
 func TestReplyTargets(t *testing.T) {
+	t.Parallel()
 	d, r := newStubDeps(t)
 	sub := filepath.Join(d.DefaultCwd, "sub")
 	if err := mkdir(sub); err != nil {
@@ -215,6 +217,7 @@ func TestReplyTargets(t *testing.T) {
 // the answer (token usage, tuning it could not apply) reaches the result's
 // _meta, and that nothing is added when it reports nothing.
 func TestUsageAndNotAppliedInMeta(t *testing.T) {
+	t.Parallel()
 	d, r := newStubDeps(t)
 	res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}, ""), ChatInput{Prompt: "p"})
 	if res.IsError || res.Meta["usage"] != nil || res.Meta["notApplied"] != nil {
@@ -237,6 +240,7 @@ func TestUsageAndNotAppliedInMeta(t *testing.T) {
 // both, and never picks it as "the most recent session"; records written
 // before the family was kept count as the CLI's.
 func TestSessionBelongsToItsBackend(t *testing.T) {
+	t.Parallel()
 	d, cliStub := newStubDeps(t)
 	apiStub := &stubRunner{name: "api"}
 	chat := func() string {
@@ -314,6 +318,7 @@ func TestSessionBelongsToItsBackend(t *testing.T) {
 // backend's history in a full store) is returned with
 // _meta.sessionSaved false and a note, and its record stays as it was.
 func TestUnkeptTurn(t *testing.T) {
+	t.Parallel()
 	d, r := newStubDeps(t)
 	ctx := context.Background()
 	req := request(t, "chat", map[string]any{"prompt": "first"}, "")

@@ -12,6 +12,7 @@ import (
 )
 
 func TestSplitPages(t *testing.T) {
+	t.Parallel()
 	s := strings.Repeat("héllo wörld\n", 500)
 	pages := splitPages(s, 1000)
 	if strings.Join(pages, "") != s {
@@ -67,6 +68,7 @@ func FuzzSplitPages(f *testing.F) {
 // --max-output-bytes' budget for pages keeps its first pages and says the
 // rest is lost.
 func TestPagesBoundedPerAnswer(t *testing.T) {
+	t.Parallel()
 	d, _ := newStubDeps(t)
 	d.MaxAnswerBytes, d.MaxPagedBytes = 30, 100
 	page := strings.Repeat("x", 30)
@@ -91,6 +93,7 @@ func TestPagesBoundedPerAnswer(t *testing.T) {
 // answer another server process sharing the store paged: they live in
 // the store, not in the process that made them.
 func TestPagesFromTheStore(t *testing.T) {
+	t.Parallel()
 	a, r := newStubDeps(t)
 	a.MaxAnswerBytes = 1000
 	prompt := strings.Repeat("line of text\n", 200)

@@ -15,6 +15,7 @@ import (
 // roots only after ~, relative paths and symlinks are resolved, so that no
 // spelling of a directory outside them gets in.
 func TestResolveCwdAllowedRoots(t *testing.T) {
+	t.Parallel()
 	base := realTemp(t)
 	root := filepath.Join(base, "root")
 	sub := filepath.Join(root, "sub")
@@ -96,6 +97,7 @@ func TestResolveCwdAllowedRoots(t *testing.T) {
 }
 
 func TestResolveRoots(t *testing.T) {
+	t.Parallel()
 	base := realTemp(t)
 	link := filepath.Join(t.TempDir(), "link")
 	mustSymlink(t, base, link)

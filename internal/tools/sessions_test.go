@@ -44,6 +44,7 @@ func ids(out *SessionsOutput) []string {
 // in pages joined by an opaque cursor, filtered by cwd, each with what a
 // caller needs to pick one.
 func TestSessionsListsNewestFirstPaged(t *testing.T) {
+	t.Parallel()
 	d, _ := newStubDeps(t)
 	tick(d)
 	d.Host = "here"
@@ -100,6 +101,7 @@ func TestSessionsListsNewestFirstPaged(t *testing.T) {
 // TestSessionsOverHTTPAreTheCallers: over HTTP with tokens, a client sees
 // its own sessions and those without an owner, never another token's.
 func TestSessionsOverHTTPAreTheCallers(t *testing.T) {
+	t.Parallel()
 	d, _ := newStubDeps(t)
 	tick(d)
 	open := chatOK(t, d, ChatInput{Prompt: "from stdio"})
@@ -125,6 +127,7 @@ func TestSessionsOverHTTPAreTheCallers(t *testing.T) {
 // against the tool's output schema, beside the text; an error is a tool
 // error, not a protocol one.
 func TestSessionsThroughTheSDK(t *testing.T) {
+	t.Parallel()
 	cs, _ := connectStub(t)
 	ctx := context.Background()
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "hello"}}); err != nil {

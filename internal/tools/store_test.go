@@ -43,6 +43,7 @@ func record(t *testing.T, d *Deps, id string) session.Record {
 // TestMaxTurns: a session at --max-turns is refused before its backend is
 // called, with what to do; other sessions go on.
 func TestMaxTurns(t *testing.T) {
+	t.Parallel()
 	d, r := newStubDeps(t)
 	d.MaxTurns = 2
 	id := chatOK(t, d, ChatInput{Prompt: "p"})
@@ -71,6 +72,7 @@ func TestMaxTurns(t *testing.T) {
 // TestRecordedTitleHostAndSystemPrompt: the first turn records its title,
 // the CLI's host (the API's none) and the system prompt.
 func TestRecordedTitleHostAndSystemPrompt(t *testing.T) {
+	t.Parallel()
 	d, _ := newStubDeps(t)
 	d.Host = "build-7"
 	prompt := "Review this\n\tdiff for  races, please: the worker pool and its queue, then the shutdown path"
@@ -88,6 +90,7 @@ func TestRecordedTitleHostAndSystemPrompt(t *testing.T) {
 }
 
 func TestTitle(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 100)
 	for in, want := range map[string]string{
 		"":                        "",
@@ -106,6 +109,7 @@ func TestTitle(t *testing.T) {
 // system prompt gets the session's; one with its own sends that. The CLI
 // backends keep nothing between turns.
 func TestAPIReplyKeepsSystemPrompt(t *testing.T) {
+	t.Parallel()
 	d, cli := newStubDeps(t)
 	api := &stubRunner{name: "api"}
 	d.Backend = api
@@ -134,6 +138,7 @@ func TestAPIReplyKeepsSystemPrompt(t *testing.T) {
 // replica sharing the store) is refused by id, naming the host, and is
 // never "the most recent session" here.
 func TestCLISessionOfAnotherHost(t *testing.T) {
+	t.Parallel()
 	d, r := newStubDeps(t)
 	d.Host = "here"
 	local := chatOK(t, d, ChatInput{Prompt: "p"})
@@ -205,6 +210,7 @@ func (s *downStore) GetAnswer(ctx context.Context, id string) (session.PagedAnsw
 // with a clear, retryable error and reach no backend; a new chat still
 // answers; when the store is back, all works again.
 func TestStoreUnavailable(t *testing.T) {
+	t.Parallel()
 	d, r := newStubDeps(t)
 	st := &downStore{Store: d.Store}
 	d.Store = st
@@ -249,6 +255,7 @@ func (b *blockingRunner) Run(ctx context.Context, c backend.Turn) (*backend.Answ
 // while another process holds the session's lease, and runs once it is
 // given back.
 func TestLeaseOrdersProcesses(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		store := memstore.New(session.Options{})
 		defer store.Close()

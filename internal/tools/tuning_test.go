@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -23,18 +24,7 @@ func connectStub(t *testing.T) (*mcp.ClientSession, *stubRunner) {
 	r := &stubRunner{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
 	Register(srv, &Deps{Backend: r, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20})
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
-	return cs, r
+	return mcptest.Connect(t, srv, nil), r
 }
 
 func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
@@ -50,6 +40,7 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any)
 // do not take is refused before the backend is asked, with a message that
 // names the argument, the accepted values and the way out, on both tools.
 func TestTuningValidated(t *testing.T) {
+	t.Parallel()
 	cs, r := connectStub(t)
 	cases := []struct {
 		args map[string]any
@@ -85,6 +76,7 @@ func TestTuningValidated(t *testing.T) {
 // turn unchanged on both tools, that its absence leaves the turn untuned
 // (nil, not 0), and that the bounds themselves are accepted.
 func TestTuningPassedThrough(t *testing.T) {
+	t.Parallel()
 	cs, r := connectStub(t)
 	res := call(t, cs, "chat", map[string]any{"prompt": "p"})
 	if res.IsError {
@@ -129,6 +121,7 @@ func TestTuningPassedThrough(t *testing.T) {
 // could not apply reaches _meta.notApplied of the result as the client
 // sees it, beside the answer, which is not an error.
 func TestTuningNotAppliedReported(t *testing.T) {
+	t.Parallel()
 	cs, r := connectStub(t)
 	r.answer = backend.Answer{NotApplied: []string{"temperature: the Gemini CLI takes no per-call temperature"}}
 	res := call(t, cs, "chat", map[string]any{"prompt": "p", "temperature": 0.2})

@@ -143,6 +143,7 @@ func wantKind(t *testing.T, err error, kind backend.Kind, status int, says ...st
 }
 
 func TestNewSessionAndContinuation(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	a := f.mustRun(backend.Turn{Prompt: "first question"})
 	if !session.IsUUID(a.SessionID) || a.SessionID != strings.ToLower(a.SessionID) || a.Via != "api" {
@@ -193,6 +194,7 @@ func TestNewSessionAndContinuation(t *testing.T) {
 }
 
 func TestContinuationAfterRestart(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	a := f.mustRun(backend.Turn{Prompt: "before the restart"})
 	f.restart(Options{})
@@ -206,6 +208,7 @@ func TestContinuationAfterRestart(t *testing.T) {
 }
 
 func TestSystemInstructionAndModel(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{Model: "gemini-2.5-flash-lite"})
 	a := f.mustRun(backend.Turn{Prompt: "hi", SystemPrompt: "be brief"})
 	r := f.streams()[0]
@@ -219,6 +222,7 @@ func TestSystemInstructionAndModel(t *testing.T) {
 }
 
 func TestModelSuggestions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	_, err := f.run(backend.Turn{Prompt: "hi", Model: "gemini-2.5-flsh"})
 	wantKind(t, err, backend.KindInput, 0, `"gemini-2.5-flsh" is not in the Gemini API's model list`, "did you mean gemini-2.5-flash")
@@ -243,6 +247,7 @@ func TestModelSuggestions(t *testing.T) {
 }
 
 func TestModelListRefreshed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{ModelsTTL: time.Nanosecond})
 	_, err := f.run(backend.Turn{Prompt: "hi", Model: "gemini-9-ultra"})
 	wantKind(t, err, backend.KindInput, 0, "not in the Gemini API's model list")
@@ -251,6 +256,7 @@ func TestModelListRefreshed(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	if err := f.b.Check(context.Background()); err != nil {
 		t.Fatal(err)
@@ -260,6 +266,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestBadSession(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	_, err := f.run(backend.Turn{Prompt: "hi", Session: "latest"})
 	wantKind(t, err, backend.KindSession, 0, `not "latest"`)
@@ -273,6 +280,7 @@ func TestBadSession(t *testing.T) {
 // TestStatus400 checks a refused request: no retry, and the conversation
 // is left as it was.
 func TestStatus400(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	a := f.mustRun(backend.Turn{Prompt: "hi"})
 	_, err := f.run(backend.Turn{Prompt: "[[status:400]]", Session: a.SessionID})
@@ -286,6 +294,7 @@ func TestStatus400(t *testing.T) {
 }
 
 func TestAuthError(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	_, err := f.run(backend.Turn{Prompt: "[[status:403]]"})
 	wantKind(t, err, backend.KindAuth, 403, "refused the credentials", "Gemini API key from GEMINI_API_KEY", "GEMINI_API_KEY or GOOGLE_API_KEY")
@@ -299,6 +308,7 @@ func TestAuthError(t *testing.T) {
 // accepts, from Check as from a turn (whose model list request fails
 // first), and without retrying.
 func TestBadKey(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.fake.RequireKey("another-key")
 	err := f.b.Check(context.Background())
@@ -316,6 +326,7 @@ func TestBadKey(t *testing.T) {
 // TestConcurrentRepliesQueue: two replies to one conversation at once both
 // land, one after the other, neither losing the other's turn.
 func TestConcurrentRepliesQueue(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	a := f.mustRun(backend.Turn{Prompt: "hi"})
 	var wg sync.WaitGroup
@@ -405,6 +416,7 @@ func (r *recorder) Activity(msg string) {
 }
 
 func TestRetry429ThenSuccess(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	obs := &recorder{}
 	prompt := "[[fail:2:429]] [[retry-delay:0.02s]] hello"
@@ -424,6 +436,7 @@ func TestRetry429ThenSuccess(t *testing.T) {
 }
 
 func TestRetry429Exhausted(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{Retries: 2})
 	_, err := f.run(backend.Turn{Prompt: "[[status:429]] [[retry-delay:0.01s]]"})
 	wantKind(t, err, backend.KindAPI, 429, "quota or rate limit is exhausted", "RESOURCE_EXHAUSTED", "the API asks to wait 10ms")
@@ -436,6 +449,7 @@ func TestRetry429Exhausted(t *testing.T) {
 // than maxRetryWait, is not waited out; the error says how long the API
 // asked for.
 func TestRetryDelayBeyondTimeout(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		timeout time.Duration
 		delay   string
@@ -456,6 +470,7 @@ func TestRetryDelayBeyondTimeout(t *testing.T) {
 // TestNullModelList: an answer the SDK panics on is a list that could not
 // be had, not a crash.
 func TestNullModelList(t *testing.T) {
+	t.Parallel()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"models":null}`)
@@ -471,6 +486,7 @@ func TestNullModelList(t *testing.T) {
 // TestEmptyModelList: an endpoint that lists no models leaves names
 // unchecked rather than refusing them all.
 func TestEmptyModelList(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.fake.SetModels(nil)
 	f.mustRun(backend.Turn{Prompt: "hi", Model: "any-model"})
@@ -480,6 +496,7 @@ func TestEmptyModelList(t *testing.T) {
 }
 
 func TestRetry500(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	a := f.mustRun(backend.Turn{Prompt: "[[fail:1:500]] hello"})
 	if n := len(f.streams()); n != 2 || !strings.Contains(a.Text, "hello") {
@@ -493,6 +510,7 @@ func TestRetry500(t *testing.T) {
 // request ends at once (the fake sees it go) and the conversation is left
 // as it was.
 func TestCancelMidStream(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	a := f.mustRun(backend.Turn{Prompt: "hi"})
 
@@ -522,6 +540,7 @@ func TestCancelMidStream(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{Timeout: 300 * time.Millisecond})
 	_, err := f.run(backend.Turn{Prompt: "[[sleep:600000]]"})
 	be := wantKind(t, err, backend.KindTimeout, 0, "did not answer within 300ms", "raise --timeout (GEMINI_MCP_TIMEOUT)")
@@ -536,6 +555,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestOutputCap(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{MaxOutputBytes: 30})
 	_, err := f.run(backend.Turn{Prompt: "[[chunks:4]] a long answer"})
 	wantKind(t, err, backend.KindOutputTooBig, 0, "past 30 bytes")
@@ -548,6 +568,7 @@ func TestOutputCap(t *testing.T) {
 }
 
 func TestContextTooLong(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{Model: fakeapi.TinyModel})
 	// Short enough in bytes that no count is needed.
 	a := f.mustRun(backend.Turn{Prompt: "short"})
@@ -601,6 +622,7 @@ func genConfig(t *testing.T, r fakeapi.Request) map[string]any {
 }
 
 func TestTuning(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	temp := 0.25
 	for i, tc := range []struct {
@@ -646,6 +668,7 @@ func TestTuning(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	prompt := "three word prompt"
 	a := f.mustRun(backend.Turn{Prompt: prompt, ThinkingMode: "low"})
@@ -656,6 +679,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestSafetyBlocks(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	_, err := f.run(backend.Turn{Prompt: "[[block:SAFETY]]"})
 	wantKind(t, err, backend.KindInput, 0, "blocked the prompt (SAFETY)")
@@ -672,6 +696,7 @@ func TestSafetyBlocks(t *testing.T) {
 // request again on its own, billed and outside the call's retries; the
 // backend turns that off and takes the answer as it came.
 func TestNoAutomaticContinuation(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	a := f.mustRun(backend.Turn{Prompt: "[[continuation]] long"})
 	if n := len(f.streams()); n != 1 || !strings.Contains(a.Text, "long") {
@@ -680,6 +705,7 @@ func TestNoAutomaticContinuation(t *testing.T) {
 }
 
 func TestUnreachable(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	url := f.fake.URL()
 	f.fake.Close()

@@ -21,6 +21,7 @@ func mapEnv(m map[string]string) func(string) string {
 }
 
 func TestCredentials(t *testing.T) {
+	t.Parallel()
 	adcFile := filepath.Join(t.TempDir(), "adc.json")
 	if err := os.WriteFile(adcFile, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
@@ -67,11 +68,13 @@ func TestCredentials(t *testing.T) {
 }
 
 func TestNewWithoutCredentials(t *testing.T) {
+	t.Parallel()
 	_, err := New(Options{Getenv: mapEnv(nil)}, memstore.New(session.Options{}), nil)
 	wantKind(t, err, backend.KindAuth, 0, "no credentials for the Gemini API", "GEMINI_API_KEY or GOOGLE_API_KEY")
 }
 
 func TestIsAuth(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		e    genai.APIError
 		auth bool
@@ -90,6 +93,7 @@ func TestIsAuth(t *testing.T) {
 }
 
 func TestEditDistance(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		a, b string
 		d    int
@@ -108,6 +112,7 @@ func TestEditDistance(t *testing.T) {
 // a program; with an API key the backend gives the SDK its own HTTP client
 // and those are never set up.)
 func TestStartsNoProcess(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)

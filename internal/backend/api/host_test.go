@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 )
 
 // testHost is an in-process backend.ToolHost whose tools are those of a
@@ -90,21 +91,7 @@ func newTestHost(t *testing.T, trusted bool) *testHost {
 		return nil, ctx.Err()
 	})
 
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.cs = cs
-	t.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
-	})
+	h.cs = mcptest.Connect(t, s, &mcptest.Options{Client: &mcp.Implementation{Name: "host", Version: "1"}})
 	return h
 }
 

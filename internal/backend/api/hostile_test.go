@@ -17,6 +17,7 @@ import (
 // Go SDK (v1.77.0) panics while converting the frame: the call fails with
 // a clear error, changes nothing, and the next call is answered.
 func TestMalformedFrameFailsOneCall(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	a := f.mustRun(backend.Turn{Prompt: "first"})
 	_, err := f.run(backend.Turn{Prompt: "[[null-candidate]] second", Session: a.SessionID})
@@ -30,6 +31,7 @@ func TestMalformedFrameFailsOneCall(t *testing.T) {
 // TestFrameCap: one event past MaxFrameBytes ends the call before the SDK
 // reads it whole.
 func TestFrameCap(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	_, err := f.run(backend.Turn{Prompt: "[[big-frame:" + itoa(MaxFrameBytes+1000) + "]]"})
 	wantKind(t, err, backend.KindOutputTooBig, 0, "one event of its stream", "MiB")
@@ -43,6 +45,7 @@ func TestFrameCap(t *testing.T) {
 // TestCallFloodCapped: an answer that keeps asking for function calls is
 // stopped at MaxCallsPerAnswer, long before the fake has sent its bytes.
 func TestCallFloodCapped(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	_, err := f.run(backend.Turn{Prompt: "[[call-flood:nosuch:268435456]]"})
 	wantKind(t, err, backend.KindOutputTooBig, 0, "function calls")
@@ -55,6 +58,7 @@ func TestCallFloodCapped(t *testing.T) {
 // TestAnswerBytesCountEveryPart: function call parts count against
 // MaxOutputBytes, not only text.
 func TestAnswerBytesCountEveryPart(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{MaxOutputBytes: 20000})
 	_, err := f.run(backend.Turn{Prompt: "[[call-flood:nosuch:67108864]]"})
 	wantKind(t, err, backend.KindOutputTooBig, 0, "past 20000 bytes")
@@ -67,6 +71,7 @@ func TestAnswerBytesCountEveryPart(t *testing.T) {
 // TestTimeoutCutsStreamingPeer: a peer that keeps streaming (slowly, so
 // that no byte cap is reached) is cut at --timeout, with a timeout error.
 func TestTimeoutCutsStreamingPeer(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{Timeout: 500 * time.Millisecond})
 	ctx := guard(t)
 	_, err := f.b.Run(ctx, backend.Turn{Prompt: "[[drip:5]]"})
@@ -83,6 +88,7 @@ func TestTimeoutCutsStreamingPeer(t *testing.T) {
 // finish reason gives its text marked incomplete, and the turn is not
 // recorded.
 func TestStreamWithoutFinishIsIncomplete(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	a, err := f.run(backend.Turn{Prompt: "[[no-finish]] [[chunks:3]] new"})
 	if err != nil {
@@ -120,6 +126,7 @@ func TestStreamWithoutFinishIsIncomplete(t *testing.T) {
 // TestCutStreamAskedAgain: a stream cut once is asked for again, and the
 // whole second answer is given and recorded.
 func TestCutStreamAskedAgain(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	a := f.mustRun(backend.Turn{Prompt: "[[no-finish:1]] once"})
 	if a.Incomplete != "" || a.SessionID == "" || f.turns(a.SessionID) != 1 || len(f.streams()) != 2 {
@@ -150,6 +157,7 @@ func waitEnded(t *testing.T, s *fakeapi.Server) fakeapi.Request {
 // bytes arrive, go on to the SDK each ended by "\n\n"; an event past
 // MaxFrameBytes is an error.
 func TestSSEBodyFraming(t *testing.T) {
+	t.Parallel()
 	in := "data: {\"a\":1}\r\n\r\ndata: {\"b\":\n2}\n\ndata: {\"c\":3}"
 	got, err := io.ReadAll(&sseBody{rc: io.NopCloser(iotest.OneByteReader(strings.NewReader(in))), ctx: context.Background()})
 	if want := "data: {\"a\":1}\n\ndata: {\"b\":\n2}\n\ndata: {\"c\":3}"; err != nil || string(got) != want {
@@ -167,6 +175,7 @@ func TestSSEBodyFraming(t *testing.T) {
 // after round, is stopped at MaxCallsPerTurn even when the rounds allowed
 // are more.
 func TestCallsPerTurnCapped(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{MaxToolRounds: 2 * MaxCallsPerTurn})
 	_, err := f.run(backend.Turn{Prompt: "[[call:nosuch:{}]] [[loop-call:nosuch:{}]]"})
 	wantKind(t, err, backend.KindOutputTooBig, 0, "function calls in one turn")

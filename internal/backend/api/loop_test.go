@@ -34,6 +34,7 @@ func results(t *testing.T, r fakeapi.Request) []map[string]any {
 }
 
 func TestToolCallRoundTripAndHistory(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h})
 	obs := &recorder{}
@@ -81,6 +82,7 @@ func TestToolCallRoundTripAndHistory(t *testing.T) {
 }
 
 func TestOldRecordsWithoutExchangeLoad(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	id := session.NewUUID()
 	old := `{"user":{"role":"user","parts":[{"text":"hi"}]},"model":{"role":"model","parts":[{"text":"hello"}]},"time":"2026-01-02T03:04:05Z"}`
@@ -94,6 +96,7 @@ func TestOldRecordsWithoutExchangeLoad(t *testing.T) {
 }
 
 func TestParallelToolCalls(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h})
 	// Each meet returns only once the other runs too.
@@ -111,6 +114,7 @@ func TestParallelToolCalls(t *testing.T) {
 }
 
 func TestToolRoundsAndCap(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h, MaxToolRounds: 3})
 	a := f.mustRun(backend.Turn{Prompt: `[[call:mcp_demo_echo:{"text":"1"}]] [[then-call:mcp_demo_echo:{"text":"2"}]]`})
@@ -142,6 +146,7 @@ func TestToolRoundsAndCap(t *testing.T) {
 }
 
 func TestToolErrorsGoBackToGemini(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h})
 	f.mustRun(backend.Turn{Prompt: `[[call:mcp_demo_fail:{"n":1}]] [[call:mcp_demo_gone:{}]] [[call:mcp_other_x:{}]]`})
@@ -165,6 +170,7 @@ func TestToolErrorsGoBackToGemini(t *testing.T) {
 }
 
 func TestCancelReachesDownstreamCall(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h})
 	ctx, cancel := context.WithCancel(guard(t))
@@ -192,6 +198,7 @@ func TestCancelReachesDownstreamCall(t *testing.T) {
 }
 
 func TestResultPartsAsTheCLIBuildsThem(t *testing.T) {
+	t.Parallel()
 	fc := &genai.FunctionCall{ID: "c1", Name: "mcp_demo_media"}
 	content := []mcp.Content{
 		&mcp.TextContent{Text: "see"},
@@ -248,6 +255,7 @@ func TestResultPartsAsTheCLIBuildsThem(t *testing.T) {
 }
 
 func TestTurnTimeoutEndsDownstreamCall(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, true)
 	f := newFixture(t, Options{Tools: h, Timeout: 300 * time.Millisecond})
 	_, err := f.run(backend.Turn{Prompt: `[[call:mcp_demo_block:{}]]`})

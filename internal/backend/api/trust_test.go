@@ -46,6 +46,7 @@ func refusal(t *testing.T, f *fixture) string {
 }
 
 func TestUntrustedToolWithoutConfirmIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, false)
 	f := newFixture(t, Options{Tools: h})
 	a := f.mustRun(backend.Turn{Prompt: `[[call:mcp_demo_echo:{"text":"x"}]]`})
@@ -64,6 +65,7 @@ func TestUntrustedToolWithoutConfirmIsRefused(t *testing.T) {
 }
 
 func TestAllowListRunsUntrustedTools(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, false)
 	f := newFixture(t, Options{Tools: h, AllowTools: []string{"demo.echo"}})
 	f.mustRun(backend.Turn{Prompt: `[[call:mcp_demo_echo:{"text":"x"}]] [[call:mcp_demo_fail:{}]]`})
@@ -80,6 +82,7 @@ func TestAllowListRunsUntrustedTools(t *testing.T) {
 }
 
 func TestConfirmDecisions(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, false)
 	f := newFixture(t, Options{Tools: h})
 	echo := `[[call:mcp_demo_echo:{"text":"x"}]]`

@@ -8,6 +8,7 @@ import (
 )
 
 func TestArgs(t *testing.T) {
+	t.Parallel()
 	r := NewRunner(Options{}, nil)
 	got := r.args(backend.Turn{Prompt: "-h hello", Model: "gemini-x"}, "11111111-2222-4333-8444-555555555555")
 	want := []string{"-m", "gemini-x", "--session-id", "11111111-2222-4333-8444-555555555555", "--output-format", "json"}
@@ -22,6 +23,7 @@ func TestArgs(t *testing.T) {
 }
 
 func TestArgsOperatorOptions(t *testing.T) {
+	t.Parallel()
 	r := NewRunner(Options{ApprovalMode: "plan", Sandbox: true, SkipTrust: true,
 		IncludeDirectories: []string{"/a", "/b c"}, Extensions: []string{"none"}, AllowedMCPServerNames: []string{"x"}}, nil)
 	got := r.args(backend.Turn{Prompt: "p"}, "")

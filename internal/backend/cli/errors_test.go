@@ -12,6 +12,7 @@ import (
 )
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	apiOut := func(code int, msg string) *Output {
 		o, err := ParseOutput([]byte(`{"session_id":"x","error":{"type":"Error","message":` + quote(msg) + `,"code":` + itoa(code) + `}}`))
 		if err != nil {
@@ -102,6 +103,7 @@ func FuzzClassify(f *testing.F) {
 // its cause, so that callers can test for a cancel or a timeout (package
 // acp checks its own errors the same way).
 func TestErrorUnwrap(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err   *backend.Error
 		kind  backend.Kind

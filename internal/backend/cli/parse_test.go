@@ -39,6 +39,7 @@ Error when talking to Gemini API Full report available at: /tmp/gemini-client-er
 `
 
 func TestParseOutputSuccess(t *testing.T) {
+	t.Parallel()
 	out, err := ParseOutput([]byte(realSuccess))
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +53,7 @@ func TestParseOutputSuccess(t *testing.T) {
 }
 
 func TestParseOutputAfterNoise(t *testing.T) {
+	t.Parallel()
 	in := "Loaded cached credentials.\n{not json\n" + realSuccess + "\n"
 	out, err := ParseOutput([]byte(in))
 	if err != nil {
@@ -63,6 +65,7 @@ func TestParseOutputAfterNoise(t *testing.T) {
 }
 
 func TestParseOutputStderrTwice(t *testing.T) {
+	t.Parallel()
 	// The CLI sometimes prints its error object twice; the last one wins,
 	// and the stack trace's braces are not taken for it.
 	second := strings.Replace(realFailure[strings.Index(realFailure, "{\n  \"session_id\""):], "fake error 400", "second copy", 1)
@@ -79,6 +82,7 @@ func TestParseOutputStderrTwice(t *testing.T) {
 }
 
 func TestParseOutputRejects(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{"", "   \n", "this is not json\n", `{"other":1}`, "[1,2]", `{"error":{}}`} {
 		if out, err := ParseOutput([]byte(in)); err == nil {
 			t.Errorf("ParseOutput(%q) = %+v, want an error", in, out)
@@ -87,6 +91,7 @@ func TestParseOutputRejects(t *testing.T) {
 }
 
 func TestSplitAPIMessage(t *testing.T) {
+	t.Parallel()
 	text, status, code := splitAPIMessage(`{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}`)
 	if text != "Resource exhausted" || status != "RESOURCE_EXHAUSTED" || code != 429 {
 		t.Fatalf("got %q %q %d", text, status, code)
@@ -109,6 +114,7 @@ Available sessions for this project (3):
 `
 
 func TestParseSessionList(t *testing.T) {
+	t.Parallel()
 	list, err := ParseSessionList(realList)
 	if err != nil {
 		t.Fatal(err)

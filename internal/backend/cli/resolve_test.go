@@ -16,6 +16,7 @@ const npmShim = "@ECHO off\r\nGOTO start\r\n:find_dp0\r\nSET dp0=%~dp0\r\nEXIT /
 	"endLocal & goto #_undefined_# 2>NUL || title %COMSPEC% & \"%_prog%\"  \"%dp0%\\node_modules\\@google\\gemini-cli\\dist\\index.js\" %*\r\n"
 
 func TestParseCmdShim(t *testing.T) {
+	t.Parallel()
 	rel, ok := parseCmdShim(npmShim)
 	if !ok || rel != `node_modules\@google\gemini-cli\dist\index.js` {
 		t.Fatalf("got %q %v", rel, ok)
@@ -26,6 +27,7 @@ func TestParseCmdShim(t *testing.T) {
 }
 
 func TestResolveCmdShim(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	shim := filepath.Join(dir, "gemini.cmd")
 	if err := os.WriteFile(shim, []byte(npmShim), 0o644); err != nil {
@@ -60,6 +62,7 @@ func TestResolveCmdShim(t *testing.T) {
 }
 
 func TestResolveNotFound(t *testing.T) {
+	t.Parallel()
 	_, err := Resolve(filepath.Join(t.TempDir(), "no-such-gemini"))
 	var e *backend.Error
 	if !errors.As(err, &e) || e.Kind != backend.KindNotFound || !strings.Contains(e.Reason, "npm install -g @google/gemini-cli") || !strings.Contains(e.Reason, "--gemini") {

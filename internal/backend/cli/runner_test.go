@@ -26,6 +26,7 @@ func newTestRunner(t *testing.T, opts Options, extraEnv ...string) (*Runner, str
 }
 
 func TestRunNewSession(t *testing.T) {
+	t.Parallel()
 	r, log := newTestRunner(t, Options{})
 	dir := geminitest.WorkDir(t)
 	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "-h mcp", Model: "gemini-x", Dir: dir})
@@ -61,6 +62,7 @@ func TestRunNewSession(t *testing.T) {
 }
 
 func TestRunLargePromptOnStdin(t *testing.T) {
+	t.Parallel()
 	r, log := newTestRunner(t, Options{})
 	var b strings.Builder
 	for i := 0; b.Len() < 300<<10; i++ {
@@ -91,6 +93,7 @@ func TestRunLargePromptOnStdin(t *testing.T) {
 // the command line, which every local user can read in
 // /proc/PID/cmdline; a resumed session's prompt too.
 func TestRunPromptNeverInArgv(t *testing.T) {
+	t.Parallel()
 	r, log := newTestRunner(t, Options{})
 	dir := geminitest.WorkDir(t)
 	const secret = "the password is hunter2"
@@ -117,6 +120,7 @@ func TestRunPromptNeverInArgv(t *testing.T) {
 // TestRunPromptOverStdinCap: a prompt larger than the CLI reads from stdin
 // is refused before any process starts, not sent cut.
 func TestRunPromptOverStdinCap(t *testing.T) {
+	t.Parallel()
 	r, log := newTestRunner(t, Options{})
 	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: strings.Repeat("x", StdinPromptMax+1), Dir: geminitest.WorkDir(t)})
 	var be *backend.Error
@@ -189,6 +193,7 @@ func assertNoTempDirs(t *testing.T, tmp string) {
 }
 
 func TestRunOlderCLIWithoutSessionIDFlag(t *testing.T) {
+	t.Parallel()
 	r, log := newTestRunner(t, Options{}, geminitest.EnvNoSessionIDFlag+"=1")
 	dir := geminitest.WorkDir(t)
 	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "one", Dir: dir})
@@ -221,6 +226,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestRunSessionIDFallbacks(t *testing.T) {
+	t.Parallel()
 	r, log := newTestRunner(t, Options{})
 	dir := geminitest.WorkDir(t)
 	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first [[nosession]]", Dir: dir})
@@ -246,6 +252,7 @@ func TestRunSessionIDFallbacks(t *testing.T) {
 }
 
 func TestRunFailures(t *testing.T) {
+	t.Parallel()
 	r, _ := newTestRunner(t, Options{})
 	dir := geminitest.WorkDir(t)
 	cases := []struct {
@@ -283,6 +290,7 @@ func TestRunFailures(t *testing.T) {
 }
 
 func TestRunStderrTailIsBounded(t *testing.T) {
+	t.Parallel()
 	r, _ := newTestRunner(t, Options{})
 	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[stderr:500000]] [[exit:1]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
@@ -292,6 +300,7 @@ func TestRunStderrTailIsBounded(t *testing.T) {
 }
 
 func TestRunOutputCap(t *testing.T) {
+	t.Parallel()
 	r, _ := newTestRunner(t, Options{MaxOutputBytes: 64 << 10})
 	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[stdout:1000000]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
@@ -301,6 +310,7 @@ func TestRunOutputCap(t *testing.T) {
 }
 
 func TestRunNotFound(t *testing.T) {
+	t.Parallel()
 	r := NewRunner(Options{Gemini: filepath.Join(t.TempDir(), "gemini")}, nil)
 	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "x", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
@@ -310,6 +320,7 @@ func TestRunNotFound(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	r, _ := newTestRunner(t, Options{}, geminitest.EnvVersion+"=9.9.9")
 	v, err := r.Version(geminitest.Context(t))
 	if err != nil || v != "9.9.9" {
@@ -318,6 +329,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestRunSkipsTheRelaunchUnlessTold(t *testing.T) {
+	t.Parallel()
 	r, log := newTestRunner(t, Options{})
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "a", Dir: geminitest.WorkDir(t)}); err != nil {
 		t.Fatal(err)
@@ -335,6 +347,7 @@ func TestRunSkipsTheRelaunchUnlessTold(t *testing.T) {
 }
 
 func TestRunDefaultModel(t *testing.T) {
+	t.Parallel()
 	r, _ := newTestRunner(t, Options{DefaultModel: "gemini-default"})
 	dir := geminitest.WorkDir(t)
 	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "a", Dir: dir})
@@ -351,6 +364,7 @@ func TestRunDefaultModel(t *testing.T) {
 // of the CLI's stats, and answers a turn asking for tuning the CLI cannot
 // apply, naming that tuning.
 func TestRunUsageAndNotApplied(t *testing.T) {
+	t.Parallel()
 	r, _ := newTestRunner(t, Options{})
 	temp := 0.2
 	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "a", Dir: geminitest.WorkDir(t), Temperature: &temp, ThinkingMode: "high"})

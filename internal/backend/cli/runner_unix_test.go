@@ -90,6 +90,7 @@ func TestTimeoutStopsTheCall(t *testing.T) {
 // signal's name, not as an exit code (package acp checks the warm backend
 // the same way).
 func TestKilledBySignal(t *testing.T) {
+	t.Parallel()
 	r, _ := newTestRunner(t, Options{})
 	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[signal:9]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
