@@ -18,8 +18,8 @@ import (
 // serves (see docs/backends.md), and a CLI-only server can do
 // without.
 func init() {
-	newAPIBackend = func(cfg *config.Config, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error) {
-		opts := apiOptions(cfg, nil)
+	newAPIBackend = func(cfg *config.Config, getenv func(string) string, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error) {
+		opts := apiOptions(cfg, getenv)
 		opts.Tools = tools
 		return api.New(opts, store, log)
 	}

@@ -28,7 +28,30 @@ type IO struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
-	Getenv func(string) string
+	// Getenv and LookupEnv read the environment the server takes its
+	// settings, credentials and nesting mark from (nil: the process's;
+	// LookupEnv nil with Getenv set: a variable is set when not empty).
+	Getenv    func(string) string
+	LookupEnv func(string) (string, bool)
+}
+
+// Env is the environment, as IO gives it, that every part of the server
+// reads instead of the process's own.
+type Env struct {
+	Getenv    func(string) string
+	LookupEnv func(string) (string, bool)
+}
+
+// env completes sio's environment.
+func (sio IO) env() Env {
+	switch {
+	case sio.Getenv == nil:
+		return Env{Getenv: os.Getenv, LookupEnv: os.LookupEnv}
+	case sio.LookupEnv == nil:
+		get := sio.Getenv
+		return Env{Getenv: get, LookupEnv: func(k string) (string, bool) { v := get(k); return v, v != "" }}
+	}
+	return Env{Getenv: sio.Getenv, LookupEnv: sio.LookupEnv}
 }
 
 const usageHeader = `gemini-mcp-server: Google Gemini as MCP tools, through the Gemini CLI or the Gemini API.
@@ -75,9 +98,8 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	if version == "" {
 		version = buildVersion()
 	}
-	if sio.Getenv == nil {
-		sio.Getenv = os.Getenv
-	}
+	env := sio.env()
+	sio.Getenv, sio.LookupEnv = env.Getenv, env.LookupEnv
 	sub := ""
 	if len(args) > 0 {
 		switch args[0] {
@@ -124,7 +146,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		return Doctor(ctx, cfg, version, sio.Stdout, sio.Getenv)
 	}
 	if sub == "mcp list" {
-		return mcpList(ctx, cfg, sio.Stdout, log)
+		return mcpList(ctx, cfg, env, sio.Stdout, log)
 	}
 	serve := serveStdio
 	if cfg.HTTP != "" {
@@ -144,7 +166,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 
 // NewDeps builds the tools' dependencies from the configuration. The
 // session store it opens is the caller's to close (Deps.Store.Close).
-func NewDeps(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *tools.Deps, err error) {
+func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger) (deps *tools.Deps, err error) {
 	store, where, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -178,7 +200,7 @@ func NewDeps(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *t
 			return nil, err
 		}
 	}
-	b, err := newBackend(cfg, store, log)
+	b, err := newBackend(cfg, env, store, log)
 	if err != nil {
 		return nil, err
 	}
@@ -193,8 +215,8 @@ func NewDeps(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *t
 // handlers before a session ends, so the lifetime (ended by endLife, by a
 // signal through ctx, or by stop) is what stops calls at shutdown. stop
 // ends the lifetime and then the warm processes.
-func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *tools.Deps, life context.Context, endLife, stop func(), err error) {
-	deps, err = NewDeps(ctx, cfg, log)
+func start(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger) (deps *tools.Deps, life context.Context, endLife, stop func(), err error) {
+	deps, err = NewDeps(ctx, cfg, env, log)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -221,7 +243,7 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (deps *too
 // stdin or ctx ends. Every call's context ends with the server's, so that
 // shutting down stops the CLI processes still running.
 func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
-	deps, life, endLife, stop, err := start(ctx, cfg, log)
+	deps, life, endLife, stop, err := start(ctx, cfg, sio.env(), log)
 	if err != nil {
 		return err
 	}
@@ -303,7 +325,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	if err := server.CheckBind(cfg.HTTP, tokens, cfg.AllowInsecureRemote); err != nil {
 		return err
 	}
-	deps, life, endLife, stop, err := start(ctx, cfg, log)
+	deps, life, endLife, stop, err := start(ctx, cfg, sio.env(), log)
 	if err != nil {
 		return err
 	}

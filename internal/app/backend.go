@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
@@ -19,7 +18,7 @@ import (
 // without that backend; the API package sets it when it is linked in, so
 // that a server that does not use it does not pay for its packages.
 // tools is the MCP host whose tools Gemini may call (nil for none).
-var newAPIBackend func(cfg *config.Config, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error)
+var newAPIBackend func(cfg *config.Config, getenv func(string) string, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error)
 
 // errNoAPIBackend is what --backend api gets from a build without it.
 var errNoAPIBackend = errors.New("the API backend is not available in this build: use --backend warm or oneshot, with the Gemini CLI")
@@ -28,8 +27,8 @@ var errNoAPIBackend = errors.New("the API backend is not available in this build
 // to --max-concurrent turns at once. It is the one place that decides how
 // turns run: which backend, what the warm one falls back to, and the
 // limits (per-call timeout, kill grace) every backend applies.
-func newBackend(cfg *config.Config, store session.Store, log *slog.Logger) (backend.Backend, error) {
-	c, err := chooseBackend(cfg, os.Getenv)
+func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logger) (backend.Backend, error) {
+	c, err := chooseBackend(cfg, env.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -46,11 +45,11 @@ func newBackend(cfg *config.Config, store session.Store, log *slog.Logger) (back
 		if newAPIBackend == nil {
 			return nil, errNoAPIBackend
 		}
-		host, err := startToolHost(cfg, log)
+		host, err := startToolHost(cfg, env, log)
 		if err != nil {
 			return nil, err
 		}
-		if b, err = newAPIBackend(cfg, store, toolHostFor(host), log); err != nil {
+		if b, err = newAPIBackend(cfg, env.Getenv, store, toolHostFor(host), log); err != nil {
 			if host != nil {
 				host.Close()
 			}
@@ -60,9 +59,9 @@ func newBackend(cfg *config.Config, store session.Store, log *slog.Logger) (back
 			b = &withToolHost{Backend: b, host: host}
 		}
 	case "oneshot":
-		b = cli.NewRunner(cliOptions(cfg), log)
+		b = cli.NewRunner(cliOptions(cfg, env), log)
 	default:
-		opts := cliOptions(cfg)
+		opts := cliOptions(cfg, env)
 		oneShot := cli.NewRunner(opts, log)
 		warm := acp.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout,
 			SpareAge: cfg.WarmSpareAge, MaxSessions: cfg.WarmMaxSessions}
@@ -126,10 +125,10 @@ func apiCredentials(getenv func(string) string) []string {
 }
 
 // cliOptions is the configuration of the CLI backends.
-func cliOptions(cfg *config.Config) cli.Options {
+func cliOptions(cfg *config.Config, env Env) cli.Options {
 	return cli.Options{
 		Gemini:                cfg.Gemini,
-		Env:                   []string{childNestEnv(os.Getenv)},
+		Env:                   []string{childNestEnv(env.Getenv)},
 		DefaultModel:          cfg.Model,
 		ApprovalMode:          cfg.ApprovalMode,
 		Sandbox:               cfg.Sandbox,

@@ -114,14 +114,14 @@ func TestNewBackendAPI(t *testing.T) {
 	saved := newAPIBackend
 	t.Cleanup(func() { newAPIBackend = saved })
 	newAPIBackend = nil
-	if _, err := newBackend(cfg, store, log); !errors.Is(err, errNoAPIBackend) || !strings.Contains(err.Error(), "not available in this build") {
+	if _, err := newBackend(cfg, IO{}.env(), store, log); !errors.Is(err, errNoAPIBackend) || !strings.Contains(err.Error(), "not available in this build") {
 		t.Fatalf("without the API backend: %v", err)
 	}
 	stub := &stubAPI{}
-	newAPIBackend = func(*config.Config, session.Store, backend.ToolHost, *slog.Logger) (backend.Backend, error) {
+	newAPIBackend = func(*config.Config, func(string) string, session.Store, backend.ToolHost, *slog.Logger) (backend.Backend, error) {
 		return stub, nil
 	}
-	b, err := newBackend(cfg, store, log)
+	b, err := newBackend(cfg, IO{}.env(), store, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestDoctorReportsBackend(t *testing.T) {
 	if code, out := doctor(); code != 1 || !strings.Contains(out, "FAIL  backend: api (auto: no Gemini CLI was found, and API credentials are set: Gemini API key from GEMINI_API_KEY, endpoint "+fake.URL()+"): the API backend is not available in this build") {
 		t.Fatalf("without the API backend: exit %d\n%s", code, out)
 	}
-	newAPIBackend = func(*config.Config, session.Store, backend.ToolHost, *slog.Logger) (backend.Backend, error) {
+	newAPIBackend = func(*config.Config, func(string) string, session.Store, backend.ToolHost, *slog.Logger) (backend.Backend, error) {
 		return &stubAPI{}, nil
 	}
 	code, out := doctor()

@@ -1,10 +1,13 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
@@ -38,7 +41,7 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deps, err := NewDeps(context.Background(), cfg, slog.New(slog.DiscardHandler))
+			deps, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +61,34 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewDeps(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil {
+	if _, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler)); err == nil {
 		t.Fatal("a missing root was accepted")
+	}
+}
+
+// TestNewDepsReadsTheGivenEnvironment: the backend is chosen from the
+// environment the command was given, not the process's: with an API key
+// there and no gemini executable, auto chooses the API backend, and its
+// children's nesting mark counts from the given mark.
+func TestNewDepsReadsTheGivenEnvironment(t *testing.T) {
+	vars := map[string]string{"GEMINI_API_KEY": "key-from-the-given-environment", NestedEnv: "1"}
+	getenv := func(k string) string { return vars[k] }
+	cfg, err := config.Parse("test", "", []string{"--state-dir", t.TempDir(), "--gemini", filepath.Join(t.TempDir(), "no-gemini")}, getenv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	env := IO{Getenv: getenv}.env()
+	deps, err := NewDeps(context.Background(), cfg, env, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logged.String())
+	}
+	defer deps.Backend.Close()
+	defer deps.Store.Close()
+	if !strings.Contains(logged.String(), `msg="backend chosen" backend=api`) {
+		t.Errorf("the backend was not chosen from the given environment:\n%s", logged.String())
+	}
+	if got, want := cliOptions(cfg, env).Env, []string{NestedEnv + "=2"}; !slices.Equal(got, want) {
+		t.Errorf("the CLI's children are marked %q, want %q", got, want)
 	}
 }

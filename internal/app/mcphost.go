@@ -29,26 +29,26 @@ const listTimeout = 5 * time.Second
 // the API backend: it returns nil without a configuration. The host
 // connects in the background, so the server's own start and initialize
 // never wait for a downstream server; a bad configuration is an error.
-func startToolHost(cfg *config.Config, log *slog.Logger) (*mcphost.Host, error) {
+func startToolHost(cfg *config.Config, env Env, log *slog.Logger) (*mcphost.Host, error) {
 	if cfg.MCPConfig == "" {
 		return nil, nil
 	}
-	if d := nestDepth(os.Getenv); d >= maxNestDepth {
+	if d := nestDepth(env.Getenv); d >= maxNestDepth {
 		return nil, fmt.Errorf("--mcp-config: this server was started by a gemini-mcp-server that another one started (%s=%d), "+
 			"so it starts no MCP servers: a configuration that starts this server again would never end", NestedEnv, d)
 	}
-	mc, err := loadMCPConfig(cfg, log)
+	mc, err := loadMCPConfig(cfg, env, log)
 	if err != nil {
 		return nil, err
 	}
 	log.Info("MCP host: connecting to the configured servers", "config", cfg.MCPConfig, "servers", len(mc.Servers))
-	return mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), ChildEnv: []string{childNestEnv(os.Getenv)}}), nil
+	return mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), ChildEnv: []string{childNestEnv(env.Getenv)}}), nil
 }
 
 // loadMCPConfig reads --mcp-config, refusing a stdio server that is this
 // executable, and logs its warnings.
-func loadMCPConfig(cfg *config.Config, log *slog.Logger) (*mcphost.Config, error) {
-	mc, err := mcphost.LoadConfig(cfg.MCPConfig, os.LookupEnv)
+func loadMCPConfig(cfg *config.Config, env Env, log *slog.Logger) (*mcphost.Config, error) {
+	mc, err := mcphost.LoadConfig(cfg.MCPConfig, env.LookupEnv)
 	if err != nil {
 		return nil, fmt.Errorf("--mcp-config: %w", err)
 	}
@@ -129,12 +129,12 @@ func addMCPServersResource(srv *mcp.Server, b backend.Backend) {
 // --mcp-config as the server would, waits until each has connected or
 // failed (within its timeout, or 5 s when unset, as `gemini mcp list`),
 // and prints them with their tools.
-func mcpList(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) int {
+func mcpList(ctx context.Context, cfg *config.Config, env Env, out io.Writer, log *slog.Logger) int {
 	if cfg.MCPConfig == "" {
 		fmt.Fprintln(out, "No MCP servers configured: give --mcp-config FILE (or GEMINI_MCP_CONFIG), a JSON file with an mcpServers object.")
 		return 0
 	}
-	mc, err := loadMCPConfig(cfg, log)
+	mc, err := loadMCPConfig(cfg, env, log)
 	if err != nil {
 		log.Error("mcp list", "err", err)
 		return 1
@@ -149,7 +149,7 @@ func mcpList(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.L
 	// A listing tries each server once: the retry would come after the
 	// host is closed.
 	host := mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), Backoff: func(int) time.Duration { return time.Hour },
-		ChildEnv: []string{childNestEnv(os.Getenv)}})
+		ChildEnv: []string{childNestEnv(env.Getenv)}})
 	wctx, cancel := context.WithTimeout(ctx, longest+time.Second)
 	err = host.WaitSettled(wctx)
 	cancel()

@@ -83,12 +83,12 @@ func TestAPIBackendGetsToolHost(t *testing.T) {
 	saved := newAPIBackend
 	t.Cleanup(func() { newAPIBackend = saved })
 	var given backend.ToolHost
-	newAPIBackend = func(_ *config.Config, _ session.Store, tools backend.ToolHost, _ *slog.Logger) (backend.Backend, error) {
+	newAPIBackend = func(_ *config.Config, _ func(string) string, _ session.Store, tools backend.ToolHost, _ *slog.Logger) (backend.Backend, error) {
 		given = tools
 		return &stubAPI{}, nil
 	}
 
-	b, err := newBackend(parse(t, "--backend", "api"), store, log)
+	b, err := newBackend(parse(t, "--backend", "api"), IO{}.env(), store, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +99,11 @@ func TestAPIBackendGetsToolHost(t *testing.T) {
 
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"mcpServers":{"db":{"command":"x","timeout":-1}}}`), 0o600)
-	if _, err := newBackend(parse(t, "--backend", "api", "--mcp-config", bad), store, log); err == nil || !strings.Contains(err.Error(), "mcpServers.db.timeout") {
+	if _, err := newBackend(parse(t, "--backend", "api", "--mcp-config", bad), IO{}.env(), store, log); err == nil || !strings.Contains(err.Error(), "mcpServers.db.timeout") {
 		t.Fatalf("a bad configuration: %v", err)
 	}
 
-	b, err = newBackend(parse(t, "--backend", "api", "--mcp-config", mcpConfig(t)), store, log)
+	b, err = newBackend(parse(t, "--backend", "api", "--mcp-config", mcpConfig(t)), IO{}.env(), store, log)
 	if err != nil {
 		t.Fatal(err)
 	}
