@@ -36,8 +36,8 @@ func init() {
 // apiOptions is the API backend's configuration; getenv nil means the
 // process environment.
 func apiOptions(cfg *config.Config, getenv func(string) string) api.Options {
-	return api.Options{Model: cfg.Model, Timeout: cfg.Timeout, MaxOutputBytes: cfg.MaxOutputBytes, Getenv: getenv,
-		MaxToolRounds: cfg.MaxToolRounds, AllowTools: cfg.AllowMCPTools}
+	return api.Options{Model: cfg.Turns.Model, Timeout: cfg.Turns.Timeout, MaxOutputBytes: cfg.Turns.MaxOutputBytes, Getenv: getenv,
+		MaxToolRounds: cfg.API.MaxToolRounds, AllowTools: cfg.API.AllowMCPTools}
 }
 
 // discardHistory is the history of doctor's one request, which keeps none.

@@ -18,9 +18,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
 // IO is what the command talks through.
@@ -120,7 +122,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	}
 	// Help that was asked for goes to stdout and succeeds; mistakes go to
 	// stderr with a pointer to the help.
-	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, sio.Getenv, sio.Stdout)
+	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, sio.Getenv, sio.Stdout, configRules())
 	if errors.Is(err, config.ErrHelp) {
 		return 0
 	}
@@ -137,7 +139,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	// environment and the store's URL here, the MCP host's configuration
 	// once it is read (mcphost.New adds them to the same redactor).
 	red := redact.New(redact.EnvSecrets(os.Environ())...)
-	red.Add(redact.URLSecrets(cfg.Store)...)
+	red.Add(redact.URLSecrets(cfg.Store.URL)...)
 	log := slog.New(redact.Handler(slog.NewTextHandler(sio.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}), red))
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
@@ -149,7 +151,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		return mcpList(ctx, cfg, env, sio.Stdout, log)
 	}
 	serve := serveStdio
-	if cfg.HTTP != "" {
+	if cfg.HTTP.Addr != "" {
 		serve = serveHTTP
 	}
 	if isNested(cfg, sio.Getenv) {
@@ -164,6 +166,13 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	return 0
 }
 
+// configRules are the checks of the configuration that config leaves to
+// the packages that know: a valid model name, the tools a rate limit may
+// name.
+func configRules() config.Rules {
+	return config.Rules{Model: validate.Model, RateLimitTools: expert.LimitedTools()}
+}
+
 // NewDeps builds the tools' dependencies from the configuration. The
 // session store it opens is the caller's to close (Deps.Store.Close).
 func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger) (deps *tools.Deps, err error) {
@@ -176,8 +185,8 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger)
 			store.Close()
 		}
 	}()
-	log.Info("session store", "store", where, "ttl", cfg.SessionTTL, "maxTurns", cfg.MaxTurns)
-	cwd := cfg.Cwd
+	log.Info("session store", "store", where, "ttl", cfg.Store.TTL, "maxTurns", cfg.Store.MaxTurns)
+	cwd := cfg.Tools.Cwd
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {
 			return nil, fmt.Errorf("finding the working directory (set --cwd): %w", err)
@@ -190,8 +199,8 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger)
 	// Over HTTP, clients are remote: by default they may only work under
 	// the server's directory. On stdio the client is the local user, who
 	// could run the CLI anywhere, so no roots apply unless set.
-	roots := cfg.AllowedRoots
-	if len(roots) == 0 && cfg.HTTP != "" {
+	roots := cfg.Tools.AllowedRoots
+	if len(roots) == 0 && cfg.HTTP.Addr != "" {
 		roots = []string{cwd}
 	}
 	var allowed []string
@@ -204,9 +213,9 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	deps = &tools.Deps{Backend: b, Store: store, MaxTurns: cfg.MaxTurns, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
-		AllowedRoots: allowed, Remote: cfg.HTTP != "", Authenticated: len(cfg.Tokens) > 0 || cfg.TokenFile != "",
-		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions, SessionIDInText: cfg.SessionIDInText}
+	deps = &tools.Deps{Backend: b, Store: store, MaxTurns: cfg.Store.MaxTurns, DefaultCwd: cwd, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Log: log, ProgressInterval: cfg.Tools.ProgressInterval, MaxAnswerBytes: cfg.Tools.MaxAnswerBytes,
+		AllowedRoots: allowed, Remote: cfg.HTTP.Addr != "", Authenticated: len(cfg.HTTP.Tokens) > 0 || cfg.HTTP.TokenFile != "",
+		Stateless: cfg.HTTP.Stateless, ShareSessions: cfg.Tools.ShareSessions, SessionIDInText: cfg.Tools.SessionIDInText}
 	return deps, nil
 }
 
@@ -253,8 +262,8 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 		return err
 	}
 	addMCPServersResource(srv, deps.Backend)
-	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd)
-	return serveOnStdio(life, endLife, srv, sio, cfg.MaxPromptBytes, log)
+	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.CLI.Gemini, "cwd", deps.DefaultCwd)
+	return serveOnStdio(life, endLife, srv, sio, cfg.Tools.MaxPromptBytes, log)
 }
 
 // serveOnStdio serves srv's one MCP session on stdin/stdout until the
@@ -322,7 +331,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 		return err
 	}
 	redact.Of(log.Handler()).Add(tokens...)
-	if err := server.CheckBind(cfg.HTTP, tokens, cfg.AllowInsecureRemote); err != nil {
+	if err := server.CheckBind(cfg.HTTP.Addr, tokens, cfg.HTTP.AllowInsecureRemote); err != nil {
 		return err
 	}
 	deps, life, endLife, stop, err := start(ctx, cfg, sio.env(), log)
@@ -338,35 +347,35 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 		return err
 	}
 	addMCPServersResource(srv, deps.Backend)
-	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins, Requests: requests, Inflight: inflight,
-		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyReadTimeout: cfg.BodyReadTimeout, Log: log,
-		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,
-		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Timeout)})
-	maxConns := cfg.MaxConns
+	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.HTTP.AllowedOrigins, Requests: requests, Inflight: inflight,
+		Stateless: cfg.HTTP.Stateless, MaxBodyBytes: int64(cfg.HTTP.MaxBodyBytes), BodyReadTimeout: cfg.HTTP.BodyReadTimeout, Log: log,
+		MaxSessions: cfg.HTTP.MaxSessions, MaxSessionsPerToken: cfg.HTTP.MaxSessionsPerToken,
+		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Turns.Timeout)})
+	maxConns := cfg.HTTP.MaxConns
 	if maxConns == 0 {
 		maxConns = server.DefaultMaxConns()
 	}
-	ln, err := net.Listen("tcp", cfg.HTTP)
+	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {
 		return err
 	}
 	// The address line goes to stderr (never stdout) so that scripts and
 	// tests binding port 0 can learn the port.
 	log.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+server.PathMCP,
-		"sse", "http://"+ln.Addr().String()+server.PathSSE, "auth", len(tokens) > 0, "stateless", cfg.Stateless, "maxConns", maxConns, "maxConnsPerIP", cfg.MaxConnsPerIP, "version", version)
+		"sse", "http://"+ln.Addr().String()+server.PathSSE, "auth", len(tokens) > 0, "stateless", cfg.HTTP.Stateless, "maxConns", maxConns, "maxConnsPerIP", cfg.HTTP.MaxConnsPerIP, "version", version)
 	// At a signal the calls are cancelled and answered, their CLIs reaped,
 	// before the server exits; the grace covers the CLIs' kill grace.
 	return server.ServeHTTP(life, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: endLife, Inflight: inflight, Server: srv,
-		MaxConns: maxConns, MaxConnsPerIP: cfg.MaxConnsPerIP, Log: log})
+		MaxConns: maxConns, MaxConnsPerIP: cfg.HTTP.MaxConnsPerIP, Log: log})
 }
 
 // loadTokens gathers bearer tokens from GEMINI_MCP_TOKENS and --token-file.
 func loadTokens(cfg *config.Config) ([]string, error) {
-	tokens := append([]string(nil), cfg.Tokens...)
-	if cfg.TokenFile == "" {
+	tokens := append([]string(nil), cfg.HTTP.Tokens...)
+	if cfg.HTTP.TokenFile == "" {
 		return tokens, nil
 	}
-	data, err := os.ReadFile(cfg.TokenFile)
+	data, err := os.ReadFile(cfg.HTTP.TokenFile)
 	if err != nil {
 		return nil, fmt.Errorf("--token-file: %w", err)
 	}
@@ -377,13 +386,13 @@ func loadTokens(cfg *config.Config) ([]string, error) {
 			continue
 		}
 		if len(line) < 16 {
-			return nil, fmt.Errorf("--token-file %s: every token must be at least 16 characters", cfg.TokenFile)
+			return nil, fmt.Errorf("--token-file %s: every token must be at least 16 characters", cfg.HTTP.TokenFile)
 		}
 		tokens = append(tokens, line)
 		n++
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("--token-file %s holds no token", cfg.TokenFile)
+		return nil, fmt.Errorf("--token-file %s holds no token", cfg.HTTP.TokenFile)
 	}
 	return tokens, nil
 }

@@ -33,15 +33,15 @@ func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logg
 		return nil, err
 	}
 	log.Info("backend chosen", "backend", c.name, "why", c.why)
-	if c.name != "api" && c.cliErr != nil {
+	if c.name != config.BackendAPI && c.cliErr != nil {
 		log.Warn("calls will fail until this is fixed", "err", c.cliErr)
 	}
-	if c.name != "api" && cfg.MCPConfig != "" {
+	if c.name != config.BackendAPI && cfg.API.MCPConfig != "" {
 		log.Warn("--mcp-config is for the API backend: the Gemini CLI uses the mcpServers of its own settings (~/.gemini/settings.json)", "backend", c.name)
 	}
 	var b backend.Backend
 	switch c.name {
-	case "api":
+	case config.BackendAPI:
 		if newAPIBackend == nil {
 			return nil, errNoAPIBackend
 		}
@@ -58,24 +58,24 @@ func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logg
 		if host != nil {
 			b = &withToolHost{Backend: b, host: host}
 		}
-	case "oneshot":
+	case config.BackendOneshot:
 		b = cli.NewRunner(cliOptions(cfg, env), log)
 	default:
 		opts := cliOptions(cfg, env)
 		oneShot := cli.NewRunner(opts, log)
-		warm := acp.WarmOptions{Processes: cfg.WarmProcesses, MaxPrompts: cfg.WarmMaxPrompts, MaxRSS: int64(cfg.WarmMaxRSSBytes), IdleTimeout: cfg.WarmIdleTimeout,
-			SpareAge: cfg.WarmSpareAge, MaxSessions: cfg.WarmMaxSessions}
-		if cfg.WarmSpareAge == 0 {
+		warm := acp.WarmOptions{Processes: cfg.Warm.Processes, MaxPrompts: cfg.Warm.MaxPrompts, MaxRSS: int64(cfg.Warm.MaxRSSBytes), IdleTimeout: cfg.Warm.IdleTimeout,
+			SpareAge: cfg.Warm.SpareAge, MaxSessions: cfg.Warm.MaxSessions}
+		if cfg.Warm.SpareAge == 0 {
 			warm.SpareAge = -1 // the flag's 0 turns spares off
 		}
 		b = acp.New(acp.ConfigFor(opts, warm, oneShot), log)
 	}
-	return backend.Limit(b, cfg.MaxConcurrent), nil
+	return backend.Limit(b, cfg.Turns.MaxConcurrent), nil
 }
 
 // choice is the backend that would run, and why.
 type choice struct {
-	name   string // warm, oneshot or api
+	name   config.Backend // warm, oneshot or api
 	why    string
 	cliErr error    // why the CLI cannot be found, if it cannot
 	creds  []string // the API credentials found, for the api backend
@@ -88,24 +88,24 @@ type choice struct {
 func chooseBackend(cfg *config.Config, getenv func(string) string) (choice, error) {
 	c := choice{name: cfg.Backend}
 	var cmd cli.Command
-	cmd, c.cliErr = cli.Resolve(cfg.Gemini)
+	cmd, c.cliErr = cli.Resolve(cfg.CLI.Gemini)
 	c.creds = apiCredentials(getenv)
 	switch cfg.Backend {
-	case "api":
+	case config.BackendAPI:
 		c.why = "--backend api"
 		if len(c.creds) > 0 {
 			c.why += "; credentials: " + strings.Join(c.creds, ", ")
 		}
 		return c, nil
-	case "warm", "oneshot":
-		c.why = "--backend " + cfg.Backend
+	case config.BackendWarm, config.BackendOneshot:
+		c.why = "--backend " + string(cfg.Backend)
 		return c, nil
 	}
 	switch {
 	case c.cliErr == nil:
-		c.name, c.why = "warm", "auto: the Gemini CLI was found at "+cmd.String()
+		c.name, c.why = config.BackendWarm, "auto: the Gemini CLI was found at "+cmd.String()
 	case len(c.creds) > 0:
-		c.name, c.why = "api", "auto: no Gemini CLI was found, and API credentials are set: "+strings.Join(c.creds, ", ")
+		c.name, c.why = config.BackendAPI, "auto: no Gemini CLI was found, and API credentials are set: "+strings.Join(c.creds, ", ")
 	default:
 		return c, fmt.Errorf("--backend auto found no way to reach Gemini. "+
 			"For the Gemini CLI backends: %v "+
@@ -127,16 +127,16 @@ func apiCredentials(getenv func(string) string) []string {
 // cliOptions is the configuration of the CLI backends.
 func cliOptions(cfg *config.Config, env Env) cli.Options {
 	return cli.Options{
-		Gemini:                cfg.Gemini,
+		Gemini:                cfg.CLI.Gemini,
 		Env:                   []string{childNestEnv(env.Getenv)},
-		DefaultModel:          cfg.Model,
-		ApprovalMode:          cfg.ApprovalMode,
-		Sandbox:               cfg.Sandbox,
-		SkipTrust:             cfg.SkipTrust,
-		IncludeDirectories:    cfg.IncludeDirectories,
-		Extensions:            cfg.Extensions,
-		AllowedMCPServerNames: cfg.AllowedMCPServerNames,
-		Timeout:               cfg.Timeout,
-		MaxOutputBytes:        cfg.MaxOutputBytes,
+		DefaultModel:          cfg.Turns.Model,
+		ApprovalMode:          cfg.CLI.ApprovalMode,
+		Sandbox:               cfg.CLI.Sandbox,
+		SkipTrust:             cfg.CLI.SkipTrust,
+		IncludeDirectories:    cfg.CLI.IncludeDirectories,
+		Extensions:            cfg.CLI.Extensions,
+		AllowedMCPServerNames: cfg.CLI.AllowedMCPServerNames,
+		Timeout:               cfg.Turns.Timeout,
+		MaxOutputBytes:        cfg.Turns.MaxOutputBytes,
 	}
 }

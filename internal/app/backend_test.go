@@ -36,7 +36,7 @@ func pathWithGemini(t *testing.T) string {
 
 func parse(t *testing.T, args ...string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse("test", "", args, func(string) string { return "" }, io.Discard)
+	cfg, err := config.Parse("test", "", args, func(string) string { return "" }, io.Discard, configRules())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +59,8 @@ func TestChooseBackend(t *testing.T) {
 		backend string
 		path    string
 		env     map[string]string
-		want    string // the backend, or "" for an error
-		why     string // in the reason or the error
+		want    config.Backend // the backend, or "" for an error
+		why     string         // in the reason or the error
 	}{
 		{"gemini in PATH", "auto", withGemini, nil, "warm", "the Gemini CLI was found at " + withGemini},
 		{"gemini in PATH and a key", "auto", withGemini, map[string]string{"GEMINI_API_KEY": "k"}, "warm", "found"},

@@ -40,7 +40,7 @@ func Doctor(ctx context.Context, cfg *config.Config, version string, w io.Writer
 	if api := checkBackend(ctx, r, cfg, getenv); !api {
 		checkCLI(ctx, r, cfg, getenv)
 	}
-	cwd := cfg.Cwd
+	cwd := cfg.Tools.Cwd
 	if cwd == "" {
 		cwd, _ = os.Getwd()
 	}
@@ -69,7 +69,7 @@ func checkBackend(ctx context.Context, r *report, cfg *config.Config, getenv fun
 	case err != nil:
 		r.fail("backend: %v", err)
 		return false
-	case c.name != "api":
+	case c.name != config.BackendAPI:
 		r.ok("backend: %s (%s)", c.name, c.why)
 		return false
 	case newAPIBackend == nil:
@@ -104,13 +104,13 @@ var checkAPICredentials func(ctx context.Context, cfg *config.Config, getenv fun
 // checkCLI checks what the Gemini CLI backends need: the CLI, its version,
 // its credentials and settings.
 func checkCLI(ctx context.Context, r *report, cfg *config.Config, getenv func(string) string) {
-	cmd, err := cli.Resolve(cfg.Gemini)
+	cmd, err := cli.Resolve(cfg.CLI.Gemini)
 	if err != nil {
 		r.fail("%v", err)
 	} else {
 		r.ok("gemini CLI: %s", cmd)
 		vctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		v, err := cli.NewRunner(cli.Options{Gemini: cfg.Gemini}, nil).Version(vctx)
+		v, err := cli.NewRunner(cli.Options{Gemini: cfg.CLI.Gemini}, nil).Version(vctx)
 		cancel()
 		if err != nil {
 			r.fail("gemini --version failed: %v", err)
@@ -120,7 +120,7 @@ func checkCLI(ctx context.Context, r *report, cfg *config.Config, getenv func(st
 	}
 
 	home := geminiHome(getenv)
-	cwd := cfg.Cwd
+	cwd := cfg.Tools.Cwd
 	if cwd == "" {
 		cwd, _ = os.Getwd()
 	}

@@ -23,7 +23,7 @@ import (
 // now so that a bad root stops the server at start rather than failing
 // every call.
 func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.Logger) error {
-	root := cfg.ProjectRoot
+	root := cfg.Expert.ProjectRoot
 	if root == "" {
 		root = deps.DefaultCwd
 	}
@@ -40,12 +40,12 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.
 	if dir, err := stateDir(cfg); err == nil {
 		forbidden = append(forbidden, absOr(dir))
 	}
-	if p, ok := strings.CutPrefix(cfg.Store, "sqlite:"); ok && p != "" {
+	if p, ok := strings.CutPrefix(cfg.Store.URL, "sqlite:"); ok && p != "" {
 		forbidden = append(forbidden, absOr(p))
 	}
 	fc := &expertctx.Context{Root: root, Forbidden: forbidden, Options: filectx.Options{
-		MaxFileBytes: int64(cfg.MaxFileBytes), MaxFiles: cfg.MaxFiles, MaxTokens: cfg.MaxContextTokens,
-		SendSecretFiles: cfg.SendSecretFiles,
+		MaxFileBytes: int64(cfg.Expert.MaxFileBytes), MaxFiles: cfg.Expert.MaxFiles, MaxTokens: cfg.Expert.MaxContextTokens,
+		SendSecretFiles: cfg.Expert.SendSecretFiles,
 	}}
 	if tc := tokenCounterOf(deps.Backend); tc != nil {
 		fc.Count = tc.CountTokens
@@ -56,17 +56,17 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.
 	// after they are registered.
 	deps.Files = fc.ChatFiles(sent)
 	expert.Register(srv, &expert.Deps{Turns: deps, ProjectRoot: root, Files: fc.Files, Changes: fc.Changes, Sent: sent,
-		CallTimeout: cfg.ExpertTimeout, MaxArgBytes: cfg.MaxPromptBytes, Log: log})
-	if cfg.RateLimits.Limits != nil {
-		limiter := expert.NewLimiter(cfg.RateLimits.Limits, nil)
+		CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, Log: log})
+	if cfg.Tools.RateLimits.Limits != nil {
+		limiter := expert.NewLimiter(cfg.Tools.RateLimits.Limits, nil)
 		if shared, ok := deps.Store.(expert.SharedBuckets); ok {
 			// Replicas on one Redis count each client's calls together.
 			limiter.Shared, limiter.Log = shared, log
 		}
 		srv.AddReceivingMiddleware(limiter.Middleware())
 	}
-	log.Info("expert tools", "projectRoot", root, "maxFiles", cfg.MaxFiles, "maxFileBytes", cfg.MaxFileBytes,
-		"maxContextTokens", cfg.MaxContextTokens, "sendSecretFiles", cfg.SendSecretFiles, "tokens", fc.TokenCounting(), "rateLimits", cfg.RateLimits.String())
+	log.Info("expert tools", "projectRoot", root, "maxFiles", cfg.Expert.MaxFiles, "maxFileBytes", cfg.Expert.MaxFileBytes,
+		"maxContextTokens", cfg.Expert.MaxContextTokens, "sendSecretFiles", cfg.Expert.SendSecretFiles, "tokens", fc.TokenCounting(), "rateLimits", cfg.Tools.RateLimits.String())
 	return nil
 }
 

@@ -30,7 +30,7 @@ const listTimeout = 5 * time.Second
 // connects in the background, so the server's own start and initialize
 // never wait for a downstream server; a bad configuration is an error.
 func startToolHost(cfg *config.Config, env Env, log *slog.Logger) (*mcphost.Host, error) {
-	if cfg.MCPConfig == "" {
+	if cfg.API.MCPConfig == "" {
 		return nil, nil
 	}
 	if d := nestDepth(env.Getenv); d >= maxNestDepth {
@@ -41,20 +41,20 @@ func startToolHost(cfg *config.Config, env Env, log *slog.Logger) (*mcphost.Host
 	if err != nil {
 		return nil, err
 	}
-	log.Info("MCP host: connecting to the configured servers", "config", cfg.MCPConfig, "servers", len(mc.Servers))
+	log.Info("MCP host: connecting to the configured servers", "config", cfg.API.MCPConfig, "servers", len(mc.Servers))
 	return mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), ChildEnv: []string{childNestEnv(env.Getenv)}}), nil
 }
 
 // loadMCPConfig reads --mcp-config, refusing a stdio server that is this
 // executable, and logs its warnings.
 func loadMCPConfig(cfg *config.Config, env Env, log *slog.Logger) (*mcphost.Config, error) {
-	mc, err := mcphost.LoadConfig(cfg.MCPConfig, env.LookupEnv)
+	mc, err := mcphost.LoadConfig(cfg.API.MCPConfig, env.LookupEnv)
 	if err != nil {
 		return nil, fmt.Errorf("--mcp-config: %w", err)
 	}
 	if self, err := os.Executable(); err == nil {
 		if err := mcphost.RefuseSelf(mc, self); err != nil {
-			return nil, fmt.Errorf("--mcp-config %s: %w", cfg.MCPConfig, err)
+			return nil, fmt.Errorf("--mcp-config %s: %w", cfg.API.MCPConfig, err)
 		}
 	}
 	for _, w := range mc.Warnings {
@@ -130,7 +130,7 @@ func addMCPServersResource(srv *mcp.Server, b backend.Backend) {
 // failed (within its timeout, or 5 s when unset, as `gemini mcp list`),
 // and prints them with their tools.
 func mcpList(ctx context.Context, cfg *config.Config, env Env, out io.Writer, log *slog.Logger) int {
-	if cfg.MCPConfig == "" {
+	if cfg.API.MCPConfig == "" {
 		fmt.Fprintln(out, "No MCP servers configured: give --mcp-config FILE (or GEMINI_MCP_CONFIG), a JSON file with an mcpServers object.")
 		return 0
 	}

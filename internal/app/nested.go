@@ -56,7 +56,7 @@ const nestedText = "This gemini-mcp-server was started by another gemini-mcp-ser
 // isNested reports whether this process should serve no tools.
 func isNested(cfg *config.Config, getenv func(string) string) bool {
 	d := nestDepth(getenv)
-	return cfg.HTTP == "" && (d > 0 && !cfg.AllowNested || d >= maxNestDepth)
+	return cfg.HTTP.Addr == "" && (d > 0 && !cfg.CLI.AllowNested || d >= maxNestDepth)
 }
 
 // serveNested serves, on stdio, an MCP server with no tools and one
@@ -77,5 +77,5 @@ func serveNested(ctx context.Context, cfg *config.Config, version string, sio IO
 	}
 	life, endLife := context.WithCancel(ctx)
 	defer endLife()
-	return serveOnStdio(life, endLife, srv, sio, cfg.MaxPromptBytes, log)
+	return serveOnStdio(life, endLife, srv, sio, cfg.Tools.MaxPromptBytes, log)
 }

@@ -28,9 +28,9 @@ func TestNestDepth(t *testing.T) {
 			}
 			return ""
 		}
-		cfg := &config.Config{AllowNested: c.allow}
+		cfg := &config.Config{CLI: config.CLI{AllowNested: c.allow}}
 		if c.http {
-			cfg.HTTP = "127.0.0.1:0"
+			cfg.HTTP.Addr = "127.0.0.1:0"
 		}
 		if d, child, none := nestDepth(getenv), childNestEnv(getenv), isNested(cfg, getenv); d != c.depth || child != c.child || none != c.serveNone {
 			t.Errorf("mark %q allow %v http %v: depth %d child %q nested %v", c.mark, c.allow, c.http, d, child, none)

@@ -19,7 +19,7 @@ import (
 // embedded store in the state directory. Its description (the value, any
 // password hidden) is for logs and doctor.
 func openStore(ctx context.Context, cfg *config.Config) (st session.Store, where string, err error) {
-	raw := cfg.Store
+	raw := cfg.Store.URL
 	if raw == "" {
 		dir, err := stateDir(cfg)
 		if err != nil {
@@ -28,7 +28,7 @@ func openStore(ctx context.Context, cfg *config.Config) (st session.Store, where
 		raw = "sqlite:" + filepath.Join(dir, "sessions.db")
 	}
 	where = redactStore(raw)
-	opts := session.Options{TTL: cfg.SessionTTL, LeaseTTL: session.DefaultLeaseTTL, Prefix: cfg.StorePrefix}
+	opts := session.Options{TTL: cfg.Store.TTL, LeaseTTL: session.DefaultLeaseTTL, Prefix: cfg.Store.Prefix}
 	scheme, rest, _ := strings.Cut(raw, ":")
 	switch strings.ToLower(scheme) {
 	case "sqlite":
@@ -75,8 +75,8 @@ func redactStore(raw string) string {
 
 // stateDir is --state-dir, or the user's state directory.
 func stateDir(cfg *config.Config) (string, error) {
-	if cfg.StateDir != "" {
-		return cfg.StateDir, nil
+	if cfg.Store.StateDir != "" {
+		return cfg.Store.StateDir, nil
 	}
 	d, err := session.DefaultDir()
 	if err != nil {

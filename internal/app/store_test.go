@@ -12,7 +12,7 @@ import (
 
 func parseStore(t *testing.T, args ...string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse("test", "", append([]string{"--state-dir", t.TempDir()}, args...), func(string) string { return "" }, io.Discard)
+	cfg, err := config.Parse("test", "", append([]string{"--state-dir", t.TempDir()}, args...), func(string) string { return "" }, io.Discard, configRules())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestOpenStore(t *testing.T) {
 	// The default is the embedded store in the state directory.
 	cfg := parseStore(t)
 	st, where, err = openStore(ctx, cfg)
-	if err != nil || where != "sqlite:"+cfg.StateDir+"/sessions.db" {
+	if err != nil || where != "sqlite:"+cfg.Store.StateDir+"/sessions.db" {
 		t.Fatalf("default: %v %q", err, where)
 	}
 	st.Close()

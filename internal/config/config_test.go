@@ -12,12 +12,12 @@ import (
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestDefaults(t *testing.T) {
-	c, err := Parse("x", "", nil, envOf(nil), io.Discard)
+	c, err := Parse("x", "", nil, envOf(nil), io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Gemini != "gemini" || c.Model != "" || c.Timeout != DefaultTimeout || c.MaxPromptBytes != DefaultMaxPromptBytes ||
-		c.ApprovalMode != "" || c.Sandbox || c.SkipTrust || c.IncludeDirectories != nil {
+	if c.CLI.Gemini != "gemini" || c.Turns.Model != "" || c.Turns.Timeout != DefaultTimeout || c.Tools.MaxPromptBytes != DefaultMaxPromptBytes ||
+		c.CLI.ApprovalMode != "" || c.CLI.Sandbox || c.CLI.SkipTrust || c.CLI.IncludeDirectories != nil {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -33,22 +33,22 @@ func TestEnvAndFlagPrecedence(t *testing.T) {
 		"GEMINI_MCP_MAX_PROMPT_BYTES":    "2MiB",
 		"GEMINI_MCP_LOG_LEVEL":           "debug",
 	})
-	c, err := Parse("x", "", nil, env, io.Discard)
+	c, err := Parse("x", "", nil, env, io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Gemini != "/opt/gemini" || c.ApprovalMode != "plan" || !c.Sandbox || c.Timeout != 90*time.Second ||
-		c.MaxPromptBytes != 2<<20 || !reflect.DeepEqual(c.IncludeDirectories, []string{"/a", "/b"}) ||
-		!reflect.DeepEqual(c.Extensions, []string{"none"}) || c.LogLevel.String() != "DEBUG" {
+	if c.CLI.Gemini != "/opt/gemini" || c.CLI.ApprovalMode != "plan" || !c.CLI.Sandbox || c.Turns.Timeout != 90*time.Second ||
+		c.Tools.MaxPromptBytes != 2<<20 || !reflect.DeepEqual(c.CLI.IncludeDirectories, []string{"/a", "/b"}) ||
+		!reflect.DeepEqual(c.CLI.Extensions, []string{"none"}) || c.LogLevel.String() != "DEBUG" {
 		t.Fatalf("from env: %+v", c)
 	}
 	c, err = Parse("x", "", []string{"--gemini", "/usr/bin/gemini", "--approval-mode=yolo", "--sandbox=false",
-		"--include-directories", "/c", "--include-directories=/d,/e", "--timeout", "10m"}, env, io.Discard)
+		"--include-directories", "/c", "--include-directories=/d,/e", "--timeout", "10m"}, env, io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Gemini != "/usr/bin/gemini" || c.ApprovalMode != "yolo" || c.Sandbox || c.Timeout != 10*time.Minute ||
-		!reflect.DeepEqual(c.IncludeDirectories, []string{"/c", "/d", "/e"}) {
+	if c.CLI.Gemini != "/usr/bin/gemini" || c.CLI.ApprovalMode != "yolo" || c.CLI.Sandbox || c.Turns.Timeout != 10*time.Minute ||
+		!reflect.DeepEqual(c.CLI.IncludeDirectories, []string{"/c", "/d", "/e"}) {
 		t.Fatalf("flags over env: %+v", c)
 	}
 }
@@ -77,10 +77,22 @@ func TestInvalid(t *testing.T) {
 		{[]string{"--max-tool-rounds", "0"}, nil, "--max-tool-rounds"},
 		{nil, map[string]string{"GEMINI_MCP_MAX_TOOL_ROUNDS": "many"}, "GEMINI_MCP_MAX_TOOL_ROUNDS"},
 		{[]string{"--allow-mcp-tools", "db.query,.x"}, nil, "--allow-mcp-tools"},
+		{[]string{"--rate-limits", "chats=1/min"}, nil, `--rate-limits: there is no tool "chats": the tools are chat, analyze`},
+		{nil, map[string]string{"GEMINI_MCP_RATE_LIMITS": "chat=1/year"}, "GEMINI_MCP_RATE_LIMITS: --rate-limits: chat:"},
+	}
+	// The rules of packages config does not import, as the app gives them.
+	rules := Rules{
+		Model: func(m string) error {
+			if strings.HasPrefix(m, "-") {
+				return errors.New("invalid model")
+			}
+			return nil
+		},
+		RateLimitTools: []string{"chat", "analyze"},
 	}
 	for _, c := range cases {
 		var out strings.Builder
-		_, err := Parse("x", "", c.args, envOf(c.env), &out)
+		_, err := Parse("x", "", c.args, envOf(c.env), &out, rules)
 		if err == nil || !strings.Contains(err.Error()+out.String(), c.want) {
 			t.Errorf("Parse(%q, %v) = %v (output %q), want an error about %q", c.args, c.env, err, out.String(), c.want)
 		}
@@ -89,7 +101,7 @@ func TestInvalid(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	var out strings.Builder
-	_, err := Parse("x", "HEADER\n", []string{"--help"}, envOf(nil), &out)
+	_, err := Parse("x", "HEADER\n", []string{"--help"}, envOf(nil), &out, Rules{})
 	if !errors.Is(err, ErrHelp) {
 		t.Fatalf("err = %v", err)
 	}
@@ -101,20 +113,20 @@ func TestHelp(t *testing.T) {
 }
 
 func TestForeignBackendVariableIsIgnored(t *testing.T) {
-	c, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_BACKEND": "gemini"}), io.Discard)
+	c, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_BACKEND": "gemini"}), io.Discard, Rules{})
 	if err != nil || c.Backend != "auto" || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "gemini-mcp-tool") {
 		t.Fatalf("%v %+v", err, c)
 	}
-	c, err = Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_BACKEND": "oneshot"}), io.Discard)
+	c, err = Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_BACKEND": "oneshot"}), io.Discard, Rules{})
 	if err != nil || c.Backend != "oneshot" || len(c.Warnings) != 0 {
 		t.Fatalf("%v %+v", err, c)
 	}
-	for _, b := range []string{"auto", "warm", "oneshot", "api"} {
-		if c, err := Parse("x", "", []string{"--backend", b}, envOf(nil), io.Discard); err != nil || c.Backend != b {
+	for _, b := range []Backend{BackendAuto, BackendWarm, BackendOneshot, BackendAPI} {
+		if c, err := Parse("x", "", []string{"--backend", string(b)}, envOf(nil), io.Discard, Rules{}); err != nil || c.Backend != b {
 			t.Fatalf("--backend %s: %v", b, err)
 		}
 	}
-	if _, err := Parse("x", "", []string{"--backend", "gemini"}, envOf(nil), io.Discard); err == nil {
+	if _, err := Parse("x", "", []string{"--backend", "gemini"}, envOf(nil), io.Discard, Rules{}); err == nil {
 		t.Fatal("a bad --backend flag was accepted")
 	}
 }
@@ -123,39 +135,39 @@ func TestForeignBackendVariableIsIgnored(t *testing.T) {
 // and a system prompt of --max-prompt-bytes control characters, escaped
 // six times over by JSON; a smaller explicit cap is kept, with a warning.
 func TestMaxBodyBytesFitsEscapedPrompts(t *testing.T) {
-	c, err := Parse("x", "", nil, envOf(nil), io.Discard)
+	c, err := Parse("x", "", nil, envOf(nil), io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 12*DefaultMaxPromptBytes + 64<<10; c.MaxBodyBytes != want {
-		t.Fatalf("default --max-body-bytes %d, want %d", c.MaxBodyBytes, want)
+	if want := 12*DefaultMaxPromptBytes + 64<<10; c.HTTP.MaxBodyBytes != want {
+		t.Fatalf("default --max-body-bytes %d, want %d", c.HTTP.MaxBodyBytes, want)
 	}
-	c, err = Parse("x", "", []string{"--max-body-bytes", "4MiB"}, envOf(nil), io.Discard)
+	c, err = Parse("x", "", []string{"--max-body-bytes", "4MiB"}, envOf(nil), io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxBodyBytes != 4<<20 || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "--max-body-bytes") {
-		t.Fatalf("explicit 4 MiB: %d %q", c.MaxBodyBytes, c.Warnings)
+	if c.HTTP.MaxBodyBytes != 4<<20 || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "--max-body-bytes") {
+		t.Fatalf("explicit 4 MiB: %d %q", c.HTTP.MaxBodyBytes, c.Warnings)
 	}
 }
 
 func TestToolHostFlags(t *testing.T) {
-	c, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_ALLOW_MCP_TOOLS": "db, github.create_issue", "GEMINI_MCP_MAX_TOOL_ROUNDS": "3"}), io.Discard)
+	c, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_ALLOW_MCP_TOOLS": "db, github.create_issue", "GEMINI_MCP_MAX_TOOL_ROUNDS": "3"}), io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxToolRounds != 3 || !reflect.DeepEqual(c.AllowMCPTools, []string{"db", "github.create_issue"}) {
-		t.Fatalf("from env: %d %q", c.MaxToolRounds, c.AllowMCPTools)
+	if c.API.MaxToolRounds != 3 || !reflect.DeepEqual(c.API.AllowMCPTools, []string{"db", "github.create_issue"}) {
+		t.Fatalf("from env: %d %q", c.API.MaxToolRounds, c.API.AllowMCPTools)
 	}
-	c, err = Parse("x", "", []string{"--max-tool-rounds=4", "--allow-mcp-tools", "web"}, envOf(nil), io.Discard)
+	c, err = Parse("x", "", []string{"--max-tool-rounds=4", "--allow-mcp-tools", "web"}, envOf(nil), io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxToolRounds != 4 || !reflect.DeepEqual(c.AllowMCPTools, []string{"web"}) {
-		t.Fatalf("from flags: %d %q", c.MaxToolRounds, c.AllowMCPTools)
+	if c.API.MaxToolRounds != 4 || !reflect.DeepEqual(c.API.AllowMCPTools, []string{"web"}) {
+		t.Fatalf("from flags: %d %q", c.API.MaxToolRounds, c.API.AllowMCPTools)
 	}
-	if c, _ = Parse("x", "", nil, envOf(nil), io.Discard); c.MaxToolRounds != DefaultMaxToolRounds || c.AllowMCPTools != nil {
-		t.Fatalf("defaults: %d %q", c.MaxToolRounds, c.AllowMCPTools)
+	if c, _ = Parse("x", "", nil, envOf(nil), io.Discard, Rules{}); c.API.MaxToolRounds != DefaultMaxToolRounds || c.API.AllowMCPTools != nil {
+		t.Fatalf("defaults: %d %q", c.API.MaxToolRounds, c.API.AllowMCPTools)
 	}
 }
 
@@ -170,8 +182,8 @@ func TestSendSecretFiles(t *testing.T) {
 		{nil, map[string]string{"GEMINI_MCP_SEND_SECRET_FILES": "true"}, true},
 		{[]string{"--send-secret-files=false"}, map[string]string{"GEMINI_MCP_SEND_SECRET_FILES": "1"}, false},
 	} {
-		cfg, err := Parse("x", "", c.args, envOf(c.env), io.Discard)
-		if err != nil || cfg.SendSecretFiles != c.want {
+		cfg, err := Parse("x", "", c.args, envOf(c.env), io.Discard, Rules{})
+		if err != nil || cfg.Expert.SendSecretFiles != c.want {
 			t.Errorf("%v %v: %v, %v", c.args, c.env, cfg, err)
 		}
 	}

@@ -5,113 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
-// Rate is how many calls of a tool one client may make per period.
-type Rate struct {
-	N   int
-	Per time.Duration
-}
-
-func (r Rate) String() string {
-	switch r.Per {
-	case time.Second:
-		return fmt.Sprintf("%d/s", r.N)
-	case time.Minute:
-		return fmt.Sprintf("%d/min", r.N)
-	case time.Hour:
-		return fmt.Sprintf("%d/h", r.N)
-	}
-	return fmt.Sprintf("%d/%s", r.N, r.Per)
-}
-
-// SeedRateLimits is the expert tools' specification's table of rate
-// limits per client, which --rate-limits names "seed".
-func SeedRateLimits() map[string]Rate {
-	return map[string]Rate{
-		"chat":       {10, time.Minute},
-		"analyze":    {5, time.Minute},
-		"thinkdeep":  {3, time.Minute},
-		"codereview": {5, time.Minute},
-		"debug":      {5, time.Minute},
-		"precommit":  {3, time.Minute},
-	}
-}
-
-// RateLimitsUsage is the help text of the --rate-limits flag.
-const RateLimitsUsage = "limit the calls each client may make of a tool: a comma-separated list of tool=N/period " +
-	"(period s, min or h; e.g. chat=10/min,analyze=5/min), or \"seed\" for the table of seed 002 " +
-	"(chat 10/min, analyze 5/min, thinkdeep 3/min, codereview 5/min, debug 5/min, precommit 3/min), " +
-	"which later entries override (seed,chat=20/min). A client is a bearer token over HTTP, a remote address without tokens " +
-	"(behind a proxy, the proxy's: every client shares it), or the one stdio client. The limits are kept in this process, or in Redis with --store redis://, shared by every replica. Default: no limits"
-
-// limitedTools are the tools a limit may name.
-var limitedTools = append([]string{"chat", "chat-reply", "chat-page", "sessions"}, Names()...)
-
-// ParseRateLimits reads the value of --rate-limits; "" means no limits
-// (a nil map).
-func ParseRateLimits(s string) (map[string]Rate, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	limits := map[string]Rate{}
-	for _, entry := range strings.Split(s, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "seed" {
-			maps.Copy(limits, SeedRateLimits())
-			continue
-		}
-		tool, rate, ok := strings.Cut(entry, "=")
-		tool = strings.TrimSpace(tool)
-		if !ok || tool == "" {
-			return nil, fmt.Errorf("--rate-limits: %q is not tool=N/period: write e.g. analyze=5/min, or seed", entry)
-		}
-		if !slices.Contains(limitedTools, tool) {
-			return nil, fmt.Errorf("--rate-limits: there is no tool %q: the tools are %s", tool, strings.Join(limitedTools, ", "))
-		}
-		r, err := parseRate(rate)
-		if err != nil {
-			return nil, fmt.Errorf("--rate-limits: %s: %v", tool, err)
-		}
-		limits[tool] = r
-	}
-	return limits, nil
-}
-
-func parseRate(s string) (Rate, error) {
-	n, per, ok := strings.Cut(strings.TrimSpace(s), "/")
-	if !ok {
-		return Rate{}, fmt.Errorf("%q is not N/period: write e.g. 5/min", s)
-	}
-	count, err := strconv.Atoi(strings.TrimSpace(n))
-	if err != nil || count < 1 {
-		return Rate{}, fmt.Errorf("%q: the number of calls must be a whole number of at least 1", s)
-	}
-	var d time.Duration
-	switch strings.TrimSpace(per) {
-	case "s", "sec", "second":
-		d = time.Second
-	case "m", "min", "minute":
-		d = time.Minute
-	case "h", "hour":
-		d = time.Hour
-	default:
-		return Rate{}, fmt.Errorf("%q: the period must be s, min or h", s)
-	}
-	return Rate{N: count, Per: d}, nil
+// LimitedTools are the tools a rate limit may name (config.Rules'
+// RateLimitTools).
+func LimitedTools() []string {
+	return append([]string{"chat", "chat-reply", "chat-page", "sessions"}, Names()...)
 }
 
 // Limiter counts each client's calls of each tool in token buckets: a
@@ -119,7 +27,7 @@ func parseRate(s string) (Rate, error) {
 // Rate.Per/Rate.N. The buckets are kept in this process, or, with Shared
 // set (the Redis store), where every replica counts in the same ones.
 type Limiter struct {
-	limits map[string]Rate
+	limits map[string]config.Rate
 	now    func() time.Time
 	// Shared, when set, keeps the buckets for every replica; while it
 	// fails, this process's own buckets count instead.
@@ -147,7 +55,7 @@ type bucket struct {
 }
 
 // NewLimiter returns a limiter of limits; now is time.Now when nil.
-func NewLimiter(limits map[string]Rate, now func() time.Time) *Limiter {
+func NewLimiter(limits map[string]config.Rate, now func() time.Time) *Limiter {
 	if now == nil {
 		now = time.Now
 	}
@@ -251,28 +159,4 @@ func (l *Limiter) Middleware() mcp.Middleware {
 			return nil, &jsonrpc.Error{Code: int64(ToolFailure), Message: capitalize(ToolFailure.String()) + ": " + msg, Data: data}
 		}
 	}
-}
-
-// RateLimitsFlag is --rate-limits as a flag.Value, for the server's
-// configuration: fs.Var(&cfg.RateLimits, "rate-limits", expert.RateLimitsUsage).
-type RateLimitsFlag struct {
-	Text   string
-	Limits map[string]Rate // nil: no limits
-}
-
-// Set parses the flag's value.
-func (f *RateLimitsFlag) Set(s string) error {
-	l, err := ParseRateLimits(s)
-	if err != nil {
-		return err
-	}
-	f.Text, f.Limits = s, l
-	return nil
-}
-
-func (f *RateLimitsFlag) String() string {
-	if f == nil {
-		return ""
-	}
-	return f.Text
 }

@@ -11,57 +11,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
-func TestParseRateLimits(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ in, want string }{
-		{"", "map[]"},
-		{"chat=10/min, analyze=5/minute", "map[analyze:5/min chat:10/min]"},
-		{"debug=1/s,precommit=30/h", "map[debug:1/s precommit:30/h]"},
-		{"seed", "map[analyze:5/min chat:10/min codereview:5/min debug:5/min precommit:3/min thinkdeep:3/min]"},
-		{"seed,chat=20/min", "map[analyze:5/min chat:20/min codereview:5/min debug:5/min precommit:3/min thinkdeep:3/min]"},
-	} {
-		got, err := ParseRateLimits(tc.in)
-		if err != nil {
-			t.Errorf("%q: %v", tc.in, err)
-			continue
-		}
-		if s := fmtLimits(got); s != tc.want {
-			t.Errorf("%q: %s, want %s", tc.in, s, tc.want)
-		}
-	}
-	for _, tc := range []struct{ in, says string }{
-		{"chat", "is not tool=N/period"},
-		{"chats=1/min", "there is no tool \"chats\""},
-		{"chat=0/min", "at least 1"},
-		{"chat=5", "is not N/period"},
-		{"chat=5/day", "must be s, min or h"},
-	} {
-		_, err := ParseRateLimits(tc.in)
-		if err == nil || !strings.Contains(err.Error(), tc.says) {
-			t.Errorf("%q: error %v, want one saying %q", tc.in, err, tc.says)
-		}
-	}
-}
-
-func fmtLimits(m map[string]Rate) string {
-	s := map[string]string{}
-	for k, v := range m {
-		s[k] = v.String()
-	}
-	b, _ := json.Marshal(s)
-	out := strings.NewReplacer(`"`, "", "{", "map[", "}", "]", ",", " ").Replace(string(b))
-	return out
-}
-
 func TestLimiterCountsPerClientAndTool(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		l := NewLimiter(SeedRateLimits(), nil)
+		l := NewLimiter(config.SeedRateLimits(), nil)
 		for i := range 3 {
 			if ok, _ := l.Allow("a", "thinkdeep"); !ok {
 				t.Fatalf("call %d refused", i+1)
@@ -110,7 +69,7 @@ func TestLimiterCountsPerClientAndTool(t *testing.T) {
 func TestLimiterDropsIdleClients(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		l := NewLimiter(map[string]Rate{"debug": {1, time.Minute}}, nil)
+		l := NewLimiter(map[string]config.Rate{"debug": {N: 1, Per: time.Minute}}, nil)
 		for i := range maxIdleBuckets {
 			l.Allow(string(rune(i))+"x", "debug")
 		}
@@ -127,7 +86,7 @@ func TestLimiterDropsIdleClients(t *testing.T) {
 // error result; nothing runs.
 func TestRateLimitsOnTheWire(t *testing.T) {
 	t.Parallel()
-	h := newHarnessWith(t, map[string]Rate{"debug": {1, time.Minute}, "chat": {1, time.Hour}})
+	h := newHarnessWith(t, map[string]config.Rate{"debug": {N: 1, Per: time.Minute}, "chat": {N: 1, Per: time.Hour}})
 	h.mustCall(t, "debug", map[string]any{"error_description": "it crashes"})
 	_, err := h.call(t, "debug", map[string]any{"error_description": "it crashes"})
 	we := wireErr(t, err)
@@ -153,7 +112,7 @@ func TestRateLimitsOnTheWire(t *testing.T) {
 	}
 }
 
-func newHarnessWith(t *testing.T, limits map[string]Rate) *harness {
+func newHarnessWith(t *testing.T, limits map[string]config.Rate) *harness {
 	t.Helper()
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
