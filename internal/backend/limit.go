@@ -6,24 +6,21 @@ import (
 	"log/slog"
 	"runtime/debug"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 )
 
 // Limit runs b's turns at most n at once (n <= 0 means
-// DefaultMaxConcurrent); further turns wait in arrival order, their
+// config.DefaultMaxConcurrent); further turns wait in arrival order, their
 // Observer hearing how many are ahead. The server wraps whichever backend
 // serves, once: a warm backend that hands a turn to its one-shot fallback
 // does so within the turn's slot, so the slots count turns, not backends.
 func Limit(b Backend, n int) Backend {
 	if n <= 0 {
-		n = DefaultMaxConcurrent
+		n = config.DefaultMaxConcurrent
 	}
 	return &limited{Backend: b, slots: queue.NewSem(n)}
 }
-
-// DefaultMaxConcurrent is how many turns run at once unless the server
-// says otherwise.
-const DefaultMaxConcurrent = 4
 
 type limited struct {
 	Backend

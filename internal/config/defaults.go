@@ -6,7 +6,7 @@ import "time"
 // here once: the flag table shows it in --help, and a package whose
 // options treat a zero value as "the default" reads it from here rather
 // than keeping a copy (config imports nothing of this module, so every
-// package may).
+// package may). Bounds no flag sets stay in the package they bound.
 const (
 	DefaultGemini  = "gemini"
 	DefaultBackend = BackendAuto
@@ -16,12 +16,17 @@ const (
 	DefaultMaxConcurrent  = 4
 	DefaultMaxOutputBytes = 32 << 20
 
-	// The tools.
+	// The tools. MCP clients that reset their timeout on progress (most
+	// give up on a silent call after 60 s) need progress well under that.
+	// Clients cap tool results (Claude Code near 25,000 tokens, roughly
+	// 75–100 KB of text), and a capped result is silently cut: longer
+	// answers are paged.
 	DefaultProgressInterval = 5 * time.Second
 	DefaultMaxPromptBytes   = 1 << 20
 	DefaultMaxAnswerBytes   = 60000
 
-	// The warm backend.
+	// The warm backend. A process is about 220 MB idle and grows about
+	// 0.13 MB per prompt and 0.3 MB per session, never freeing sessions.
 	DefaultWarmProcesses   = 2
 	DefaultWarmMaxPrompts  = 500
 	DefaultWarmMaxRSS      = 700 << 20
@@ -29,10 +34,16 @@ const (
 	DefaultWarmSpareAge    = time.Minute
 	DefaultWarmMaxSessions = 100
 
-	// The API backend as an MCP host.
+	// The API backend as an MCP host: a round is one answer of Gemini's
+	// that asks for tool calls (one or several, run in parallel) and the
+	// results sent back.
 	DefaultMaxToolRounds = 10
 
-	// HTTP.
+	// HTTP. A session costs about 18 KiB while it waits for its idle
+	// timeout. An MCP client opens one or two connections per session:
+	// the per-address cap is far above that and far below the server's
+	// files. A few MiB of body arrive in well under a second on any
+	// working link.
 	DefaultMaxSessions         = 1000
 	DefaultMaxSessionsPerToken = 100
 	DefaultMaxConnsPerIP       = 256
@@ -45,7 +56,8 @@ const (
 	DefaultSessionTTL  = 7 * 24 * time.Hour
 	DefaultMaxTurns    = 200
 
-	// The expert tools' file context.
+	// The expert tools' file context: the request limits of the expert
+	// tools' specification.
 	DefaultMaxFileBytes     = 10 << 20
 	DefaultMaxFiles         = 50
 	DefaultMaxContextTokens = 1_000_000

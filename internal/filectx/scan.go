@@ -9,15 +9,14 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/secrets"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/pathx"
 )
 
-// Defaults from the expert tools' specification's request limits.
+// Bounds of a scan that no flag sets (the request limits' defaults are
+// config's).
 const (
-	DefaultMaxFileBytes = 10 << 20
-	DefaultMaxFiles     = 50
-	DefaultMaxTokens    = 1_000_000
 	// DefaultMaxScanEntries bounds a directory walk, so that naming a huge
 	// tree (a home directory) costs a bounded time; it is not in the specification.
 	DefaultMaxScanEntries = 50_000
@@ -43,13 +42,13 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.MaxFileBytes <= 0 {
-		o.MaxFileBytes = DefaultMaxFileBytes
+		o.MaxFileBytes = config.DefaultMaxFileBytes
 	}
 	if o.MaxFiles <= 0 {
-		o.MaxFiles = DefaultMaxFiles
+		o.MaxFiles = config.DefaultMaxFiles
 	}
 	if o.MaxTokens <= 0 {
-		o.MaxTokens = DefaultMaxTokens
+		o.MaxTokens = config.DefaultMaxContextTokens
 	}
 	if o.MaxScanEntries <= 0 {
 		o.MaxScanEntries = DefaultMaxScanEntries

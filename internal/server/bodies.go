@@ -15,10 +15,6 @@ import (
 // in one starts at once: 38,000 calls in one POST took a GiB.
 const MaxBatch = 64
 
-// DefaultBodyReadTimeout bounds the reading of a request body: a few
-// MiB arrive in well under a second on any working link.
-const DefaultBodyReadTimeout = 30 * time.Second
-
 // closeUntilAccepted marks every answer "Connection: close" until
 // readBody, which runs once the guard has accepted the request, lifts the
 // mark. Without it, net/http keeps reading the body of a refused request

@@ -9,11 +9,6 @@ import (
 	"time"
 )
 
-// DefaultMaxConnsPerIP bounds the connections one client address holds:
-// far more than an MCP client opens (one or two per session), far fewer
-// than the server's files.
-const DefaultMaxConnsPerIP = 256
-
 // DefaultMaxConns returns the default cap on the connections the server
 // holds: three quarters of its open-file limit, so that the rest is left
 // to its own files (the session store, the CLIs' pipes, Redis) and an

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
@@ -36,11 +37,11 @@ type HTTPOptions struct {
 	Stateless    bool
 	MaxBodyBytes int64
 	// MaxSessions and MaxSessionsPerToken cap the open sessions (not in
-	// stateless mode); 0 means DefaultMaxSessions and
-	// DefaultMaxSessionsPerToken.
+	// stateless mode); 0 means config.DefaultMaxSessions and
+	// config.DefaultMaxSessionsPerToken.
 	MaxSessions, MaxSessionsPerToken int
 	// BodyReadTimeout bounds the time to read a request's body once its
-	// headers are in and accepted; 0 means DefaultBodyReadTimeout.
+	// headers are in and accepted; 0 means config.DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
 	// SessionIdleTimeout closes sessions that sent no request for this
 	// long, so that clients that vanish without ending their session do
@@ -129,7 +130,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		o.SessionIdleTimeout = DefaultSessionIdleTimeout
 	}
 	if o.BodyReadTimeout <= 0 {
-		o.BodyReadTimeout = DefaultBodyReadTimeout
+		o.BodyReadTimeout = config.DefaultBodyReadTimeout
 	}
 	get := func(*http.Request) *mcp.Server { return srv }
 	streamable := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{

@@ -8,13 +8,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
 
-// Defaults of the session caps: a session costs about 18 KiB while it
-// waits for its idle timeout.
-const (
-	DefaultMaxSessions         = 1000
-	DefaultMaxSessionsPerToken = 100
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 )
 
 // sessionCap bounds the MCP sessions open at once, in total and per bearer
@@ -35,10 +30,10 @@ func newSessionCap(srv *mcp.Server, o HTTPOptions) *sessionCap {
 	c := &sessionCap{srv: srv, max: o.MaxSessions, perToken: o.MaxSessionsPerToken, tokens: len(o.Tokens) > 0,
 		streamable: map[string]string{}, pending: map[string]int{}, sse: map[string]int{}}
 	if c.max <= 0 {
-		c.max = DefaultMaxSessions
+		c.max = config.DefaultMaxSessions
 	}
 	if c.perToken <= 0 {
-		c.perToken = DefaultMaxSessionsPerToken
+		c.perToken = config.DefaultMaxSessionsPerToken
 	}
 	return c
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 )
 
 // Store keeps everything a session needs, so that any server process
@@ -99,7 +101,8 @@ type PagedAnswer struct {
 
 // Options are what every store is opened with.
 type Options struct {
-	// TTL is how long a session lives after its last turn.
+	// TTL is how long a session lives after its last turn; 0 means
+	// config.DefaultSessionTTL.
 	TTL time.Duration
 	// LeaseTTL is how long a lease outlives its holder's last renewal.
 	LeaseTTL time.Duration
@@ -107,7 +110,8 @@ type Options struct {
 	// answers go first. 0 means DefaultMaxPagedBytes.
 	MaxPagedBytes int
 	// Prefix starts every key a shared store (Redis) writes, so that
-	// several deployments can share one database. "" means DefaultPrefix.
+	// several deployments can share one database. "" means
+	// config.DefaultStorePrefix.
 	Prefix string
 }
 
@@ -115,7 +119,7 @@ type Options struct {
 // the defaults below.
 func (o Options) WithDefaults() Options {
 	if o.TTL <= 0 {
-		o.TTL = DefaultTTL
+		o.TTL = config.DefaultSessionTTL
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = DefaultLeaseTTL
@@ -124,26 +128,18 @@ func (o Options) WithDefaults() Options {
 		o.MaxPagedBytes = DefaultMaxPagedBytes
 	}
 	if o.Prefix == "" {
-		o.Prefix = DefaultPrefix
+		o.Prefix = config.DefaultStorePrefix
 	}
 	return o
 }
 
 // Defaults for Options.
 const (
-	// DefaultTTL keeps a session for a week after its last turn: long
-	// enough to come back to a thread after a weekend, short enough that
-	// the store does not grow without bound.
-	DefaultTTL = 7 * 24 * time.Hour
 	// DefaultLeaseTTL frees a dead holder's lease within seconds.
 	DefaultLeaseTTL = 10 * time.Second
 	// DefaultMaxPagedBytes matches the default --max-output-bytes: the
 	// largest answer a call can return fits.
-	DefaultMaxPagedBytes = 32 << 20
-	// DefaultPrefix starts the keys of a shared store.
-	DefaultPrefix = "gemini-mcp:"
-	// DefaultMaxTurns caps a conversation (--max-turns).
-	DefaultMaxTurns = 200
+	DefaultMaxPagedBytes = config.DefaultMaxOutputBytes
 )
 
 // ErrUnavailable is wrapped by the errors of a store that cannot be

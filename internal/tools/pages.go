@@ -12,16 +12,6 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
-// DefaultMaxAnswerBytes is the largest answer returned in one result.
-// Clients cap tool results (Claude Code near 25,000 tokens, roughly
-// 75–100 KB of text), and a capped result is silently cut.
-const DefaultMaxAnswerBytes = 60000
-
-// DefaultMaxPagedBytes bounds the bytes of one answer's kept pages, so
-// that a huge answer cannot fill the store. It matches the default
-// --max-output-bytes: the largest answer a call can return fits.
-const DefaultMaxPagedBytes = 32 << 20
-
 // pageAnswer keeps text, an answer too long for one result, in the session
 // store as pages for chat-page, and returns its first page. The pages live
 // as long as the session (any server process sharing the store serves

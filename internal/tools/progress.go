@@ -9,12 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 )
-
-// DefaultProgressInterval is how often a call reports progress while
-// nothing changes. MCP clients that reset their timeout on progress (most
-// give up on a silent call after 60 s) need it well under that.
-const DefaultProgressInterval = 5 * time.Second
 
 // progress reports a call's state to a client that asked for progress
 // (the request carried a progress token): at once on every change, and
@@ -45,7 +41,7 @@ func startProgress(ctx context.Context, req *mcp.CallToolRequest, interval time.
 		return nil
 	}
 	if interval <= 0 {
-		interval = DefaultProgressInterval
+		interval = config.DefaultProgressInterval
 	}
 	p := &progress{ctx: ctx, req: req, token: token, start: time.Now(), state: "starting",
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}

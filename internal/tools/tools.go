@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
@@ -46,14 +47,15 @@ type Deps struct {
 	// that carries a call (nil if none): the call ends when it ends.
 	RequestContext func(*mcp.CallToolRequest) context.Context
 	// ProgressInterval is how often progress is reported to clients that
-	// ask for it; 0 means DefaultProgressInterval.
+	// ask for it; 0 means config.DefaultProgressInterval.
 	ProgressInterval time.Duration
 	// MaxAnswerBytes is the largest answer returned in one result; longer
-	// ones are paged (see chat-page). 0 means DefaultMaxAnswerBytes.
+	// ones are paged (see chat-page). 0 means config.DefaultMaxAnswerBytes.
 	MaxAnswerBytes int
 	// MaxPagedBytes bounds the pages kept of one answer for chat-page
-	// (the store bounds all answers together); 0 means
-	// DefaultMaxPagedBytes.
+	// (the store bounds all answers together), so that a huge answer cannot
+	// fill the store; 0 means config.DefaultMaxOutputBytes: the largest
+	// answer a call can return fits.
 	MaxPagedBytes int
 	// AllowedRoots, when not nil, are the only directories (with their
 	// subdirectories) calls may run in, as resolved by ResolveRoots: a
@@ -73,7 +75,7 @@ type Deps struct {
 	// 0 means DefaultConfirmWait.
 	ConfirmWait time.Duration
 	// MaxTurns caps a conversation (--max-turns); 0 means
-	// session.DefaultMaxTurns.
+	// config.DefaultMaxTurns.
 	MaxTurns int
 	// Host names this host in the records of CLI sessions, whose files
 	// live here; "" means os.Hostname.
@@ -100,13 +102,13 @@ func Register(s *mcp.Server, d *Deps) {
 		d.Now = time.Now
 	}
 	if d.MaxAnswerBytes <= 0 {
-		d.MaxAnswerBytes = DefaultMaxAnswerBytes
+		d.MaxAnswerBytes = config.DefaultMaxAnswerBytes
 	}
 	if d.MaxPagedBytes <= 0 {
-		d.MaxPagedBytes = DefaultMaxPagedBytes
+		d.MaxPagedBytes = config.DefaultMaxOutputBytes
 	}
 	if d.MaxTurns <= 0 {
-		d.MaxTurns = session.DefaultMaxTurns
+		d.MaxTurns = config.DefaultMaxTurns
 	}
 	if d.Host == "" {
 		// A host without a name records none: its sessions are then

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 )
 
 // Options is the warm backend's configuration, all of it given
@@ -28,7 +29,7 @@ type Options struct {
 	OperatorArgs   []string // the operator's CLI flags (cli.Options.OperatorArgs)
 	DefaultModel   string
 	ApprovalMode   string
-	MaxOutputBytes int           // one answer's cap; 0 means cli.DefaultMaxOutputBytes
+	MaxOutputBytes int           // one answer's cap; 0 means config.DefaultMaxOutputBytes
 	Timeout        time.Duration // per turn; 0 means none
 	KillGrace      time.Duration // from session/cancel to kill; 0 means backend.DefaultKillGrace
 	// Fallback serves the turns a warm process cannot: "latest" and
@@ -51,7 +52,7 @@ func New(opts Options, log *slog.Logger) *Backend {
 		opts.KillGrace = backend.DefaultKillGrace
 	}
 	if opts.MaxOutputBytes <= 0 {
-		opts.MaxOutputBytes = cli.DefaultMaxOutputBytes
+		opts.MaxOutputBytes = config.DefaultMaxOutputBytes
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -23,33 +24,22 @@ import (
 // `gemini --acp` processes that answer in milliseconds instead of paying a
 // Node start-up per call.
 type WarmOptions struct {
-	Processes  int   // most processes at once; 0 means DefaultWarmProcesses
-	MaxPrompts int   // recycle a process after this many prompts; 0 means DefaultWarmMaxPrompts
-	MaxRSS     int64 // recycle a process past this resident size in bytes; 0 means DefaultWarmMaxRSS
+	Processes  int   // most processes at once; 0 means config.DefaultWarmProcesses
+	MaxPrompts int   // recycle a process after this many prompts; 0 means config.DefaultWarmMaxPrompts
+	MaxRSS     int64 // recycle a process past this resident size in bytes; 0 means config.DefaultWarmMaxRSS
 	// IdleTimeout stops a process that has served nothing for this long,
-	// giving its memory back; 0 means DefaultWarmIdleTimeout.
+	// giving its memory back; 0 means config.DefaultWarmIdleTimeout.
 	IdleTimeout time.Duration
 	// SpareAge is how long a spare session (created ahead of time, so that
 	// a new chat skips session/new) may wait for its call; its context (the
 	// date, the folder listing) is frozen at creation. 0 means
-	// DefaultWarmSpareAge; negative turns spares off.
+	// config.DefaultWarmSpareAge; negative turns spares off.
 	SpareAge time.Duration
 	// MaxSessions recycles a process holding more sessions than this
 	// (session/new slows down with every session a process holds); 0 means
-	// DefaultWarmMaxSessions.
+	// config.DefaultWarmMaxSessions.
 	MaxSessions int
 }
-
-// Defaults of the warm backend. A process is about 220 MB idle and grows
-// about 0.13 MB per prompt and 0.3 MB per session, never freeing sessions.
-const (
-	DefaultWarmProcesses   = 2
-	DefaultWarmMaxPrompts  = 500
-	DefaultWarmMaxRSS      = 700 << 20
-	DefaultWarmIdleTimeout = 10 * time.Minute
-	DefaultWarmSpareAge    = time.Minute
-	DefaultWarmMaxSessions = 100
-)
 
 // pool owns the warm processes and knows which process holds which
 // session. A session lives in the process that created it: no other
@@ -98,22 +88,22 @@ type startWait struct {
 
 func newPool(r *Backend, o WarmOptions) *pool {
 	if o.Processes <= 0 {
-		o.Processes = DefaultWarmProcesses
+		o.Processes = config.DefaultWarmProcesses
 	}
 	if o.MaxPrompts <= 0 {
-		o.MaxPrompts = DefaultWarmMaxPrompts
+		o.MaxPrompts = config.DefaultWarmMaxPrompts
 	}
 	if o.MaxRSS <= 0 {
-		o.MaxRSS = DefaultWarmMaxRSS
+		o.MaxRSS = config.DefaultWarmMaxRSS
 	}
 	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = DefaultWarmIdleTimeout
+		o.IdleTimeout = config.DefaultWarmIdleTimeout
 	}
 	if o.SpareAge == 0 {
-		o.SpareAge = DefaultWarmSpareAge
+		o.SpareAge = config.DefaultWarmSpareAge
 	}
 	if o.MaxSessions <= 0 {
-		o.MaxSessions = DefaultWarmMaxSessions
+		o.MaxSessions = config.DefaultWarmMaxSessions
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	pl := &pool{r: r, opts: o, starting: map[string]*startWait{}, owner: map[string]*acpProc{},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -37,7 +38,7 @@ func newWarmRunner(t *testing.T, opts cli.Options, warm WarmOptions) (backend.Ba
 // as JSON lines.
 func newWarmRunnerLogged(t *testing.T, opts cli.Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
 	t.Helper()
-	return newWarmRunnerSlots(t, backend.DefaultMaxConcurrent, opts, warm)
+	return newWarmRunnerSlots(t, config.DefaultMaxConcurrent, opts, warm)
 }
 
 // newWarmRunnerSlots is newWarmRunnerLogged with slots turns at once.

@@ -27,6 +27,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/apicreds"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -78,7 +79,7 @@ type Options struct {
 	Timeout time.Duration
 	// MaxOutputBytes caps the bytes streamed from the API for one turn,
 	// every part of every round's answer as it arrives; 0 means
-	// DefaultMaxAnswerBytes.
+	// config.DefaultMaxOutputBytes.
 	MaxOutputBytes int
 	// Getenv reads the credentials (see Credentials); nil means os.Getenv.
 	Getenv func(string) string
@@ -98,7 +99,7 @@ type Options struct {
 	// none.
 	Tools backend.ToolHost
 	// MaxToolRounds bounds the rounds of tool calls in one turn; 0 means
-	// DefaultMaxToolRounds.
+	// config.DefaultMaxToolRounds.
 	MaxToolRounds int
 	// AllowTools are the operator's allow-list of untrusted tools that run
 	// without asking the user: "server" for all of a server's tools,
@@ -178,10 +179,10 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 		allowTools: opts.AllowTools,
 	}
 	if b.maxOut <= 0 {
-		b.maxOut = DefaultMaxAnswerBytes
+		b.maxOut = config.DefaultMaxOutputBytes
 	}
 	if b.maxRounds <= 0 {
-		b.maxRounds = DefaultMaxToolRounds
+		b.maxRounds = config.DefaultMaxToolRounds
 	}
 	if b.model == "" {
 		b.model = DefaultModel

@@ -41,9 +41,6 @@ const (
 	// maxPartsPerAnswer bounds the parts of any kind of one answer (each
 	// event carries one or a few).
 	maxPartsPerAnswer = 1 << 16
-	// DefaultMaxAnswerBytes bounds the bytes streamed for one turn when
-	// Options.MaxOutputBytes is 0.
-	DefaultMaxAnswerBytes = 32 << 20
 )
 
 // streamPath is how the path of a streamed generateContent request ends.

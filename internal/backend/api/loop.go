@@ -12,12 +12,6 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
-// DefaultMaxToolRounds is how many rounds of tool calls a turn may make
-// when Options.MaxToolRounds is 0. A round is one answer of Gemini's that
-// asks for tool calls (one or several, run in parallel) and the results
-// sent back.
-const DefaultMaxToolRounds = 10
-
 // converse asks Gemini for the answer to contents and, while Gemini answers
 // with function calls, runs them and sends their results back, at most
 // maxRounds times: after the last round allowed, the results go back with

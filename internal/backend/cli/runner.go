@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -43,14 +44,13 @@ type Options struct {
 
 	Timeout        time.Duration // per call; 0 means none
 	KillGrace      time.Duration // from interrupt to kill; 0 means backend.DefaultKillGrace
-	MaxOutputBytes int           // stdout cap; 0 means DefaultMaxOutputBytes
+	MaxOutputBytes int           // stdout cap; 0 means config.DefaultMaxOutputBytes
 }
 
 // Defaults for Options fields left zero.
 const (
-	DefaultMaxOutputBytes = 32 << 20
-	stderrKeep            = 64 << 10 // stderr tail kept for parsing
-	stderrShow            = 4 << 10  // stderr tail shown in errors
+	stderrKeep = 64 << 10 // stderr tail kept for parsing
+	stderrShow = 4 << 10  // stderr tail shown in errors
 )
 
 // StdinPromptMax is the largest prompt the Gemini CLI reads: it cuts its
@@ -78,7 +78,7 @@ func NewRunner(opts Options, log *slog.Logger) *Runner {
 		opts.KillGrace = backend.DefaultKillGrace
 	}
 	if opts.MaxOutputBytes <= 0 {
-		opts.MaxOutputBytes = DefaultMaxOutputBytes
+		opts.MaxOutputBytes = config.DefaultMaxOutputBytes
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

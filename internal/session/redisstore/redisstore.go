@@ -3,7 +3,7 @@
 // continue each other's sessions, serve each other's answer pages and
 // take turns on one session one at a time.
 //
-// Keys, all under the configured prefix P (session.DefaultPrefix unless
+// Keys, all under the configured prefix P (config.DefaultStorePrefix unless
 // set), for a session ID and an answer A:
 //
 //	P session:ID   the record, JSON

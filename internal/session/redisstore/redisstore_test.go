@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/redistest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -241,8 +242,8 @@ func TestTTLOnKeys(t *testing.T) {
 	keys := []string{s.recordKey(id), s.turnsKey(id), s.answersKey(id), s.answerKey(a.ID)}
 	sameDeadline(t, c, keys)
 	for _, k := range keys {
-		if !strings.HasPrefix(k, session.DefaultPrefix) {
-			t.Errorf("key %q is not under the default prefix %q", k, session.DefaultPrefix)
+		if !strings.HasPrefix(k, config.DefaultStorePrefix) {
+			t.Errorf("key %q is not under the default prefix %q", k, config.DefaultStorePrefix)
 		}
 		if d := c.PTTL(ctx, k).Val(); d <= 0 || d > ttl {
 			t.Errorf("PTTL %s = %v, want in (0, %v]", k, d, ttl)
@@ -800,7 +801,7 @@ func TestIndexOfEarlierVersion(t *testing.T) {
 	srv := redistest.Start(t)
 	c := plain(t, srv)
 	ctx := t.Context()
-	const prefix = session.DefaultPrefix
+	const prefix = config.DefaultStorePrefix
 	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	var want []string
 	for i := range 250 { // more than a batch
