@@ -40,3 +40,11 @@ func (b Backend) valid() bool {
 	}
 	return false
 }
+
+// FamilyName describes a family for messages.
+func FamilyName(f Family) string {
+	if f == FamilyAPI {
+		return "the Gemini API backend (--backend api)"
+	}
+	return "the Gemini CLI backends (--backend warm or oneshot)"
+}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 )
 
 // Record is what the server knows of one session.
@@ -43,9 +45,9 @@ type Record struct {
 }
 
 // Family returns the family of the backend that started the session.
-func (r Record) Family() string {
+func (r Record) Family() config.Family {
 	if r.Backend == "" {
-		return "cli"
+		return config.FamilyCLI
 	}
 	return r.Backend
 }

@@ -305,7 +305,7 @@ func (d *Deps) target(ctx context.Context, call *backend.Turn, sessionID, cwd st
 			d.keepSystemPrompt(call, rec)
 			return d.checkRecordedDir(rec)
 		}
-		if d.family() != backend.FamilyCLI {
+		if d.family() != config.FamilyCLI {
 			return errors.New("there is no session to continue yet: start one with chat, or pass the sessionId of an earlier result")
 		}
 		call.Session = "latest"
@@ -323,8 +323,8 @@ func (d *Deps) target(ctx context.Context, call *backend.Turn, sessionID, cwd st
 		return err
 	}
 	call.Session = ref.Value
-	if ref.Kind != session.RefUUID && d.family() != backend.FamilyCLI {
-		return fmt.Errorf("sessionId %q names a Gemini CLI session, which %s cannot continue: pass the sessionId of an earlier chat or chat-reply result", sessionID, backend.FamilyName(d.family()))
+	if ref.Kind != session.RefUUID && d.family() != config.FamilyCLI {
+		return fmt.Errorf("sessionId %q names a Gemini CLI session, which %s cannot continue: pass the sessionId of an earlier chat or chat-reply result", sessionID, config.FamilyName(d.family()))
 	}
 	if ref.Kind != session.RefUUID {
 		if d.scoped() {
@@ -350,21 +350,21 @@ func (d *Deps) target(ctx context.Context, call *backend.Turn, sessionID, cwd st
 	if ok && rec.Family() != d.family() {
 		return fmt.Errorf("session %s was started on %s, and this server runs %s: the two keep separate histories, so one cannot continue the other's session. "+
 			"Start a new session with chat, or continue this one on a server run with the backend that started it",
-			ref.Value, backend.FamilyName(rec.Family()), backend.FamilyName(d.family()))
+			ref.Value, config.FamilyName(rec.Family()), config.FamilyName(d.family()))
 	}
-	if ok && rec.Family() == backend.FamilyCLI && rec.Host != "" && rec.Host != d.Host {
+	if ok && rec.Family() == config.FamilyCLI && rec.Host != "" && rec.Host != d.Host {
 		return fmt.Errorf("session %s was started on host %s, and this server runs on %s: the Gemini CLI keeps a session's files on the host that ran it, so only a server on %s can continue it. "+
 			"Continue it there, or start a new session with chat", ref.Value, rec.Host, d.Host, rec.Host)
 	}
 	switch {
-	case ok && dir != "" && dir != rec.Cwd && rec.Family() == backend.FamilyCLI:
+	case ok && dir != "" && dir != rec.Cwd && rec.Family() == config.FamilyCLI:
 		return fmt.Errorf("session %s was started in %s, not %s; the Gemini CLI can only resume a session in the directory it was started in: omit cwd or pass %s",
 			ref.Value, rec.Cwd, dir, rec.Cwd)
 	case ok:
 		call.Dir = rec.Cwd
 		d.keepSystemPrompt(call, rec)
 		return d.checkRecordedDir(rec)
-	case d.family() != backend.FamilyCLI:
+	case d.family() != config.FamilyCLI:
 		return fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result", ref.Value)
 	case dir == "":
 		return fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result, or pass cwd with the directory the session was started in to continue a session started outside this server", ref.Value)
@@ -375,14 +375,14 @@ func (d *Deps) target(ctx context.Context, call *backend.Turn, sessionID, cwd st
 
 // family is the family of the backend serving the tools: a session
 // belongs to the family that started it.
-func (d *Deps) family() string { return backend.Family(d.Backend.Name()) }
+func (d *Deps) family() config.Family { return config.Backend(d.Backend.Name()).Family() }
 
 // continuableFilter is f narrowed to the sessions this server can
 // continue: those of its backend's family, and of the CLI's only those
 // whose files are on this host.
 func (d *Deps) continuableFilter(f session.Filter) session.Filter {
 	f.Backend = d.family()
-	if f.Backend == backend.FamilyCLI {
+	if f.Backend == config.FamilyCLI {
 		f.Host, f.ByHost = d.Host, true
 	}
 	return f
@@ -394,7 +394,7 @@ func (d *Deps) continuableFilter(f session.Filter) session.Filter {
 // dropped it would change the assistant mid-conversation. The CLI keeps no
 // system prompt between turns, so there a reply's own applies.
 func (d *Deps) keepSystemPrompt(call *backend.Turn, rec session.Record) {
-	if call.SystemPrompt == "" && rec.Family() == backend.FamilyAPI {
+	if call.SystemPrompt == "" && rec.Family() == config.FamilyAPI {
 		call.SystemPrompt = rec.SystemPrompt
 	}
 }
@@ -408,7 +408,7 @@ func (d *Deps) keepSystemPrompt(call *backend.Turn, rec session.Record) {
 // root. Its recorded cwd only says where it started, so replicas confined
 // to different directories continue each other's sessions.
 func (d *Deps) checkRecordedDir(rec session.Record) error {
-	if rec.Family() == backend.FamilyAPI {
+	if rec.Family() == config.FamilyAPI {
 		return nil
 	}
 	dir, err := validate.ResolveDir(rec.Cwd, "/")

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -96,7 +97,7 @@ func (d *Deps) answer(ctx context.Context, req *mcp.CallToolRequest, call backen
 			}
 			return nil, "", turnLimitError{err}
 		}
-	} else if call.Session == "" && d.family() == backend.FamilyAPI {
+	} else if call.Session == "" && d.family() == config.FamilyAPI {
 		// The API backend's conversation lives only in the store: a new
 		// chat the store cannot record would be paid for and could never
 		// be continued. A read of an id no one has tells whether the
@@ -123,7 +124,7 @@ func (d *Deps) answer(ctx context.Context, req *mcp.CallToolRequest, call backen
 		who := d.clientOf(req)
 		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: who.token, Client: who.key(), Backend: d.family(),
 			Title: Title(title), SystemPrompt: call.SystemPrompt}
-		if d.family() == backend.FamilyCLI {
+		if d.family() == config.FamilyCLI {
 			turn.Host = d.Host
 		}
 		// The answer is complete and paid for: it is recorded even when

@@ -63,7 +63,7 @@ func New(opts Options, log *slog.Logger) *Backend {
 }
 
 // Name is the backend's name as --backend spells it.
-func (b *Backend) Name() string { return "warm" }
+func (b *Backend) Name() string { return string(config.BackendWarm) }
 
 // Close stops the warm processes and waits for them.
 func (b *Backend) Close() { b.pool.close() }

@@ -205,7 +205,7 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 }
 
 // Name is "api".
-func (b *Backend) Name() string { return "api" }
+func (b *Backend) Name() string { return string(config.BackendAPI) }
 
 // Close closes the idle connections to the API. The backend keeps no
 // process and no goroutine of its own between calls.

@@ -87,7 +87,7 @@ func NewRunner(opts Options, log *slog.Logger) *Runner {
 }
 
 // Name is the backend's name as --backend spells it.
-func (r *Runner) Name() string { return "oneshot" }
+func (r *Runner) Name() string { return string(config.BackendOneshot) }
 
 // Close does nothing: every process of a turn ends with the turn.
 func (r *Runner) Close() {}
