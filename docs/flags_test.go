@@ -75,3 +75,42 @@ func TestConfigurationTable(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigurationDefaults checks configuration.md's default column
+// against config's table of flags: a default --help shows is in the
+// flag's row, as it shows it; a switch reads on or off.
+func TestConfigurationDefaults(t *testing.T) {
+	b, err := os.ReadFile("configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("^\\| `--([a-z0-9-]+)[^`]*` \\| [^|]* \\| ([^|]*) \\|")
+	defaults := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := row.FindStringSubmatch(line); m != nil {
+			defaults[m[1]] = strings.TrimSpace(m[2])
+		}
+	}
+	flags := config.Flags()
+	if len(flags) < 20 {
+		t.Fatalf("config lists only %d flags", len(flags))
+	}
+	for _, f := range flags {
+		cell, ok := defaults[f.Name]
+		if !ok {
+			continue // TestConfigurationTable reports it
+		}
+		var want string
+		switch f.Default {
+		case "":
+			continue // no default shown: the row says in words what applies
+		case "true":
+			want = "on"
+		default:
+			want = "`" + f.Default + "`"
+		}
+		if !strings.Contains(cell, want) {
+			t.Errorf("--%s: --help shows the default %q, configuration.md's row says %q", f.Name, f.Default, cell)
+		}
+	}
+}
