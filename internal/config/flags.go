@@ -260,6 +260,7 @@ func (s spec) bind(c *Config, fs *flag.FlagSet, getenv func(string) string) erro
 			err = fmt.Errorf("%s: %w", s.env, e)
 		}
 	}
+	var define func() // defines the flag, once the field holds its default
 	switch p := s.field(c).(type) {
 	case *string:
 		*p = s.def.(string)
@@ -269,7 +270,7 @@ func (s spec) bind(c *Config, fs *flag.FlagSet, getenv func(string) string) erro
 		if set {
 			*p = v
 		}
-		s.define(func() { fs.StringVar(p, s.name, *p, s.usage()) })
+		define = func() { fs.StringVar(p, s.name, *p, s.usage()) }
 	case *bool:
 		*p = s.def.(bool)
 		if set {
@@ -277,7 +278,7 @@ func (s spec) bind(c *Config, fs *flag.FlagSet, getenv func(string) string) erro
 			wrap(e)
 			*p = b
 		}
-		s.define(func() { fs.BoolVar(p, s.name, *p, s.usage()) })
+		define = func() { fs.BoolVar(p, s.name, *p, s.usage()) }
 	case *int:
 		*p = s.def.(int)
 		if set {
@@ -291,10 +292,9 @@ func (s spec) bind(c *Config, fs *flag.FlagSet, getenv func(string) string) erro
 			wrap(e)
 			*p = n
 		}
+		define = func() { fs.IntVar(p, s.name, *p, s.usage()) }
 		if s.kind == kindSize {
-			s.define(func() { fs.Var(&sizeValue{p: p}, s.name, s.usage()) })
-		} else {
-			s.define(func() { fs.IntVar(p, s.name, *p, s.usage()) })
+			define = func() { fs.Var(&sizeValue{p: p}, s.name, s.usage()) }
 		}
 	case *time.Duration:
 		*p = s.def.(time.Duration)
@@ -303,29 +303,25 @@ func (s spec) bind(c *Config, fs *flag.FlagSet, getenv func(string) string) erro
 			wrap(e)
 			*p = d
 		}
-		s.define(func() { fs.Var(&durationValue{p: p}, s.name, s.usage()) })
+		define = func() { fs.Var(&durationValue{p: p}, s.name, s.usage()) }
 	case *[]string:
 		l := &listValue{p: p}
 		if set {
 			*p, l.fromEnv = splitList(v), true
 		}
-		s.define(func() { fs.Var(l, s.name, s.usage()) })
+		define = func() { fs.Var(l, s.name, s.usage()) }
 	case *RateLimits:
 		if set {
 			wrap(p.Set(v))
 		}
-		s.define(func() { fs.Var(p, s.name, s.usage()) })
+		define = func() { fs.Var(p, s.name, s.usage()) }
 	default:
 		panic(fmt.Sprintf("config: --%s fills a %T", s.name, p))
 	}
-	return err
-}
-
-// define runs def, which defines s's flag, unless s has none.
-func (s spec) define(def func()) {
 	if s.name != "" {
-		def()
+		define()
 	}
+	return err
 }
 
 // Flag is a flag as --help shows it.
