@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
@@ -254,65 +252,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 	}
 	addMCPServersResource(srv, deps.Backend)
 	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd)
-	return serveOnStdio(life, endLife, srv, sio, cfg.MaxPromptBytes, log)
-}
-
-// serveOnStdio serves srv's one MCP session on stdin/stdout until the
-// client closes stdin (which calls endLife) or life ends.
-func serveOnStdio(life context.Context, endLife func(), srv *mcp.Server, sio IO, maxPromptBytes int, log *slog.Logger) error {
-	in := sio.Stdin
-	if in == nil {
-		in = os.Stdin
-	}
-	out := sio.Stdout
-	if out == nil {
-		out = os.Stdout
-	}
-	// The filter answers malformed lines itself, through the same
-	// serialized writer as the SDK, so that a bad line costs the client
-	// an error instead of the session; it also bounds a line's length, so
-	// the SDK's own limit is off.
-	w := &syncWriter{w: out}
-	filter := newLineFilter(in, w, stdioLineLimit(maxPromptBytes))
-	t := &mcp.IOTransport{Reader: &eofReader{r: filter, onEOF: endLife}, Writer: nopWriteCloser{w}, MaxLineLength: -1}
-	ss, err := srv.Connect(life, t, nil)
-	if err != nil {
-		return err
-	}
-	// The session ends when the client closes stdin; a signal (ctx) ends
-	// it from this side. Either way the calls' contexts end with life.
-	unhook := context.AfterFunc(life, func() { ss.Close() })
-	defer unhook()
-	err = ss.Wait()
-	// Ending because the client left or a signal came is a clean stop,
-	// whatever the SDK reports for the closed connection.
-	if err == nil || life.Err() != nil || errors.Is(err, io.EOF) {
-		log.Info("client disconnected; server stopping")
-		return nil
-	}
-	return err
-}
-
-// eofReader calls onEOF when its reader ends: for stdio, the client has
-// gone.
-type eofReader struct {
-	r     io.Reader
-	onEOF func()
-}
-
-func (e *eofReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil {
-		e.onEOF()
-	}
-	return n, err
-}
-
-func (e *eofReader) Close() error {
-	if c, ok := e.r.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
+	return server.ServeStdio(life, endLife, srv, server.StdioOptions{In: sio.Stdin, Out: sio.Stdout, MaxPromptBytes: cfg.MaxPromptBytes, Log: log})
 }
 
 // serveHTTP serves MCP over HTTP until ctx ends (SIGINT, SIGTERM).
@@ -387,10 +327,6 @@ func loadTokens(cfg *config.Config) ([]string, error) {
 	}
 	return tokens, nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // buildVersion is the module version Go recorded at build time: the tag
 // for `go install ...@vX`, else the VCS revision of a local build.

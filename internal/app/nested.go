@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 )
 
 // NestedEnv marks the Gemini CLI processes this server starts, and the
@@ -77,5 +78,5 @@ func serveNested(ctx context.Context, cfg *config.Config, version string, sio IO
 	}
 	life, endLife := context.WithCancel(ctx)
 	defer endLife()
-	return serveOnStdio(life, endLife, srv, sio, cfg.MaxPromptBytes, log)
+	return server.ServeStdio(life, endLife, srv, server.StdioOptions{In: sio.Stdin, Out: sio.Stdout, MaxPromptBytes: cfg.MaxPromptBytes, Log: log})
 }

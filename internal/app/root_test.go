@@ -1,0 +1,77 @@
+package app
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+type parsedFile struct {
+	file *ast.File
+	fset *token.FileSet
+}
+
+// appFiles parses app's non-test files, by name.
+func appFiles(t *testing.T) map[string]parsedFile {
+	t.Helper()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	files := map[string]parsedFile{}
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = parsedFile{f, fset}
+	}
+	if len(files) == 0 {
+		t.Fatal("no files parsed")
+	}
+	return files
+}
+
+// TestAppHoldsNoTransport: app wires the transports that internal/server
+// implements and holds none itself: no file of it names the SDK's
+// transports or HTTP handlers, and none declares a reader (the stdio
+// line filter's kind).
+func TestAppHoldsNoTransport(t *testing.T) {
+	for name, pf := range appFiles(t) {
+		f, fset := pf.file, pf.fset
+		mcpName := ""
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if path == "github.com/modelcontextprotocol/go-sdk/mcp" {
+				mcpName = "mcp"
+				if imp.Name != nil {
+					mcpName = imp.Name.Name
+				}
+			}
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil && fn.Name.Name == "Read" {
+				t.Errorf("%s: %s declares a Read method: reading the transport is internal/server's", name, fset.Position(fn.Pos()))
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == mcpName && mcpName != "" &&
+				(strings.HasSuffix(sel.Sel.Name, "Transport") || strings.HasSuffix(sel.Sel.Name, "Handler")) {
+				t.Errorf("%s: %s uses mcp.%s: transports are internal/server's", name, fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+	}
+}
