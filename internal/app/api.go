@@ -18,10 +18,14 @@ import (
 // serves (see docs/backends.md), and a CLI-only server can do
 // without.
 func init() {
-	newAPIBackend = func(cfg *config.Config, getenv func(string) string, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error) {
+	newAPIBackend = func(cfg *config.Config, getenv func(string) string, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, backend.TokenCounter, error) {
 		opts := apiOptions(cfg, getenv)
 		opts.Tools = tools
-		return api.New(opts, store, log)
+		b, err := api.New(opts, store, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return b, b, nil
 	}
 	checkAPICredentials = func(ctx context.Context, cfg *config.Config, getenv func(string) string) error {
 		b, err := api.New(apiOptions(cfg, getenv), discardHistory{}, nil)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
@@ -162,12 +164,13 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	return 0
 }
 
-// NewDeps builds the tools' dependencies from the configuration. The
-// session store it opens is the caller's to close (Deps.Store.Close).
-func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger) (deps *tools.Deps, err error) {
+// NewDeps builds the tools' dependencies from the configuration, and the
+// backend they run turns through. The session store it opens and the
+// backend are the caller's to close (Deps.Store.Close, Close).
+func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger) (deps *tools.Deps, b *builtBackend, err error) {
 	store, where, err := openStore(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -178,12 +181,12 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger)
 	cwd := cfg.Cwd
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {
-			return nil, fmt.Errorf("finding the working directory (set --cwd): %w", err)
+			return nil, nil, fmt.Errorf("finding the working directory (set --cwd): %w", err)
 		}
 	}
 	// Absolute, so that it compares with the allowed roots.
 	if cwd, err = filepath.Abs(cwd); err != nil {
-		return nil, fmt.Errorf("--cwd: %w", err)
+		return nil, nil, fmt.Errorf("--cwd: %w", err)
 	}
 	// Over HTTP, clients are remote: by default they may only work under
 	// the server's directory. On stdio the client is the local user, who
@@ -195,64 +198,81 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger)
 	var allowed []string
 	if len(roots) > 0 {
 		if allowed, err = tools.ResolveRoots(roots); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	b, err := newBackend(cfg, env, store, log)
+	b, err = newBackend(cfg, env, store, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	deps = &tools.Deps{Backend: b.Backend, Store: store, MaxTurns: cfg.MaxTurns, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
+		AllowedRoots: allowed, Remote: cfg.HTTP != "", Authenticated: len(cfg.Tokens) > 0 || cfg.TokenFile != "",
+		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions, SessionIDInText: cfg.SessionIDInText}
+	return deps, b, nil
+}
+
+// serving is what both transports serve: the MCP server with every tool,
+// resource and limit, its tools' dependencies and backend, and a lifetime
+// that every call's context ends with. The SDK waits for running handlers
+// before a session ends, so the lifetime (ended by endLife, by a signal
+// through start's ctx, or by stop) is what stops calls at shutdown.
+type serving struct {
+	srv     *mcp.Server
+	deps    *tools.Deps
+	backend *builtBackend
+	life    context.Context
+	endLife func()
+	// stop ends the lifetime, then the backend (its warm processes, its
+	// MCP host) and the store.
+	stop func()
+}
+
+// start builds what the transports serve. requests, for HTTP, ties each
+// call to the request that carries it (nil for stdio).
+func start(ctx context.Context, cfg *config.Config, env Env, version string, requests *server.RequestContexts, log *slog.Logger) (*serving, error) {
+	deps, b, err := NewDeps(ctx, cfg, env, log)
 	if err != nil {
 		return nil, err
 	}
-	deps = &tools.Deps{Backend: b, Store: store, MaxTurns: cfg.MaxTurns, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
-		AllowedRoots: allowed, Remote: cfg.HTTP != "", Authenticated: len(cfg.Tokens) > 0 || cfg.TokenFile != "",
-		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions, SessionIDInText: cfg.SessionIDInText}
-	return deps, nil
-}
-
-// start builds what both transports serve: the tools' dependencies, and a
-// lifetime that every call's context ends with. The SDK waits for running
-// handlers before a session ends, so the lifetime (ended by endLife, by a
-// signal through ctx, or by stop) is what stops calls at shutdown. stop
-// ends the lifetime and then the warm processes.
-func start(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger) (deps *tools.Deps, life context.Context, endLife, stop func(), err error) {
-	deps, err = NewDeps(ctx, cfg, env, log)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
 	life, cancel := context.WithCancel(ctx)
 	deps.Lifetime = life
+	if requests != nil {
+		deps.RequestContext = requests.Lookup
+	}
 	idle := make(chan struct{})
 	go func() {
 		defer close(idle)
 		newIdleReleaser().run(life)
 	}()
-	stop = func() {
+	s := &serving{deps: deps, backend: b, life: life, endLife: cancel, stop: func() {
 		cancel()
 		<-idle
-		deps.Backend.Close()
+		b.Close()
 		// The calls have ended: nothing writes to the store any more.
 		if err := deps.Store.Close(); err != nil {
 			log.Warn("closing the session store", "err", err)
 		}
+	}}
+	s.srv = server.New(version, deps, log)
+	if err := addExpert(s.srv, cfg, deps, b.Counter, log); err != nil {
+		s.stop()
+		return nil, err
 	}
-	return deps, life, cancel, stop, nil
+	addMCPServersResource(s.srv, b.Host)
+	return s, nil
 }
 
 // serveStdio serves one MCP session on stdin/stdout until the client closes
 // stdin or ctx ends. Every call's context ends with the server's, so that
 // shutting down stops the CLI processes still running.
 func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
-	deps, life, endLife, stop, err := start(ctx, cfg, sio.env(), log)
+	s, err := start(ctx, cfg, sio.env(), version, nil, log)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	srv := server.New(version, deps, log)
-	if err := addExpert(srv, cfg, deps, log); err != nil {
-		return err
-	}
-	addMCPServersResource(srv, deps.Backend)
-	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd)
-	return server.ServeStdio(life, endLife, srv, server.StdioOptions{In: sio.Stdin, Out: sio.Stdout, MaxPromptBytes: cfg.MaxPromptBytes, Log: log})
+	defer s.stop()
+	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", s.deps.DefaultCwd)
+	return server.ServeStdio(s.life, s.endLife, s.srv, server.StdioOptions{In: sio.Stdin, Out: sio.Stdout, MaxPromptBytes: cfg.MaxPromptBytes, Log: log})
 }
 
 // serveHTTP serves MCP over HTTP until ctx ends (SIGINT, SIGTERM).
@@ -265,20 +285,14 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	if err := server.CheckBind(cfg.HTTP, tokens, cfg.AllowInsecureRemote); err != nil {
 		return err
 	}
-	deps, life, endLife, stop, err := start(ctx, cfg, sio.env(), log)
+	requests := server.NewRequestContexts()
+	s, err := start(ctx, cfg, sio.env(), version, requests, log)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	requests := server.NewRequestContexts()
-	deps.RequestContext = requests.Lookup
+	defer s.stop()
 	inflight := server.NewInflight()
-	srv := server.New(version, deps, log)
-	if err := addExpert(srv, cfg, deps, log); err != nil {
-		return err
-	}
-	addMCPServersResource(srv, deps.Backend)
-	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins, Requests: requests, Inflight: inflight,
+	h := server.NewHTTPHandler(s.srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins, Requests: requests, Inflight: inflight,
 		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyReadTimeout: cfg.BodyReadTimeout, Log: log,
 		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,
 		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Timeout)})
@@ -296,7 +310,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 		"sse", "http://"+ln.Addr().String()+server.PathSSE, "auth", len(tokens) > 0, "stateless", cfg.Stateless, "maxConns", maxConns, "maxConnsPerIP", cfg.MaxConnsPerIP, "version", version)
 	// At a signal the calls are cancelled and answered, their CLIs reaped,
 	// before the server exits; the grace covers the CLIs' kill grace.
-	return server.ServeHTTP(life, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: endLife, Inflight: inflight, Server: srv,
+	return server.ServeHTTP(s.life, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: s.endLife, Inflight: inflight, Server: s.srv,
 		MaxConns: maxConns, MaxConnsPerIP: cfg.MaxConnsPerIP, Log: log})
 }
 

@@ -41,11 +41,11 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deps, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler))
+			deps, b, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer deps.Backend.Close()
+			defer b.Close()
 			defer deps.Store.Close()
 			if len(deps.AllowedRoots) != len(c.want) || (c.want == nil) != (deps.AllowedRoots == nil) {
 				t.Fatalf("roots %q, want %q", deps.AllowedRoots, c.want)
@@ -61,7 +61,7 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler)); err == nil {
+	if _, _, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler)); err == nil {
 		t.Fatal("a missing root was accepted")
 	}
 }
@@ -79,11 +79,11 @@ func TestNewDepsReadsTheGivenEnvironment(t *testing.T) {
 	}
 	var logged bytes.Buffer
 	env := IO{Getenv: getenv}.env()
-	deps, err := NewDeps(context.Background(), cfg, env, slog.New(slog.NewTextHandler(&logged, nil)))
+	deps, b, err := NewDeps(context.Background(), cfg, env, slog.New(slog.NewTextHandler(&logged, nil)))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logged.String())
 	}
-	defer deps.Backend.Close()
+	defer b.Close()
 	defer deps.Store.Close()
 	if !strings.Contains(logged.String(), `msg="backend chosen" backend=api`) {
 		t.Errorf("the backend was not chosen from the given environment:\n%s", logged.String())

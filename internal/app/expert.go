@@ -1,14 +1,15 @@
 package app
 
 import (
+	"context"
 	"fmt"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"log/slog"
 	"path/filepath"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expertctx"
@@ -21,8 +22,8 @@ import (
 // --rate-limits sets any. The project root must be an existing directory
 // a call's cwd may be (within --allowed-roots where they apply), checked
 // now so that a bad root stops the server at start rather than failing
-// every call.
-func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.Logger) error {
+// every call. counter, when not nil, counts the files' tokens.
+func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, counter backend.TokenCounter, log *slog.Logger) error {
 	root := cfg.ProjectRoot
 	if root == "" {
 		root = deps.DefaultCwd
@@ -43,13 +44,14 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.
 	if p, ok := strings.CutPrefix(cfg.Store, "sqlite:"); ok && p != "" {
 		forbidden = append(forbidden, absOr(p))
 	}
-	fc := &expertctx.Context{Root: root, Forbidden: forbidden, Options: filectx.Options{
+	var count func(context.Context, string) (int, error)
+	if counter != nil {
+		count = counter.CountTokens
+	}
+	fc := &expertctx.Context{Root: root, Forbidden: forbidden, Count: count, Options: filectx.Options{
 		MaxFileBytes: int64(cfg.MaxFileBytes), MaxFiles: cfg.MaxFiles, MaxTokens: cfg.MaxContextTokens,
 		SendSecretFiles: cfg.SendSecretFiles,
 	}}
-	if tc := tokenCounterOf(deps.Backend); tc != nil {
-		fc.Count = tc.CountTokens
-	}
 	// One record of the files each thread was sent, for every tool.
 	sent := &expert.MemorySent{}
 	// chat and chat-reply read deps.Files when called, so it may be set
@@ -67,22 +69,6 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, log *slog.
 	}
 	log.Info("expert tools", "projectRoot", root, "maxFiles", cfg.MaxFiles, "maxFileBytes", cfg.MaxFileBytes,
 		"maxContextTokens", cfg.MaxContextTokens, "sendSecretFiles", cfg.SendSecretFiles, "tokens", fc.TokenCounting(), "rateLimits", cfg.RateLimits.String())
-	return nil
-}
-
-// tokenCounterOf finds, through b's wrappers, a backend that counts
-// tokens; nil when it has none.
-func tokenCounterOf(b backend.Backend) backend.TokenCounter {
-	for b != nil {
-		if tc, ok := b.(backend.TokenCounter); ok {
-			return tc
-		}
-		u, ok := b.(interface{ Unwrap() backend.Backend })
-		if !ok {
-			return nil
-		}
-		b = u.Unwrap()
-	}
 	return nil
 }
 

@@ -75,3 +75,32 @@ func TestAppHoldsNoTransport(t *testing.T) {
 		})
 	}
 }
+
+// TestAppDigsNothingOutOfTheBackend: what the backend builder builds (the
+// MCP host, the token counter) it returns; nothing in app finds it again
+// by unwrapping the backend.
+func TestAppDigsNothingOutOfTheBackend(t *testing.T) {
+	for name, f := range appFiles(t) {
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				if n.Sel.Name == "Unwrap" {
+					t.Errorf("%s: %s unwraps a value", name, f.fset.Position(n.Pos()))
+				}
+			case *ast.FuncDecl:
+				if n.Name.Name == "Unwrap" {
+					t.Errorf("%s: %s declares Unwrap", name, f.fset.Position(n.Pos()))
+				}
+			case *ast.InterfaceType:
+				for _, m := range n.Methods.List {
+					for _, id := range m.Names {
+						if id.Name == "Unwrap" {
+							t.Errorf("%s: %s asks for an Unwrap method", name, f.fset.Position(id.Pos()))
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+}
