@@ -99,7 +99,6 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		version = buildVersion()
 	}
 	env := sio.env()
-	sio.Getenv, sio.LookupEnv = env.Getenv, env.LookupEnv
 	sub := ""
 	if len(args) > 0 {
 		switch args[0] {
@@ -120,7 +119,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	}
 	// Help that was asked for goes to stdout and succeeds; mistakes go to
 	// stderr with a pointer to the help.
-	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, sio.Getenv, sio.Stdout)
+	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, env.Getenv, sio.Stdout)
 	if errors.Is(err, config.ErrHelp) {
 		return 0
 	}
@@ -143,7 +142,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		log.Warn(w)
 	}
 	if sub == "doctor" {
-		return Doctor(ctx, cfg, version, sio.Stdout, sio.Getenv)
+		return Doctor(ctx, cfg, version, sio.Stdout, env.Getenv)
 	}
 	if sub == "mcp list" {
 		return mcpList(ctx, cfg, env, sio.Stdout, log)
@@ -152,12 +151,10 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	if cfg.HTTP != "" {
 		serve = serveHTTP
 	}
-	if isNested(cfg, sio.Getenv) {
-		serve = func(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
-			return serveNested(ctx, cfg, version, sio, log)
-		}
+	if isNested(cfg, env.Getenv) {
+		serve = serveNested
 	}
-	if err := serve(ctx, cfg, version, sio, log); err != nil {
+	if err := serve(ctx, cfg, version, sio, env, log); err != nil {
 		log.Error("server stopped", "err", err)
 		return 1
 	}
@@ -265,8 +262,8 @@ func start(ctx context.Context, cfg *config.Config, env Env, version string, req
 // serveStdio serves one MCP session on stdin/stdout until the client closes
 // stdin or ctx ends. Every call's context ends with the server's, so that
 // shutting down stops the CLI processes still running.
-func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
-	s, err := start(ctx, cfg, sio.env(), version, nil, log)
+func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO, env Env, log *slog.Logger) error {
+	s, err := start(ctx, cfg, env, version, nil, log)
 	if err != nil {
 		return err
 	}
@@ -276,7 +273,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 }
 
 // serveHTTP serves MCP over HTTP until ctx ends (SIGINT, SIGTERM).
-func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, env Env, log *slog.Logger) error {
 	tokens, err := loadTokens(cfg)
 	if err != nil {
 		return err
@@ -286,7 +283,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 		return err
 	}
 	requests := server.NewRequestContexts()
-	s, err := start(ctx, cfg, sio.env(), version, requests, log)
+	s, err := start(ctx, cfg, env, version, requests, log)
 	if err != nil {
 		return err
 	}

@@ -104,3 +104,35 @@ func TestAppDigsNothingOutOfTheBackend(t *testing.T) {
 		})
 	}
 }
+
+// TestAppBuildsStructsComplete: app sets no exported field of a value
+// after building it (its options, its services, the IO it was given): each
+// is complete when made. Left are the tools' dependencies that the
+// transport sets before the tools are registered, and the rate limiter's
+// store and log, which its constructor does not take.
+func TestAppBuildsStructsComplete(t *testing.T) {
+	allowed := map[string]bool{"deps.Lifetime": true, "deps.RequestContext": true, "deps.Files": true,
+		"limiter.Shared": true, "limiter.Log": true}
+	for name, f := range appFiles(t) {
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			as, ok := n.(*ast.AssignStmt)
+			if !ok || as.Tok != token.ASSIGN {
+				return true
+			}
+			for _, lhs := range as.Lhs {
+				sel, ok := lhs.(*ast.SelectorExpr)
+				if !ok || !sel.Sel.IsExported() {
+					continue
+				}
+				x, ok := sel.X.(*ast.Ident)
+				if !ok {
+					continue
+				}
+				if field := x.Name + "." + sel.Sel.Name; !allowed[field] {
+					t.Errorf("%s: %s sets %s after it was built", name, f.fset.Position(sel.Pos()), field)
+				}
+			}
+			return true
+		})
+	}
+}
