@@ -71,6 +71,9 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 // there and no gemini executable, auto chooses the API backend, and its
 // children's nesting mark counts from the given mark.
 func TestNewDepsReadsTheGivenEnvironment(t *testing.T) {
+	if newAPIBackend == nil {
+		t.Skip("this build has no API backend (-tags noapi)")
+	}
 	vars := map[string]string{"GEMINI_API_KEY": "key-from-the-given-environment", NestedEnv: "1"}
 	getenv := func(k string) string { return vars[k] }
 	cfg, err := config.Parse("test", "", []string{"--state-dir", t.TempDir(), "--gemini", filepath.Join(t.TempDir(), "no-gemini")}, getenv, io.Discard)
