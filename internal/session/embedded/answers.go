@@ -31,22 +31,7 @@ func (s *Store) PutAnswer(ctx context.Context, a session.PagedAnswer) error {
 		}
 	}
 	budget := s.opts.MaxPagedBytes
-	total := 0
-	for _, p := range a.Pages {
-		total += len(p)
-	}
-	if total > budget {
-		// An answer larger than the whole budget keeps its first pages
-		// (at least one) and counts the rest as dropped.
-		kept, n := 0, 0
-		for kept < len(a.Pages) && (kept == 0 || n+len(a.Pages[kept]) <= budget) {
-			n += len(a.Pages[kept])
-			kept++
-		}
-		a.Pages = a.Pages[:kept:kept]
-		a.Dropped += total - n
-		total = n
-	}
+	a, total := a.Fit(budget)
 	data, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("session store: %w", err)

@@ -61,20 +61,7 @@ func (s *Store) PutAnswer(ctx context.Context, a session.PagedAnswer) error {
 			return err
 		}
 	}
-	size := 0
-	for _, p := range a.Pages {
-		size += len(p)
-	}
-	if size > s.opts.MaxPagedBytes {
-		kept, n := 0, 0
-		for kept < len(a.Pages) && (kept == 0 || n+len(a.Pages[kept]) <= s.opts.MaxPagedBytes) {
-			n += len(a.Pages[kept])
-			kept++
-		}
-		a.Pages = a.Pages[:kept:kept]
-		a.Dropped += size - n
-		size = n
-	}
+	a, size := a.Fit(s.opts.MaxPagedBytes)
 	data, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("session store: %w", err)
