@@ -18,9 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 // IO is what the command talks through.
@@ -164,9 +164,12 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	return 0
 }
 
-// NewDeps builds the tools' dependencies from the configuration. The
-// session store it opens is the caller's to close (Deps.Store.Close).
-func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger) (deps *tools.Deps, err error) {
+// NewDeps builds, from the configuration, the turn pipeline every tool
+// shares, complete: every call's context ends with life (the server's
+// lifetime; nil: none) and, when requests is set (over HTTP), with the
+// HTTP request that carries it. The session store and the backend it
+// opens are the caller's to close (Store().Close, Backend().Close).
+func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger, life context.Context, requests func(*mcp.CallToolRequest) context.Context) (conv *conversation.Service, err error) {
 	store, where, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -196,7 +199,7 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger)
 	}
 	var allowed []string
 	if len(roots) > 0 {
-		if allowed, err = tools.ResolveRoots(roots); err != nil {
+		if allowed, err = conversation.ResolveRoots(roots); err != nil {
 			return nil, err
 		}
 	}
@@ -204,24 +207,25 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	deps = &tools.Deps{Backend: b, Store: store, MaxTurns: cfg.MaxTurns, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
+	return conversation.New(conversation.Options{Backend: b, Store: store, MaxTurns: cfg.MaxTurns, DefaultCwd: cwd, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP != "", Authenticated: len(cfg.Tokens) > 0 || cfg.TokenFile != "",
-		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions, SessionIDInText: cfg.SessionIDInText}
-	return deps, nil
+		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions, SessionIDInText: cfg.SessionIDInText,
+		Lifetime: life, RequestContext: requests}), nil
 }
 
-// start builds what both transports serve: the tools' dependencies, and a
-// lifetime that every call's context ends with. The SDK waits for running
-// handlers before a session ends, so the lifetime (ended by endLife, by a
-// signal through ctx, or by stop) is what stops calls at shutdown. stop
-// ends the lifetime and then the warm processes.
-func start(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger) (deps *tools.Deps, life context.Context, endLife, stop func(), err error) {
-	deps, err = NewDeps(ctx, cfg, env, log)
+// start builds what both transports serve: the turn pipeline, and a
+// lifetime that every call's context ends with (and, over HTTP, the
+// request that carries it: requests). The SDK waits for running handlers
+// before a session ends, so the lifetime (ended by endLife, by a signal
+// through ctx, or by stop) is what stops calls at shutdown. stop ends the
+// lifetime and then the warm processes.
+func start(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger, requests func(*mcp.CallToolRequest) context.Context) (conv *conversation.Service, life context.Context, endLife, stop func(), err error) {
+	life, cancel := context.WithCancel(ctx)
+	conv, err = NewDeps(ctx, cfg, env, log, life, requests)
 	if err != nil {
+		cancel()
 		return nil, nil, nil, nil, err
 	}
-	life, cancel := context.WithCancel(ctx)
-	deps.Lifetime = life
 	idle := make(chan struct{})
 	go func() {
 		defer close(idle)
@@ -230,30 +234,30 @@ func start(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger) (
 	stop = func() {
 		cancel()
 		<-idle
-		deps.Backend.Close()
+		conv.Backend().Close()
 		// The calls have ended: nothing writes to the store any more.
-		if err := deps.Store.Close(); err != nil {
+		if err := conv.Store().Close(); err != nil {
 			log.Warn("closing the session store", "err", err)
 		}
 	}
-	return deps, life, cancel, stop, nil
+	return conv, life, cancel, stop, nil
 }
 
 // serveStdio serves one MCP session on stdin/stdout until the client closes
 // stdin or ctx ends. Every call's context ends with the server's, so that
 // shutting down stops the CLI processes still running.
 func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
-	deps, life, endLife, stop, err := start(ctx, cfg, sio.env(), log)
+	conv, life, endLife, stop, err := start(ctx, cfg, sio.env(), log, nil)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	srv := server.New(version, deps, log)
-	if err := addExpert(srv, cfg, deps, log); err != nil {
+	srv, err := newServer(version, cfg, conv, log)
+	if err != nil {
 		return err
 	}
-	addMCPServersResource(srv, deps.Backend)
-	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", deps.DefaultCwd)
+	addMCPServersResource(srv, conv.Backend())
+	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", conv.DefaultCwd())
 	return serveOnStdio(life, endLife, srv, sio, cfg.MaxPromptBytes, log)
 }
 
@@ -325,19 +329,18 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	if err := server.CheckBind(cfg.HTTP, tokens, cfg.AllowInsecureRemote); err != nil {
 		return err
 	}
-	deps, life, endLife, stop, err := start(ctx, cfg, sio.env(), log)
+	requests := server.NewRequestContexts()
+	conv, life, endLife, stop, err := start(ctx, cfg, sio.env(), log, requests.Lookup)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	requests := server.NewRequestContexts()
-	deps.RequestContext = requests.Lookup
 	inflight := server.NewInflight()
-	srv := server.New(version, deps, log)
-	if err := addExpert(srv, cfg, deps, log); err != nil {
+	srv, err := newServer(version, cfg, conv, log)
+	if err != nil {
 		return err
 	}
-	addMCPServersResource(srv, deps.Backend)
+	addMCPServersResource(srv, conv.Backend())
 	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.AllowedOrigins, Requests: requests, Inflight: inflight,
 		Stateless: cfg.Stateless, MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyReadTimeout: cfg.BodyReadTimeout, Log: log,
 		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 )
 
@@ -43,7 +44,7 @@ type Seen map[string]string
 // FilesFunc reads the files and directories entries names (relative to
 // the project root, or absolute inside it) and returns them as the text
 // to send to Gemini, with what it sent and what it left out. Its errors
-// may be *Error to choose their category (a path outside the sandbox is a
+// may be *conversation.Error to choose their category (a path outside the sandbox is a
 // Security error on field "files"); any other error is a tool failure.
 type FilesFunc func(ctx context.Context, entries []string, seen Seen) (text string, processed, skipped []FileNote, err error)
 
@@ -72,13 +73,14 @@ type SentFiles interface {
 	Add(ctx context.Context, sessionID string, files []FileNote) error
 }
 
-// Turns is what the expert tools need of the server's session handling,
-// which *tools.Deps provides: continuing a session exactly as chat-reply
-// does, and running a turn as chat does.
+// Turns is what the expert tools need of the turn pipeline, which
+// *conversation.Service provides: who a call comes from, continuing a
+// session exactly as chat-reply does, and running a turn as chat does.
 type Turns interface {
-	Continue(ctx context.Context, req *mcp.CallToolRequest, call *backend.Turn, sessionID string) error
+	CallOf(ctx context.Context, req *mcp.CallToolRequest) conversation.Call
+	Continue(ctx context.Context, who conversation.Who, call *backend.Turn, sessionID string) error
 	ResolveDir(dir string) (string, error)
-	Answer(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn, title string) (*backend.Answer, string, error)
+	Answer(ctx context.Context, c conversation.Call, call backend.Turn, title string) (*backend.Answer, string, error)
 }
 
 // Deps is what the expert tools need.
@@ -114,16 +116,24 @@ func Names() []string {
 // Register adds the five expert tools to s, and each as an MCP prompt of
 // the same name.
 func Register(s *mcp.Server, d *Deps) {
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
 	for _, sp := range specs {
 		s.AddTool(sp.tool(), d.handler(sp))
 		s.AddPrompt(sp.prompt(), sp.getPrompt)
 	}
+}
+
+func (d *Deps) log() *slog.Logger {
+	if d.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Log
+}
+
+func (d *Deps) now() time.Time {
+	if d.Now == nil {
+		return time.Now()
+	}
+	return d.Now()
 }
 
 // handler is the tool's raw handler: it validates the arguments itself
@@ -132,8 +142,8 @@ func (d *Deps) handler(sp *spec) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := d.call(ctx, req, sp)
 		if err != nil {
-			d.Log.Info("expert tool failed", "tool", sp.name, "err", err)
-			return nil, wireError(err)
+			d.log().Info("expert tool failed", "tool", sp.name, "err", err)
+			return nil, conversation.WireError(err)
 		}
 		return res, nil
 	}
@@ -157,20 +167,21 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (re
 		defer cancel()
 		defer func() {
 			if err != nil && context.Cause(ctx) == errCallTimeout {
-				err = &Error{Category: ToolFailure, Err: err, Msg: fmt.Sprintf("the call took longer than this server's limit of %s per call, and was stopped: "+
+				err = &conversation.Error{Category: conversation.ToolFailure, Err: err, Msg: fmt.Sprintf("the call took longer than this server's limit of %s per call, and was stopped: "+
 					"ask a narrower question or name fewer files, or ask the server's operator to raise the limit", d.CallTimeout)}
 			}
 		}()
 	}
+	c := d.Turns.CallOf(ctx, req)
 	turn := backend.Turn{SystemPrompt: sp.role, ThinkingMode: a.thinkingMode(), Temperature: a.temperature()}
 	id := a.continuationID()
 	var seen Seen
 	if id != "" {
-		if err := d.Turns.Continue(ctx, req, &turn, id); err != nil {
-			if cat, _ := classify(err); cat == System {
+		if err := d.Turns.Continue(ctx, c.Who, &turn, id); err != nil {
+			if cat, _ := conversation.Classify(err); cat == conversation.System {
 				return nil, err
 			}
-			return nil, &Error{Category: Validation, Field: "continuation_id", Msg: err.Error(), Err: err}
+			return nil, &conversation.Error{Category: conversation.Validation, Field: "continuation_id", Msg: err.Error(), Err: err}
 		}
 		// The role is this tool's, whichever tool started the thread.
 		turn.SystemPrompt = sp.role
@@ -180,25 +191,25 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (re
 			}
 		}
 	} else if turn.Dir, err = d.Turns.ResolveDir(d.ProjectRoot); err != nil {
-		return nil, SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", err), err)
+		return nil, conversation.SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", err), err)
 	}
 	ctxText, processed, skipped, found, err := d.context(ctx, sp, a, seen)
 	if err != nil {
 		return nil, err
 	}
 	turn.Prompt = sp.userPrompt(a, ctxText, found)
-	start := d.Now()
-	ans, unsaved, err := d.Turns.Answer(ctx, req, turn, sp.name+": "+sp.headline(a))
+	start := d.now()
+	ans, unsaved, err := d.Turns.Answer(ctx, c, turn, sp.name+": "+sp.headline(a))
 	if err != nil {
 		return nil, turnError(err)
 	}
-	elapsed := d.Now().Sub(start)
+	elapsed := d.now().Sub(start)
 	if d.Sent != nil && ans.SessionID != "" && len(processed) > 0 && sp.name != "precommit" {
 		// The answer is complete: recording what it was sent must not
 		// fail the call; at worst the files are sent again next turn.
 		// A diff is not a file: precommit records nothing.
 		if err := d.Sent.Add(context.WithoutCancel(ctx), ans.SessionID, processed); err != nil {
-			d.Log.Warn("recording the files sent", "session", ans.SessionID, "err", err)
+			d.log().Warn("recording the files sent", "session", ans.SessionID, "err", err)
 		}
 	}
 	out := &output{
@@ -218,12 +229,12 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (re
 func (d *Deps) context(ctx context.Context, sp *spec, a *args, seen Seen) (text string, processed, skipped []FileNote, found []string, err error) {
 	if sp.name == "precommit" {
 		if !a.boolean("include_staged") && !a.boolean("include_unstaged") {
-			return "", nil, nil, nil, validationErrors{
+			return "", nil, nil, nil, conversation.ValidationErrors{
 				{Field: "include_staged", Error: "include_staged and include_unstaged are both false, which leaves nothing to review: set one of them to true"},
 			}
 		}
 		if d.Changes == nil {
-			return "", nil, nil, nil, SystemError("this server cannot read git changes yet (no file context is configured): ask its operator, or use codereview with the changed files", nil)
+			return "", nil, nil, nil, conversation.SystemError("this server cannot read git changes yet (no file context is configured): ask its operator, or use codereview with the changed files", nil)
 		}
 		cs, err := d.Changes(ctx, a.str("path"), a.boolean("include_staged"), a.boolean("include_unstaged"), seen)
 		if err != nil {
@@ -236,7 +247,7 @@ func (d *Deps) context(ctx context.Context, sp *spec, a *args, seen Seen) (text 
 		return "", nil, nil, nil, nil
 	}
 	if d.Files == nil {
-		return "", nil, nil, nil, SystemError("this server cannot read project files yet (no file context is configured): ask its operator, or paste the code into the request instead", nil)
+		return "", nil, nil, nil, conversation.SystemError("this server cannot read project files yet (no file context is configured): ask its operator, or paste the code into the request instead", nil)
 	}
 	if seen == nil {
 		seen = Seen{}

@@ -20,10 +20,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 var update = flag.Bool("update", false, "rewrite the schema snapshots in testdata/toolsnaps")
@@ -89,7 +89,7 @@ func fakeFiles(_ context.Context, entries []string, seen Seen) (string, []FileNo
 	var processed, skipped []FileNote
 	for _, e := range entries {
 		if strings.HasPrefix(e, "/") {
-			return "", nil, nil, SecurityError("files", "Path outside sandbox: "+e+"; give paths inside the project root")
+			return "", nil, nil, conversation.SecurityError("files", "Path outside sandbox: "+e+"; give paths inside the project root")
 		}
 		if _, ok := seen[e]; ok {
 			skipped = append(skipped, FileNote{Path: e, Reason: "already sent in this conversation"})
@@ -104,6 +104,7 @@ func fakeFiles(_ context.Context, entries []string, seen Seen) (string, []FileNo
 type harness struct {
 	backend *fakeBackend
 	store   session.Store
+	conv    *conversation.Service
 	deps    *Deps
 	client  *mcp.ClientSession
 }
@@ -124,10 +125,9 @@ func newHarnessOn(t *testing.T, backendName string, store session.Store, configu
 		t.Fatal(err)
 	}
 	fb := &fakeBackend{name: backendName}
-	td := &tools.Deps{Backend: fb, Store: store, DefaultCwd: root, MaxPromptBytes: 1 << 20}
+	conv := conversation.New(conversation.Options{Backend: fb, Store: store, DefaultCwd: root})
 	s := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
-	tools.Register(s, td)
-	d := &Deps{Turns: td, Files: fakeFiles, Sent: &MemorySent{}, MaxArgBytes: 1 << 20}
+	d := &Deps{Turns: conv, Files: fakeFiles, Sent: &MemorySent{}, MaxArgBytes: 1 << 20}
 	if configure != nil {
 		configure(d)
 	}
@@ -136,7 +136,7 @@ func newHarnessOn(t *testing.T, backendName string, store session.Store, configu
 		setup(s)
 	}
 	cs := mcptest.Connect(t, s, nil)
-	return &harness{backend: fb, store: store, deps: d, client: cs}
+	return &harness{backend: fb, store: store, conv: conv, deps: d, client: cs}
 }
 
 func (h *harness) call(t *testing.T, tool string, args map[string]any) (*mcp.CallToolResult, error) {
@@ -338,8 +338,8 @@ func TestNotAppliedOnCLIBackends(t *testing.T) {
 }
 
 // TestContinuationAcrossTools: analyze, then codereview on the same
-// thread, then chat-reply about it; the files analyze sent are not sent
-// again.
+// thread, then a turn continued as chat-reply continues it; the files
+// analyze sent are not sent again.
 func TestContinuationAcrossTools(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"api", "warm"} {
@@ -368,8 +368,12 @@ func TestContinuationAcrossTools(t *testing.T) {
 			if string(skipped) != `[{"path":"a.go","reason":"already sent in this conversation"}]` {
 				t.Errorf("filesSkipped %s", skipped)
 			}
-			if _, _ = h.mustCall(t, "chat-reply", map[string]any{"prompt": "Which issue first?", "sessionId": id}); h.backend.last().Session != id {
-				t.Fatalf("chat-reply ran in %q", h.backend.last().Session)
+			reply := backend.Turn{Prompt: "Which issue first?"}
+			if err := h.conv.Continue(context.Background(), conversation.Who{}, &reply, id); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := h.conv.Answer(context.Background(), conversation.Call{}, reply, reply.Prompt); err != nil || h.backend.last().Session != id {
+				t.Fatalf("the reply ran in %q: %v", h.backend.last().Session, err)
 			}
 			rec, _, _ := h.store.Get(context.Background(), id)
 			if rec.Turns != 3 {
@@ -408,7 +412,7 @@ func TestValidationErrorsOnTheWire(t *testing.T) {
 			t.Errorf("%s %v: code %d message %q", tc.tool, tc.args, we.Code, we.Message)
 		}
 		var data struct {
-			Errors []FieldError `json:"validation_errors"`
+			Errors []conversation.FieldError `json:"validation_errors"`
 		}
 		if err := json.Unmarshal(we.Data, &data); err != nil {
 			t.Fatalf("data %s: %v", we.Data, err)
@@ -567,11 +571,14 @@ func TestPromptsListed(t *testing.T) {
 // context ends, as a Gemini that never answers.
 type blockingTurns struct{}
 
-func (blockingTurns) Continue(context.Context, *mcp.CallToolRequest, *backend.Turn, string) error {
+func (blockingTurns) CallOf(context.Context, *mcp.CallToolRequest) conversation.Call {
+	return conversation.Call{}
+}
+func (blockingTurns) Continue(context.Context, conversation.Who, *backend.Turn, string) error {
 	return nil
 }
 func (blockingTurns) ResolveDir(string) (string, error) { return "/project", nil }
-func (blockingTurns) Answer(ctx context.Context, _ *mcp.CallToolRequest, _ backend.Turn, _ string) (*backend.Answer, string, error) {
+func (blockingTurns) Answer(ctx context.Context, _ conversation.Call, _ backend.Turn, _ string) (*backend.Answer, string, error) {
 	<-ctx.Done()
 	return nil, "", &backend.Error{Kind: backend.KindTimeout, Reason: "Gemini did not answer in time", Err: ctx.Err()}
 }
@@ -632,14 +639,13 @@ func TestContinuationOfAnotherClientRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	fb := &fakeBackend{name: "api"}
-	td := &tools.Deps{Backend: fb, Store: store, DefaultCwd: root, Remote: true, Authenticated: true}
+	conv := conversation.New(conversation.Options{Backend: fb, Store: store, DefaultCwd: root, Remote: true, Authenticated: true})
 	s := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
-	tools.Register(s, td)
-	d := &Deps{Turns: td}
+	d := &Deps{Turns: conv}
 	Register(s, d)
 	call := func(token, args string) (*mcp.CallToolResult, error) {
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "thinkdeep", Arguments: json.RawMessage(args)},
-			Extra: &mcp.RequestExtra{Header: http.Header{tools.ClientHeader: {token}}}}
+			Extra: &mcp.RequestExtra{Header: http.Header{conversation.ClientHeader: {token}}}}
 		return d.handler(specByName("thinkdeep"))(context.Background(), req)
 	}
 	res, err := call("alice", `{"current_analysis":"x"}`)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/gitchanges"
@@ -146,7 +147,7 @@ func (c *Context) Changes(ctx context.Context, path string, staged, unstaged boo
 		return nil, pathError(fileError(err))
 	}
 	if !r.Info.IsDir() {
-		return nil, expert.ValidationError("path", fmt.Sprintf("%s is not a directory: give the root of a git repository inside the project root", path))
+		return nil, conversation.ValidationError("path", fmt.Sprintf("%s is not a directory: give the root of a git repository inside the project root", path))
 	}
 	ch, err := gitchanges.Collect(ctx, r.Path, gitchanges.Options{Staged: staged, Unstaged: unstaged, Git: c.Git, Root: sb.Root()})
 	if err != nil {
@@ -205,20 +206,20 @@ func fileError(err error) error {
 	if field == "" {
 		field = "files"
 	}
-	cat := expert.System
+	cat := conversation.System
 	switch fe.Category {
 	case filectx.CategorySecurity:
-		cat = expert.Security
+		cat = conversation.Security
 	case filectx.CategoryValidation:
-		cat = expert.Validation
+		cat = conversation.Validation
 	case filectx.CategoryTool:
-		cat = expert.ToolFailure
+		cat = conversation.ToolFailure
 	}
-	e := &expert.Error{Category: cat, Field: field, Msg: fe.Message, Err: err}
+	e := &conversation.Error{Category: cat, Field: field, Msg: fe.Message, Err: err}
 	if fe.Entry != "" {
 		e.Data = map[string]any{"entry": fe.Entry}
 	}
-	if cat == expert.System {
+	if cat == conversation.System {
 		// A system failure is the server's: the field is not at fault.
 		e.Field = ""
 	}
@@ -227,7 +228,7 @@ func fileError(err error) error {
 
 // pathError puts a sandbox error on precommit's path argument.
 func pathError(err error) error {
-	var e *expert.Error
+	var e *conversation.Error
 	if errors.As(err, &e) && e.Field != "" {
 		e.Field = "path"
 	}
@@ -244,11 +245,11 @@ func gitError(err error) error {
 	}
 	switch ge.Kind {
 	case gitchanges.KindNotRepo:
-		return &expert.Error{Category: expert.Validation, Field: "path", Msg: ge.Message, Err: err}
+		return &conversation.Error{Category: conversation.Validation, Field: "path", Msg: ge.Message, Err: err}
 	case gitchanges.KindOutside:
-		return &expert.Error{Category: expert.Security, Field: "path", Msg: ge.Message, Err: err}
+		return &conversation.Error{Category: conversation.Security, Field: "path", Msg: ge.Message, Err: err}
 	case gitchanges.KindTimeout:
-		return &expert.Error{Category: expert.ToolFailure, Msg: ge.Message, Err: err}
+		return &conversation.Error{Category: conversation.ToolFailure, Msg: ge.Message, Err: err}
 	}
-	return expert.SystemError(ge.Message, err)
+	return conversation.SystemError(ge.Message, err)
 }

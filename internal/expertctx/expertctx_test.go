@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/gitchanges"
 )
@@ -23,11 +24,11 @@ func root(t *testing.T) string {
 	return r
 }
 
-func category(t *testing.T, err error) (expert.Category, string) {
+func category(t *testing.T, err error) (conversation.Category, string) {
 	t.Helper()
-	var e *expert.Error
+	var e *conversation.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("want an *expert.Error, got %T %v", err, err)
+		t.Fatalf("want an *conversation.Error, got %T %v", err, err)
 	}
 	return e.Category, e.Field
 }
@@ -44,12 +45,12 @@ func TestFilesErrorCategories(t *testing.T) {
 	c := &Context{Root: r, Forbidden: []string{state}}
 	for _, tc := range []struct {
 		entry string
-		cat   expert.Category
+		cat   conversation.Category
 	}{
-		{"../x", expert.Security},
-		{"/etc/passwd", expert.Security},
-		{"state/sessions.db", expert.Security},
-		{"missing.go", expert.Validation},
+		{"../x", conversation.Security},
+		{"/etc/passwd", conversation.Security},
+		{"state/sessions.db", conversation.Security},
+		{"missing.go", conversation.Validation},
 	} {
 		_, _, _, err := c.Files(context.Background(), []string{tc.entry}, expert.Seen{})
 		if cat, field := category(t, err); cat != tc.cat || field != "files" {
@@ -58,7 +59,7 @@ func TestFilesErrorCategories(t *testing.T) {
 	}
 	bad := &Context{Root: filepath.Join(r, "nowhere")}
 	_, _, _, err := bad.Files(context.Background(), []string{"a.go"}, expert.Seen{})
-	if cat, _ := category(t, err); cat != expert.System {
+	if cat, _ := category(t, err); cat != conversation.System {
 		t.Errorf("a missing root: %v", cat)
 	}
 }
@@ -96,16 +97,16 @@ func TestChangesErrorCategories(t *testing.T) {
 	}
 	c := &Context{Root: r}
 	_, err := c.Changes(context.Background(), "plain", true, true, nil)
-	if cat, field := category(t, err); cat != expert.Validation || field != "path" {
+	if cat, field := category(t, err); cat != conversation.Validation || field != "path" {
 		t.Errorf("not a repository: %v on %q", cat, field)
 	}
 	_, err = c.Changes(context.Background(), "../", true, true, nil)
-	if cat, field := category(t, err); cat != expert.Security || field != "path" {
+	if cat, field := category(t, err); cat != conversation.Security || field != "path" {
 		t.Errorf("outside: %v on %q", cat, field)
 	}
 	noGit := &Context{Root: r, Git: filepath.Join(r, "no-such-git")}
 	_, err = noGit.Changes(context.Background(), "plain", true, true, nil)
-	if cat, _ := category(t, err); cat != expert.System {
+	if cat, _ := category(t, err); cat != conversation.System {
 		t.Errorf("git missing: %v", cat)
 	}
 }
@@ -144,7 +145,7 @@ func TestChangesRefusesGitDataOutsideTheRoot(t *testing.T) {
 	if err == nil {
 		t.Fatalf("not refused:\n%s", cs.Text)
 	}
-	if cat, field := category(t, err); cat != expert.Security || field != "path" || !strings.Contains(err.Error(), "outside the project root") {
+	if cat, field := category(t, err); cat != conversation.Security || field != "path" || !strings.Contains(err.Error(), "outside the project root") {
 		t.Errorf("%v on %q: %v", cat, field, err)
 	}
 }
