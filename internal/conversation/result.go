@@ -45,16 +45,24 @@ func (d *Service) Result(ctx context.Context, res *backend.Answer, unsaved strin
 		}
 		out.Meta["incomplete"] = true
 	}
-	if unsaved != "" {
-		// The answer is paid for and complete: it is returned, not turned
-		// into an error, with a note the model cannot miss.
-		out.Content = append(out.Content, &mcp.TextContent{Text: unsaved})
-		if out.Meta == nil {
-			out.Meta = mcp.Meta{}
-		}
-		out.Meta["sessionSaved"] = false
-	}
+	AddUnsaved(out, unsaved)
 	return out
+}
+
+// AddUnsaved adds to out, a result of every tool, the note Run returned
+// when the answer came but its turn could not be kept (unsaved; ""
+// adds nothing): the answer is paid for and complete, so it is returned,
+// not turned into an error, with a note the model cannot miss, and
+// _meta.sessionSaved false.
+func AddUnsaved(out *mcp.CallToolResult, unsaved string) {
+	if unsaved == "" {
+		return
+	}
+	out.Content = append(out.Content, &mcp.TextContent{Text: unsaved})
+	if out.Meta == nil {
+		out.Meta = mcp.Meta{}
+	}
+	out.Meta["sessionSaved"] = false
 }
 
 // IncompleteNote is the text item after an answer that was cut short;

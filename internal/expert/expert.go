@@ -217,10 +217,7 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (re
 		processed: processed, skipped: skipped, elapsed: elapsed, secrets: found,
 	}
 	res = out.result()
-	if unsaved != "" {
-		res.Content = append(res.Content, &mcp.TextContent{Text: unsaved})
-		res.Meta["sessionSaved"] = false
-	}
+	conversation.AddUnsaved(res, unsaved)
 	return res, nil
 }
 

@@ -146,12 +146,12 @@ func elicitConfirm(req *mcp.CallToolRequest, caller string) backend.Confirm {
 // suspended is a turn waiting for a 2026-07-28 client to bring its user's
 // answer in a later call.
 type suspended struct {
-	client  string                   // who may answer: Who.Key()
-	caller  string                   // and the Who.Caller of the call that started the turn
-	session string                   // the session the turn continues, "" for a new one
-	asks    chan ask                 // from the turn: a question to put
-	done    chan *mcp.CallToolResult // the turn's result (buffered)
-	cancel  context.CancelFunc       // stops the turn
+	client  string             // who may answer: Who.Key()
+	caller  string             // and the Who.Caller of the call that started the turn
+	session string             // the session the turn continues, "" for a new one
+	asks    chan ask           // from the turn: a question to put
+	done    chan outcome       // the turn's result (buffered)
+	cancel  context.CancelFunc // stops the turn
 	mu      sync.Mutex
 	cur     *ask        // the question out, once returned to the client
 	timer   *time.Timer // stops the turn when the client does not come back
@@ -209,7 +209,7 @@ func (p *pendingTurns) supersede(client, session string) int {
 // runMRTR runs a turn whose confirmations go through the tool result: it
 // starts the turn (or, for a call carrying a request state, resumes the one
 // suspended under it) and returns its result, or the next question.
-func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn) *mcp.CallToolResult {
+func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn) outcome {
 	who, caller := c.Who.Key(), c.Who.Caller
 	if state := req.Params.RequestState; state != "" {
 		// Only the caller asked may answer: another one's answer leaves
@@ -224,7 +224,7 @@ func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c conversa
 			ok = d.pending.m.CompareAndDelete(state, v)
 		}
 		if !ok {
-			return conversation.Failure(errors.New("this call answers a tool confirmation that is unknown here or has expired " +
+			return failed(errors.New("this call answers a tool confirmation that is unknown here or has expired " +
 				"(a turn waits " + d.confirmWait().String() + " for the answer); send the prompt again"))
 		}
 		s := v.(*suspended)
@@ -249,7 +249,7 @@ func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c conversa
 		stop := context.AfterFunc(life, cancel)
 		go func() { <-tctx.Done(); stop() }()
 	}
-	s := &suspended{client: who, caller: caller, session: call.Session, asks: make(chan ask), done: make(chan *mcp.CallToolResult, 1), cancel: cancel}
+	s := &suspended{client: who, caller: caller, session: call.Session, asks: make(chan ask), done: make(chan outcome, 1), cancel: cancel}
 	call.Confirm = d.grants.confirmFor(caller, s.confirm)
 	go func() { s.done <- d.runTurn(tctx, c, call) }()
 	return d.await(ctx, s)
@@ -258,7 +258,7 @@ func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c conversa
 // await waits, for the call ctx, until the turn ends or asks a question;
 // a question goes back to the client as an input request, and the turn
 // stays suspended under a new request state.
-func (d *Deps) await(ctx context.Context, s *suspended) *mcp.CallToolResult {
+func (d *Deps) await(ctx context.Context, s *suspended) outcome {
 	select {
 	case res := <-s.done:
 		s.cancel()
@@ -279,14 +279,14 @@ func (d *Deps) await(ctx context.Context, s *suspended) *mcp.CallToolResult {
 		})
 		s.mu.Unlock()
 		d.Conv.Log().Info("asking the client to confirm a tool call", "tool", a.req.Tool.Name)
-		return &mcp.CallToolResult{
+		return outcome{res: &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{confirmInputID: confirmParams(a.req, s.caller)},
 			RequestState:  state,
-		}
+		}}
 	case <-ctx.Done():
 		s.cancel()
 		<-s.done
-		return conversation.Failure(fmt.Errorf("the call was cancelled: %w", context.Cause(ctx)))
+		return failed(fmt.Errorf("the call was cancelled: %w", context.Cause(ctx)))
 	}
 }
 

@@ -76,19 +76,19 @@ func (d *Deps) withFiles(ctx context.Context, call *backend.Turn, entries []stri
 	return f, nil
 }
 
-// finishFiles records the files as sent in the answer's session and adds
-// the files facts to _meta.
-func finishFiles(ctx context.Context, f *Files, out *mcp.CallToolResult) {
-	if f == nil || out.IsError {
+// finishFiles records the files as sent in the session of the answer
+// out is, and adds the files facts to its result's _meta.
+func finishFiles(ctx context.Context, f *Files, out outcome) {
+	if f == nil || out.res.IsError {
 		return
 	}
-	if out.Meta == nil {
-		out.Meta = mcp.Meta{}
+	if out.res.Meta == nil {
+		out.res.Meta = mcp.Meta{}
 	}
-	out.Meta["filesProcessed"] = nonNil(f.Processed)
-	out.Meta["filesSkipped"] = nonNil(f.Skipped)
-	if id, _ := out.Meta["sessionId"].(string); id != "" && f.Record != nil {
-		f.Record(context.WithoutCancel(ctx), id)
+	out.res.Meta["filesProcessed"] = nonNil(f.Processed)
+	out.res.Meta["filesSkipped"] = nonNil(f.Skipped)
+	if out.session != "" && f.Record != nil {
+		f.Record(context.WithoutCancel(ctx), out.session)
 	}
 }
 

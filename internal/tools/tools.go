@@ -157,7 +157,7 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 	}
 	out := d.run(ctx, req, c, call)
 	finishFiles(ctx, files, out)
-	return out, nil, nil
+	return out.res, nil, nil
 }
 
 func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
@@ -183,7 +183,7 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 	}
 	out := d.run(ctx, req, c, call)
 	finishFiles(ctx, files, out)
-	return out, nil, nil
+	return out.res, nil, nil
 }
 
 func (d *Deps) checkCommon(prompt, model, systemPrompt string) error {
@@ -202,10 +202,20 @@ func (d *Deps) checkCommon(prompt, model, systemPrompt string) error {
 	return nil
 }
 
+// outcome is a turn's tool result and the session its answer belongs to
+// ("" when there is none: a failure, a question to the client).
+type outcome struct {
+	res     *mcp.CallToolResult
+	session string
+}
+
+// failed is the outcome of a failure.
+func failed(err error) outcome { return outcome{res: conversation.Failure(err)} }
+
 // run makes the call c, records the session and builds the tool result.
 // req is the call's request, for what only the handler reads of it: how
 // its client may be asked to confirm a downstream tool.
-func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn) *mcp.CallToolResult {
+func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn) outcome {
 	ctx, cancel := d.Conv.Bind(ctx, c)
 	defer cancel()
 	if call.Session != "" && req.Params.RequestState == "" {
@@ -225,15 +235,15 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, c conversation
 }
 
 // runTurn runs the turn and builds the tool result.
-func (d *Deps) runTurn(ctx context.Context, c conversation.Call, call backend.Turn) *mcp.CallToolResult {
+func (d *Deps) runTurn(ctx context.Context, c conversation.Call, call backend.Turn) outcome {
 	res, unsaved, err := d.Conv.Run(ctx, c, call, call.Prompt)
 	switch {
 	case errors.Is(err, conversation.ErrWaitCancelled):
-		return conversation.Failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Session))
+		return failed(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Session))
 	case err != nil:
-		return conversation.Failure(err)
+		return failed(err)
 	}
-	return d.Conv.Result(ctx, res, unsaved)
+	return outcome{res: d.Conv.Result(ctx, res, unsaved), session: res.SessionID}
 }
 
 // checkArgs refuses arguments the tool does not define. The schema leaves
