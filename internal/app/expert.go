@@ -12,7 +12,6 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expertctx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/ratelimit"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
@@ -48,17 +47,17 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, l
 	if p, ok := strings.CutPrefix(cfg.Store, "sqlite:"); ok && p != "" {
 		forbidden = append(forbidden, absOr(p))
 	}
-	fc := &expertctx.Context{Root: root, Forbidden: forbidden, Options: filectx.Options{
+	// One file context, with one record of the files each thread was
+	// sent, for every tool.
+	fc := &filectx.Service{Root: root, Forbidden: forbidden, Options: filectx.Options{
 		MaxFileBytes: int64(cfg.MaxFileBytes), MaxFiles: cfg.MaxFiles, MaxTokens: cfg.MaxContextTokens,
 		SendSecretFiles: cfg.SendSecretFiles,
-	}}
+	}, Sent: &filectx.MemorySent{}}
 	if tc := tokenCounterOf(conv.Backend()); tc != nil {
 		fc.Count = tc.CountTokens
 	}
-	// One record of the files each thread was sent, for every tool.
-	sent := &expert.MemorySent{}
-	srv := server.New(version, &tools.Deps{Conv: conv, MaxPromptBytes: cfg.MaxPromptBytes, Files: fc.ChatFiles(sent)}, log)
-	expert.Register(srv, &expert.Deps{Turns: conv, ProjectRoot: root, Files: fc.Files, Changes: fc.Changes, Sent: sent,
+	srv := server.New(version, &tools.Deps{Conv: conv, MaxPromptBytes: cfg.MaxPromptBytes, Files: fc}, log)
+	expert.Register(srv, &expert.Deps{Turns: conv, ProjectRoot: root, Files: fc,
 		CallTimeout: cfg.ExpertTimeout, MaxArgBytes: cfg.MaxPromptBytes, Log: log})
 	if cfg.RateLimits.Limits != nil {
 		limiter := ratelimit.NewLimiter(cfg.RateLimits.Limits, nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -112,10 +113,9 @@ type FieldError struct {
 	Error string `json:"error"`
 }
 
-// Error is a failure in one of the categories. The file context returns
-// it (or wraps it) to choose the category of its errors; any other error
-// is a tool failure, or a system failure when it wraps
-// session.ErrUnavailable.
+// Error is a failure in one of the categories. Any other error is a tool
+// failure, a system failure when it wraps session.ErrUnavailable, or, for
+// the file context's (*filectx.Error), in the category it names.
 type Error struct {
 	Category Category
 	// Field names the argument at fault, if any: a validation error lists
@@ -157,17 +157,26 @@ func (v ValidationErrors) Error() string {
 	return strings.Join(parts, "; ")
 }
 
-// Classify puts err in its category, with the field at fault. Errors of
-// the session store are system failures whatever the step that met them;
-// the backend's are tool failures.
+// Classify puts err in its category, with the field at fault. The file
+// context's errors (*filectx.Error) carry theirs; a system failure is the
+// server's, so no field is at fault. Errors of the session store are
+// system failures whatever the step that met them; the backend's are tool
+// failures.
 func Classify(err error) (Category, string) {
 	var e *Error
 	var v ValidationErrors
+	var fe *filectx.Error
 	switch {
 	case errors.As(err, &v):
 		return Validation, ""
 	case errors.As(err, &e):
 		return e.Category, e.Field
+	case errors.As(err, &fe):
+		cat := fileCategory(fe.Category)
+		if cat == System {
+			return System, ""
+		}
+		return cat, fe.Field
 	case errors.Is(err, session.ErrUnavailable):
 		return System, ""
 	}
@@ -195,10 +204,14 @@ func WireError(err error) *jsonrpc.Error {
 	case field != "":
 		data["field"] = field
 	}
-	if errors.As(err, &e) {
+	var fe *filectx.Error
+	switch {
+	case errors.As(err, &e):
 		for k, val := range e.Data {
 			data[k] = val
 		}
+	case errors.As(err, &fe) && fe.Entry != "":
+		data["entry"] = fe.Entry
 	}
 	msg := err.Error()
 	var ge *backend.Error
@@ -210,6 +223,19 @@ func WireError(err error) *jsonrpc.Error {
 		raw = nil
 	}
 	return &jsonrpc.Error{Code: int64(cat), Message: capitalize(cat.String()) + ": " + msg, Data: raw}
+}
+
+// fileCategory is the category of a file context error's.
+func fileCategory(c filectx.Category) Category {
+	switch c {
+	case filectx.CategorySecurity:
+		return Security
+	case filectx.CategoryValidation:
+		return Validation
+	case filectx.CategoryTool:
+		return ToolFailure
+	}
+	return System
 }
 
 func capitalize(s string) string {

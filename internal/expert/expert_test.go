@@ -21,6 +21,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
@@ -82,23 +83,49 @@ func (f *fakeBackend) count() int {
 }
 
 // fakeFiles stands in for the file context: every entry is a file whose
-// text is its name, numbered; entries already seen are skipped; entries
-// starting with "/" are outside the sandbox.
-func fakeFiles(_ context.Context, entries []string, seen Seen) (string, []FileNote, []FileNote, error) {
+// text is its name, numbered; entries the thread was already sent are
+// skipped (as filectx.Service does, through a filectx.MemorySent);
+// entries starting with "/" are outside the sandbox. changes, when set,
+// reads precommit's changes.
+type fakeFiles struct {
+	sent    filectx.MemorySent
+	changes func(ctx context.Context, path string, staged, unstaged bool) (*filectx.ChangeSet, error)
+}
+
+func (f *fakeFiles) Gather(ctx context.Context, sessionID string, entries []string) (*filectx.Files, error) {
+	seen := filectx.Seen{}
+	if sessionID != "" {
+		seen, _ = f.sent.Sent(ctx, sessionID)
+	}
 	var b strings.Builder
-	var processed, skipped []FileNote
+	files := &filectx.Files{}
 	for _, e := range entries {
 		if strings.HasPrefix(e, "/") {
-			return "", nil, nil, conversation.SecurityError("files", "Path outside sandbox: "+e+"; give paths inside the project root")
+			return nil, &filectx.Error{Category: filectx.CategorySecurity, Field: "files", Message: "Path outside sandbox: " + e + "; give paths inside the project root"}
 		}
 		if _, ok := seen[e]; ok {
-			skipped = append(skipped, FileNote{Path: e, Reason: "already sent in this conversation"})
+			files.Skipped = append(files.Skipped, filectx.FileNote{Path: e, Reason: "already sent in this conversation"})
 			continue
 		}
 		fmt.Fprintf(&b, "--- %s ---\n     1\tcontent of %s\n", e, e)
-		processed = append(processed, FileNote{Path: e})
+		files.Processed = append(files.Processed, filectx.FileNote{Path: e})
 	}
-	return b.String(), processed, skipped, nil
+	files.Text = b.String()
+	return files, nil
+}
+
+func (f *fakeFiles) Record(ctx context.Context, sessionID string, files *filectx.Files) error {
+	if sessionID == "" || len(files.Processed) == 0 {
+		return nil
+	}
+	return f.sent.Add(ctx, sessionID, files.Processed)
+}
+
+func (f *fakeFiles) Changes(ctx context.Context, path string, staged, unstaged bool) (*filectx.ChangeSet, error) {
+	if f.changes == nil {
+		return nil, errors.New("no changes")
+	}
+	return f.changes(ctx, path, staged, unstaged)
 }
 
 type harness struct {
@@ -127,7 +154,7 @@ func newHarnessOn(t *testing.T, backendName string, store session.Store, configu
 	fb := &fakeBackend{name: backendName}
 	conv := conversation.New(conversation.Options{Backend: fb, Store: store, DefaultCwd: root})
 	s := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
-	d := &Deps{Turns: conv, Files: fakeFiles, Sent: &MemorySent{}, MaxArgBytes: 1 << 20}
+	d := &Deps{Turns: conv, Files: &fakeFiles{}, MaxArgBytes: 1 << 20}
 	if configure != nil {
 		configure(d)
 	}
@@ -462,7 +489,7 @@ func TestToolFailureOnTheWire(t *testing.T) {
 
 func TestSystemErrorWithoutFileContext(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "api", func(d *Deps) { d.Files, d.Changes = nil, nil })
+	h := newHarness(t, "api", func(d *Deps) { d.Files = nil })
 	for _, tc := range []struct {
 		tool string
 		args map[string]any
@@ -506,10 +533,10 @@ func TestPrecommitReadsChanges(t *testing.T) {
 	t.Parallel()
 	var got []any
 	h := newHarness(t, "api", func(d *Deps) {
-		d.Changes = func(_ context.Context, path string, staged, unstaged bool, _ Seen) (*ChangeSet, error) {
+		d.Files = &fakeFiles{changes: func(_ context.Context, path string, staged, unstaged bool) (*filectx.ChangeSet, error) {
 			got = []any{path, staged, unstaged}
-			return &ChangeSet{Text: "diff --git a/x.go b/x.go\n+secret", Processed: []FileNote{{Path: "x.go"}}}, nil
-		}
+			return &filectx.ChangeSet{Text: "diff --git a/x.go b/x.go\n+secret", Processed: []filectx.FileNote{{Path: "x.go"}}}, nil
+		}}
 	})
 	text, _ := h.mustCall(t, "precommit", map[string]any{"path": "repo", "include_unstaged": false, "original_request": "Add x"})
 	if fmt.Sprint(got) != "[repo true false]" {

@@ -29,7 +29,7 @@ type Deps struct {
 	MaxPromptBytes int
 	// Files reads chat's and chat-reply's files argument; nil means the
 	// server has no file context, and a call that names files fails.
-	Files FilesFunc
+	Files FileContext
 	// ConfirmWait is how long a turn waits for a 2026-07-28 client to come
 	// back with its user's answer to a tool confirmation (see confirm.go);
 	// 0 means DefaultConfirmWait.
@@ -156,7 +156,7 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 		return conversation.Failure(err), nil, nil
 	}
 	out := d.run(ctx, req, c, call)
-	finishFiles(ctx, files, out)
+	d.finishFiles(ctx, files, out)
 	return out.res, nil, nil
 }
 
@@ -182,7 +182,7 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 		return conversation.Failure(err), nil, nil
 	}
 	out := d.run(ctx, req, c, call)
-	finishFiles(ctx, files, out)
+	d.finishFiles(ctx, files, out)
 	return out.res, nil, nil
 }
 
