@@ -31,7 +31,6 @@ type progress struct {
 	wake   chan struct{}
 	stop   chan struct{}
 	done   chan struct{}
-	onSend func(msg string) // for logging; may be nil
 }
 
 // startProgress starts reporting for c, if its client asked for progress.
@@ -79,9 +78,6 @@ func (p *progress) send() {
 	msg := fmt.Sprintf("%s (%ds elapsed)", p.state, int(elapsed.Seconds()))
 	p.mu.Unlock()
 	_ = p.notify(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: v, Message: msg})
-	if p.onSend != nil {
-		p.onSend(msg)
-	}
 }
 
 // set changes the state and reports it at once.

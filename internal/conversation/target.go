@@ -38,7 +38,7 @@ func (d *Service) Continue(ctx context.Context, who Who, call *backend.Turn, ses
 // Over HTTP, several clients share the server: "most recently" means this
 // client's most recent, a session started with another bearer token is
 // unknown, and with tokens the CLI's own references are refused, unless
-// the operator shares sessions (see clients.go).
+// the operator shares sessions (see owners.go).
 //
 // A recorded session of the CLI backends runs only on the host that
 // recorded it: its files are there. A recorded session of the API backend

@@ -1,6 +1,9 @@
-// Package tools defines the MCP tools this server offers: chat and
-// chat-reply, chat-page for answers too long for one result, and sessions
-// to find a conversation again. Register lists them explicitly.
+// Package tools defines the chat tools: chat and chat-reply, chat-page
+// for answers too long for one result, and sessions to find a
+// conversation again. Register lists them explicitly. Their handlers read
+// the arguments and the request (who calls, how its user may be asked to
+// confirm a downstream tool), and leave the turn to the pipeline they
+// share with the expert tools (internal/conversation).
 package tools
 
 import (
