@@ -21,8 +21,6 @@ var oversizedAllowed = map[string]bool{
 	// error mapping, spare sessions, the CLI's session files).
 	"internal/backend/acp/pool.go": true,
 	"internal/backend/acp/acp.go":  true,
-	// Being split as the tool registry and the conversation pipeline move out.
-	"internal/tools/tools.go": true,
 	// Being split into typed options per area and a table of flag specs.
 	"internal/config/config.go": true,
 	// Test fakes, imported only by tests.

@@ -18,9 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 // IO is what the command talks through.
@@ -161,10 +161,13 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	return 0
 }
 
-// NewDeps builds the tools' dependencies from the configuration, and the
-// backend they run turns through. The session store it opens and the
-// backend are the caller's to close (Deps.Store.Close, Close).
-func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger) (deps *tools.Deps, b *builtBackend, err error) {
+// NewDeps builds, from the configuration, the turn pipeline every tool
+// shares, complete, and the backend it runs turns through: every call's
+// context ends with life (the server's lifetime; nil: none) and, when
+// requests is set (over HTTP), with the HTTP request that carries it. The
+// session store and the backend it opens are the caller's to close
+// (Store().Close, Close).
+func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger, life context.Context, requests func(*mcp.CallToolRequest) context.Context) (conv *conversation.Service, b *builtBackend, err error) {
 	store, where, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -194,7 +197,7 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger)
 	}
 	var allowed []string
 	if len(roots) > 0 {
-		if allowed, err = tools.ResolveRoots(roots); err != nil {
+		if allowed, err = conversation.ResolveRoots(roots); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -202,20 +205,20 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	deps = &tools.Deps{Backend: b.Backend, Store: store, MaxTurns: cfg.MaxTurns, DefaultCwd: cwd, MaxPromptBytes: cfg.MaxPromptBytes, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
+	return conversation.New(conversation.Options{Backend: b.Backend, Store: store, MaxTurns: cfg.MaxTurns, DefaultCwd: cwd, Log: log, ProgressInterval: cfg.ProgressInterval, MaxAnswerBytes: cfg.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP != "", Authenticated: len(cfg.Tokens) > 0 || cfg.TokenFile != "",
-		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions, SessionIDInText: cfg.SessionIDInText}
-	return deps, b, nil
+		Stateless: cfg.Stateless, ShareSessions: cfg.ShareSessions, SessionIDInText: cfg.SessionIDInText,
+		Lifetime: life, RequestContext: requests}), b, nil
 }
 
 // serving is what both transports serve: the MCP server with every tool,
-// resource and limit, its tools' dependencies and backend, and a lifetime
-// that every call's context ends with. The SDK waits for running handlers
-// before a session ends, so the lifetime (ended by endLife, by a signal
-// through start's ctx, or by stop) is what stops calls at shutdown.
+// resource and limit, the turn pipeline and backend behind it, and a
+// lifetime that every call's context ends with. The SDK waits for running
+// handlers before a session ends, so the lifetime (ended by endLife, by a
+// signal through start's ctx, or by stop) is what stops calls at shutdown.
 type serving struct {
 	srv     *mcp.Server
-	deps    *tools.Deps
+	conv    *conversation.Service
 	backend *builtBackend
 	life    context.Context
 	endLife func()
@@ -227,31 +230,31 @@ type serving struct {
 // start builds what the transports serve. requests, for HTTP, ties each
 // call to the request that carries it (nil for stdio).
 func start(ctx context.Context, cfg *config.Config, env Env, version string, requests *server.RequestContexts, log *slog.Logger) (*serving, error) {
-	deps, b, err := NewDeps(ctx, cfg, env, log)
-	if err != nil {
-		return nil, err
-	}
 	life, cancel := context.WithCancel(ctx)
-	deps.Lifetime = life
+	var lookup func(*mcp.CallToolRequest) context.Context
 	if requests != nil {
-		deps.RequestContext = requests.Lookup
+		lookup = requests.Lookup
+	}
+	conv, b, err := NewDeps(ctx, cfg, env, log, life, lookup)
+	if err != nil {
+		cancel()
+		return nil, err
 	}
 	idle := make(chan struct{})
 	go func() {
 		defer close(idle)
 		newIdleReleaser().run(life)
 	}()
-	s := &serving{deps: deps, backend: b, life: life, endLife: cancel, stop: func() {
+	s := &serving{conv: conv, backend: b, life: life, endLife: cancel, stop: func() {
 		cancel()
 		<-idle
 		b.Close()
 		// The calls have ended: nothing writes to the store any more.
-		if err := deps.Store.Close(); err != nil {
+		if err := conv.Store().Close(); err != nil {
 			log.Warn("closing the session store", "err", err)
 		}
 	}}
-	s.srv = server.New(version, deps, log)
-	if err := addExpert(s.srv, cfg, deps, b.Counter, log); err != nil {
+	if s.srv, err = newServer(version, cfg, conv, b.Counter, log); err != nil {
 		s.stop()
 		return nil, err
 	}
@@ -268,7 +271,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 		return err
 	}
 	defer s.stop()
-	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", s.deps.DefaultCwd)
+	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.Gemini, "cwd", s.conv.DefaultCwd())
 	return server.ServeStdio(s.life, s.endLife, s.srv, server.StdioOptions{In: sio.Stdin, Out: sio.Stdout, MaxPromptBytes: cfg.MaxPromptBytes, Log: log})
 }
 

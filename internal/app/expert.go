@@ -11,29 +11,33 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expertctx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/ratelimit"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
-// addExpert registers the expert tools and their prompts on srv,
-// reading files from the project root, and the rate limits when
-// --rate-limits sets any. The project root must be an existing directory
-// a call's cwd may be (within --allowed-roots where they apply), checked
-// now so that a bad root stops the server at start rather than failing
-// every call. counter, when not nil, counts the files' tokens.
-func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, counter backend.TokenCounter, log *slog.Logger) error {
+// newServer builds the MCP server on the pipeline conv: the chat tools
+// (server.New) and the expert tools with their prompts, both reading
+// files from the project root, and the rate limits when --rate-limits
+// sets any. Each tool family's dependencies are complete before it is
+// registered. The project root must be an existing directory a call's
+// cwd may be (within --allowed-roots where they apply), checked now so
+// that a bad root stops the server at start rather than failing every
+// call. counter, when not nil, counts the files' tokens.
+func newServer(version string, cfg *config.Config, conv *conversation.Service, counter backend.TokenCounter, log *slog.Logger) (*mcp.Server, error) {
 	root := cfg.ProjectRoot
 	if root == "" {
-		root = deps.DefaultCwd
+		root = conv.DefaultCwd()
 	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
-		return fmt.Errorf("--project-root: %w", err)
+		return nil, fmt.Errorf("--project-root: %w", err)
 	}
-	if root, err = deps.ResolveDir(abs); err != nil {
-		return fmt.Errorf("--project-root %s cannot be used: %w (set --project-root, PROJECT_ROOT or --allowed-roots)", abs, err)
+	if root, err = conv.ResolveDir(abs); err != nil {
+		return nil, fmt.Errorf("--project-root %s cannot be used: %w (set --project-root, PROJECT_ROOT or --allowed-roots)", abs, err)
 	}
 	// The server's own state is never file context, even when it lies
 	// inside the project root.
@@ -44,32 +48,32 @@ func addExpert(srv *mcp.Server, cfg *config.Config, deps *tools.Deps, counter ba
 	if p, ok := strings.CutPrefix(cfg.Store, "sqlite:"); ok && p != "" {
 		forbidden = append(forbidden, absOr(p))
 	}
+	// One file context, with one record of the files each thread was
+	// sent, for every tool.
 	var count func(context.Context, string) (int, error)
 	if counter != nil {
 		count = counter.CountTokens
 	}
-	fc := &expertctx.Context{Root: root, Forbidden: forbidden, Count: count, Options: filectx.Options{
+	fc := &filectx.Service{Root: root, Forbidden: forbidden, Count: count, Options: filectx.Options{
 		MaxFileBytes: int64(cfg.MaxFileBytes), MaxFiles: cfg.MaxFiles, MaxTokens: cfg.MaxContextTokens,
 		SendSecretFiles: cfg.SendSecretFiles,
-	}}
-	// One record of the files each thread was sent, for every tool.
-	sent := &expert.MemorySent{}
-	// chat and chat-reply read deps.Files when called, so it may be set
-	// after they are registered.
-	deps.Files = fc.ChatFiles(sent)
-	expert.Register(srv, &expert.Deps{Turns: deps, ProjectRoot: root, Files: fc.Files, Changes: fc.Changes, Sent: sent,
+	}, Sent: &filectx.MemorySent{}}
+	srv := server.New(version, &tools.Deps{Conv: conv, MaxPromptBytes: cfg.MaxPromptBytes, Files: fc}, log)
+	expert.Register(srv, &expert.Deps{Turns: conv, ProjectRoot: root, Files: fc,
 		CallTimeout: cfg.ExpertTimeout, MaxArgBytes: cfg.MaxPromptBytes, Log: log})
 	if cfg.RateLimits.Limits != nil {
-		limiter := expert.NewLimiter(cfg.RateLimits.Limits, nil)
-		if shared, ok := deps.Store.(expert.SharedBuckets); ok {
+		limiter := ratelimit.NewLimiter(cfg.RateLimits.Limits, nil)
+		if shared, ok := conv.Store().(ratelimit.SharedBuckets); ok {
 			// Replicas on one Redis count each client's calls together.
 			limiter.Shared, limiter.Log = shared, log
 		}
-		srv.AddReceivingMiddleware(limiter.Middleware())
+		// The expert tools fail with JSON-RPC errors, the chat tools
+		// with error results.
+		srv.AddReceivingMiddleware(limiter.Middleware(expert.Names()))
 	}
 	log.Info("expert tools", "projectRoot", root, "maxFiles", cfg.MaxFiles, "maxFileBytes", cfg.MaxFileBytes,
 		"maxContextTokens", cfg.MaxContextTokens, "sendSecretFiles", cfg.SendSecretFiles, "tokens", fc.TokenCounting(), "rateLimits", cfg.RateLimits.String())
-	return nil
+	return srv, nil
 }
 
 func absOr(p string) string {

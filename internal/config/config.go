@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/ratelimit"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -89,7 +89,7 @@ type Config struct {
 	MaxContextTokens int
 	SendSecretFiles  bool
 	ExpertTimeout    time.Duration
-	RateLimits       expert.RateLimitsFlag
+	RateLimits       ratelimit.RateLimitsFlag
 }
 
 // Defaults.
@@ -281,7 +281,7 @@ func Parse(name, header string, args []string, getenv func(string) string, w io.
 			envErrs = append(envErrs, fmt.Errorf("GEMINI_MCP_RATE_LIMITS: %w", err))
 		}
 	}
-	fs.Var(&c.RateLimits, "rate-limits", expert.RateLimitsUsage+" (GEMINI_MCP_RATE_LIMITS)")
+	fs.Var(&c.RateLimits, "rate-limits", ratelimit.RateLimitsUsage+" (GEMINI_MCP_RATE_LIMITS)")
 	level := "info"
 	if v, ok := env("GEMINI_MCP_LOG_LEVEL"); ok {
 		level = v

@@ -28,7 +28,8 @@
 // The diff is returned as git wrote it, secrets and all: the secrets
 // package (internal/filectx/secrets) finds them (ScanDiff) and masks them
 // (RedactDiff) with the same line scanner that masks the files sent, and
-// internal/expertctx applies both before precommit sends the diff.
+// internal/filectx's Service (Changes) applies both before precommit sends
+// the diff.
 //
 // Errors are *Error with a Kind: KindGitMissing (git cannot be found or
 // started), KindNotRepo (the path is not inside a git work tree),

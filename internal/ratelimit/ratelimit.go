@@ -1,8 +1,12 @@
-package expert
+// Package ratelimit limits the calls each client may make of each tool
+// (--rate-limits): token buckets per caller and tool, kept in this process
+// or shared by every replica through the Redis store, checked by a
+// middleware every tools/call passes before anything runs.
+package ratelimit
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -13,10 +17,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
 // Rate is how many calls of a tool one client may make per period.
@@ -57,8 +60,10 @@ const RateLimitsUsage = "limit the calls each client may make of a tool: a comma
 	"which later entries override (seed,chat=20/min). A client is a bearer token over HTTP, a remote address without tokens " +
 	"(behind a proxy, the proxy's: every client shares it), or the one stdio client. The limits are kept in this process, or in Redis with --store redis://, shared by every replica. Default: no limits"
 
-// limitedTools are the tools a limit may name.
-var limitedTools = append([]string{"chat", "chat-reply", "chat-page", "sessions"}, Names()...)
+// Tools are the tools a limit may name: every tool the server offers, the
+// chat tools then the expert tools (a test of internal/app checks them
+// against the tools registered).
+var Tools = []string{"chat", "chat-reply", "chat-page", "sessions", "thinkdeep", "analyze", "codereview", "debug", "precommit"}
 
 // ParseRateLimits reads the value of --rate-limits; "" means no limits
 // (a nil map).
@@ -79,8 +84,8 @@ func ParseRateLimits(s string) (map[string]Rate, error) {
 		if !ok || tool == "" {
 			return nil, fmt.Errorf("--rate-limits: %q is not tool=N/period: write e.g. analyze=5/min, or seed", entry)
 		}
-		if !slices.Contains(limitedTools, tool) {
-			return nil, fmt.Errorf("--rate-limits: there is no tool %q: the tools are %s", tool, strings.Join(limitedTools, ", "))
+		if !slices.Contains(Tools, tool) {
+			return nil, fmt.Errorf("--rate-limits: there is no tool %q: the tools are %s", tool, strings.Join(Tools, ", "))
 		}
 		r, err := parseRate(rate)
 		if err != nil {
@@ -214,19 +219,15 @@ func (l *Limiter) dropFull(now time.Time) {
 	}
 }
 
-// ClientKey names the client a request comes from, for rate limits: its
-// caller (tools.CallerOf), that is its bearer token over HTTP, else its
-// remote address, or "local" on stdio. Never its MCP session alone: a
-// client would get fresh buckets by opening a new session, or by going
-// from /mcp to /sse.
-func ClientKey(ctx context.Context) string { return tools.CallerOf(ctx) }
-
-// Middleware refuses the tools/call requests over their client's limit
-// before anything runs. The expert tools answer with a JSON-RPC error
-// (tool failure, -32603, with data.retryAfterSeconds); chat and the other
-// tools of part 1 with their own error result, whose text says when to
+// Middleware refuses the tools/call requests over their caller's limit
+// (conversation.CallerOf: its bearer token over HTTP, else its remote
+// address, or "local" on stdio; never its MCP session alone, or a client
+// would get fresh buckets by opening a new session) before anything runs.
+// The tools named in rpcErrors (the expert tools) answer with a JSON-RPC
+// error (tool failure, -32603, with data.retryAfterSeconds); the others
+// (the chat tools) with their own error result, whose text says when to
 // retry.
-func (l *Limiter) Middleware() mcp.Middleware {
+func (l *Limiter) Middleware(rpcErrors []string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method != "tools/call" {
@@ -236,25 +237,26 @@ func (l *Limiter) Middleware() mcp.Middleware {
 			if !ok {
 				return next(ctx, method, req)
 			}
-			allowed, wait := l.allow(ctx, ClientKey(ctx), p.Name)
+			allowed, wait := l.allow(ctx, conversation.CallerOf(ctx), p.Name)
 			if allowed {
 				return next(ctx, method, req)
 			}
 			secs := int(math.Ceil(wait.Seconds()))
 			msg := fmt.Sprintf("this client has reached the rate limit of %s (%s): nothing was run. Retry in %d s, or ask the server's operator to raise --rate-limits",
 				p.Name, l.limits[p.Name], secs)
-			if specByName(p.Name) == nil {
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: tools.ErrorPrefix + msg}},
-					Meta: mcp.Meta{"retryAfterSeconds": secs}}, nil
+			if !slices.Contains(rpcErrors, p.Name) {
+				res := conversation.Failure(errors.New(msg))
+				res.Meta = mcp.Meta{"retryAfterSeconds": secs}
+				return res, nil
 			}
-			data, _ := json.Marshal(map[string]any{"category": "tool", "reason": "rate_limited", "retryAfterSeconds": secs, "limit": l.limits[p.Name].String()})
-			return nil, &jsonrpc.Error{Code: int64(ToolFailure), Message: capitalize(ToolFailure.String()) + ": " + msg, Data: data}
+			return nil, conversation.WireError(&conversation.Error{Category: conversation.ToolFailure, Msg: msg,
+				Data: map[string]any{"reason": "rate_limited", "retryAfterSeconds": secs, "limit": l.limits[p.Name].String()}})
 		}
 	}
 }
 
 // RateLimitsFlag is --rate-limits as a flag.Value, for the server's
-// configuration: fs.Var(&cfg.RateLimits, "rate-limits", expert.RateLimitsUsage).
+// configuration: fs.Var(&cfg.RateLimits, "rate-limits", ratelimit.RateLimitsUsage).
 type RateLimitsFlag struct {
 	Text   string
 	Limits map[string]Rate // nil: no limits
