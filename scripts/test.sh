@@ -125,6 +125,7 @@ done
 # The CLI-only build, without the Gemini API backend's SDK.
 go build -tags noapi -o /dev/null ./cmd/gemini-mcp-server
 go vet -tags noapi ./internal/app/
+go test -tags noapi -count=1 ./internal/app/
 echo "noapi ok"
 
 say "Tests (race detector; fuzz seed corpora included)"

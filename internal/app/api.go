@@ -18,13 +18,15 @@ import (
 // serves (see docs/backends.md), and a CLI-only server can do
 // without.
 func init() {
-	newAPIBackend = func(cfg *config.Config, getenv func(string) string, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error) {
-		opts := apiOptions(cfg, getenv)
-		opts.Tools = tools
-		return api.New(opts, store, log)
+	newAPIBackend = func(cfg *config.Config, getenv func(string) string, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, backend.TokenCounter, error) {
+		b, err := api.New(apiOptions(cfg, getenv, tools), store, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return b, b, nil
 	}
 	checkAPICredentials = func(ctx context.Context, cfg *config.Config, getenv func(string) string) error {
-		b, err := api.New(apiOptions(cfg, getenv), discardHistory{}, nil)
+		b, err := api.New(apiOptions(cfg, getenv, nil), discardHistory{}, nil)
 		if err != nil {
 			return err
 		}
@@ -34,10 +36,10 @@ func init() {
 }
 
 // apiOptions is the API backend's configuration; getenv nil means the
-// process environment.
-func apiOptions(cfg *config.Config, getenv func(string) string) api.Options {
+// process environment, tools nil no MCP host.
+func apiOptions(cfg *config.Config, getenv func(string) string, tools backend.ToolHost) api.Options {
 	return api.Options{Model: cfg.Turns.Model, Timeout: cfg.Turns.Timeout, MaxOutputBytes: cfg.Turns.MaxOutputBytes, Getenv: getenv,
-		MaxToolRounds: cfg.API.MaxToolRounds, AllowTools: cfg.API.AllowMCPTools}
+		MaxToolRounds: cfg.API.MaxToolRounds, AllowTools: cfg.API.AllowMCPTools, Tools: tools}
 }
 
 // discardHistory is the history of doctor's one request, which keeps none.

@@ -18,10 +18,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/ratelimit"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -101,7 +101,6 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		version = buildVersion()
 	}
 	env := sio.env()
-	sio.Getenv, sio.LookupEnv = env.Getenv, env.LookupEnv
 	sub := ""
 	if len(args) > 0 {
 		switch args[0] {
@@ -122,7 +121,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	}
 	// Help that was asked for goes to stdout and succeeds; mistakes go to
 	// stderr with a pointer to the help.
-	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, sio.Getenv, sio.Stdout, configRules())
+	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, env.Getenv, sio.Stdout, configRules())
 	if errors.Is(err, config.ErrHelp) {
 		return 0
 	}
@@ -145,7 +144,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		log.Warn(w)
 	}
 	if sub == "doctor" {
-		return Doctor(ctx, cfg, version, sio.Stdout, sio.Getenv)
+		return Doctor(ctx, cfg, version, sio.Stdout, env.Getenv)
 	}
 	if sub == "mcp list" {
 		return mcpList(ctx, cfg, env, sio.Stdout, log)
@@ -154,12 +153,10 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	if cfg.HTTP.Addr != "" {
 		serve = serveHTTP
 	}
-	if isNested(cfg, sio.Getenv) {
-		serve = func(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
-			return serveNested(ctx, cfg, version, sio, log)
-		}
+	if isNested(cfg, env.Getenv) {
+		serve = serveNested
 	}
-	if err := serve(ctx, cfg, version, sio, log); err != nil {
+	if err := serve(ctx, cfg, version, sio, env, log); err != nil {
 		log.Error("server stopped", "err", err)
 		return 1
 	}
@@ -168,17 +165,21 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 
 // configRules are the checks of the configuration that config leaves to
 // the packages that know: a valid model name, the tools a rate limit may
-// name.
+// name (ratelimit.Tools, the one list of them).
 func configRules() config.Rules {
-	return config.Rules{Model: validate.Model, RateLimitTools: expert.LimitedTools()}
+	return config.Rules{Model: validate.Model, RateLimitTools: ratelimit.Tools}
 }
 
-// NewDeps builds the tools' dependencies from the configuration. The
-// session store it opens is the caller's to close (Deps.Store.Close).
-func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger) (deps *tools.Deps, err error) {
+// NewDeps builds, from the configuration, the turn pipeline every tool
+// shares, complete, and the backend it runs turns through: every call's
+// context ends with life (the server's lifetime; nil: none) and, when
+// requests is set (over HTTP), with the HTTP request that carries it. The
+// session store and the backend it opens are the caller's to close
+// (Store().Close, Close).
+func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger, life context.Context, requests func(*mcp.CallToolRequest) context.Context) (conv *conversation.Service, b *builtBackend, err error) {
 	store, where, err := openStore(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -189,12 +190,12 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger)
 	cwd := cfg.Tools.Cwd
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {
-			return nil, fmt.Errorf("finding the working directory (set --cwd): %w", err)
+			return nil, nil, fmt.Errorf("finding the working directory (set --cwd): %w", err)
 		}
 	}
 	// Absolute, so that it compares with the allowed roots.
 	if cwd, err = filepath.Abs(cwd); err != nil {
-		return nil, fmt.Errorf("--cwd: %w", err)
+		return nil, nil, fmt.Errorf("--cwd: %w", err)
 	}
 	// Over HTTP, clients are remote: by default they may only work under
 	// the server's directory. On stdio the client is the local user, who
@@ -205,127 +206,86 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger)
 	}
 	var allowed []string
 	if len(roots) > 0 {
-		if allowed, err = tools.ResolveRoots(roots); err != nil {
-			return nil, err
+		if allowed, err = conversation.ResolveRoots(roots); err != nil {
+			return nil, nil, err
 		}
 	}
-	b, err := newBackend(cfg, env, store, log)
+	b, err = newBackend(cfg, env, store, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	deps = &tools.Deps{Backend: b, Store: store, MaxTurns: cfg.Store.MaxTurns, DefaultCwd: cwd, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Log: log, ProgressInterval: cfg.Tools.ProgressInterval, MaxAnswerBytes: cfg.Tools.MaxAnswerBytes,
+	return conversation.New(conversation.Options{Backend: b.Backend, Store: store, MaxTurns: cfg.Store.MaxTurns, DefaultCwd: cwd, Log: log, ProgressInterval: cfg.Tools.ProgressInterval, MaxAnswerBytes: cfg.Tools.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP.Addr != "", Authenticated: len(cfg.HTTP.Tokens) > 0 || cfg.HTTP.TokenFile != "",
-		Stateless: cfg.HTTP.Stateless, ShareSessions: cfg.Tools.ShareSessions, SessionIDInText: cfg.Tools.SessionIDInText}
-	return deps, nil
+		Stateless: cfg.HTTP.Stateless, ShareSessions: cfg.Tools.ShareSessions, SessionIDInText: cfg.Tools.SessionIDInText,
+		Lifetime: life, RequestContext: requests}), b, nil
 }
 
-// start builds what both transports serve: the tools' dependencies, and a
+// serving is what both transports serve: the MCP server with every tool,
+// resource and limit, the turn pipeline and backend behind it, and a
 // lifetime that every call's context ends with. The SDK waits for running
 // handlers before a session ends, so the lifetime (ended by endLife, by a
-// signal through ctx, or by stop) is what stops calls at shutdown. stop
-// ends the lifetime and then the warm processes.
-func start(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger) (deps *tools.Deps, life context.Context, endLife, stop func(), err error) {
-	deps, err = NewDeps(ctx, cfg, env, log)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
+// signal through start's ctx, or by stop) is what stops calls at shutdown.
+type serving struct {
+	srv     *mcp.Server
+	conv    *conversation.Service
+	backend *builtBackend
+	life    context.Context
+	endLife func()
+	// stop ends the lifetime, then the backend (its warm processes, its
+	// MCP host) and the store.
+	stop func()
+}
+
+// start builds what the transports serve. requests, for HTTP, ties each
+// call to the request that carries it (nil for stdio).
+func start(ctx context.Context, cfg *config.Config, env Env, version string, requests *server.RequestContexts, log *slog.Logger) (*serving, error) {
 	life, cancel := context.WithCancel(ctx)
-	deps.Lifetime = life
+	var lookup func(*mcp.CallToolRequest) context.Context
+	if requests != nil {
+		lookup = requests.Lookup
+	}
+	conv, b, err := NewDeps(ctx, cfg, env, log, life, lookup)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	idle := make(chan struct{})
 	go func() {
 		defer close(idle)
 		newIdleReleaser().run(life)
 	}()
-	stop = func() {
+	s := &serving{conv: conv, backend: b, life: life, endLife: cancel, stop: func() {
 		cancel()
 		<-idle
-		deps.Backend.Close()
+		b.Close()
 		// The calls have ended: nothing writes to the store any more.
-		if err := deps.Store.Close(); err != nil {
+		if err := conv.Store().Close(); err != nil {
 			log.Warn("closing the session store", "err", err)
 		}
+	}}
+	if s.srv, err = newServer(version, cfg, conv, b.Counter, log); err != nil {
+		s.stop()
+		return nil, err
 	}
-	return deps, life, cancel, stop, nil
+	addMCPServersResource(s.srv, b.Host)
+	return s, nil
 }
 
 // serveStdio serves one MCP session on stdin/stdout until the client closes
 // stdin or ctx ends. Every call's context ends with the server's, so that
 // shutting down stops the CLI processes still running.
-func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
-	deps, life, endLife, stop, err := start(ctx, cfg, sio.env(), log)
+func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO, env Env, log *slog.Logger) error {
+	s, err := start(ctx, cfg, env, version, nil, log)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	srv := server.New(version, deps, log)
-	if err := addExpert(srv, cfg, deps, log); err != nil {
-		return err
-	}
-	addMCPServersResource(srv, deps.Backend)
-	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.CLI.Gemini, "cwd", deps.DefaultCwd)
-	return serveOnStdio(life, endLife, srv, sio, cfg.Tools.MaxPromptBytes, log)
-}
-
-// serveOnStdio serves srv's one MCP session on stdin/stdout until the
-// client closes stdin (which calls endLife) or life ends.
-func serveOnStdio(life context.Context, endLife func(), srv *mcp.Server, sio IO, maxPromptBytes int, log *slog.Logger) error {
-	in := sio.Stdin
-	if in == nil {
-		in = os.Stdin
-	}
-	out := sio.Stdout
-	if out == nil {
-		out = os.Stdout
-	}
-	// The filter answers malformed lines itself, through the same
-	// serialized writer as the SDK, so that a bad line costs the client
-	// an error instead of the session; it also bounds a line's length, so
-	// the SDK's own limit is off.
-	w := &syncWriter{w: out}
-	filter := newLineFilter(in, w, stdioLineLimit(maxPromptBytes))
-	t := &mcp.IOTransport{Reader: &eofReader{r: filter, onEOF: endLife}, Writer: nopWriteCloser{w}, MaxLineLength: -1}
-	ss, err := srv.Connect(life, t, nil)
-	if err != nil {
-		return err
-	}
-	// The session ends when the client closes stdin; a signal (ctx) ends
-	// it from this side. Either way the calls' contexts end with life.
-	unhook := context.AfterFunc(life, func() { ss.Close() })
-	defer unhook()
-	err = ss.Wait()
-	// Ending because the client left or a signal came is a clean stop,
-	// whatever the SDK reports for the closed connection.
-	if err == nil || life.Err() != nil || errors.Is(err, io.EOF) {
-		log.Info("client disconnected; server stopping")
-		return nil
-	}
-	return err
-}
-
-// eofReader calls onEOF when its reader ends: for stdio, the client has
-// gone.
-type eofReader struct {
-	r     io.Reader
-	onEOF func()
-}
-
-func (e *eofReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil {
-		e.onEOF()
-	}
-	return n, err
-}
-
-func (e *eofReader) Close() error {
-	if c, ok := e.r.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
+	defer s.stop()
+	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.CLI.Gemini, "cwd", s.conv.DefaultCwd())
+	return server.ServeStdio(s.life, s.endLife, s.srv, server.StdioOptions{In: sio.Stdin, Out: sio.Stdout, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Log: log})
 }
 
 // serveHTTP serves MCP over HTTP until ctx ends (SIGINT, SIGTERM).
-func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, env Env, log *slog.Logger) error {
 	tokens, err := loadTokens(cfg)
 	if err != nil {
 		return err
@@ -334,20 +294,14 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	if err := server.CheckBind(cfg.HTTP.Addr, tokens, cfg.HTTP.AllowInsecureRemote); err != nil {
 		return err
 	}
-	deps, life, endLife, stop, err := start(ctx, cfg, sio.env(), log)
+	requests := server.NewRequestContexts()
+	s, err := start(ctx, cfg, env, version, requests, log)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	requests := server.NewRequestContexts()
-	deps.RequestContext = requests.Lookup
+	defer s.stop()
 	inflight := server.NewInflight()
-	srv := server.New(version, deps, log)
-	if err := addExpert(srv, cfg, deps, log); err != nil {
-		return err
-	}
-	addMCPServersResource(srv, deps.Backend)
-	h := server.NewHTTPHandler(srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.HTTP.AllowedOrigins, Requests: requests, Inflight: inflight,
+	h := server.NewHTTPHandler(s.srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.HTTP.AllowedOrigins, Requests: requests, Inflight: inflight,
 		Stateless: cfg.HTTP.Stateless, MaxBodyBytes: int64(cfg.HTTP.MaxBodyBytes), BodyReadTimeout: cfg.HTTP.BodyReadTimeout, Log: log,
 		MaxSessions: cfg.HTTP.MaxSessions, MaxSessionsPerToken: cfg.HTTP.MaxSessionsPerToken,
 		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Turns.Timeout)})
@@ -365,7 +319,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 		"sse", "http://"+ln.Addr().String()+server.PathSSE, "auth", len(tokens) > 0, "stateless", cfg.HTTP.Stateless, "maxConns", maxConns, "maxConnsPerIP", cfg.HTTP.MaxConnsPerIP, "version", version)
 	// At a signal the calls are cancelled and answered, their CLIs reaped,
 	// before the server exits; the grace covers the CLIs' kill grace.
-	return server.ServeHTTP(life, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: endLife, Inflight: inflight, Server: srv,
+	return server.ServeHTTP(s.life, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: s.endLife, Inflight: inflight, Server: s.srv,
 		MaxConns: maxConns, MaxConnsPerIP: cfg.HTTP.MaxConnsPerIP, Log: log})
 }
 
@@ -396,10 +350,6 @@ func loadTokens(cfg *config.Config) ([]string, error) {
 	}
 	return tokens, nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // buildVersion is the module version Go recorded at build time: the tag
 // for `go install ...@vX`, else the VCS revision of a local build.

@@ -11,23 +11,46 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/apicreds"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/mcphost"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
-// newAPIBackend builds the Gemini API backend. It is nil in a build
-// without that backend; the API package sets it when it is linked in, so
-// that a server that does not use it does not pay for its packages.
-// tools is the MCP host whose tools Gemini may call (nil for none).
-var newAPIBackend func(cfg *config.Config, getenv func(string) string, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, error)
+// newAPIBackend builds the Gemini API backend, which also counts tokens
+// as its model does. It is nil in a build without that backend; the API
+// package sets it when it is linked in, so that a server that does not
+// use it does not pay for its packages. tools is the MCP host whose tools
+// Gemini may call (nil for none).
+var newAPIBackend func(cfg *config.Config, getenv func(string) string, store session.Store, tools backend.ToolHost, log *slog.Logger) (backend.Backend, backend.TokenCounter, error)
 
 // errNoAPIBackend is what --backend api gets from a build without it.
 var errNoAPIBackend = errors.New("the API backend is not available in this build: use --backend warm or oneshot, with the Gemini CLI")
+
+// builtBackend is what newBackend builds: the backend and the parts of it
+// that the rest of the server uses.
+type builtBackend struct {
+	// Backend runs the turns, at most --max-concurrent at once.
+	Backend backend.Backend
+	// Host is the MCP host whose tools Gemini may call: the API backend's,
+	// with --mcp-config; nil otherwise.
+	Host *mcphost.Host
+	// Counter counts tokens as the backend's model does: the API
+	// backend's; nil for the CLI backends, which cannot count.
+	Counter backend.TokenCounter
+}
+
+// Close closes the backend, then the MCP host it was given.
+func (b *builtBackend) Close() {
+	b.Backend.Close()
+	if b.Host != nil {
+		b.Host.Close()
+	}
+}
 
 // newBackend builds the backend cfg chooses (see chooseBackend), limited
 // to --max-concurrent turns at once. It is the one place that decides how
 // turns run: which backend, what the warm one falls back to, and the
 // limits (per-call timeout, kill grace) every backend applies.
-func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logger) (backend.Backend, error) {
+func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logger) (*builtBackend, error) {
 	c, err := chooseBackend(cfg, env.Getenv)
 	if err != nil {
 		return nil, err
@@ -39,7 +62,6 @@ func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logg
 	if c.name != config.BackendAPI && cfg.API.MCPConfig != "" {
 		log.Warn("--mcp-config is for the API backend: the Gemini CLI uses the mcpServers of its own settings (~/.gemini/settings.json)", "backend", c.name)
 	}
-	var b backend.Backend
 	switch c.name {
 	case config.BackendAPI:
 		if newAPIBackend == nil {
@@ -49,28 +71,26 @@ func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logg
 		if err != nil {
 			return nil, err
 		}
-		if b, err = newAPIBackend(cfg, env.Getenv, store, toolHostFor(host), log); err != nil {
+		b, counter, err := newAPIBackend(cfg, env.Getenv, store, toolHostFor(host), log)
+		if err != nil {
 			if host != nil {
 				host.Close()
 			}
 			return nil, err
 		}
-		if host != nil {
-			b = &withToolHost{Backend: b, host: host}
-		}
+		return &builtBackend{Backend: backend.Limit(b, cfg.Turns.MaxConcurrent), Host: host, Counter: counter}, nil
 	case config.BackendOneshot:
-		b = cli.NewRunner(cliOptions(cfg, env), log)
-	default:
-		opts := cliOptions(cfg, env)
-		oneShot := cli.NewRunner(opts, log)
-		warm := acp.WarmOptions{Processes: cfg.Warm.Processes, MaxPrompts: cfg.Warm.MaxPrompts, MaxRSS: int64(cfg.Warm.MaxRSSBytes), IdleTimeout: cfg.Warm.IdleTimeout,
-			SpareAge: cfg.Warm.SpareAge, MaxSessions: cfg.Warm.MaxSessions}
-		if cfg.Warm.SpareAge == 0 {
-			warm.SpareAge = -1 // the flag's 0 turns spares off
-		}
-		b = acp.New(acp.ConfigFor(opts, warm, oneShot), log)
+		return &builtBackend{Backend: backend.Limit(cli.NewRunner(cliOptions(cfg, env), log), cfg.Turns.MaxConcurrent)}, nil
 	}
-	return backend.Limit(b, cfg.Turns.MaxConcurrent), nil
+	opts := cliOptions(cfg, env)
+	spareAge := cfg.Warm.SpareAge
+	if spareAge == 0 {
+		spareAge = -1 // the flag's 0 turns spares off
+	}
+	warm := acp.WarmOptions{Processes: cfg.Warm.Processes, MaxPrompts: cfg.Warm.MaxPrompts, MaxRSS: int64(cfg.Warm.MaxRSSBytes), IdleTimeout: cfg.Warm.IdleTimeout,
+		SpareAge: spareAge, MaxSessions: cfg.Warm.MaxSessions}
+	b := acp.New(acp.ConfigFor(opts, warm, cli.NewRunner(opts, log)), log)
+	return &builtBackend{Backend: backend.Limit(b, cfg.Turns.MaxConcurrent)}, nil
 }
 
 // choice is the backend that would run, and why.

@@ -41,18 +41,18 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deps, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler))
+			deps, b, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer deps.Backend.Close()
-			defer deps.Store.Close()
-			if len(deps.AllowedRoots) != len(c.want) || (c.want == nil) != (deps.AllowedRoots == nil) {
-				t.Fatalf("roots %q, want %q", deps.AllowedRoots, c.want)
+			defer b.Close()
+			defer deps.Store().Close()
+			if len(deps.AllowedRoots()) != len(c.want) || (c.want == nil) != (deps.AllowedRoots() == nil) {
+				t.Fatalf("roots %q, want %q", deps.AllowedRoots(), c.want)
 			}
 			for i := range c.want {
-				if deps.AllowedRoots[i] != c.want[i] {
-					t.Fatalf("roots %q, want %q", deps.AllowedRoots, c.want)
+				if deps.AllowedRoots()[i] != c.want[i] {
+					t.Fatalf("roots %q, want %q", deps.AllowedRoots(), c.want)
 				}
 			}
 		})
@@ -61,7 +61,7 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler)); err == nil {
+	if _, _, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler), nil, nil); err == nil {
 		t.Fatal("a missing root was accepted")
 	}
 }
@@ -71,6 +71,9 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 // there and no gemini executable, auto chooses the API backend, and its
 // children's nesting mark counts from the given mark.
 func TestNewDepsReadsTheGivenEnvironment(t *testing.T) {
+	if newAPIBackend == nil {
+		t.Skip("this build has no API backend (-tags noapi)")
+	}
 	vars := map[string]string{"GEMINI_API_KEY": "key-from-the-given-environment", NestedEnv: "1"}
 	getenv := func(k string) string { return vars[k] }
 	cfg, err := config.Parse("test", "", []string{"--state-dir", t.TempDir(), "--gemini", filepath.Join(t.TempDir(), "no-gemini")}, getenv, io.Discard, configRules())
@@ -79,12 +82,12 @@ func TestNewDepsReadsTheGivenEnvironment(t *testing.T) {
 	}
 	var logged bytes.Buffer
 	env := IO{Getenv: getenv}.env()
-	deps, err := NewDeps(context.Background(), cfg, env, slog.New(slog.NewTextHandler(&logged, nil)))
+	deps, b, err := NewDeps(context.Background(), cfg, env, slog.New(slog.NewTextHandler(&logged, nil)), nil, nil)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logged.String())
 	}
-	defer deps.Backend.Close()
-	defer deps.Store.Close()
+	defer b.Close()
+	defer deps.Store().Close()
 	if !strings.Contains(logged.String(), `msg="backend chosen" backend=api`) {
 		t.Errorf("the backend was not chosen from the given environment:\n%s", logged.String())
 	}

@@ -63,37 +63,6 @@ func loadMCPConfig(cfg *config.Config, env Env, log *slog.Logger) (*mcphost.Conf
 	return mc, nil
 }
 
-// withToolHost is the API backend with the MCP host it was given: closing
-// the backend closes the host, and the host can be found again from the
-// backend (for the mcp-servers resource).
-type withToolHost struct {
-	backend.Backend
-	host *mcphost.Host
-}
-
-func (b *withToolHost) Close() {
-	b.Backend.Close()
-	b.host.Close()
-}
-
-func (b *withToolHost) Unwrap() backend.Backend { return b.Backend }
-
-// toolHostOf finds the MCP host of b, through its wrappers; nil when it
-// has none.
-func toolHostOf(b backend.Backend) *mcphost.Host {
-	for b != nil {
-		if h, ok := b.(*withToolHost); ok {
-			return h.host
-		}
-		u, ok := b.(interface{ Unwrap() backend.Backend })
-		if !ok {
-			return nil
-		}
-		b = u.Unwrap()
-	}
-	return nil
-}
-
 // toolHostFor is host as the API backend takes it: a nil interface, not
 // an interface holding a nil pointer, when there is none.
 func toolHostFor(host *mcphost.Host) backend.ToolHost {
@@ -104,9 +73,8 @@ func toolHostFor(host *mcphost.Host) backend.ToolHost {
 }
 
 // addMCPServersResource offers the MCP host's status as a JSON resource,
-// when the backend has a host.
-func addMCPServersResource(srv *mcp.Server, b backend.Backend) {
-	host := toolHostOf(b)
+// when there is a host.
+func addMCPServersResource(srv *mcp.Server, host *mcphost.Host) {
 	if host == nil {
 		return
 	}

@@ -83,16 +83,16 @@ func TestAPIBackendGetsToolHost(t *testing.T) {
 	saved := newAPIBackend
 	t.Cleanup(func() { newAPIBackend = saved })
 	var given backend.ToolHost
-	newAPIBackend = func(_ *config.Config, _ func(string) string, _ session.Store, tools backend.ToolHost, _ *slog.Logger) (backend.Backend, error) {
+	newAPIBackend = func(_ *config.Config, _ func(string) string, _ session.Store, tools backend.ToolHost, _ *slog.Logger) (backend.Backend, backend.TokenCounter, error) {
 		given = tools
-		return &stubAPI{}, nil
+		return &stubAPI{}, nil, nil
 	}
 
 	b, err := newBackend(parse(t, "--backend", "api"), IO{}.env(), store, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if given != nil || toolHostOf(b) != nil {
+	if given != nil || b.Host != nil {
 		t.Fatalf("without --mcp-config the API backend got a host: %v", given)
 	}
 	b.Close()
@@ -107,7 +107,7 @@ func TestAPIBackendGetsToolHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := toolHostOf(b)
+	host := b.Host
 	if host == nil || given != backend.ToolHost(host) {
 		t.Fatalf("the API backend got %v, the backend holds %v", given, host)
 	}
@@ -125,7 +125,7 @@ func TestAPIBackendGetsToolHost(t *testing.T) {
 	}
 
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil)
-	addMCPServersResource(srv, b)
+	addMCPServersResource(srv, b.Host)
 	cs := mcptest.Connect(t, srv, nil)
 	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: MCPServersURI})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 )
 
 // NestedEnv marks the Gemini CLI processes this server starts, and the
@@ -64,18 +65,18 @@ func isNested(cfg *config.Config, getenv func(string) string) bool {
 // Gemini CLI report a discovery error on every call; one that exits would
 // be reported as a failed connection. It starts no Gemini CLI, so the
 // chain ends here.
-func serveNested(ctx context.Context, cfg *config.Config, version string, sio IO, log *slog.Logger) error {
+func serveNested(ctx context.Context, cfg *config.Config, version string, sio IO, env Env, log *slog.Logger) error {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "gemini-mcp-server", Version: version}, nil)
 	srv.AddResource(&mcp.Resource{URI: nestedResourceURI, Name: "nested", MIMEType: "text/plain", Description: nestedText},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: nestedResourceURI, MIMEType: "text/plain", Text: nestedText}}}, nil
 		})
-	if d := nestDepth(sio.Getenv); d >= maxNestDepth {
+	if d := nestDepth(env.Getenv); d >= maxNestDepth {
 		log.Info("started by another gemini-mcp-server, itself started by one: serving no tools, whatever --allow-nested says", "depth", d)
 	} else {
 		log.Info("started by another gemini-mcp-server (its Gemini CLI or its MCP host): serving no tools (--allow-nested serves them)")
 	}
 	life, endLife := context.WithCancel(ctx)
 	defer endLife()
-	return serveOnStdio(life, endLife, srv, sio, cfg.Tools.MaxPromptBytes, log)
+	return server.ServeStdio(life, endLife, srv, server.StdioOptions{In: sio.Stdin, Out: sio.Stdout, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Log: log})
 }

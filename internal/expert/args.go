@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -30,7 +31,7 @@ func (a *args) continuationID() string    { return a.strs["continuation_id"] }
 func (a *args) temperature() *float64     { return a.temp }
 
 // parseArgs checks raw against s and returns the arguments, or a
-// validationErrors listing every argument at fault, each with what to
+// conversation.ValidationErrors listing every argument at fault, each with what to
 // send instead. The SDK validates nothing for these tools: they are
 // registered with raw handlers so that a bad argument is a JSON-RPC
 // -32602 error with data.validation_errors, as the specification says, rather
@@ -40,10 +41,10 @@ func parseArgs(s *spec, raw json.RawMessage, maxBytes int) (*args, error) {
 	var in map[string]json.RawMessage
 	if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
 		if err := json.Unmarshal(raw, &in); err != nil {
-			return nil, validationErrors{{Field: "arguments", Error: "the arguments must be a JSON object of " + s.argList()}}
+			return nil, conversation.ValidationErrors{{Field: "arguments", Error: "the arguments must be a JSON object of " + s.argList()}}
 		}
 	}
-	var errs validationErrors
+	var errs conversation.ValidationErrors
 	var unknown []string
 	for k := range in {
 		if s.prop(k) == nil {
@@ -52,7 +53,7 @@ func parseArgs(s *spec, raw json.RawMessage, maxBytes int) (*args, error) {
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		errs = append(errs, FieldError{Field: k, Error: fmt.Sprintf("unknown argument; %s takes %s", s.name, s.argList())})
+		errs = append(errs, conversation.FieldError{Field: k, Error: fmt.Sprintf("unknown argument; %s takes %s", s.name, s.argList())})
 	}
 	for _, p := range s.props {
 		v, given := in[p.name]
@@ -62,7 +63,7 @@ func parseArgs(s *spec, raw json.RawMessage, maxBytes int) (*args, error) {
 		if !given {
 			switch {
 			case p.required:
-				errs = append(errs, FieldError{Field: p.name, Error: "required: " + p.desc})
+				errs = append(errs, conversation.FieldError{Field: p.name, Error: "required: " + p.desc})
 			case p.def != nil:
 				switch d := p.def.(type) {
 				case string:
@@ -74,7 +75,7 @@ func parseArgs(s *spec, raw json.RawMessage, maxBytes int) (*args, error) {
 			continue
 		}
 		if msg := a.set(p, v, maxBytes); msg != "" {
-			errs = append(errs, FieldError{Field: p.name, Error: msg})
+			errs = append(errs, conversation.FieldError{Field: p.name, Error: msg})
 		}
 	}
 	if len(errs) > 0 {

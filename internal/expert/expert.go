@@ -5,8 +5,8 @@
 // specification (the answer, then
 // ## Metadata, ## Files Processed and ## Continuation ID). Failures are
 // JSON-RPC errors in the specification's categories (see errors.go). Reading the
-// files is not this package's: the server plugs it in through Deps.Files
-// and Deps.Changes.
+// files is not this package's: the server plugs its file context in
+// through Deps.Files.
 package expert
 
 import (
@@ -21,64 +21,30 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 )
 
-// FileNote is a file the file context sent to Gemini or left out; Reason
-// says why one was left out ("already sent in this conversation", "over
-// the token budget", "binary"…).
-type FileNote struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason,omitempty"`
-	// Hash fingerprints the content sent (filectx: its SHA-256), so that
-	// a file changed since is sent again; "" when the hook has none.
-	Hash string `json:"sha256,omitempty"`
+// FileContext is the file context the expert tools read (a
+// *filectx.Service, shared with chat): Gather reads a turn's files,
+// skipping what the conversation was already sent, Record notes what a
+// turn sent, Changes reads precommit's changes. Its errors are
+// *filectx.Error, in the category they name.
+type FileContext interface {
+	Gather(ctx context.Context, sessionID string, entries []string) (*filectx.Files, error)
+	Record(ctx context.Context, sessionID string, f *filectx.Files) error
+	Changes(ctx context.Context, path string, staged, unstaged bool) (*filectx.ChangeSet, error)
 }
 
-// Seen is what a conversation was already sent: each file (as
-// FileNote.Path spells it) → its FileNote.Hash. The file context skips
-// them (unless changed).
-type Seen map[string]string
-
-// FilesFunc reads the files and directories entries names (relative to
-// the project root, or absolute inside it) and returns them as the text
-// to send to Gemini, with what it sent and what it left out. Its errors
-// may be *Error to choose their category (a path outside the sandbox is a
-// Security error on field "files"); any other error is a tool failure.
-type FilesFunc func(ctx context.Context, entries []string, seen Seen) (text string, processed, skipped []FileNote, err error)
-
-// ChangesFunc reads the changes of the git repository at path (staged,
-// unstaged or both, new files included) for precommit, as FilesFunc reads
-// files.
-type ChangesFunc func(ctx context.Context, path string, staged, unstaged bool, seen Seen) (*ChangeSet, error)
-
-// ChangeSet is what ChangesFunc read: the diff text to send, the changed
-// files, and the secrets found on the lines the changes add, each
-// described with the secret masked. Secrets found make precommit's
-// verdict NO-GO whatever Gemini answers: a credential about to be
-// committed is a blocker that no review outweighs, and Gemini, which sees
-// the secrets masked, could miss one.
-type ChangeSet struct {
-	Text               string
-	Processed, Skipped []FileNote
-	Secrets            []string
-}
-
-// SentFiles remembers which files each conversation was sent, so that a
-// continued conversation is not sent them again (the specification's file
-// deduplication). MemorySent keeps them in this process.
-type SentFiles interface {
-	Sent(ctx context.Context, sessionID string) (Seen, error)
-	Add(ctx context.Context, sessionID string, files []FileNote) error
-}
-
-// Turns is what the expert tools need of the server's session handling,
-// which *tools.Deps provides: continuing a session exactly as chat-reply
-// does, and running a turn as chat does.
+// Turns is what the expert tools need of the turn pipeline, which
+// *conversation.Service provides: who a call comes from, continuing a
+// session exactly as chat-reply does, and running a turn as chat does.
 type Turns interface {
-	Continue(ctx context.Context, req *mcp.CallToolRequest, call *backend.Turn, sessionID string) error
+	CallOf(ctx context.Context, req *mcp.CallToolRequest) conversation.Call
+	Continue(ctx context.Context, who conversation.Who, call *backend.Turn, sessionID string) error
 	ResolveDir(dir string) (string, error)
-	Answer(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn, title string) (*backend.Answer, string, error)
+	Answer(ctx context.Context, c conversation.Call, call backend.Turn, title string) (*backend.Answer, string, error)
 }
 
 // Deps is what the expert tools need.
@@ -87,12 +53,9 @@ type Deps struct {
 	// ProjectRoot is where new sessions run and files are read from; ""
 	// means the server's directory.
 	ProjectRoot string
-	// Files and Changes read the file context; nil means this server has
-	// none, and a call that names files fails with a system error.
-	Files   FilesFunc
-	Changes ChangesFunc
-	// Sent, when set, keeps the files each conversation was sent.
-	Sent SentFiles
+	// Files reads the file context; nil means this server has none, and
+	// a call that names files fails with a system error.
+	Files FileContext
 	// CallTimeout bounds a call, file context and Gemini's turn together
 	// (the specification: 300 s); 0 means no bound beyond the backend's own.
 	CallTimeout time.Duration
@@ -114,16 +77,24 @@ func Names() []string {
 // Register adds the five expert tools to s, and each as an MCP prompt of
 // the same name.
 func Register(s *mcp.Server, d *Deps) {
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
 	for _, sp := range specs {
 		s.AddTool(sp.tool(), d.handler(sp))
 		s.AddPrompt(sp.prompt(), sp.getPrompt)
 	}
+}
+
+func (d *Deps) log() *slog.Logger {
+	if d.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Log
+}
+
+func (d *Deps) now() time.Time {
+	if d.Now == nil {
+		return time.Now()
+	}
+	return d.Now()
 }
 
 // handler is the tool's raw handler: it validates the arguments itself
@@ -132,8 +103,8 @@ func (d *Deps) handler(sp *spec) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := d.call(ctx, req, sp)
 		if err != nil {
-			d.Log.Info("expert tool failed", "tool", sp.name, "err", err)
-			return nil, wireError(err)
+			d.log().Info("expert tool failed", "tool", sp.name, "err", err)
+			return nil, conversation.WireError(err)
 		}
 		return res, nil
 	}
@@ -157,92 +128,82 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (re
 		defer cancel()
 		defer func() {
 			if err != nil && context.Cause(ctx) == errCallTimeout {
-				err = &Error{Category: ToolFailure, Err: err, Msg: fmt.Sprintf("the call took longer than this server's limit of %s per call, and was stopped: "+
+				err = &conversation.Error{Category: conversation.ToolFailure, Err: err, Msg: fmt.Sprintf("the call took longer than this server's limit of %s per call, and was stopped: "+
 					"ask a narrower question or name fewer files, or ask the server's operator to raise the limit", d.CallTimeout)}
 			}
 		}()
 	}
+	c := d.Turns.CallOf(ctx, req)
 	turn := backend.Turn{SystemPrompt: sp.role, ThinkingMode: a.thinkingMode(), Temperature: a.temperature()}
 	id := a.continuationID()
-	var seen Seen
 	if id != "" {
-		if err := d.Turns.Continue(ctx, req, &turn, id); err != nil {
-			if cat, _ := classify(err); cat == System {
+		if err := d.Turns.Continue(ctx, c.Who, &turn, id); err != nil {
+			if cat, _ := conversation.Classify(err); cat == conversation.System {
 				return nil, err
 			}
-			return nil, &Error{Category: Validation, Field: "continuation_id", Msg: err.Error(), Err: err}
+			return nil, &conversation.Error{Category: conversation.Validation, Field: "continuation_id", Msg: err.Error(), Err: err}
 		}
 		// The role is this tool's, whichever tool started the thread.
 		turn.SystemPrompt = sp.role
-		if d.Sent != nil {
-			if seen, err = d.Sent.Sent(ctx, id); err != nil {
-				return nil, err
-			}
-		}
 	} else if turn.Dir, err = d.Turns.ResolveDir(d.ProjectRoot); err != nil {
-		return nil, SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", err), err)
+		return nil, conversation.SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", err), err)
 	}
-	ctxText, processed, skipped, found, err := d.context(ctx, sp, a, seen)
+	files, found, err := d.context(ctx, sp, a, id)
 	if err != nil {
 		return nil, err
 	}
-	turn.Prompt = sp.userPrompt(a, ctxText, found)
-	start := d.Now()
-	ans, unsaved, err := d.Turns.Answer(ctx, req, turn, sp.name+": "+sp.headline(a))
+	turn.Prompt = sp.userPrompt(a, files.Text, found)
+	start := d.now()
+	ans, unsaved, err := d.Turns.Answer(ctx, c, turn, sp.name+": "+sp.headline(a))
 	if err != nil {
 		return nil, turnError(err)
 	}
-	elapsed := d.Now().Sub(start)
-	if d.Sent != nil && ans.SessionID != "" && len(processed) > 0 && sp.name != "precommit" {
+	elapsed := d.now().Sub(start)
+	if d.Files != nil && sp.name != "precommit" {
 		// The answer is complete: recording what it was sent must not
 		// fail the call; at worst the files are sent again next turn.
 		// A diff is not a file: precommit records nothing.
-		if err := d.Sent.Add(context.WithoutCancel(ctx), ans.SessionID, processed); err != nil {
-			d.Log.Warn("recording the files sent", "session", ans.SessionID, "err", err)
+		if err := d.Files.Record(context.WithoutCancel(ctx), ans.SessionID, files); err != nil {
+			d.log().Warn("recording the files sent", "session", ans.SessionID, "err", err)
 		}
 	}
 	out := &output{
 		tool: sp.name, answer: ans, thinkingMode: turn.ThinkingMode, temperature: turn.Temperature,
-		processed: processed, skipped: skipped, elapsed: elapsed, secrets: found,
+		processed: files.Processed, skipped: files.Skipped, elapsed: elapsed, secrets: found,
 	}
 	res = out.result()
-	if unsaved != "" {
-		res.Content = append(res.Content, &mcp.TextContent{Text: unsaved})
-		res.Meta["sessionSaved"] = false
-	}
+	conversation.AddUnsaved(res, unsaved)
 	return res, nil
 }
 
 // context reads the files (or, for precommit, the changes) the call
-// names; found are the secrets precommit's changes add.
-func (d *Deps) context(ctx context.Context, sp *spec, a *args, seen Seen) (text string, processed, skipped []FileNote, found []string, err error) {
+// names, for a turn of thread id ("" for a new one); found are the
+// secrets precommit's changes add.
+func (d *Deps) context(ctx context.Context, sp *spec, a *args, id string) (files *filectx.Files, found []string, err error) {
 	if sp.name == "precommit" {
 		if !a.boolean("include_staged") && !a.boolean("include_unstaged") {
-			return "", nil, nil, nil, validationErrors{
+			return nil, nil, conversation.ValidationErrors{
 				{Field: "include_staged", Error: "include_staged and include_unstaged are both false, which leaves nothing to review: set one of them to true"},
 			}
 		}
-		if d.Changes == nil {
-			return "", nil, nil, nil, SystemError("this server cannot read git changes yet (no file context is configured): ask its operator, or use codereview with the changed files", nil)
+		if d.Files == nil {
+			return nil, nil, conversation.SystemError("this server cannot read git changes yet (no file context is configured): ask its operator, or use codereview with the changed files", nil)
 		}
-		cs, err := d.Changes(ctx, a.str("path"), a.boolean("include_staged"), a.boolean("include_unstaged"), seen)
+		cs, err := d.Files.Changes(ctx, a.str("path"), a.boolean("include_staged"), a.boolean("include_unstaged"))
 		if err != nil {
-			return "", nil, nil, nil, err
+			return nil, nil, err
 		}
-		return cs.Text, cs.Processed, cs.Skipped, cs.Secrets, nil
+		return &filectx.Files{Text: cs.Text, Processed: cs.Processed, Skipped: cs.Skipped}, cs.Secrets, nil
 	}
 	entries := a.list(sp.filesArg)
 	if len(entries) == 0 {
-		return "", nil, nil, nil, nil
+		return &filectx.Files{}, nil, nil
 	}
 	if d.Files == nil {
-		return "", nil, nil, nil, SystemError("this server cannot read project files yet (no file context is configured): ask its operator, or paste the code into the request instead", nil)
+		return nil, nil, conversation.SystemError("this server cannot read project files yet (no file context is configured): ask its operator, or paste the code into the request instead", nil)
 	}
-	if seen == nil {
-		seen = Seen{}
-	}
-	text, processed, skipped, err = d.Files(ctx, entries, seen)
-	return text, processed, skipped, nil, err
+	files, err = d.Files.Gather(ctx, id, entries)
+	return files, nil, err
 }
 
 // userPrompt is the turn's prompt: the caller's arguments under their
@@ -308,7 +269,7 @@ type output struct {
 	answer             *backend.Answer
 	thinkingMode       string
 	temperature        *float64
-	processed, skipped []FileNote
+	processed, skipped []filectx.FileNote
 	elapsed            time.Duration
 	secrets            []string // precommit: the secrets found, masked
 }
@@ -411,9 +372,9 @@ func (o *output) result() *mcp.CallToolResult {
 }
 
 // notes is never nil, so that _meta always has the lists.
-func notes(n []FileNote) []FileNote {
+func notes(n []filectx.FileNote) []filectx.FileNote {
 	if n == nil {
-		return []FileNote{}
+		return []filectx.FileNote{}
 	}
 	return n
 }

@@ -20,10 +20,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 var update = flag.Bool("update", false, "rewrite the schema snapshots in testdata/toolsnaps")
@@ -82,28 +83,55 @@ func (f *fakeBackend) count() int {
 }
 
 // fakeFiles stands in for the file context: every entry is a file whose
-// text is its name, numbered; entries already seen are skipped; entries
-// starting with "/" are outside the sandbox.
-func fakeFiles(_ context.Context, entries []string, seen Seen) (string, []FileNote, []FileNote, error) {
+// text is its name, numbered; entries the thread was already sent are
+// skipped (as filectx.Service does, through a filectx.MemorySent);
+// entries starting with "/" are outside the sandbox. changes, when set,
+// reads precommit's changes.
+type fakeFiles struct {
+	sent    filectx.MemorySent
+	changes func(ctx context.Context, path string, staged, unstaged bool) (*filectx.ChangeSet, error)
+}
+
+func (f *fakeFiles) Gather(ctx context.Context, sessionID string, entries []string) (*filectx.Files, error) {
+	seen := filectx.Seen{}
+	if sessionID != "" {
+		seen, _ = f.sent.Sent(ctx, sessionID)
+	}
 	var b strings.Builder
-	var processed, skipped []FileNote
+	files := &filectx.Files{}
 	for _, e := range entries {
 		if strings.HasPrefix(e, "/") {
-			return "", nil, nil, SecurityError("files", "Path outside sandbox: "+e+"; give paths inside the project root")
+			return nil, &filectx.Error{Category: filectx.CategorySecurity, Field: "files", Message: "Path outside sandbox: " + e + "; give paths inside the project root"}
 		}
 		if _, ok := seen[e]; ok {
-			skipped = append(skipped, FileNote{Path: e, Reason: "already sent in this conversation"})
+			files.Skipped = append(files.Skipped, filectx.FileNote{Path: e, Reason: "already sent in this conversation"})
 			continue
 		}
 		fmt.Fprintf(&b, "--- %s ---\n     1\tcontent of %s\n", e, e)
-		processed = append(processed, FileNote{Path: e})
+		files.Processed = append(files.Processed, filectx.FileNote{Path: e})
 	}
-	return b.String(), processed, skipped, nil
+	files.Text = b.String()
+	return files, nil
+}
+
+func (f *fakeFiles) Record(ctx context.Context, sessionID string, files *filectx.Files) error {
+	if sessionID == "" || len(files.Processed) == 0 {
+		return nil
+	}
+	return f.sent.Add(ctx, sessionID, files.Processed)
+}
+
+func (f *fakeFiles) Changes(ctx context.Context, path string, staged, unstaged bool) (*filectx.ChangeSet, error) {
+	if f.changes == nil {
+		return nil, errors.New("no changes")
+	}
+	return f.changes(ctx, path, staged, unstaged)
 }
 
 type harness struct {
 	backend *fakeBackend
 	store   session.Store
+	conv    *conversation.Service
 	deps    *Deps
 	client  *mcp.ClientSession
 }
@@ -124,10 +152,9 @@ func newHarnessOn(t *testing.T, backendName string, store session.Store, configu
 		t.Fatal(err)
 	}
 	fb := &fakeBackend{name: backendName}
-	td := &tools.Deps{Backend: fb, Store: store, DefaultCwd: root, MaxPromptBytes: 1 << 20}
+	conv := conversation.New(conversation.Options{Backend: fb, Store: store, DefaultCwd: root})
 	s := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
-	tools.Register(s, td)
-	d := &Deps{Turns: td, Files: fakeFiles, Sent: &MemorySent{}, MaxArgBytes: 1 << 20}
+	d := &Deps{Turns: conv, Files: &fakeFiles{}, MaxArgBytes: 1 << 20}
 	if configure != nil {
 		configure(d)
 	}
@@ -136,7 +163,7 @@ func newHarnessOn(t *testing.T, backendName string, store session.Store, configu
 		setup(s)
 	}
 	cs := mcptest.Connect(t, s, nil)
-	return &harness{backend: fb, store: store, deps: d, client: cs}
+	return &harness{backend: fb, store: store, conv: conv, deps: d, client: cs}
 }
 
 func (h *harness) call(t *testing.T, tool string, args map[string]any) (*mcp.CallToolResult, error) {
@@ -338,8 +365,8 @@ func TestNotAppliedOnCLIBackends(t *testing.T) {
 }
 
 // TestContinuationAcrossTools: analyze, then codereview on the same
-// thread, then chat-reply about it; the files analyze sent are not sent
-// again.
+// thread, then a turn continued as chat-reply continues it; the files
+// analyze sent are not sent again.
 func TestContinuationAcrossTools(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"api", "warm"} {
@@ -368,8 +395,12 @@ func TestContinuationAcrossTools(t *testing.T) {
 			if string(skipped) != `[{"path":"a.go","reason":"already sent in this conversation"}]` {
 				t.Errorf("filesSkipped %s", skipped)
 			}
-			if _, _ = h.mustCall(t, "chat-reply", map[string]any{"prompt": "Which issue first?", "sessionId": id}); h.backend.last().Session != id {
-				t.Fatalf("chat-reply ran in %q", h.backend.last().Session)
+			reply := backend.Turn{Prompt: "Which issue first?"}
+			if err := h.conv.Continue(context.Background(), conversation.Who{}, &reply, id); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := h.conv.Answer(context.Background(), conversation.Call{}, reply, reply.Prompt); err != nil || h.backend.last().Session != id {
+				t.Fatalf("the reply ran in %q: %v", h.backend.last().Session, err)
 			}
 			rec, _, _ := h.store.Get(context.Background(), id)
 			if rec.Turns != 3 {
@@ -408,7 +439,7 @@ func TestValidationErrorsOnTheWire(t *testing.T) {
 			t.Errorf("%s %v: code %d message %q", tc.tool, tc.args, we.Code, we.Message)
 		}
 		var data struct {
-			Errors []FieldError `json:"validation_errors"`
+			Errors []conversation.FieldError `json:"validation_errors"`
 		}
 		if err := json.Unmarshal(we.Data, &data); err != nil {
 			t.Fatalf("data %s: %v", we.Data, err)
@@ -458,7 +489,7 @@ func TestToolFailureOnTheWire(t *testing.T) {
 
 func TestSystemErrorWithoutFileContext(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "api", func(d *Deps) { d.Files, d.Changes = nil, nil })
+	h := newHarness(t, "api", func(d *Deps) { d.Files = nil })
 	for _, tc := range []struct {
 		tool string
 		args map[string]any
@@ -502,10 +533,10 @@ func TestPrecommitReadsChanges(t *testing.T) {
 	t.Parallel()
 	var got []any
 	h := newHarness(t, "api", func(d *Deps) {
-		d.Changes = func(_ context.Context, path string, staged, unstaged bool, _ Seen) (*ChangeSet, error) {
+		d.Files = &fakeFiles{changes: func(_ context.Context, path string, staged, unstaged bool) (*filectx.ChangeSet, error) {
 			got = []any{path, staged, unstaged}
-			return &ChangeSet{Text: "diff --git a/x.go b/x.go\n+secret", Processed: []FileNote{{Path: "x.go"}}}, nil
-		}
+			return &filectx.ChangeSet{Text: "diff --git a/x.go b/x.go\n+secret", Processed: []filectx.FileNote{{Path: "x.go"}}}, nil
+		}}
 	})
 	text, _ := h.mustCall(t, "precommit", map[string]any{"path": "repo", "include_unstaged": false, "original_request": "Add x"})
 	if fmt.Sprint(got) != "[repo true false]" {
@@ -567,11 +598,14 @@ func TestPromptsListed(t *testing.T) {
 // context ends, as a Gemini that never answers.
 type blockingTurns struct{}
 
-func (blockingTurns) Continue(context.Context, *mcp.CallToolRequest, *backend.Turn, string) error {
+func (blockingTurns) CallOf(context.Context, *mcp.CallToolRequest) conversation.Call {
+	return conversation.Call{}
+}
+func (blockingTurns) Continue(context.Context, conversation.Who, *backend.Turn, string) error {
 	return nil
 }
 func (blockingTurns) ResolveDir(string) (string, error) { return "/project", nil }
-func (blockingTurns) Answer(ctx context.Context, _ *mcp.CallToolRequest, _ backend.Turn, _ string) (*backend.Answer, string, error) {
+func (blockingTurns) Answer(ctx context.Context, _ conversation.Call, _ backend.Turn, _ string) (*backend.Answer, string, error) {
 	<-ctx.Done()
 	return nil, "", &backend.Error{Kind: backend.KindTimeout, Reason: "Gemini did not answer in time", Err: ctx.Err()}
 }
@@ -632,14 +666,13 @@ func TestContinuationOfAnotherClientRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	fb := &fakeBackend{name: "api"}
-	td := &tools.Deps{Backend: fb, Store: store, DefaultCwd: root, Remote: true, Authenticated: true}
+	conv := conversation.New(conversation.Options{Backend: fb, Store: store, DefaultCwd: root, Remote: true, Authenticated: true})
 	s := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
-	tools.Register(s, td)
-	d := &Deps{Turns: td}
+	d := &Deps{Turns: conv}
 	Register(s, d)
 	call := func(token, args string) (*mcp.CallToolResult, error) {
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "thinkdeep", Arguments: json.RawMessage(args)},
-			Extra: &mcp.RequestExtra{Header: http.Header{tools.ClientHeader: {token}}}}
+			Extra: &mcp.RequestExtra{Header: http.Header{conversation.ClientHeader: {token}}}}
 		return d.handler(specByName("thinkdeep"))(context.Background(), req)
 	}
 	res, err := call("alice", `{"current_analysis":"x"}`)

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
 // Each expert tool is also an MCP prompt of the same name, with the
@@ -72,7 +74,7 @@ func (sp *spec) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.Ge
 		return nil, err
 	}
 	if _, err := parseArgs(sp, raw, 0); err != nil {
-		return nil, wireError(err)
+		return nil, conversation.WireError(err)
 	}
 	pretty, _ := json.MarshalIndent(args, "", "  ")
 	text := fmt.Sprintf("Call the %s tool (of gemini-mcp-server) with these arguments, then show me its answer:\n\n%s", sp.name, pretty)

@@ -71,6 +71,18 @@
 // (reason duplicate) when its path and content hash are in the set, and
 // sent again when it changed.
 //
+// # The server's file context
+//
+// Service is the file context every tool of a server shares (chat's and
+// chat-reply's files, the expert tools' files, precommit's changes): its
+// Gather reads a turn's entries, skipping what the conversation was
+// already sent (its SentFiles, MemorySent in this process), and its Record
+// notes what a turn sent once Gemini has answered, so that a thread never
+// gets a file twice whichever tool sent it. Changes reads precommit's
+// changes through gitchanges, with the secrets they add found and masked.
+// What it sent and left out is reported as FileNote values; its errors
+// are *Error values whose Category the tools report.
+//
 // # Format
 //
 // Each file is rendered as

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
 const otherToken = "other-token-0123456789abcdef"
@@ -21,7 +21,7 @@ type spoof struct {
 
 func (s spoof) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set(tools.ClientHeader, s.id)
+	r.Header.Set(conversation.ClientHeader, s.id)
 	return s.rt.RoundTrip(r)
 }
 
@@ -84,7 +84,7 @@ func TestHTTPSessionsBelongToTheirToken(t *testing.T) {
 				{"prompt": "index", "sessionId": "1", "cwd": h.home},
 			}
 			for _, args := range refused {
-				if text, _, isErr := callOn(t, two, "chat-reply", args); !isErr || !strings.HasPrefix(text, tools.ErrorPrefix) {
+				if text, _, isErr := callOn(t, two, "chat-reply", args); !isErr || !strings.HasPrefix(text, conversation.ErrorPrefix) {
 					t.Errorf("client two, %v: %q", args, text)
 				}
 			}

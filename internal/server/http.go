@@ -18,8 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 // HTTPOptions configures the HTTP transports.
@@ -205,7 +205,7 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 			return
 		}
 		// Only this check may say which token a request holds.
-		r.Header.Del(tools.ClientHeader)
+		r.Header.Del(conversation.ClientHeader)
 		if len(g.tokens) > 0 {
 			if err := g.checkToken(r); err != nil {
 				challenge := `Bearer realm="gemini-mcp-server"`
@@ -216,9 +216,9 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 				http.Error(w, err.Error(), http.StatusUnauthorized)
 				return
 			}
-			r.Header.Set(tools.ClientHeader, clientID(r))
+			r.Header.Set(conversation.ClientHeader, clientID(r))
 		}
-		next.ServeHTTP(w, r.WithContext(tools.WithCaller(r.Context(), callerOf(r, len(g.tokens) > 0))))
+		next.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), callerOf(r, len(g.tokens) > 0))))
 	})
 }
 

@@ -10,11 +10,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
 // callerOf is the one place that says who an HTTP request comes from (see
-// tools.CallerOf): its bearer token's id when the server has tokens, else
+// conversation.CallerOf): its bearer token's id when the server has tokens, else
 // the address of the connection. A proxy's X-Forwarded-For is not
 // trusted: behind a reverse proxy, every client without a token is the
 // proxy.
@@ -56,7 +56,7 @@ func sessionGuards(srv *mcp.Server, o HTTPOptions) func(http.Handler) http.Handl
 
 func (o *sessionOwners) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller := tools.CallerOf(r.Context())
+		caller := conversation.CallerOf(r.Context())
 		switch {
 		case r.URL.Path == PathMCP && r.Header.Get("Mcp-Session-Id") != "":
 			if !o.owns(o.streamable, r.Header.Get("Mcp-Session-Id"), caller) {

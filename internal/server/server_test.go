@@ -17,6 +17,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -116,18 +117,18 @@ func (h *harness) newServer() *mcp.Server {
 			}
 			given = append(given, r)
 		}
-		if roots, err = tools.ResolveRoots(given); err != nil {
+		if roots, err = conversation.ResolveRoots(given); err != nil {
 			h.t.Fatal(err)
 		}
 	}
 	runner := backend.Limit(cli.NewRunner(cli.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout}, nil), h.opts.maxConcurrent)
-	d := &tools.Deps{Backend: runner, Store: store, DefaultCwd: h.home, MaxPromptBytes: 1 << 20,
+	o := conversation.Options{Backend: runner, Store: store, DefaultCwd: h.home,
 		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes, RequestContext: h.requestContext,
 		AllowedRoots: roots, ShareSessions: h.opts.shareSessions, SessionIDInText: h.opts.sessionIDInText}
-	if o := h.opts.remote; o != nil {
-		d.Remote, d.Authenticated, d.Stateless = true, len(o.Tokens) > 0, o.Stateless
+	if r := h.opts.remote; r != nil {
+		o.Remote, o.Authenticated, o.Stateless = true, len(r.Tokens) > 0, r.Stateless
 	}
-	return New("test", d, nil)
+	return New("test", &tools.Deps{Conv: conversation.New(o), MaxPromptBytes: 1 << 20}, nil)
 }
 
 func realDir(t *testing.T, d string) string {
@@ -364,7 +365,7 @@ func TestBadInputNeverReachesTheCLI(t *testing.T) {
 	}
 	for _, c := range cases {
 		text, _, isErr := h.call(c.tool, c.args)
-		if !isErr || !strings.HasPrefix(text, tools.ErrorPrefix) || !strings.Contains(text, c.want) {
+		if !isErr || !strings.HasPrefix(text, conversation.ErrorPrefix) || !strings.Contains(text, c.want) {
 			t.Errorf("%s %v: %q, want an error containing %q", c.tool, truncArgs(c.args), text, c.want)
 		}
 	}
@@ -456,7 +457,7 @@ func TestLongAnswersArePaged(t *testing.T) {
 		t.Fatal("the pages do not add up to the answer")
 	}
 	for _, bad := range []map[string]any{{"answerId": id, "page": 5}, {"answerId": id, "page": 0}, {"answerId": "nope", "page": 2}} {
-		if text, _, isErr := h.callMeta("chat-page", bad); !isErr || !strings.HasPrefix(text, tools.ErrorPrefix) {
+		if text, _, isErr := h.callMeta("chat-page", bad); !isErr || !strings.HasPrefix(text, conversation.ErrorPrefix) {
 			t.Errorf("chat-page %v: %q", bad, text)
 		}
 	}

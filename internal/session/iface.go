@@ -99,6 +99,23 @@ type PagedAnswer struct {
 	Created time.Time `json:"created"`
 }
 
+// Fit returns a within a budget for pages and the bytes of the pages it
+// keeps: an answer larger than the whole budget keeps its first pages that
+// fit (at least one), and Dropped counts the bytes of the rest. The pages
+// kept share a's backing array, with no room to append into it.
+func (a PagedAnswer) Fit(budget int) (PagedAnswer, int) {
+	kept, n := 0, 0
+	for kept < len(a.Pages) && (kept == 0 || n+len(a.Pages[kept]) <= budget) {
+		n += len(a.Pages[kept])
+		kept++
+	}
+	for _, p := range a.Pages[kept:] {
+		a.Dropped += len(p)
+	}
+	a.Pages = a.Pages[:kept:kept]
+	return a, n
+}
+
 // Options are what every store is opened with.
 type Options struct {
 	// TTL is how long a session lives after its last turn; 0 means

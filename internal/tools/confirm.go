@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
 // Before Gemini may run an untrusted downstream tool (API backend with MCP
@@ -64,7 +65,7 @@ func confirmParams(r backend.ConfirmRequest, caller string) *mcp.ElicitParams {
 	if r.Tool.Description != "" {
 		msg += "\n\nThe tool says of itself: " + clip(r.Tool.Description, 500)
 	}
-	msg += "\n\nAn \"always allow\" answer holds for " + describeCaller(caller) +
+	msg += "\n\nAn \"always allow\" answer holds for " + conversation.DescribeCaller(caller) +
 		", in every conversation, until the server restarts (it is kept in the server's memory only)."
 	return &mcp.ElicitParams{
 		Mode:    "form",
@@ -145,12 +146,12 @@ func elicitConfirm(req *mcp.CallToolRequest, caller string) backend.Confirm {
 // suspended is a turn waiting for a 2026-07-28 client to bring its user's
 // answer in a later call.
 type suspended struct {
-	client  string                   // who may answer: clientOf(req).key()
-	caller  string                   // and CallerOf the call that started the turn
-	session string                   // the session the turn continues, "" for a new one
-	asks    chan ask                 // from the turn: a question to put
-	done    chan *mcp.CallToolResult // the turn's result (buffered)
-	cancel  context.CancelFunc       // stops the turn
+	client  string             // who may answer: Who.Key()
+	caller  string             // and the Who.Caller of the call that started the turn
+	session string             // the session the turn continues, "" for a new one
+	asks    chan ask           // from the turn: a question to put
+	done    chan outcome       // the turn's result (buffered)
+	cancel  context.CancelFunc // stops the turn
 	mu      sync.Mutex
 	cur     *ask        // the question out, once returned to the client
 	timer   *time.Timer // stops the turn when the client does not come back
@@ -208,22 +209,22 @@ func (p *pendingTurns) supersede(client, session string) int {
 // runMRTR runs a turn whose confirmations go through the tool result: it
 // starts the turn (or, for a call carrying a request state, resumes the one
 // suspended under it) and returns its result, or the next question.
-func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, call backend.Turn) *mcp.CallToolResult {
-	who, caller := d.clientOf(req).key(), CallerOf(ctx)
+func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn) outcome {
+	who, caller := c.Who.Key(), c.Who.Caller
 	if state := req.Params.RequestState; state != "" {
 		// Only the caller asked may answer: another one's answer leaves
 		// the question in place, and is told no more than of an unknown
 		// one.
 		v, ok := d.pending.m.Load(state)
 		if ok && (v.(*suspended).client != who || v.(*suspended).caller != caller) {
-			d.Log.Warn("refused an answer to a tool confirmation from another client than the one asked", "caller", caller)
+			d.Conv.Log().Warn("refused an answer to a tool confirmation from another client than the one asked", "caller", caller)
 			ok = false
 		}
 		if ok {
 			ok = d.pending.m.CompareAndDelete(state, v)
 		}
 		if !ok {
-			return failure(errors.New("this call answers a tool confirmation that is unknown here or has expired " +
+			return failed(errors.New("this call answers a tool confirmation that is unknown here or has expired " +
 				"(a turn waits " + d.confirmWait().String() + " for the answer); send the prompt again"))
 		}
 		s := v.(*suspended)
@@ -237,27 +238,27 @@ func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, call backe
 			res = r
 		}
 		a.reply <- decision(res)
-		return d.await(ctx, req, s, who)
+		return d.await(ctx, s)
 	}
 
 	// The turn outlives this call, which ends at the first question: it
 	// runs on a context of its own, stopped with the server, by a call of
 	// the client that is cancelled, or when the client does not come back.
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	if d.Lifetime != nil {
-		stop := context.AfterFunc(d.Lifetime, cancel)
+	if life := d.Conv.Lifetime(); life != nil {
+		stop := context.AfterFunc(life, cancel)
 		go func() { <-tctx.Done(); stop() }()
 	}
-	s := &suspended{client: who, caller: caller, session: call.Session, asks: make(chan ask), done: make(chan *mcp.CallToolResult, 1), cancel: cancel}
+	s := &suspended{client: who, caller: caller, session: call.Session, asks: make(chan ask), done: make(chan outcome, 1), cancel: cancel}
 	call.Confirm = d.grants.confirmFor(caller, s.confirm)
-	go func() { s.done <- d.runTurn(tctx, req, call) }()
-	return d.await(ctx, req, s, who)
+	go func() { s.done <- d.runTurn(tctx, c, call) }()
+	return d.await(ctx, s)
 }
 
 // await waits, for the call ctx, until the turn ends or asks a question;
 // a question goes back to the client as an input request, and the turn
 // stays suspended under a new request state.
-func (d *Deps) await(ctx context.Context, req *mcp.CallToolRequest, s *suspended, who string) *mcp.CallToolResult {
+func (d *Deps) await(ctx context.Context, s *suspended) outcome {
 	select {
 	case res := <-s.done:
 		s.cancel()
@@ -272,20 +273,20 @@ func (d *Deps) await(ctx context.Context, req *mcp.CallToolRequest, s *suspended
 		d.pending.m.Store(state, s)
 		s.timer = time.AfterFunc(d.confirmWait(), func() {
 			if _, ok := d.pending.m.LoadAndDelete(state); ok {
-				d.Log.Info("tool confirmation not answered in time; turn stopped", "wait", d.confirmWait())
+				d.Conv.Log().Info("tool confirmation not answered in time; turn stopped", "wait", d.confirmWait())
 				s.cancel()
 			}
 		})
 		s.mu.Unlock()
-		d.Log.Info("asking the client to confirm a tool call", "tool", a.req.Tool.Name)
-		return &mcp.CallToolResult{
+		d.Conv.Log().Info("asking the client to confirm a tool call", "tool", a.req.Tool.Name)
+		return outcome{res: &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{confirmInputID: confirmParams(a.req, s.caller)},
 			RequestState:  state,
-		}
+		}}
 	case <-ctx.Done():
 		s.cancel()
 		<-s.done
-		return failure(fmt.Errorf("the call was cancelled: %w", context.Cause(ctx)))
+		return failed(fmt.Errorf("the call was cancelled: %w", context.Cause(ctx)))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
@@ -68,9 +69,16 @@ func (a *asking) Run(ctx context.Context, t backend.Turn) (*backend.Answer, erro
 // the messages the client was asked.
 func confirmServer(t *testing.T, b backend.Backend, protocol string, answer func() *mcp.ElicitResult, opts *mcp.ClientOptions) (*mcp.ClientSession, *Deps, func() []string) {
 	t.Helper()
+	return confirmServerWaiting(t, b, protocol, answer, opts, 0)
+}
+
+// confirmServerWaiting is confirmServer with the tools' ConfirmWait set
+// to wait.
+func confirmServerWaiting(t *testing.T, b backend.Backend, protocol string, answer func() *mcp.ElicitResult, opts *mcp.ClientOptions, wait time.Duration) (*mcp.ClientSession, *Deps, func() []string) {
+	t.Helper()
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
-	d := &Deps{Backend: b, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20}
+	d := &Deps{Conv: conversation.New(conversation.Options{Backend: b, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20, ConfirmWait: wait}
 	s := mcp.NewServer(&mcp.Implementation{Name: "gemini-mcp-server", Version: "t"}, nil)
 	Register(s, d)
 
@@ -187,8 +195,7 @@ func TestConfirmThroughElicitation(t *testing.T) {
 func TestSuspendedTurnStopsWhenTheClientDoesNotComeBack(t *testing.T) {
 	t.Parallel()
 	b := &asking{asks: 1, cancelled: make(chan struct{}, 1)}
-	cs, d, _ := confirmServer(t, b, "2026-07-28", accept("once"), &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
-	d.ConfirmWait = time.Millisecond
+	cs, _, _ := confirmServerWaiting(t, b, "2026-07-28", accept("once"), &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, time.Millisecond)
 	ctx := testCtx(t)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "go"}})
 	if err != nil {

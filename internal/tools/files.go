@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 )
 
 // This file gives chat and chat-reply the expert tools' optional files and
@@ -15,25 +16,14 @@ import (
 // server plugs in (Deps.Files), the same as the expert tools', so that a
 // thread skips the files any of its tools already sent.
 
-// FileNote is a file sent to Gemini or left out, with the reason.
-type FileNote struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason,omitempty"`
+// FileContext is the file context chat and chat-reply read (a
+// *filectx.Service, shared with the expert tools): Gather reads a turn's
+// files, skipping what the conversation was already sent, and Record
+// notes what a turn sent once Gemini has answered.
+type FileContext interface {
+	Gather(ctx context.Context, sessionID string, entries []string) (*filectx.Files, error)
+	Record(ctx context.Context, sessionID string, f *filectx.Files) error
 }
-
-// Files is the file context of one call: the text to send after the
-// prompt, what was sent and left out, and Record, which notes the sent
-// files as sent in a session once Gemini has answered.
-type Files struct {
-	Text               string
-	Processed, Skipped []FileNote
-	Record             func(ctx context.Context, sessionID string)
-}
-
-// FilesFunc reads entries (files or directories inside the project root)
-// for a turn of session sessionID ("" for a new one), skipping what that
-// session was already sent.
-type FilesFunc func(ctx context.Context, sessionID string, entries []string) (*Files, error)
 
 // errNoFiles is chat's answer to files on a server without file context.
 var errNoFiles = errors.New("this server reads no project files (it has no file context): paste the code into the prompt instead")
@@ -54,7 +44,7 @@ func continuationID(sessionID, contID string) (string, error) {
 
 // withFiles reads the call's files (when it names any) and adds them to
 // the prompt.
-func (d *Deps) withFiles(ctx context.Context, call *backend.Turn, entries []string) (*Files, error) {
+func (d *Deps) withFiles(ctx context.Context, call *backend.Turn, entries []string) (*filectx.Files, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
@@ -66,7 +56,7 @@ func (d *Deps) withFiles(ctx context.Context, call *backend.Turn, entries []stri
 	if d.Files == nil {
 		return nil, errNoFiles
 	}
-	f, err := d.Files(ctx, call.Session, entries)
+	f, err := d.Files.Gather(ctx, call.Session, entries)
 	if err != nil {
 		return nil, err
 	}
@@ -76,25 +66,32 @@ func (d *Deps) withFiles(ctx context.Context, call *backend.Turn, entries []stri
 	return f, nil
 }
 
-// finishFiles records the files as sent in the answer's session and adds
-// the files facts to _meta.
-func finishFiles(ctx context.Context, f *Files, out *mcp.CallToolResult) {
-	if f == nil || out.IsError {
+// finishFiles records the files as sent in the session of the answer
+// out is, and adds the files facts to its result's _meta.
+func (d *Deps) finishFiles(ctx context.Context, f *filectx.Files, out outcome) {
+	if f == nil || out.res.IsError {
 		return
 	}
-	if out.Meta == nil {
-		out.Meta = mcp.Meta{}
+	if out.res.Meta == nil {
+		out.res.Meta = mcp.Meta{}
 	}
-	out.Meta["filesProcessed"] = nonNil(f.Processed)
-	out.Meta["filesSkipped"] = nonNil(f.Skipped)
-	if id, _ := out.Meta["sessionId"].(string); id != "" && f.Record != nil {
-		f.Record(context.WithoutCancel(ctx), id)
+	out.res.Meta["filesProcessed"] = notes(f.Processed)
+	out.res.Meta["filesSkipped"] = notes(f.Skipped)
+	if out.session != "" {
+		// At worst the files are sent again next turn.
+		if err := d.Files.Record(context.WithoutCancel(ctx), out.session, f); err != nil {
+			d.Conv.Log().Warn("recording the files sent", "session", out.session, "err", err)
+		}
 	}
 }
 
-func nonNil(n []FileNote) []FileNote {
-	if n == nil {
-		return []FileNote{}
+// notes lists n for chat's _meta, never nil: each file's path and, when
+// it was left out or had lines withheld, why (chat's results name no
+// hashes).
+func notes(n []filectx.FileNote) []filectx.FileNote {
+	out := make([]filectx.FileNote, len(n))
+	for i, f := range n {
+		out[i] = filectx.FileNote{Path: f.Path, Reason: f.Reason}
 	}
-	return n
+	return out
 }

@@ -9,11 +9,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -60,9 +62,18 @@ func newStubDeps(t *testing.T) (*Deps, *stubRunner) {
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
 	r := &stubRunner{}
-	d := &Deps{Backend: r, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20}
-	Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d) // fills the defaults
+	d := &Deps{Conv: conversation.New(conversation.Options{Backend: r, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20}
+	Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d)
 	return d, r
+}
+
+// with returns the tools of d on a pipeline whose options change makes
+// from d's: a server's configuration is complete before it serves, so a
+// test that changes it builds the tools anew, on the same store.
+func (d *Deps) with(change func(*conversation.Options)) *Deps {
+	o := d.Conv.Options()
+	change(&o)
+	return &Deps{Conv: conversation.New(o), MaxPromptBytes: d.MaxPromptBytes, Files: d.Files, ConfirmWait: d.ConfirmWait}
 }
 
 // request builds a tools/call request as the SDK hands it to a handler; a
@@ -75,7 +86,7 @@ func request(t *testing.T, tool string, args map[string]any, token string) *mcp.
 	}
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tool, Arguments: raw}}
 	if token != "" {
-		req.Extra = &mcp.RequestExtra{Header: http.Header{ClientHeader: {token}}}
+		req.Extra = &mcp.RequestExtra{Header: http.Header{conversation.ClientHeader: {token}}}
 	}
 	return req
 }
@@ -143,7 +154,7 @@ func TestUnknownArgumentsFromSchema(t *testing.T) {
 func TestReplyTargets(t *testing.T) {
 	t.Parallel()
 	d, r := newStubDeps(t)
-	sub := filepath.Join(d.DefaultCwd, "sub")
+	sub := filepath.Join(d.Conv.DefaultCwd(), "sub")
 	if err := mkdir(sub); err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +187,8 @@ func TestReplyTargets(t *testing.T) {
 		errContain string
 	}{
 		{"newest", ReplyInput{Prompt: "p"}, b, sub, ""},
-		{"newest in cwd", ReplyInput{Prompt: "p", Cwd: d.DefaultCwd}, a, d.DefaultCwd, ""},
-		{"by id", ReplyInput{Prompt: "p", SessionID: a}, a, d.DefaultCwd, ""},
+		{"newest in cwd", ReplyInput{Prompt: "p", Cwd: d.Conv.DefaultCwd()}, a, d.Conv.DefaultCwd(), ""},
+		{"by id", ReplyInput{Prompt: "p", SessionID: a}, a, d.Conv.DefaultCwd(), ""},
 		{"by id, other cwd", ReplyInput{Prompt: "p", SessionID: a, Cwd: "sub"}, "", "", "was started in"},
 		{"latest", ReplyInput{Prompt: "p", SessionID: "latest", Cwd: "sub"}, "latest", sub, ""},
 		{"unknown id", ReplyInput{Prompt: "p", SessionID: "b9aadb6c-5aca-4c65-b929-02b095cc2b94"}, "", "", "unknown sessionId"},
@@ -195,7 +206,7 @@ func TestReplyTargets(t *testing.T) {
 	}
 
 	// Over HTTP with tokens: each token sees its own.
-	d.Remote, d.Authenticated = true, true
+	d = d.with(func(o *conversation.Options) { o.Remote, o.Authenticated = true, true })
 	t1 := chat("", "id-one")
 	t2 := chat("", "id-two")
 	if call, msg, ok := reply(ReplyInput{Prompt: "p"}, "id-one"); !ok || call.Session != t1 {
@@ -262,7 +273,7 @@ func TestSessionBelongsToItsBackend(t *testing.T) {
 	}
 	family := func(id string) string {
 		t.Helper()
-		rec, ok, err := d.Store.Get(context.Background(), id)
+		rec, ok, err := d.Conv.Store().Get(context.Background(), id)
 		if !ok || err != nil {
 			t.Fatalf("no record of %s: %v", id, err)
 		}
@@ -270,12 +281,12 @@ func TestSessionBelongsToItsBackend(t *testing.T) {
 	}
 
 	onCLI := chat()
-	d.Backend = apiStub
+	d = d.with(func(o *conversation.Options) { o.Backend = apiStub })
 	onAPI := chat()
 	if family(onCLI) != "cli" || family(onAPI) != "api" {
 		t.Fatalf("recorded families %q, %q", family(onCLI), family(onAPI))
 	}
-	d.Backend = cliStub
+	d = d.with(func(o *conversation.Options) { o.Backend = cliStub })
 	if res, text := reply(onCLI); res.IsError {
 		t.Fatal(text) // onCLI is now the newest session
 	}
@@ -284,7 +295,7 @@ func TestSessionBelongsToItsBackend(t *testing.T) {
 		t.Errorf("the CLI continued an API session: %s", text)
 	}
 
-	d.Backend = apiStub
+	d = d.with(func(o *conversation.Options) { o.Backend = apiStub })
 	calls := len(apiStub.calls)
 	if res, text := reply(onCLI); !res.IsError || !strings.Contains(text, "was started on the Gemini CLI backends (--backend warm or oneshot), and this server runs the Gemini API backend") {
 		t.Errorf("the API continued a CLI session: %s", text)
@@ -302,13 +313,13 @@ func TestSessionBelongsToItsBackend(t *testing.T) {
 
 	// A record from before the family was kept belongs to the CLI.
 	old := session.NewUUID()
-	if _, err := d.Store.Touch(context.Background(), old, session.Turn{Cwd: d.DefaultCwd}, d.Now()); err != nil {
+	if _, err := d.Conv.Store().Touch(context.Background(), old, session.Turn{Cwd: d.Conv.DefaultCwd()}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res, text := reply(old); !res.IsError || !strings.Contains(text, "was started on the Gemini CLI backends") {
 		t.Errorf("the API continued an old record: %s", text)
 	}
-	d.Backend = cliStub
+	d = d.with(func(o *conversation.Options) { o.Backend = cliStub })
 	if res, text := reply(old); res.IsError || cliStub.last().Session != old {
 		t.Errorf("the CLI refused an old record: %s", text)
 	}
@@ -337,7 +348,7 @@ func TestUnkeptTurn(t *testing.T) {
 	if !strings.Contains(note, "this turn could not be saved (OOM command not allowed)") || !strings.Contains(note, "without this exchange") {
 		t.Errorf("note %q", note)
 	}
-	if rec, _, err := d.Store.Get(ctx, id); err != nil || rec.Turns != 1 {
+	if rec, _, err := d.Conv.Store().Get(ctx, id); err != nil || rec.Turns != 1 {
 		t.Errorf("record after the unkept turn: %d turns, %v; want 1", rec.Turns, err)
 	}
 }

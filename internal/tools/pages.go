@@ -2,114 +2,11 @@ package tools
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
-
-// pageAnswer keeps text, an answer too long for one result, in the session
-// store as pages for chat-page, and returns its first page. The pages live
-// as long as the session (any server process sharing the store serves
-// them), or until the store drops the oldest answers to stay within its
-// budget. When the store cannot keep them, the first page still comes
-// back, with a note saying how to get the rest.
-func (d *Deps) pageAnswer(ctx context.Context, sessionID, text string) *mcp.CallToolResult {
-	pages := splitPages(text, d.MaxAnswerBytes)
-	a := session.PagedAnswer{ID: session.NewUUID(), SessionID: sessionID, Pages: pages, Created: d.Now()}
-	kept, n := 0, 0
-	for kept < len(pages) && (kept == 0 || n+len(pages[kept]) <= d.MaxPagedBytes) {
-		n += len(pages[kept])
-		kept++
-	}
-	if kept < len(pages) {
-		// Copies, so that the whole answer the pages were cut from can be
-		// freed.
-		a.Pages = make([]string, kept)
-		for i := range kept {
-			a.Pages[i] = strings.Clone(pages[i])
-		}
-		a.Dropped = len(text) - n
-	}
-	if err := d.Store.PutAnswer(ctx, a); err != nil {
-		d.Log.Warn("keeping an answer's pages", "session", sessionID, "bytes", len(text), "err", err)
-		out := d.pageResult(a.ID, session.PagedAnswer{SessionID: sessionID, Pages: pages[:1], Dropped: len(text) - len(pages[0])}, 1)
-		out.Content[0] = &mcp.TextContent{Text: pages[0] + fmt.Sprintf("\n\n[gemini-mcp-server: the answer is too long for one result, and its other pages could not be kept (%v): "+
-			"this first page of %d is all there is of it. To get the rest, ask with chat-reply for the part after this one.]", storeError(err), len(pages))}
-		delete(out.Meta, "answerId")
-		return out
-	}
-	d.Log.Info("answer paged", "answer", a.ID, "bytes", len(text), "pages", len(pages))
-	return d.pageResult(a.ID, a, 1)
-}
-
-// splitPages cuts s into pages of at most max bytes, at a line break in the
-// second half of a page when there is one, else at a character boundary.
-func splitPages(s string, max int) []string {
-	var pages []string
-	for len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		if cut == 0 { // max is smaller than one character
-			_, cut = utf8.DecodeRuneInString(s)
-		}
-		if nl := strings.LastIndexByte(s[:cut], '\n'); nl >= max/2 {
-			cut = nl + 1
-		}
-		pages = append(pages, s[:cut])
-		s = s[cut:]
-	}
-	return append(pages, s)
-}
-
-// pageResult is the result for page n (1-based) of a paged answer.
-func (d *Deps) pageResult(id string, a session.PagedAnswer, n int) *mcp.CallToolResult {
-	text := a.Pages[n-1]
-	lost := ""
-	if a.Dropped > 0 {
-		kept := 0
-		for _, p := range a.Pages {
-			kept += len(p)
-		}
-		lost = fmt.Sprintf(" The answer is %d bytes, more than this server keeps for paging: only its first %d pages (%d bytes) are kept, the last %d bytes are lost. "+
-			"To get the rest, ask with chat-reply for the part after page %d, or for a shorter answer.", kept+a.Dropped, len(a.Pages), kept, a.Dropped, len(a.Pages))
-	}
-	switch {
-	case n < len(a.Pages):
-		text += fmt.Sprintf("\n\n[gemini-mcp-server: the answer is too long for one result; this is page %d of %d. "+
-			"Call chat-page with answerId %q and page %d for the next part.%s]", n, len(a.Pages), id, n+1, firstOnly(n, lost))
-	case lost != "":
-		text += fmt.Sprintf("\n\n[gemini-mcp-server: the answer is cut here, page %d of %d.%s]", n, len(a.Pages), lost)
-	default:
-		text += fmt.Sprintf("\n\n[gemini-mcp-server: end of the answer, page %d of %d.]", n, len(a.Pages))
-	}
-	meta := mcp.Meta{"answerId": id, "page": n, "pages": len(a.Pages)}
-	if a.Dropped > 0 {
-		meta["droppedBytes"] = a.Dropped
-	}
-	if a.SessionID != "" {
-		meta["sessionId"] = a.SessionID
-	}
-	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, Meta: meta}
-	d.addSessionNote(out, a.SessionID)
-	return out
-}
-
-// firstOnly returns note for page 1 and nothing for later pages: the first
-// page warns, the last kept page repeats the warning where the answer
-// stops.
-func firstOnly(n int, note string) string {
-	if n == 1 {
-		return note
-	}
-	return ""
-}
 
 func pageTool() *mcp.Tool {
 	return &mcp.Tool{
@@ -130,22 +27,11 @@ type PageInput struct {
 
 func (d *Deps) chatPage(ctx context.Context, req *mcp.CallToolRequest, in PageInput) (*mcp.CallToolResult, any, error) {
 	if err := checkArgs(req); err != nil {
-		return failure(err), nil, nil
+		return conversation.Failure(err), nil, nil
 	}
-	id := strings.ToLower(strings.TrimSpace(in.AnswerID))
-	if !session.IsUUID(id) {
-		return failure(fmt.Errorf("answerId %q is not an answer id: pass the answerId from the note at the end of the previous page", msg.Clip(in.AnswerID, 80))), nil, nil
-	}
-	a, ok, err := d.Store.GetAnswer(ctx, id)
+	out, err := d.Conv.Page(ctx, in.AnswerID, in.Page)
 	if err != nil {
-		return failure(storeError(err)), nil, nil
+		return conversation.Failure(err), nil, nil
 	}
-	if !ok {
-		return failure(fmt.Errorf("unknown or expired answerId %q: this server keeps the pages of long answers as long as their session (--session-ttl), "+
-			"but drops the oldest when they take too much room. Ask again with chat-reply on the session to get the answer anew", in.AnswerID)), nil, nil
-	}
-	if in.Page < 1 || in.Page > len(a.Pages) {
-		return failure(fmt.Errorf("page %d does not exist: answer %s has pages 1 to %d", in.Page, in.AnswerID, len(a.Pages))), nil, nil
-	}
-	return d.pageResult(id, a, in.Page), nil, nil
+	return out, nil, nil
 }

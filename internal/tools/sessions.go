@@ -12,8 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // Limits of the sessions tool's pages.
@@ -63,34 +63,26 @@ func sessionsTool() *mcp.Tool {
 	}
 }
 
-// listSessions lists the sessions the caller may continue: on stdio all of
-// them, over HTTP those mayUse allows (its own, unless the operator shares
-// sessions).
+// listSessions lists the sessions the caller may continue (see
+// conversation.Service.Sessions).
 func (d *Deps) listSessions(ctx context.Context, req *mcp.CallToolRequest, in SessionsInput) (*mcp.CallToolResult, *SessionsOutput, error) {
 	if err := checkArgs(req); err != nil {
-		return failure(err), nil, nil
+		return conversation.Failure(err), nil, nil
 	}
 	limit := in.Limit
 	if limit == 0 {
 		limit = defaultSessionsLimit
 	}
 	if limit < 1 || limit > maxSessionsLimit {
-		return failure(fmt.Errorf("limit %d is out of range: pass 1 to %d, or omit it for %d", in.Limit, maxSessionsLimit, defaultSessionsLimit)), nil, nil
+		return conversation.Failure(fmt.Errorf("limit %d is out of range: pass 1 to %d, or omit it for %d", in.Limit, maxSessionsLimit, defaultSessionsLimit)), nil, nil
 	}
 	offset, err := parseCursor(in.Cursor)
 	if err != nil {
-		return failure(err), nil, nil
+		return conversation.Failure(err), nil, nil
 	}
-	var dir string
-	if in.Cwd != "" {
-		if dir, err = d.resolveCwd(in.Cwd); err != nil {
-			return failure(err), nil, nil
-		}
-	}
-	who := d.clientOf(req)
-	recs, more, err := d.Store.List(ctx, d.usable(session.Filter{Cwd: dir, Offset: offset, Limit: limit}, who))
+	recs, more, err := d.Conv.Sessions(ctx, d.Conv.CallOf(ctx, req).Who, in.Cwd, offset, limit)
 	if err != nil {
-		return failure(storeError(err)), nil, nil
+		return conversation.Failure(err), nil, nil
 	}
 	out := &SessionsOutput{Sessions: make([]SessionInfo, 0, len(recs))}
 	for _, r := range recs {

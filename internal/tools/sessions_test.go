@@ -8,14 +8,18 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
 // tick makes d's clock advance a minute per reading, so that sessions
 // have distinct times.
-func tick(d *Deps) {
+func tick(d *Deps) *Deps {
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	n := 0
-	d.Now = func() time.Time { n++; return t0.Add(time.Duration(n) * time.Minute) }
+	return d.with(func(o *conversation.Options) {
+		o.Now = func() time.Time { n++; return t0.Add(time.Duration(n) * time.Minute) }
+	})
 }
 
 func listSessions(t *testing.T, d *Deps, args map[string]any, token string) (*mcp.CallToolResult, *SessionsOutput) {
@@ -46,9 +50,9 @@ func ids(out *SessionsOutput) []string {
 func TestSessionsListsNewestFirstPaged(t *testing.T) {
 	t.Parallel()
 	d, _ := newStubDeps(t)
-	tick(d)
-	d.Host = "here"
-	sub := d.DefaultCwd + "/sub"
+	d = tick(d)
+	d = d.with(func(o *conversation.Options) { o.Host = "here" })
+	sub := d.Conv.DefaultCwd() + "/sub"
 	if err := mkdir(sub); err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +70,12 @@ func TestSessionsListsNewestFirstPaged(t *testing.T) {
 		t.Fatalf("first page: %s %+v", textOf(res), out)
 	}
 	got := out.Sessions[0]
-	want := SessionInfo{ID: a, Backend: "cli", Cwd: d.DefaultCwd, Model: "gemini-x", Title: "first question about the parser", Turns: 2,
+	want := SessionInfo{ID: a, Backend: "cli", Cwd: d.Conv.DefaultCwd(), Model: "gemini-x", Title: "first question about the parser", Turns: 2,
 		LastUsed: "2026-11-22T10:04:00Z", Host: "here"}
 	if got != want {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
 	}
-	for _, w := range []string{a + "  cli  " + d.DefaultCwd + "  gemini-x  2 turns  last used 2026-11-22T10:04:00Z", `"first question about the parser"`, "cursor " + `"` + out.NextCursor + `"`} {
+	for _, w := range []string{a + "  cli  " + d.Conv.DefaultCwd() + "  gemini-x  2 turns  last used 2026-11-22T10:04:00Z", `"first question about the parser"`, "cursor " + `"` + out.NextCursor + `"`} {
 		if !strings.Contains(textOf(res), w) {
 			t.Errorf("text lacks %q:\n%s", w, textOf(res))
 		}
@@ -103,9 +107,9 @@ func TestSessionsListsNewestFirstPaged(t *testing.T) {
 func TestSessionsOverHTTPAreTheCallers(t *testing.T) {
 	t.Parallel()
 	d, _ := newStubDeps(t)
-	tick(d)
+	d = tick(d)
 	open := chatOK(t, d, ChatInput{Prompt: "from stdio"})
-	d.Remote, d.Authenticated = true, true
+	d = d.with(func(o *conversation.Options) { o.Remote, o.Authenticated = true, true })
 	chat := func(token string) string {
 		res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}, token), ChatInput{Prompt: "p"})
 		return res.Meta["sessionId"].(string)
@@ -117,7 +121,7 @@ func TestSessionsOverHTTPAreTheCallers(t *testing.T) {
 	if _, out := listSessions(t, d, nil, "id-two"); strings.Join(ids(out), ",") != two+","+open {
 		t.Fatalf("token two sees %v", ids(out))
 	}
-	d.ShareSessions = true
+	d = d.with(func(o *conversation.Options) { o.ShareSessions = true })
 	if _, out := listSessions(t, d, nil, "id-one"); len(out.Sessions) != 3 {
 		t.Fatalf("with --share-sessions token one sees %v", ids(out))
 	}

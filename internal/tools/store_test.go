@@ -11,6 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
@@ -33,7 +35,7 @@ func replyTo(t *testing.T, d *Deps, in ReplyInput) *mcp.CallToolResult {
 
 func record(t *testing.T, d *Deps, id string) session.Record {
 	t.Helper()
-	rec, ok, err := d.Store.Get(context.Background(), id)
+	rec, ok, err := d.Conv.Store().Get(context.Background(), id)
 	if err != nil || !ok {
 		t.Fatalf("no record of %s: %v", id, err)
 	}
@@ -45,7 +47,7 @@ func record(t *testing.T, d *Deps, id string) session.Record {
 func TestMaxTurns(t *testing.T) {
 	t.Parallel()
 	d, r := newStubDeps(t)
-	d.MaxTurns = 2
+	d = d.with(func(o *conversation.Options) { o.MaxTurns = 2 })
 	id := chatOK(t, d, ChatInput{Prompt: "p"})
 	if res := replyTo(t, d, ReplyInput{Prompt: "q", SessionID: id}); res.IsError {
 		t.Fatal(textOf(res))
@@ -74,7 +76,7 @@ func TestMaxTurns(t *testing.T) {
 func TestRecordedTitleHostAndSystemPrompt(t *testing.T) {
 	t.Parallel()
 	d, _ := newStubDeps(t)
-	d.Host = "build-7"
+	d = d.with(func(o *conversation.Options) { o.Host = "build-7" })
 	prompt := "Review this\n\tdiff for  races, please: the worker pool and its queue, then the shutdown path"
 	id := chatOK(t, d, ChatInput{Prompt: prompt, SystemPrompt: "be terse"})
 	replyTo(t, d, ReplyInput{Prompt: "and the tests?", SessionID: id, SystemPrompt: "other"})
@@ -82,26 +84,10 @@ func TestRecordedTitleHostAndSystemPrompt(t *testing.T) {
 	if rec.Title != "Review this diff for races, please: the worker pool and its …" || rec.Host != "build-7" || rec.SystemPrompt != "be terse" || rec.Turns != 2 {
 		t.Fatalf("record %+v", rec)
 	}
-	d.Backend = &stubRunner{name: "api"}
+	d = d.with(func(o *conversation.Options) { o.Backend = &stubRunner{name: "api"} })
 	id = chatOK(t, d, ChatInput{Prompt: "short"})
 	if rec := record(t, d, id); rec.Host != "" || rec.Title != "short" {
 		t.Fatalf("API record %+v", rec)
-	}
-}
-
-func TestTitle(t *testing.T) {
-	t.Parallel()
-	long := strings.Repeat("x", 100)
-	for in, want := range map[string]string{
-		"":                        "",
-		"  one\n two  ":           "one two",
-		long:                      strings.Repeat("x", 60) + "…",
-		"héllo " + long:           "héllo …",
-		strings.Repeat("ab ", 30): strings.TrimSpace(strings.Repeat("ab ", 20)) + " …",
-	} {
-		if got := Title(in); got != want {
-			t.Errorf("Title(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 
@@ -112,7 +98,7 @@ func TestAPIReplyKeepsSystemPrompt(t *testing.T) {
 	t.Parallel()
 	d, cli := newStubDeps(t)
 	api := &stubRunner{name: "api"}
-	d.Backend = api
+	d = d.with(func(o *conversation.Options) { o.Backend = api })
 	id := chatOK(t, d, ChatInput{Prompt: "p", SystemPrompt: "answer in French"})
 	replyTo(t, d, ReplyInput{Prompt: "q", SessionID: id})
 	if got := api.last().SystemPrompt; got != "answer in French" {
@@ -126,7 +112,7 @@ func TestAPIReplyKeepsSystemPrompt(t *testing.T) {
 	if got := api.last().SystemPrompt; got != "in German now" {
 		t.Fatalf("reply with its own sent %q", got)
 	}
-	d.Backend = cli
+	d = d.with(func(o *conversation.Options) { o.Backend = cli })
 	id = chatOK(t, d, ChatInput{Prompt: "p", SystemPrompt: "answer in French"})
 	replyTo(t, d, ReplyInput{Prompt: "q", SessionID: id})
 	if got := cli.last().SystemPrompt; got != "" {
@@ -140,10 +126,10 @@ func TestAPIReplyKeepsSystemPrompt(t *testing.T) {
 func TestCLISessionOfAnotherHost(t *testing.T) {
 	t.Parallel()
 	d, r := newStubDeps(t)
-	d.Host = "here"
+	d = d.with(func(o *conversation.Options) { o.Host = "here" })
 	local := chatOK(t, d, ChatInput{Prompt: "p"})
 	there := session.NewUUID()
-	if _, err := d.Store.Touch(context.Background(), there, session.Turn{Cwd: d.DefaultCwd, Backend: "cli", Host: "there"}, d.Now().Add(time.Minute)); err != nil {
+	if _, err := d.Conv.Store().Touch(context.Background(), there, session.Turn{Cwd: d.Conv.DefaultCwd(), Backend: "cli", Host: "there"}, d.Conv.Options().Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	calls := len(r.calls)
@@ -160,9 +146,9 @@ func TestCLISessionOfAnotherHost(t *testing.T) {
 	}
 	// The API backend's sessions live in the store alone: any host
 	// continues them.
-	d.Backend = &stubRunner{name: "api"}
+	d = d.with(func(o *conversation.Options) { o.Backend = &stubRunner{name: "api"} })
 	api := session.NewUUID()
-	if _, err := d.Store.Touch(context.Background(), api, session.Turn{Cwd: d.DefaultCwd, Backend: "api"}, d.Now()); err != nil {
+	if _, err := d.Conv.Store().Touch(context.Background(), api, session.Turn{Cwd: d.Conv.DefaultCwd(), Backend: "api"}, d.Conv.Options().Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := replyTo(t, d, ReplyInput{Prompt: "q", SessionID: api}); res.IsError {
@@ -212,8 +198,8 @@ func (s *downStore) GetAnswer(ctx context.Context, id string) (session.PagedAnsw
 func TestStoreUnavailable(t *testing.T) {
 	t.Parallel()
 	d, r := newStubDeps(t)
-	st := &downStore{Store: d.Store}
-	d.Store = st
+	st := &downStore{Store: d.Conv.Store()}
+	d = d.with(func(o *conversation.Options) { o.Store = st })
 	id := chatOK(t, d, ChatInput{Prompt: "p"})
 	st.down.Store(true)
 	calls := len(r.calls)
@@ -261,7 +247,7 @@ func TestLeaseOrdersProcesses(t *testing.T) {
 		defer store.Close()
 		cwd := realTemp(t)
 		run := &blockingRunner{started: make(chan string, 4)}
-		b := &Deps{Backend: run, Store: store, DefaultCwd: cwd, MaxPromptBytes: 1 << 20}
+		b := &Deps{Conv: conversation.New(conversation.Options{Backend: run, Store: store, DefaultCwd: cwd}), MaxPromptBytes: 1 << 20}
 		Register(mcp.NewServer(&mcp.Implementation{Name: "b"}, nil), b)
 		id := session.NewUUID()
 		if _, err := store.Touch(context.Background(), id, session.Turn{Cwd: cwd, Backend: "cli"}, time.Now()); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
 // Tuning is the optional per-call tuning chat and chat-reply take (the expert
@@ -83,7 +84,7 @@ func tuningMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method == "tools/call" {
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && (p.Name == "chat" || p.Name == "chat-reply") {
 				if err := checkTuning(p.Arguments); err != nil {
-					return failure(err), nil
+					return conversation.Failure(err), nil
 				}
 			}
 		}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -23,7 +25,7 @@ func connectStub(t *testing.T) (*mcp.ClientSession, *stubRunner) {
 	t.Cleanup(func() { store.Close() })
 	r := &stubRunner{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
-	Register(srv, &Deps{Backend: r, Store: store, DefaultCwd: realTemp(t), MaxPromptBytes: 1 << 20})
+	Register(srv, &Deps{Conv: conversation.New(conversation.Options{Backend: r, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20})
 	return mcptest.Connect(t, srv, nil), r
 }
 
@@ -62,8 +64,8 @@ func TestTuningValidated(t *testing.T) {
 				args[k] = v
 			}
 			res := call(t, cs, tool, args)
-			if !res.IsError || textOf(res) != ErrorPrefix+c.want && !strings.HasPrefix(textOf(res), ErrorPrefix+c.want) {
-				t.Errorf("%s %v: %v %q, want %q", tool, c.args, res.IsError, textOf(res), ErrorPrefix+c.want)
+			if !res.IsError || textOf(res) != conversation.ErrorPrefix+c.want && !strings.HasPrefix(textOf(res), conversation.ErrorPrefix+c.want) {
+				t.Errorf("%s %v: %v %q, want %q", tool, c.args, res.IsError, textOf(res), conversation.ErrorPrefix+c.want)
 			}
 		}
 	}

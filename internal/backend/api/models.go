@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -165,4 +166,22 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// listModels reads the whole model list, page by page.
+func (b *Backend) listModels(ctx context.Context) (out []*genai.Model, err error) {
+	defer func() {
+		// The SDK panics on some malformed lists (v1.77.0: "models": null);
+		// a proxy's odd answer must not bring the server down.
+		if v := recover(); v != nil {
+			out, err = nil, fmt.Errorf("the model list could not be read: %v", v)
+		}
+	}()
+	for m, err := range b.client.Models.All(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }

@@ -28,7 +28,8 @@
 // The diff is returned as git wrote it, secrets and all: the secrets
 // package (internal/filectx/secrets) finds them (ScanDiff) and masks them
 // (RedactDiff) with the same line scanner that masks the files sent, and
-// internal/expertctx applies both before precommit sends the diff.
+// internal/filectx's Service (Changes) applies both before precommit sends
+// the diff.
 //
 // Errors are *Error with a Kind: KindGitMissing (git cannot be found or
 // started), KindNotRepo (the path is not inside a git work tree),
@@ -37,15 +38,12 @@
 package gitchanges
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -104,62 +102,6 @@ type Error struct {
 func (e *Error) Error() string { return e.Message }
 
 func (e *Error) Unwrap() error { return e.Err }
-
-// File is one changed path.
-type File struct {
-	Path   string `json:"path"`             // relative to the repository's top level, slash-separated
-	From   string `json:"from,omitempty"`   // the old path of a rename or copy
-	Status string `json:"status"`           // added, modified, deleted, renamed, copied, type-changed, untracked
-	Staged bool   `json:"staged"`           // a staged change (false: unstaged or untracked)
-	Binary bool   `json:"binary,omitempty"` // named, not shown
-}
-
-// Changes are a repository's pending changes.
-type Changes struct {
-	Root      string // the repository's top level
-	Staged    string // the staged diff ("" when not asked or none)
-	Unstaged  string // the unstaged diff, then the untracked files as additions
-	Files     []File // at most Options.MaxFiles
-	Omitted   int    // the changed files past Options.MaxFiles, not in Files
-	Truncated bool   // the diff text reached Options.MaxBytes
-
-	maxFiles int
-}
-
-// add lists f, or counts it past the cap.
-func (c *Changes) add(f File) {
-	if len(c.Files) >= c.maxFiles {
-		c.Omitted++
-		return
-	}
-	c.Files = append(c.Files, f)
-}
-
-// Empty reports whether there is nothing to review.
-func (c *Changes) Empty() bool { return len(c.Files) == 0 && c.Omitted == 0 }
-
-// Diff returns the diff text with a heading per part.
-func (c *Changes) Diff() string {
-	var b strings.Builder
-	if c.Staged != "" {
-		b.WriteString("## Staged changes\n\n")
-		b.WriteString(c.Staged)
-	}
-	if c.Unstaged != "" {
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString("## Unstaged changes\n\n")
-		b.WriteString(c.Unstaged)
-	}
-	if c.Truncated {
-		b.WriteString("\n[the diff was cut here: it is larger than the limit]\n")
-	}
-	if c.Omitted > 0 {
-		fmt.Fprintf(&b, "\n[%d more changed files are not shown: more than %d files changed]\n", c.Omitted, c.maxFiles)
-	}
-	return b.String()
-}
 
 type runner struct {
 	git  string
@@ -295,23 +237,6 @@ func (r *runner) diff(ctx context.Context, c *Changes, args ...string) (string, 
 	return string(out), err
 }
 
-// take returns as much of s as the budget allows, at a line boundary.
-func (c *Changes) take(s string, budget *int) string {
-	if len(s) <= *budget {
-		*budget -= len(s)
-		return s
-	}
-	c.Truncated = true
-	cut := s[:*budget]
-	if i := strings.LastIndexByte(cut, '\n'); i >= 0 {
-		cut = cut[:i+1]
-	} else {
-		cut = ""
-	}
-	*budget = 0
-	return cut
-}
-
 // run runs one git command in the repository and returns its stdout;
 // overflow says that git wrote more than is read, and was stopped.
 func (r *runner) run(ctx context.Context, args ...string) (out []byte, overflow bool, err error) {
@@ -335,183 +260,6 @@ func (r *runner) run(ctx context.Context, args ...string) (out []byte, overflow 
 		return nil, false, &Error{Kind: KindFailed, Message: fmt.Sprintf("%s failed in %s (exit %d): %s", name, r.dir, res.Exit, msg.Clip(tail, 600))}
 	}
 	return res.Stdout, false, nil
-}
-
-// nulList splits git's -z output; when it was cut (overflow), the last,
-// partial entry is dropped.
-func nulList(out []byte, overflow bool) []string {
-	s := string(out)
-	if overflow {
-		if i := strings.LastIndexByte(s, 0); i >= 0 {
-			s = s[:i+1]
-		} else {
-			s = ""
-		}
-	}
-	return strings.Split(strings.TrimSuffix(s, "\x00"), "\x00")
-}
-
-var statusNames = map[byte]string{'A': "added", 'M': "modified", 'D': "deleted", 'R': "renamed", 'C': "copied", 'T': "type-changed", 'U': "unmerged"}
-
-// files adds the staged (or unstaged) changes to c with --name-status,
-// marking binaries with --numstat, which shows "-" for their line
-// counts, and returns how many there are.
-func (r *runner) files(ctx context.Context, staged bool, c *Changes) (int, error) {
-	base := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "-z"}
-	if staged {
-		base = append(base, "--cached", "-M")
-	}
-	ns, cut, err := r.run(ctx, append(append([]string{}, base...), "--name-status")...)
-	if err != nil {
-		return 0, err
-	}
-	num, cutNum, err := r.run(ctx, append(append([]string{}, base...), "--numstat")...)
-	if err != nil {
-		return 0, err
-	}
-	if cut || cutNum {
-		c.Truncated = true
-	}
-	binary := binaryPaths(nulList(num, cutNum))
-	n := 0
-	fields := nulList(ns, cut)
-	for i := 0; i < len(fields); i++ {
-		st := fields[i]
-		if st == "" {
-			continue
-		}
-		f := File{Status: statusNames[st[0]], Staged: staged}
-		if f.Status == "" {
-			f.Status = st
-		}
-		if (st[0] == 'R' || st[0] == 'C') && i+2 < len(fields) {
-			f.From, f.Path = fields[i+1], fields[i+2]
-			i += 2
-		} else if i+1 < len(fields) {
-			f.Path = fields[i+1]
-			i++
-		}
-		f.Binary = binary[f.Path]
-		c.add(f)
-		n++
-	}
-	return n, nil
-}
-
-// binaryPaths reads "--numstat -z" output: "added\tdeleted\tpath\0", or
-// "added\tdeleted\t\0from\0to\0" for a rename; binaries count "-".
-func binaryPaths(fields []string) map[string]bool {
-	m := map[string]bool{}
-	for i := 0; i < len(fields); i++ {
-		parts := strings.SplitN(fields[i], "\t", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		path := parts[2]
-		if path == "" && i+2 < len(fields) {
-			path = fields[i+2]
-			i += 2
-		}
-		if parts[0] == "-" && parts[1] == "-" {
-			m[path] = true
-		}
-	}
-	return m
-}
-
-func (r *runner) untracked(ctx context.Context, c *Changes) ([]string, error) {
-	out, cut, err := r.run(ctx, "ls-files", "--others", "--exclude-standard", "-z")
-	if err != nil {
-		return nil, err
-	}
-	if cut {
-		c.Truncated = true
-	}
-	var paths []string
-	for _, p := range nulList(out, cut) {
-		if p != "" {
-			paths = append(paths, p)
-		}
-	}
-	return paths, nil
-}
-
-// newFile renders an untracked file as a diff that adds it, and says
-// whether it is binary.
-func (r *runner) newFile(top, rel string) (string, bool) {
-	abs := filepath.Join(top, filepath.FromSlash(rel))
-	a, bname := diffName("a/", rel), diffName("b/", rel)
-	header := fmt.Sprintf("diff --git %s %s\nnew file (untracked)\n", a, bname)
-	info, err := os.Lstat(abs)
-	if err != nil {
-		return header + fmt.Sprintf("[cannot be read: %v]\n", err), false
-	}
-	if info.Mode()&os.ModeSymlink != 0 {
-		target, _ := os.Readlink(abs)
-		return header + fmt.Sprintf("--- /dev/null\n+++ %s\n@@ -0,0 +1 @@\n+%s\n\\ No newline at end of file (symbolic link)\n", bname, msg.QuoteName(target)), false
-	}
-	if !info.Mode().IsRegular() {
-		return header + "[not a regular file]\n", false
-	}
-	f, err := openRegular(abs)
-	if err != nil {
-		return header + fmt.Sprintf("[cannot be read: %v]\n", err), false
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, r.opts.MaxNewFileSize+1))
-	if err != nil {
-		return header + fmt.Sprintf("[cannot be read: %v]\n", err), false
-	}
-	head := data
-	if len(head) > 8<<10 {
-		head = head[:8<<10]
-	}
-	if bytes.IndexByte(head, 0) >= 0 {
-		return header + fmt.Sprintf("Binary files /dev/null and %s differ\n", bname), true
-	}
-	cut := int64(len(data)) > r.opts.MaxNewFileSize
-	if cut {
-		data = data[:r.opts.MaxNewFileSize]
-		if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
-			data = data[:i+1]
-		}
-	}
-	text := strings.ToValidUTF8(string(data), "\uFFFD")
-	noEOL := text != "" && !strings.HasSuffix(text, "\n")
-	text = strings.TrimSuffix(text, "\n")
-	var lines []string
-	if len(data) > 0 {
-		lines = strings.Split(text, "\n")
-	}
-	var b strings.Builder
-	b.WriteString(header)
-	if len(lines) == 0 {
-		return b.String(), false
-	}
-	fmt.Fprintf(&b, "--- /dev/null\n+++ %s\n@@ -0,0 +1,%d @@\n", bname, len(lines))
-	for _, l := range lines {
-		b.WriteString("+")
-		b.WriteString(l)
-		b.WriteString("\n")
-	}
-	if noEOL {
-		b.WriteString("\\ No newline at end of file\n")
-	}
-	if cut {
-		fmt.Fprintf(&b, "[the rest of %s is not shown: it is larger than %d bytes]\n", msg.QuoteName(rel), r.opts.MaxNewFileSize)
-	}
-	return b.String(), false
-}
-
-// diffName is an untracked file's name in its diff header: prefix and
-// rel, quoted as git quotes the names of tracked files when rel holds
-// what could end the line (msg.QuoteName), so that a name cannot forge a
-// header.
-func diffName(prefix, rel string) string {
-	if msg.QuoteName(rel) == rel {
-		return prefix + rel
-	}
-	return strconv.Quote(prefix + rel)
 }
 
 // IsNotRepo reports whether err says the path is not in a git repository.

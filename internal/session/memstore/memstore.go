@@ -281,15 +281,8 @@ func (s *Store) PutAnswer(_ context.Context, a session.PagedAnswer) error {
 	if len(a.Pages) == 0 {
 		return errors.New("memory session store: an answer needs at least one page")
 	}
-	kept, n := 0, 0
-	for kept < len(a.Pages) && (kept == 0 || n+len(a.Pages[kept]) <= s.budget) {
-		n += len(a.Pages[kept])
-		kept++
-	}
-	for _, p := range a.Pages[kept:] {
-		a.Dropped += len(p)
-	}
-	a.Pages = slices.Clone(a.Pages[:kept])
+	a, n := a.Fit(s.budget)
+	a.Pages = slices.Clone(a.Pages)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

@@ -1,9 +1,17 @@
-package expert
+package filectx
 
 import (
 	"context"
 	"sync"
 )
+
+// SentFiles remembers which files each conversation was sent, so that a
+// continued conversation is not sent them again (the expert tools' file
+// deduplication). MemorySent keeps them in this process.
+type SentFiles interface {
+	Sent(ctx context.Context, sessionID string) (Seen, error)
+	Add(ctx context.Context, sessionID string, files []FileNote) error
+}
 
 // MemorySent is a SentFiles kept in this process: a restarted server, or
 // another replica, sends the files again, which costs tokens but loses

@@ -1,4 +1,4 @@
-package expertctx
+package filectx_test
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/gitchanges"
 )
 
@@ -23,13 +24,14 @@ func root(t *testing.T) string {
 	return r
 }
 
-func category(t *testing.T, err error) (expert.Category, string) {
+// category is err's category and field as the tools report them.
+func category(t *testing.T, err error) (conversation.Category, string) {
 	t.Helper()
-	var e *expert.Error
+	var e *filectx.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("want an *expert.Error, got %T %v", err, err)
+		t.Fatalf("want a *filectx.Error, got %T %v", err, err)
 	}
-	return e.Category, e.Field
+	return conversation.Classify(err)
 }
 
 func TestFilesErrorCategories(t *testing.T) {
@@ -41,24 +43,24 @@ func TestFilesErrorCategories(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(state, "sessions.db"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := &Context{Root: r, Forbidden: []string{state}}
+	c := &filectx.Service{Root: r, Forbidden: []string{state}}
 	for _, tc := range []struct {
 		entry string
-		cat   expert.Category
+		cat   conversation.Category
 	}{
-		{"../x", expert.Security},
-		{"/etc/passwd", expert.Security},
-		{"state/sessions.db", expert.Security},
-		{"missing.go", expert.Validation},
+		{"../x", conversation.Security},
+		{"/etc/passwd", conversation.Security},
+		{"state/sessions.db", conversation.Security},
+		{"missing.go", conversation.Validation},
 	} {
-		_, _, _, err := c.Files(context.Background(), []string{tc.entry}, expert.Seen{})
+		_, err := c.Gather(context.Background(), "", []string{tc.entry})
 		if cat, field := category(t, err); cat != tc.cat || field != "files" {
 			t.Errorf("%s: %v on %q, want %v", tc.entry, cat, field, tc.cat)
 		}
 	}
-	bad := &Context{Root: filepath.Join(r, "nowhere")}
-	_, _, _, err := bad.Files(context.Background(), []string{"a.go"}, expert.Seen{})
-	if cat, _ := category(t, err); cat != expert.System {
+	bad := &filectx.Service{Root: filepath.Join(r, "nowhere")}
+	_, err := bad.Gather(context.Background(), "", []string{"a.go"})
+	if cat, _ := category(t, err); cat != conversation.System {
 		t.Errorf("a missing root: %v", cat)
 	}
 }
@@ -68,21 +70,29 @@ func TestFilesSkipsWhatTheThreadWasSent(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(r, "a.go"), []byte("package a\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := &Context{Root: r}
-	_, sent, _, err := c.Files(context.Background(), []string{"a.go"}, expert.Seen{})
-	if err != nil || len(sent) != 1 || sent[0].Hash == "" {
-		t.Fatalf("%v %v", sent, err)
+	c := &filectx.Service{Root: r, Sent: &filectx.MemorySent{}}
+	ctx := context.Background()
+	first, err := c.Gather(ctx, "", []string{"a.go"})
+	if err != nil || len(first.Processed) != 1 || first.Processed[0].Hash == "" {
+		t.Fatalf("%v %v", first, err)
 	}
-	text, again, skipped, err := c.Files(context.Background(), []string{"a.go"}, expert.Seen{"a.go": sent[0].Hash})
-	if err != nil || text != "" || len(again) != 0 || len(skipped) != 1 || !strings.HasPrefix(skipped[0].Reason, "duplicate") {
-		t.Fatalf("second time: %q %v %v %v", text, again, skipped, err)
+	if err := c.Record(ctx, "thread", first); err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.Gather(ctx, "thread", []string{"a.go"})
+	if err != nil || again.Text != "" || len(again.Processed) != 0 || len(again.Skipped) != 1 || !strings.HasPrefix(again.Skipped[0].Reason, "duplicate") {
+		t.Fatalf("second time: %+v %v", again, err)
+	}
+	// Another thread was sent nothing.
+	if other, err := c.Gather(ctx, "other", []string{"a.go"}); err != nil || len(other.Processed) != 1 {
+		t.Fatalf("another thread: %+v %v", other, err)
 	}
 	// Changed since: sent again.
 	if err := os.WriteFile(filepath.Join(r, "a.go"), []byte("package a // changed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, again, _, _ = c.Files(context.Background(), []string{"a.go"}, expert.Seen{"a.go": sent[0].Hash}); len(again) != 1 {
-		t.Fatalf("a changed file was not sent again: %v", again)
+	if changed, _ := c.Gather(ctx, "thread", []string{"a.go"}); len(changed.Processed) != 1 {
+		t.Fatalf("a changed file was not sent again: %+v", changed)
 	}
 }
 
@@ -94,18 +104,18 @@ func TestChangesErrorCategories(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(r, "plain"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := &Context{Root: r}
-	_, err := c.Changes(context.Background(), "plain", true, true, nil)
-	if cat, field := category(t, err); cat != expert.Validation || field != "path" {
+	c := &filectx.Service{Root: r}
+	_, err := c.Changes(context.Background(), "plain", true, true)
+	if cat, field := category(t, err); cat != conversation.Validation || field != "path" {
 		t.Errorf("not a repository: %v on %q", cat, field)
 	}
-	_, err = c.Changes(context.Background(), "../", true, true, nil)
-	if cat, field := category(t, err); cat != expert.Security || field != "path" {
+	_, err = c.Changes(context.Background(), "../", true, true)
+	if cat, field := category(t, err); cat != conversation.Security || field != "path" {
 		t.Errorf("outside: %v on %q", cat, field)
 	}
-	noGit := &Context{Root: r, Git: filepath.Join(r, "no-such-git")}
-	_, err = noGit.Changes(context.Background(), "plain", true, true, nil)
-	if cat, _ := category(t, err); cat != expert.System {
+	noGit := &filectx.Service{Root: r, Git: filepath.Join(r, "no-such-git")}
+	_, err = noGit.Changes(context.Background(), "plain", true, true)
+	if cat, _ := category(t, err); cat != conversation.System {
 		t.Errorf("git missing: %v", cat)
 	}
 }
@@ -139,12 +149,12 @@ func TestChangesRefusesGitDataOutsideTheRoot(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(r, "proj", ".git"), []byte("gitdir: "+filepath.Join(outside, ".git")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := &Context{Root: r}
-	cs, err := c.Changes(context.Background(), "proj", true, true, nil)
+	c := &filectx.Service{Root: r}
+	cs, err := c.Changes(context.Background(), "proj", true, true)
 	if err == nil {
 		t.Fatalf("not refused:\n%s", cs.Text)
 	}
-	if cat, field := category(t, err); cat != expert.Security || field != "path" || !strings.Contains(err.Error(), "outside the project root") {
+	if cat, field := category(t, err); cat != conversation.Security || field != "path" || !strings.Contains(err.Error(), "outside the project root") {
 		t.Errorf("%v on %q: %v", cat, field, err)
 	}
 }
@@ -165,8 +175,8 @@ func TestChangesListsAtMostMaxFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := &Context{Root: r}
-	cs, err := c.Changes(context.Background(), ".", true, true, nil)
+	c := &filectx.Service{Root: r}
+	cs, err := c.Changes(context.Background(), ".", true, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package tools
+package conversation
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // nothing, so calls without a token pay nothing.
 type progress struct {
 	ctx    context.Context
-	req    *mcp.CallToolRequest
+	notify func(context.Context, *mcp.ProgressNotificationParams) error
 	token  any
 	start  time.Time
 	mu     sync.Mutex
@@ -27,23 +27,19 @@ type progress struct {
 	wake   chan struct{}
 	stop   chan struct{}
 	done   chan struct{}
-	onSend func(msg string) // for logging; may be nil
 }
 
-// startProgress starts reporting for req, if it carries a token. The caller
-// must call finish.
-func startProgress(ctx context.Context, req *mcp.CallToolRequest, interval time.Duration) *progress {
-	if req == nil || req.Params == nil || req.Session == nil {
+// startProgress starts reporting for c, if its client asked for progress.
+// The caller must call finish.
+func (d *Service) startProgress(ctx context.Context, c Call) *progress {
+	if c.notify == nil {
 		return nil
 	}
-	token := req.Params.GetProgressToken()
-	if token == nil {
-		return nil
-	}
+	interval := d.o.ProgressInterval
 	if interval <= 0 {
 		interval = config.DefaultProgressInterval
 	}
-	p := &progress{ctx: ctx, req: req, token: token, start: time.Now(), state: "starting",
+	p := &progress{ctx: ctx, notify: c.notify, token: c.token, start: time.Now(), state: "starting",
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go p.loop(interval)
 	return p
@@ -77,10 +73,7 @@ func (p *progress) send() {
 	p.last = v
 	msg := fmt.Sprintf("%s (%ds elapsed)", p.state, int(elapsed.Seconds()))
 	p.mu.Unlock()
-	_ = p.req.Session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: v, Message: msg})
-	if p.onSend != nil {
-		p.onSend(msg)
-	}
+	_ = p.notify(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: v, Message: msg})
 }
 
 // set changes the state and reports it at once.

@@ -1,26 +1,31 @@
-package expert
+// Package ratelimit limits the calls each client may make of each tool
+// (--rate-limits, which config parses): token buckets per caller and
+// tool, kept in this process or shared by every replica through the Redis
+// store, checked by a middleware every tools/call passes before anything
+// runs.
+package ratelimit
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
-// LimitedTools are the tools a rate limit may name (config.Rules'
-// RateLimitTools).
-func LimitedTools() []string {
-	return append([]string{"chat", "chat-reply", "chat-page", "sessions"}, Names()...)
-}
+// Tools are the tools a limit may name: every tool the server offers, the
+// chat tools then the expert tools (a test of internal/app checks them
+// against the tools registered). The app gives them to config, which
+// parses --rate-limits, as config.Rules' RateLimitTools.
+var Tools = []string{"chat", "chat-reply", "chat-page", "sessions", "thinkdeep", "analyze", "codereview", "debug", "precommit"}
 
 // Limiter counts each client's calls of each tool in token buckets: a
 // client may make Rate.N calls at once, and gains one back every
@@ -122,19 +127,15 @@ func (l *Limiter) dropFull(now time.Time) {
 	}
 }
 
-// ClientKey names the client a request comes from, for rate limits: its
-// caller (tools.CallerOf), that is its bearer token over HTTP, else its
-// remote address, or "local" on stdio. Never its MCP session alone: a
-// client would get fresh buckets by opening a new session, or by going
-// from /mcp to /sse.
-func ClientKey(ctx context.Context) string { return tools.CallerOf(ctx) }
-
-// Middleware refuses the tools/call requests over their client's limit
-// before anything runs. The expert tools answer with a JSON-RPC error
-// (tool failure, -32603, with data.retryAfterSeconds); chat and the other
-// tools of part 1 with their own error result, whose text says when to
+// Middleware refuses the tools/call requests over their caller's limit
+// (conversation.CallerOf: its bearer token over HTTP, else its remote
+// address, or "local" on stdio; never its MCP session alone, or a client
+// would get fresh buckets by opening a new session) before anything runs.
+// The tools named in rpcErrors (the expert tools) answer with a JSON-RPC
+// error (tool failure, -32603, with data.retryAfterSeconds); the others
+// (the chat tools) with their own error result, whose text says when to
 // retry.
-func (l *Limiter) Middleware() mcp.Middleware {
+func (l *Limiter) Middleware(rpcErrors []string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method != "tools/call" {
@@ -144,19 +145,20 @@ func (l *Limiter) Middleware() mcp.Middleware {
 			if !ok {
 				return next(ctx, method, req)
 			}
-			allowed, wait := l.allow(ctx, ClientKey(ctx), p.Name)
+			allowed, wait := l.allow(ctx, conversation.CallerOf(ctx), p.Name)
 			if allowed {
 				return next(ctx, method, req)
 			}
 			secs := int(math.Ceil(wait.Seconds()))
 			msg := fmt.Sprintf("this client has reached the rate limit of %s (%s): nothing was run. Retry in %d s, or ask the server's operator to raise --rate-limits",
 				p.Name, l.limits[p.Name], secs)
-			if specByName(p.Name) == nil {
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: tools.ErrorPrefix + msg}},
-					Meta: mcp.Meta{"retryAfterSeconds": secs}}, nil
+			if !slices.Contains(rpcErrors, p.Name) {
+				res := conversation.Failure(errors.New(msg))
+				res.Meta = mcp.Meta{"retryAfterSeconds": secs}
+				return res, nil
 			}
-			data, _ := json.Marshal(map[string]any{"category": "tool", "reason": "rate_limited", "retryAfterSeconds": secs, "limit": l.limits[p.Name].String()})
-			return nil, &jsonrpc.Error{Code: int64(ToolFailure), Message: capitalize(ToolFailure.String()) + ": " + msg, Data: data}
+			return nil, conversation.WireError(&conversation.Error{Category: conversation.ToolFailure, Msg: msg,
+				Data: map[string]any{"reason": "rate_limited", "retryAfterSeconds": secs, "limit": l.limits[p.Name].String()}})
 		}
 	}
 }

@@ -1,9 +1,11 @@
-package expert
+package ratelimit
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,9 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 )
 
 func TestLimiterCountsPerClientAndTool(t *testing.T) {
@@ -81,52 +81,54 @@ func TestLimiterDropsIdleClients(t *testing.T) {
 	})
 }
 
-// TestRateLimitsOnTheWire: an expert tool over its limit is a JSON-RPC
-// tool failure with the retry delay; chat over its limit is chat's own
-// error result; nothing runs.
+// TestRateLimitsOnTheWire: a tool that fails with JSON-RPC errors (an
+// expert tool) over its limit is a JSON-RPC tool failure with the retry
+// delay; a chat tool over its limit is the chat tools' error result;
+// nothing runs.
 func TestRateLimitsOnTheWire(t *testing.T) {
 	t.Parallel()
-	h := newHarnessWith(t, map[string]config.Rate{"debug": {N: 1, Per: time.Minute}, "chat": {N: 1, Per: time.Hour}})
-	h.mustCall(t, "debug", map[string]any{"error_description": "it crashes"})
-	_, err := h.call(t, "debug", map[string]any{"error_description": "it crashes"})
-	we := wireErr(t, err)
-	if we.Code != jsonrpc.CodeInternalError || !strings.Contains(we.Message, "Retry in 60 s") {
-		t.Fatalf("code %d message %q", we.Code, we.Message)
+	s := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
+	var mu sync.Mutex
+	ran := 0
+	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran++
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 	}
-	var data struct {
-		Retry int `json:"retryAfterSeconds"`
+	for _, name := range []string{"debug", "chat"} {
+		s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, handler)
 	}
-	if json.Unmarshal(we.Data, &data) != nil || data.Retry != 60 {
+	s.AddReceivingMiddleware(NewLimiter(map[string]config.Rate{"debug": {N: 1, Per: time.Minute}, "chat": {N: 1, Per: time.Hour}}, nil).Middleware([]string{"debug"}))
+	cs := mcptest.Connect(t, s, nil)
+	call := func(name string) (*mcp.CallToolResult, error) {
+		return cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+	}
+	if res, err := call("debug"); err != nil || res.IsError {
+		t.Fatalf("first debug call: %v %v", err, res)
+	}
+	_, err := call("debug")
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != jsonrpc.CodeInternalError || we.Message != "Tool failure: this client has reached the rate limit of debug (1/min): nothing was run. Retry in 60 s, or ask the server's operator to raise --rate-limits" {
+		t.Fatalf("debug over its limit: %v", err)
+	}
+	var data map[string]any
+	if json.Unmarshal(we.Data, &data) != nil || data["retryAfterSeconds"] != 60.0 || data["category"] != "tool" || data["reason"] != "rate_limited" || data["limit"] != "1/min" || len(data) != 4 {
 		t.Errorf("data %s", we.Data)
 	}
-	h.mustCall(t, "chat", map[string]any{"prompt": "hi"})
-	res, err := h.call(t, "chat", map[string]any{"prompt": "hi"})
+	if res, err := call("chat"); err != nil || res.IsError {
+		t.Fatalf("first chat call: %v %v", err, res)
+	}
+	res, err := call("chat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.HasPrefix(text, "Error executing gemini: ") || !strings.Contains(text, "Retry in 3600 s") {
-		t.Fatalf("chat over its limit: %v %q", res.IsError, text)
+	if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.HasPrefix(text, "Error executing gemini: ") || !strings.Contains(text, "Retry in 3600 s") || res.Meta["retryAfterSeconds"] != 3600.0 {
+		t.Fatalf("chat over its limit: %v %q %v", res.IsError, text, res.Meta)
 	}
-	if n := h.backend.count(); n != 2 {
-		t.Fatalf("%d turns ran, want 2", n)
-	}
-}
-
-func newHarnessWith(t *testing.T, limits map[string]config.Rate) *harness {
-	t.Helper()
-	store := memstore.New(session.Options{})
-	t.Cleanup(func() { store.Close() })
-	return newHarnessOn(t, "api", store, nil, func(s *mcp.Server) {
-		s.AddReceivingMiddleware(NewLimiter(limits, nil).Middleware())
-	})
-}
-
-func TestClientKey(t *testing.T) {
-	t.Parallel()
-	if k := ClientKey(tools.WithCaller(context.Background(), "token:abc")); k != "token:abc" {
-		t.Errorf("with a token: %q", k)
-	}
-	if k := ClientKey(context.Background()); k != "local" {
-		t.Errorf("without a caller: %q", k)
+	mu.Lock()
+	defer mu.Unlock()
+	if ran != 2 {
+		t.Fatalf("%d calls ran, want 2", ran)
 	}
 }

@@ -1,15 +1,98 @@
-package app
+package server
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strconv"
 	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// StdioOptions configures ServeStdio.
+type StdioOptions struct {
+	// In and Out are the client's end: stdin and stdout when nil.
+	In  io.Reader
+	Out io.Writer
+	// MaxPromptBytes is --max-prompt-bytes, which the longest line read
+	// follows (see stdioLineLimit).
+	MaxPromptBytes int
+	Log            *slog.Logger
+}
+
+// ServeStdio serves srv's one MCP session on o.In and o.Out until the
+// client closes In (which calls endLife) or life ends. Every call's
+// context is to end with life.
+func ServeStdio(life context.Context, endLife func(), srv *mcp.Server, o StdioOptions) error {
+	in := o.In
+	if in == nil {
+		in = os.Stdin
+	}
+	out := o.Out
+	if out == nil {
+		out = os.Stdout
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// The filter answers malformed lines itself, through the same
+	// serialized writer as the SDK, so that a bad line costs the client
+	// an error instead of the session; it also bounds a line's length, so
+	// the SDK's own limit is off.
+	w := &syncWriter{w: out}
+	filter := newLineFilter(in, w, stdioLineLimit(o.MaxPromptBytes))
+	t := &mcp.IOTransport{Reader: &stdinReader{r: filter, onEOF: endLife}, Writer: nopWriteCloser{w}, MaxLineLength: -1}
+	ss, err := srv.Connect(life, t, nil)
+	if err != nil {
+		return err
+	}
+	// The session ends when the client closes stdin; a signal (life) ends
+	// it from this side. Either way the calls' contexts end with life.
+	unhook := context.AfterFunc(life, func() { ss.Close() })
+	defer unhook()
+	err = ss.Wait()
+	// Ending because the client left or a signal came is a clean stop,
+	// whatever the SDK reports for the closed connection.
+	if err == nil || life.Err() != nil || errors.Is(err, io.EOF) {
+		log.Info("client disconnected; server stopping")
+		return nil
+	}
+	return err
+}
+
+// stdinReader calls onEOF when its reader ends: for stdio, the client has
+// gone.
+type stdinReader struct {
+	r     io.Reader
+	onEOF func()
+}
+
+func (e *stdinReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.onEOF()
+	}
+	return n, err
+}
+
+func (e *stdinReader) Close() error {
+	if c, ok := e.r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
 
 // JSON-RPC error codes the stdio filter answers with.
 const (

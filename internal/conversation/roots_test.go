@@ -1,4 +1,4 @@
-package tools
+package conversation
 
 import (
 	"os"
@@ -38,7 +38,7 @@ func TestResolveCwdAllowedRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Deps{DefaultCwd: root, AllowedRoots: roots}
+	d := New(Options{DefaultCwd: root, AllowedRoots: roots})
 	cases := []struct {
 		cwd  string
 		want string // the directory, or "" when refused
@@ -67,7 +67,7 @@ func TestResolveCwdAllowedRoots(t *testing.T) {
 		t.Fatalf("the test's root %s is under the home directory %s", root, home)
 	}
 	for _, c := range cases {
-		got, err := d.resolveCwd(c.cwd)
+		got, err := d.ResolveDir(c.cwd)
 		switch {
 		case c.want == "" && err == nil:
 			t.Errorf("cwd %q was accepted as %s", c.cwd, got)
@@ -79,8 +79,8 @@ func TestResolveCwdAllowedRoots(t *testing.T) {
 	}
 
 	// No roots (stdio by default): any existing directory.
-	open := &Deps{DefaultCwd: root}
-	if got, err := open.resolveCwd("/"); err != nil || got != "/" {
+	open := New(Options{DefaultCwd: root})
+	if got, err := open.ResolveDir("/"); err != nil || got != "/" {
 		t.Errorf("without roots, / gave %q, %v", got, err)
 	}
 

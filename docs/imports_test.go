@@ -1,0 +1,41 @@
+package docs
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestToolLayersAreSiblings checks the layering architecture.md
+// describes: the chat tools (internal/tools) and the expert tools
+// (internal/expert) share the conversation pipeline and its error
+// vocabulary (internal/conversation) and never import each other, and the
+// pipeline imports neither.
+func TestToolLayersAreSiblings(t *testing.T) {
+	mod := goCmd(t, "list", "-m")
+	deps := func(pkg string) []string {
+		return strings.Fields(goCmd(t, "list", "-deps", "./"+pkg))
+	}
+	imports := func(from, to string) bool {
+		for _, d := range deps(from) {
+			if d == mod+"/"+to {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct{ from, to string }{
+		{"internal/tools", "internal/expert"},
+		{"internal/expert", "internal/tools"},
+		{"internal/conversation", "internal/tools"},
+		{"internal/conversation", "internal/expert"},
+	} {
+		if imports(c.from, c.to) {
+			t.Errorf("%s imports %s (directly or not): the two must stay apart", c.from, c.to)
+		}
+	}
+	for _, pkg := range []string{"internal/tools", "internal/expert"} {
+		if !imports(pkg, "internal/conversation") {
+			t.Errorf("%s does not use internal/conversation, the turn pipeline every tool shares", pkg)
+		}
+	}
+}

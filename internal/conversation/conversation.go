@@ -1,0 +1,154 @@
+// Package conversation is the turn pipeline every tool shares: which
+// session a call continues (or that it starts one), in which directory,
+// whether its caller may; the wait for earlier turns of the same session
+// (in this process, then through the store's lease); the turn itself,
+// through backend.Backend; its record in the session store; and an
+// answer too long for one result kept as pages. It also holds the tool
+// layer's error vocabulary (errors.go) and who a call comes from
+// (caller.go). The chat tools (internal/tools) and the expert tools
+// (internal/expert) use it, and never each other.
+package conversation
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+)
+
+// Options configure a Service.
+type Options struct {
+	// Backend answers the turns; the pipeline knows nothing of which one
+	// it is. Its Close is the server's to call.
+	Backend backend.Backend
+	// Store keeps the sessions: records, the API backend's turns, answer
+	// pages and leases. Its Close is the server's to call.
+	Store      session.Store
+	DefaultCwd string // where calls without cwd run
+	// AllowedRoots, when not nil, are the only directories (with their
+	// subdirectories) calls may run in, as resolved by ResolveRoots: a
+	// remote client must not make any host directory Gemini's workspace.
+	AllowedRoots []string
+	// Remote, Authenticated (tokens are required), Stateless and
+	// ShareSessions describe the HTTP transport; all are false on stdio.
+	// Which client a call comes from, and which sessions it may continue,
+	// depend on them.
+	Remote, Authenticated, Stateless, ShareSessions bool
+	// SessionIDInText adds a second text item naming the sessionId to
+	// answers: some clients (Claude Code) show the model only the text,
+	// never _meta, and a model must be able to continue by id.
+	SessionIDInText bool
+	// MaxTurns caps a conversation (--max-turns); 0 means
+	// config.DefaultMaxTurns.
+	MaxTurns int
+	// Host names this host in the records of CLI sessions, whose files
+	// live here; "" means os.Hostname.
+	Host string
+	// ProgressInterval is how often progress is reported to clients that
+	// ask for it; 0 means config.DefaultProgressInterval.
+	ProgressInterval time.Duration
+	// MaxAnswerBytes is the largest answer returned in one result; longer
+	// ones are paged (see Page). 0 means config.DefaultMaxAnswerBytes.
+	MaxAnswerBytes int
+	// MaxPagedBytes bounds the pages kept of one answer (the store bounds
+	// all answers together), so that a huge answer cannot fill the store;
+	// 0 means config.DefaultMaxOutputBytes: the largest answer a call can
+	// return fits.
+	MaxPagedBytes int
+	// Lifetime, when set, ends every call when it ends: the server is
+	// shutting down or its client has gone.
+	Lifetime context.Context
+	// RequestContext, when set, returns the context of the HTTP request
+	// that carries a call (nil if none): the call ends when it ends.
+	RequestContext func(*mcp.CallToolRequest) context.Context
+	Log            *slog.Logger
+	Now            func() time.Time
+}
+
+// Service is the pipeline, shared by every tool of a server. It is
+// complete once New returns.
+type Service struct {
+	o Options
+	// sessions orders calls on the same session within this process, and
+	// reports a waiting call's place; the store's lease then orders them
+	// across processes. The CLI appends to one session file, so two turns
+	// must not run at once.
+	sessions queue.Locks
+}
+
+// New returns the pipeline of o, its defaults filled in.
+func New(o Options) *Service {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxAnswerBytes <= 0 {
+		o.MaxAnswerBytes = config.DefaultMaxAnswerBytes
+	}
+	if o.MaxPagedBytes <= 0 {
+		o.MaxPagedBytes = config.DefaultMaxOutputBytes
+	}
+	if o.MaxTurns <= 0 {
+		o.MaxTurns = config.DefaultMaxTurns
+	}
+	if o.Host == "" {
+		// A host without a name records none: its sessions are then not
+		// refused elsewhere, as before hosts were recorded.
+		o.Host, _ = os.Hostname()
+	}
+	return &Service{o: o}
+}
+
+// Backend is the backend the turns run on.
+func (s *Service) Backend() backend.Backend { return s.o.Backend }
+
+// Store is the session store.
+func (s *Service) Store() session.Store { return s.o.Store }
+
+// DefaultCwd is where calls without cwd run.
+func (s *Service) DefaultCwd() string { return s.o.DefaultCwd }
+
+// AllowedRoots are the directories calls may run in (nil: any).
+func (s *Service) AllowedRoots() []string { return s.o.AllowedRoots }
+
+// Log is the pipeline's logger.
+func (s *Service) Log() *slog.Logger { return s.o.Log }
+
+// Lifetime is the server's lifetime (nil when it has none): a turn that
+// outlives its call ends with it.
+func (s *Service) Lifetime() context.Context { return s.o.Lifetime }
+
+// Bind returns ctx ended also by the server's lifetime and, over HTTP, by
+// the request that carries c; cancel releases it.
+func (s *Service) Bind(ctx context.Context, c Call) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stops := []func() bool{}
+	if s.o.Lifetime != nil {
+		stops = append(stops, context.AfterFunc(s.o.Lifetime, cancel))
+	}
+	if c.request != nil {
+		stops = append(stops, context.AfterFunc(c.request, cancel))
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// SessionIDInText says whether answers name their sessionId in a text
+// item too (Options.SessionIDInText).
+func (s *Service) SessionIDInText() bool { return s.o.SessionIDInText }
+
+// Options are the options s was made with, its defaults filled in.
+func (s *Service) Options() Options { return s.o }

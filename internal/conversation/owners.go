@@ -1,0 +1,73 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+)
+
+// mayUse reports whether c may continue the recorded session r: over HTTP,
+// a session started with a token belongs to that token unless the
+// operator shares sessions. Records without an owner (stdio, HTTP without
+// tokens, older records) are open to all, as they always were.
+func (d *Service) mayUse(r session.Record, c Who) bool {
+	return d.usable(session.Filter{}, c).Match(r)
+}
+
+// usable is f narrowed to the sessions mayUse lets c continue.
+func (d *Service) usable(f session.Filter, c Who) session.Filter {
+	if d.o.Remote && !d.o.ShareSessions {
+		f.Owner, f.ByOwner = c.Token, true
+	}
+	return f
+}
+
+// scoped reports whether references that the CLI resolves on its own
+// ("latest", indexes, ids this server never recorded) are refused: over
+// HTTP with tokens, they could name another client's session.
+func (d *Service) scoped() bool {
+	return d.o.Remote && d.o.Authenticated && !d.o.ShareSessions
+}
+
+var errScoped = errors.New("this server continues only sessions that this client started through it (the operator can allow others with --share-sessions)")
+
+// latestOf is chat-reply's session when no sessionId is given, for a
+// remote client: the newest session this client used.
+func (d *Service) latestOf(ctx context.Context, c Who, dir string) (session.Record, bool, error) {
+	key := c.Key()
+	if key == "" {
+		return session.Record{}, false, errors.New("without sessionId, chat-reply continues this client's most recent session, but this server cannot tell its clients apart (stateless HTTP without tokens): pass the sessionId of an earlier chat or chat-reply result")
+	}
+	rec, ok, err := session.Latest(ctx, d.o.Store, d.continuableFilter(d.usable(session.Filter{Client: key, Cwd: dir}, c)))
+	if err != nil {
+		return session.Record{}, false, StoreError(err)
+	}
+	if !ok && !d.o.ShareSessions {
+		where := ""
+		if dir != "" {
+			where = " in " + dir
+		}
+		return session.Record{}, false, fmt.Errorf("this client has no session%s to continue yet: start one with chat, or pass the sessionId of an earlier result", where)
+	}
+	return rec, ok, nil
+}
+
+// Sessions lists, newest first, the sessions who may continue (on stdio
+// all of them, over HTTP those mayUse allows: its own, unless the
+// operator shares sessions), in cwd when cwd is given; more says whether
+// more follow.
+func (d *Service) Sessions(ctx context.Context, who Who, cwd string, offset, limit int) (recs []session.Record, more bool, err error) {
+	var dir string
+	if cwd != "" {
+		if dir, err = d.ResolveDir(cwd); err != nil {
+			return nil, false, err
+		}
+	}
+	recs, more, err = d.o.Store.List(ctx, d.usable(session.Filter{Cwd: dir, Offset: offset, Limit: limit}, who))
+	if err != nil {
+		return nil, false, StoreError(err)
+	}
+	return recs, more, nil
+}
