@@ -621,13 +621,13 @@ func (p *acpProc) use() bool {
 	return true
 }
 
-// done ends a call's hold on the process, and stops a draining process
-// when the last hold ends.
-func (p *acpProc) done() {
+// done ends a call's hold on the process at now, and stops a draining
+// process when the last hold ends.
+func (p *acpProc) done(now time.Time) {
 	p.mu.Lock()
 	p.inflight--
 	p.calls++
-	p.lastUsed = time.Now()
+	p.lastUsed = now
 	stop := p.draining && p.inflight == 0
 	p.mu.Unlock()
 	if stop {
