@@ -97,9 +97,9 @@ type acpProc struct {
 	lastUsed     time.Time // when the last prompt ended (or the process started)
 	sessions     int       // sessions created (never freed by the CLI), spares included
 	calls        int       // calls that held the process and ended
-	// home is the CLI's home (GEMINI_CLI_HOME, else HOME), where it keeps
-	// session files.
-	home string
+	// cliDir is the CLI's directory (clihome.Dir of the process's
+	// environment), where it keeps session files; "" when none is known.
+	cliDir string
 	// spares are sessions created ahead of time, by cwd, so that a new
 	// chat does not wait for session/new (see pool.session).
 	spares map[string]*spare

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/clihome"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 )
 
@@ -51,7 +52,7 @@ func (l *launcher) start(ctx context.Context, cmd cli.Command, key, systemPrompt
 		return nil, cli.StartError("the warm gemini process could not start: "+err.Error(), err)
 	}
 	// Not yet shared: its read loop touches none of these.
-	p.home = cliHome(env)
+	p.cliDir = clihome.Dir(clihome.Getenv(env))
 	p.cmdline, p.system = cmd, systemPrompt
 	return p, nil
 }

@@ -9,49 +9,26 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
-// The CLI's session files: where a warm process's CLI keeps them, and the
-// removal of an unused spare's.
-
-// cliHome is the directory the CLI run with env keeps its files under:
-// GEMINI_CLI_HOME, else HOME.
-func cliHome(env []string) string {
-	// The last entry of a variable wins, as in os/exec.
-	cliHome, home := "", ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "GEMINI_CLI_HOME="); ok {
-			cliHome = v
-		}
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			home = v
-		}
-	}
-	switch {
-	case cliHome != "":
-		return cliHome
-	case home != "":
-		return home
-	}
-	home, _ = os.UserHomeDir()
-	return home
-}
+// The CLI's session files in its directory (clihome.Dir of the process's
+// environment): a spare's file, and its removal when the spare goes unused.
 
 // maxSessionFile bounds the size of a file removeSessionFile reads: an
 // unused session's file is about 2 KB.
 const maxSessionFile = 64 << 10
 
-// sessionFiles are the files of session id in the CLI's store under home
+// sessionFiles are the files of session id in the CLI's store in cliDir
 // (see removeSessionFile).
-func sessionFiles(home, id string) ([]string, error) {
-	if home == "" || !session.IsUUID(id) {
+func sessionFiles(cliDir, id string) ([]string, error) {
+	if cliDir == "" || !session.IsUUID(id) {
 		return nil, nil
 	}
-	return filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+id[:8]+".jsonl"))
+	return filepath.Glob(filepath.Join(cliDir, "tmp", "*", "chats", "session-*-"+id[:8]+".jsonl"))
 }
 
-// sessionFile is the file of session id in the CLI's store under home, ""
+// sessionFile is the file of session id in the CLI's store in cliDir, ""
 // if there is none.
-func sessionFile(home, id string) string {
-	files, _ := sessionFiles(home, id)
+func sessionFile(cliDir, id string) string {
+	files, _ := sessionFiles(cliDir, id)
 	if len(files) == 0 {
 		return ""
 	}
@@ -64,13 +41,13 @@ func fileExists(path string) bool {
 }
 
 // removeSessionFile removes the file that an unused session left in the
-// CLI's store under home (the CLI's home: GEMINI_CLI_HOME, else HOME):
-// .gemini/tmp/<project>/chats/session-<time>-<first 8 of id>.jsonl. It
+// CLI's store in cliDir (the CLI's directory, clihome.Dir):
+// tmp/<project>/chats/session-<time>-<first 8 of id>.jsonl. It
 // removes only a file every record of which is this session's header or
 // the context the CLI writes at session/new, so it never touches another
 // session or one that holds a turn. It reports whether it removed one.
-func removeSessionFile(home, id string) (bool, error) {
-	files, err := sessionFiles(home, id)
+func removeSessionFile(cliDir, id string) (bool, error) {
+	files, err := sessionFiles(cliDir, id)
 	if err != nil {
 		return false, err
 	}

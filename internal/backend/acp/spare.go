@@ -117,7 +117,7 @@ func (pl *pool) fill(p *acpProc, s *spare) {
 	id, err := p.newSession(ctx, s.dir, true)
 	s.id, s.made, s.err = id, made, err
 	if err == nil {
-		s.file = sessionFile(p.home, id)
+		s.file = sessionFile(p.cliDir, id)
 	}
 	close(s.ready)
 	if err != nil {
@@ -163,7 +163,7 @@ func (pl *pool) expireSpares(p *acpProc) {
 // discard forgets a spare session that no call used. The process keeps it
 // in memory (the CLI frees no session); its file goes.
 func (pl *pool) discard(p *acpProc, s *spare) {
-	removed, err := removeSessionFile(p.home, s.id)
+	removed, err := removeSessionFile(p.cliDir, s.id)
 	pl.log.Debug("discarded a spare session", "pid", p.cmd.Process.Pid, "session", s.id, "fileRemoved", removed, "err", err)
 }
 
