@@ -3,6 +3,11 @@ package acp
 import (
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -132,5 +137,41 @@ func TestWarmIdleProcessStops(t *testing.T) {
 	}
 	if started, _ := acpStarts(t, log); len(started) != 1 || geminitest.Alive(started[0].Pid) {
 		t.Fatalf("processes %+v", started)
+	}
+}
+
+// TestPoolReadsTimeOnlyThroughItsClock: no file of the pool reads the
+// system's time or waits on its ticks but through the clock. The files of
+// one process's protocol (acp.go, turn.go, updates.go) bound another
+// process's answer in the system's time, as clock says, and are left out.
+func TestPoolReadsTimeOnlyThroughItsClock(t *testing.T) {
+	protocol := map[string]bool{"acp.go": true, "turn.go": true, "updates.go": true, "clock.go": true}
+	banned := map[string]bool{"Now": true, "Since": true, "Until": true, "NewTicker": true, "Tick": true, "NewTimer": true, "After": true, "AfterFunc": true}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") || protocol[name] {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "time" && banned[sel.Sel.Name] {
+					t.Errorf("%s: time.%s: the pool's time comes from its clock", fset.Position(sel.Pos()), sel.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+	if checked == 0 {
+		t.Fatal("no file checked")
 	}
 }
