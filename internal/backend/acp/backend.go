@@ -41,7 +41,6 @@ type Options struct {
 // processes, and the fallback for what they cannot serve.
 type Backend struct {
 	opts Options
-	log  *slog.Logger
 	pool *pool
 }
 
@@ -56,7 +55,7 @@ func New(opts Options, log *slog.Logger) *Backend {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Backend{opts: opts, log: log, pool: newPool(poolConfig{
+	return &Backend{opts: opts, pool: newPool(poolConfig{
 		warm: opts.Warm,
 		launch: &launcher{env: opts.Env, operatorArgs: opts.OperatorArgs, allow: opts.ApprovalMode == "yolo",
 			maxOutput: opts.MaxOutputBytes, log: log},
