@@ -17,10 +17,6 @@ const maxSourceLines = 500
 // they are being split along their concerns. Each entry is a debt: remove it
 // when its file is split, and add none.
 var oversizedAllowed = map[string]bool{
-	// Being split along their concerns (processes' placement, lifecycle,
-	// error mapping, spare sessions, the CLI's session files).
-	"internal/backend/acp/pool.go": true,
-	"internal/backend/acp/acp.go":  true,
 	// Test fakes, imported only by tests.
 	"internal/geminitest/fakeapi/fakeapi.go":  true,
 	"internal/session/storetest/storetest.go": true,

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/apicreds"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/clihome"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -119,12 +119,17 @@ func checkCLI(ctx context.Context, r *report, cfg *config.Config, getenv func(st
 		}
 	}
 
-	home := geminiHome(getenv)
+	home := clihome.Dir(getenv)
 	cwd := cfg.Tools.Cwd
 	if cwd == "" {
 		cwd, _ = os.Getwd()
 	}
-	user := readSettings(r, filepath.Join(home, "settings.json"))
+	var user *clihome.Settings
+	if home == "" {
+		r.warn("cannot tell where the Gemini CLI keeps its settings: neither GEMINI_CLI_HOME nor HOME is set, and the user database names no home directory")
+	} else {
+		user = readSettings(r, filepath.Join(home, "settings.json"))
+	}
 	workspace := readSettings(r, filepath.Join(cwd, ".gemini", "settings.json"))
 	checkAuth(r, getenv, home, cwd, user, workspace)
 	checkRetention(r, home, user, workspace)
@@ -133,48 +138,24 @@ func checkCLI(ctx context.Context, r *report, cfg *config.Config, getenv func(st
 	}
 }
 
-// geminiHome is the CLI's own settings directory.
-func geminiHome(getenv func(string) string) string {
-	if h := getenv("GEMINI_CLI_HOME"); h != "" {
-		return filepath.Join(h, ".gemini")
-	}
-	home := getenv("HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
-	return filepath.Join(home, ".gemini")
-}
-
-// settings is the part of the CLI's settings.json that doctor reads.
-type settings struct {
-	Security struct {
-		Auth struct {
-			SelectedType string `json:"selectedType"`
-		} `json:"auth"`
-	} `json:"security"`
-	General struct {
-		SessionRetention struct {
-			Enabled *bool `json:"enabled"`
-		} `json:"sessionRetention"`
-	} `json:"general"`
-}
-
-func readSettings(r *report, path string) *settings {
+// readSettings reads the CLI's settings file at path: nil when there is
+// none, or (with a warning) when it does not parse.
+func readSettings(r *report, path string) *clihome.Settings {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil
 	}
-	var s settings
-	if err := json.Unmarshal(stripJSONComments(data), &s); err != nil {
+	s, err := clihome.ParseSettings(data)
+	if err != nil {
 		r.warn("cannot read %s: %v", path, err)
 		return nil
 	}
-	return &s
+	return s
 }
 
-func checkAuth(r *report, getenv func(string) string, home, cwd string, user, workspace *settings) {
+func checkAuth(r *report, getenv func(string) string, home, cwd string, user, workspace *clihome.Settings) {
 	selected := ""
-	for _, s := range []*settings{workspace, user} {
+	for _, s := range []*clihome.Settings{workspace, user} {
 		if s != nil && s.Security.Auth.SelectedType != "" {
 			selected = s.Security.Auth.SelectedType
 			break
@@ -199,7 +180,7 @@ func checkAuth(r *report, getenv func(string) string, home, cwd string, user, wo
 	if isTrue("GOOGLE_GENAI_USE_GCA") {
 		found = append(found, "GOOGLE_GENAI_USE_GCA")
 	}
-	if _, err := os.Stat(filepath.Join(home, "oauth_creds.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(home, "oauth_creds.json")); home != "" && err == nil {
 		found = append(found, "a Google login ("+filepath.Join(home, "oauth_creds.json")+")")
 	}
 	if selected != "" {
@@ -218,8 +199,8 @@ func checkAuth(r *report, getenv func(string) string, home, cwd string, user, wo
 // checkRetention warns about google-gemini/gemini-cli#27368: with session
 // retention on, resuming a session in a later minute leaves a stray file,
 // and the next start-up's clean-up deletes the real session with it.
-func checkRetention(r *report, home string, user, workspace *settings) {
-	for _, s := range []*settings{workspace, user} {
+func checkRetention(r *report, home string, user, workspace *clihome.Settings) {
+	for _, s := range []*clihome.Settings{workspace, user} {
 		if s != nil && s.General.SessionRetention.Enabled != nil {
 			if !*s.General.SessionRetention.Enabled {
 				r.ok("session retention is off (protects resumed sessions from upstream bug #27368)")
@@ -228,46 +209,10 @@ func checkRetention(r *report, home string, user, workspace *settings) {
 			break
 		}
 	}
-	r.warn("session retention is on: the CLI's clean-up can delete a resumed session (upstream bug google-gemini/gemini-cli#27368). "+
-		"Add {\"general\":{\"sessionRetention\":{\"enabled\":false}}} to %s", filepath.Join(home, "settings.json"))
-}
-
-// stripJSONComments removes // and /* */ comments outside strings: the
-// CLI's settings files allow them.
-func stripJSONComments(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	inStr, esc := false, false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case inStr:
-			out = append(out, c)
-			if esc {
-				esc = false
-			} else if c == '\\' {
-				esc = true
-			} else if c == '"' {
-				inStr = false
-			}
-		case c == '"':
-			inStr = true
-			out = append(out, c)
-		case c == '/' && i+1 < len(b) && b[i+1] == '/':
-			for i < len(b) && b[i] != '\n' {
-				i++
-			}
-			if i < len(b) {
-				out = append(out, '\n')
-			}
-		case c == '/' && i+1 < len(b) && b[i+1] == '*':
-			i += 2
-			for i+1 < len(b) && !(b[i] == '*' && b[i+1] == '/') {
-				i++
-			}
-			i++
-		default:
-			out = append(out, c)
-		}
+	file := "the Gemini CLI's settings.json"
+	if home != "" {
+		file = filepath.Join(home, "settings.json")
 	}
-	return out
+	r.warn("session retention is on: the CLI's clean-up can delete a resumed session (upstream bug google-gemini/gemini-cli#27368). "+
+		"Add {\"general\":{\"sessionRetention\":{\"enabled\":false}}} to %s", file)
 }

@@ -26,7 +26,7 @@ func checkSelectedAuth(r *report, getenv func(string) string, home, cwd, selecte
 		if has("GEMINI_API_KEY") {
 			return true
 		}
-		if _, err := os.Stat(filepath.Join(home, "gemini-credentials.json")); err == nil {
+		if _, err := os.Stat(filepath.Join(home, "gemini-credentials.json")); home != "" && err == nil {
 			r.warn("%s and GEMINI_API_KEY is not set: calls work only if %s holds a key saved by the CLI", where, filepath.Join(home, "gemini-credentials.json"))
 			return true
 		}
@@ -65,7 +65,7 @@ func findEnvFile(cwd, home string) string {
 		dir = parent
 	}
 	for _, p := range []string{filepath.Join(home, ".env"), filepath.Join(filepath.Dir(home), ".env")} {
-		if exists(p) {
+		if home != "" && exists(p) {
 			return p
 		}
 	}

@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/clihome"
 )
 
 // DefaultTimeout is the Gemini CLI 0.61.0's MCP_DEFAULT_TIMEOUT_MSEC: how
@@ -127,7 +129,7 @@ func LoadConfig(path string, lookup func(string) (string, bool)) (*Config, error
 // environment for $VAR expansion (os.LookupEnv in the server).
 func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	// The Gemini CLI strips comments from settings.json before parsing it.
-	data = stripJSONComments(data)
+	data = clihome.StripComments(data)
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %v", err)
@@ -398,46 +400,6 @@ func expand(s string, lookup func(string) (string, bool), keepUnknown bool) stri
 
 func isWordByte(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-}
-
-// stripJSONComments blanks // and /* */ comments outside strings, keeping
-// offsets so that JSON errors still point at the right place.
-func stripJSONComments(data []byte) []byte {
-	if !bytes.Contains(data, []byte("/")) {
-		return data
-	}
-	out := bytes.Clone(data)
-	inString := false
-	for i := 0; i < len(out); i++ {
-		c := out[i]
-		switch {
-		case inString:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '/' && i+1 < len(out) && out[i+1] == '/':
-			for ; i < len(out) && out[i] != '\n'; i++ {
-				out[i] = ' '
-			}
-		case c == '/' && i+1 < len(out) && out[i+1] == '*':
-			j := bytes.Index(out[i+2:], []byte("*/"))
-			end := len(out)
-			if j >= 0 {
-				end = i + 2 + j + 2
-			}
-			for ; i < end; i++ {
-				if out[i] != '\n' {
-					out[i] = ' '
-				}
-			}
-			i--
-		}
-	}
-	return out
 }
 
 // RefuseSelf returns an error for a stdio server whose command is the

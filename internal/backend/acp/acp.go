@@ -21,7 +21,6 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // This file speaks the Agent Client Protocol (ACP) to one long-lived
@@ -98,9 +97,9 @@ type acpProc struct {
 	lastUsed     time.Time // when the last prompt ended (or the process started)
 	sessions     int       // sessions created (never freed by the CLI), spares included
 	calls        int       // calls that held the process and ended
-	// home is the CLI's home (GEMINI_CLI_HOME, else HOME), where it keeps
-	// session files.
-	home string
+	// cliDir is the CLI's directory (clihome.Dir of the process's
+	// environment), where it keeps session files; "" when none is known.
+	cliDir string
 	// spares are sessions created ahead of time, by cwd, so that a new
 	// chat does not wait for session/new (see pool.session).
 	spares map[string]*spare
@@ -314,246 +313,6 @@ func (p *acpProc) notify(method string, params any) error {
 	return p.write(rpcMessage{JSONRPC: "2.0", Method: method, Params: raw})
 }
 
-// sessionUpdate is the part of a session/update notification used here.
-type sessionUpdate struct {
-	SessionID string `json:"sessionId"`
-	Update    struct {
-		SessionUpdate string `json:"sessionUpdate"`
-		Content       struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		Title  string `json:"title"`
-		Kind   string `json:"kind"`
-		Status string `json:"status"`
-	} `json:"update"`
-}
-
-func (p *acpProc) notification(m rpcMessage) {
-	if m.Method != "session/update" {
-		return
-	}
-	var u sessionUpdate
-	if json.Unmarshal(m.Params, &u) != nil {
-		return
-	}
-	p.mu.Lock()
-	sub := p.subs[u.SessionID]
-	p.mu.Unlock()
-	if sub == nil {
-		return // a replay after session/load, or an update between prompts
-	}
-	sub.mu.Lock()
-	obs := sub.obs
-	switch u.Update.SessionUpdate {
-	case "agent_message_chunk":
-		if sub.overflow {
-			sub.mu.Unlock()
-			return
-		}
-		if u.Update.Content.Type == "" || u.Update.Content.Type == "text" {
-			if sub.text.Len()+len(u.Update.Content.Text) > p.maxOutput {
-				sub.overflowed()
-				sub.mu.Unlock()
-				return
-			}
-			sub.text.WriteString(u.Update.Content.Text)
-		}
-		n := sub.text.Len()
-		sub.mu.Unlock()
-		activity(obs, fmt.Sprintf("gemini is answering (%d bytes so far)", n))
-		return
-	case "tool_call":
-		sub.mu.Unlock()
-		activity(obs, "gemini is running a tool: "+msg.Clip(u.Update.Title, 120))
-		return
-	}
-	sub.mu.Unlock()
-}
-
-// answerRequest answers the agent's requests: permission by the server's
-// policy, anything else (file system, terminal: not offered) with an error.
-func (p *acpProc) answerRequest(m rpcMessage) {
-	reply := rpcMessage{JSONRPC: "2.0", ID: m.ID}
-	switch m.Method {
-	case "session/request_permission":
-		var req struct {
-			SessionID string `json:"sessionId"`
-			ToolCall  struct {
-				Title string `json:"title"`
-			} `json:"toolCall"`
-			Options []struct {
-				OptionID string `json:"optionId"`
-				Kind     string `json:"kind"`
-			} `json:"options"`
-		}
-		_ = json.Unmarshal(m.Params, &req)
-		outcome := map[string]any{"outcome": "cancelled"}
-		want := map[string]bool{"reject_once": true, "reject_always": true}
-		if p.allow {
-			want = map[string]bool{"allow_once": true}
-		}
-		for _, o := range req.Options {
-			if want[o.Kind] || (!p.allow && o.OptionID == "cancel") || (p.allow && o.OptionID == "proceed_once") {
-				outcome = map[string]any{"outcome": "selected", "optionId": o.OptionID}
-				break
-			}
-		}
-		p.log.Info("answered a permission request", "tool", req.ToolCall.Title, "allowed", p.allow, "outcome", outcome)
-		reply.Result, _ = json.Marshal(map[string]any{"outcome": outcome})
-	default:
-		reply.Error = &rpcError{Code: -32601, Message: "not offered by gemini-mcp-server: " + m.Method}
-	}
-	_ = p.write(reply)
-}
-
-func activity(obs backend.Observer, msg string) {
-	if obs != nil {
-		obs.Activity(msg)
-	}
-}
-
-// errCreating says a spare was not made because a call was creating a
-// session: a spare never makes a call wait for the session-creation lock.
-var errCreating = errors.New("a call is creating a session")
-
-// newSession creates a session in dir and returns its id. With try set (a
-// spare), it gives up at once with errCreating when another session/new
-// holds the lock, rather than queue before a call that may come.
-func (p *acpProc) newSession(ctx context.Context, dir string, try bool) (string, error) {
-	if try {
-		if !p.newMu.TryLock() {
-			return "", errCreating
-		}
-	} else {
-		p.newMu.Lock()
-	}
-	defer p.newMu.Unlock()
-	var res struct {
-		SessionID string `json:"sessionId"`
-		Models    struct {
-			CurrentModelID string `json:"currentModelId"`
-		} `json:"models"`
-	}
-	if err := p.call(ctx, "session/new", map[string]any{"cwd": dir, "mcpServers": []any{}}, &res); err != nil {
-		return "", err
-	}
-	if !session.IsUUID(res.SessionID) {
-		return "", fmt.Errorf("gemini --acp returned an invalid session id %q", res.SessionID)
-	}
-	id := strings.ToLower(res.SessionID)
-	p.mu.Lock()
-	p.sessions++
-	if p.defaultModel == "" {
-		p.defaultModel = res.Models.CurrentModelID
-	}
-	p.models[id] = ""
-	p.mu.Unlock()
-	return id, nil
-}
-
-// setModel makes model ("" for the agent's default) the session's model,
-// if it is not already.
-func (p *acpProc) setModel(ctx context.Context, id, model string) error {
-	p.mu.Lock()
-	cur, def := p.models[id], p.defaultModel
-	p.mu.Unlock()
-	if cur == model {
-		return nil
-	}
-	target := model
-	if target == "" {
-		if def == "" {
-			return nil
-		}
-		target = def
-	}
-	if err := p.call(ctx, "session/set_model", map[string]any{"sessionId": id, "modelId": target}, nil); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	p.models[id] = model
-	p.mu.Unlock()
-	return nil
-}
-
-// prompt runs one turn on session id and returns the answer text, and the
-// tokens it cost when the agent says (nil otherwise). When ctx
-// ends it cancels the turn (session/cancel) and gives the agent grace to
-// confirm; an agent that does not is killed.
-func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Observer, grace time.Duration) (string, *backend.Usage, error) {
-	sub := &promptSub{obs: obs, tooBig: make(chan struct{})}
-	p.mu.Lock()
-	p.subs[id] = sub
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		delete(p.subs, id)
-		p.prompts++
-		p.mu.Unlock()
-	}()
-	type result struct {
-		StopReason string `json:"stopReason"`
-		Meta       struct {
-			Quota struct {
-				TokenCount *struct {
-					InputTokens  int `json:"input_tokens"`
-					OutputTokens int `json:"output_tokens"`
-				} `json:"token_count"`
-			} `json:"quota"`
-		} `json:"_meta"`
-	}
-	done := make(chan error, 1)
-	var res result
-	// The request runs on its own context: ending ctx must cancel the turn
-	// through the protocol, not abandon the response.
-	callCtx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() {
-		done <- p.call(callCtx, "session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": text}}}, &res)
-	}()
-	// stopTurn cancels the turn and waits for the agent to confirm.
-	stopTurn := func() {
-		_ = p.notify("session/cancel", map[string]any{"sessionId": id})
-		select {
-		case <-done:
-		case <-time.After(grace):
-			p.log.Warn("warm gemini process ignored session/cancel; stopping it", "pid", p.cmd.Process.Pid)
-			p.kill()
-			<-done
-		}
-	}
-	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		stopTurn()
-		return "", nil, ctx.Err()
-	case <-sub.tooBig:
-		stopTurn()
-		return "", nil, errOutputTooBig
-	}
-	select {
-	case <-sub.tooBig:
-		// The whole answer arrived before the cancel could matter.
-		return "", nil, errOutputTooBig
-	default:
-	}
-	if err != nil {
-		return "", nil, err
-	}
-	if res.StopReason == "cancelled" {
-		return "", nil, errors.New("the turn was cancelled by gemini")
-	}
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	var usage *backend.Usage
-	if tc := res.Meta.Quota.TokenCount; tc != nil {
-		usage = &backend.Usage{PromptTokens: tc.InputTokens, OutputTokens: tc.OutputTokens}
-	}
-	return sub.text.String(), usage, nil
-}
-
 // longLine handles a message too long to read, given its start. A message
 // about a session whose prompt runs fails that prompt as too big (the
 // process serves on); it reports false for any other message, which the
@@ -621,13 +380,13 @@ func (p *acpProc) use() bool {
 	return true
 }
 
-// done ends a call's hold on the process, and stops a draining process
-// when the last hold ends.
-func (p *acpProc) done() {
+// done ends a call's hold on the process at now, and stops a draining
+// process when the last hold ends.
+func (p *acpProc) done(now time.Time) {
 	p.mu.Lock()
 	p.inflight--
 	p.calls++
-	p.lastUsed = time.Now()
+	p.lastUsed = now
 	stop := p.draining && p.inflight == 0
 	p.mu.Unlock()
 	if stop {

@@ -42,7 +42,6 @@ type Options struct {
 // processes, and the fallback for what they cannot serve.
 type Backend struct {
 	opts Options
-	log  *slog.Logger
 	pool *pool
 }
 
@@ -57,9 +56,16 @@ func New(opts Options, log *slog.Logger) *Backend {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := &Backend{opts: opts, log: log}
-	b.pool = newPool(b, opts.Warm)
-	return b
+	return &Backend{opts: opts, pool: newPool(poolConfig{
+		warm: opts.Warm,
+		launch: &launcher{env: opts.Env, operatorArgs: opts.OperatorArgs, allow: opts.ApprovalMode == "yolo",
+			maxOutput: opts.MaxOutputBytes, log: log},
+		defaultModel: opts.DefaultModel,
+		killGrace:    opts.KillGrace,
+		errs:         errorMap{timeout: opts.Timeout, maxOutput: opts.MaxOutputBytes},
+		log:          log,
+		clock:        systemClock{},
+	})}
 }
 
 // Name is the backend's name as --backend spells it.
@@ -95,12 +101,6 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 	return a, err
 }
-
-// childEnv is the environment of a warm process.
-func (b *Backend) childEnv() []string { return cli.ChildEnv(b.opts.Env) }
-
-// operatorArgs are the operator's flags, passed to every warm process.
-func (b *Backend) operatorArgs() []string { return b.opts.OperatorArgs }
 
 // ConfigFor is the configuration of a warm backend that runs the CLI as o
 // configures it, with the same limits, and falls back to oneShot (a

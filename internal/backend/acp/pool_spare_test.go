@@ -242,7 +242,7 @@ func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 	p.use()
 	res := make(chan string, 1)
 	go func() {
-		defer p.done()
+		defer poolOf(r).leave(p)
 		id, err := poolOf(r).session(geminitest.Context(t), p, other)
 		if err != nil {
 			t.Error(err)
@@ -253,7 +253,7 @@ func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending.id, pending.made = id, poolOf(r).now()
+	pending.id, pending.made = id, poolOf(r).clock.Now()
 	close(pending.ready)
 	if got := <-res; got != id {
 		t.Fatalf("the call got session %s, not the spare %s", got, id)
@@ -266,18 +266,9 @@ func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 func TestWarmSpareExpires(t *testing.T) {
 	home := t.TempDir()
 	r, _, _ := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{SpareAge: time.Hour})
-	var mu sync.Mutex
-	now := time.Now()
-	poolOf(r).now = func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}
-	advance := func(d time.Duration) {
-		mu.Lock()
-		now = now.Add(d)
-		mu.Unlock()
-	}
+	clk := newFakeClock()
+	poolOf(r).clock = clk
+	advance := clk.Advance
 	dir := geminitest.WorkDir(t)
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)

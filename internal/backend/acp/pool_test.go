@@ -355,21 +355,6 @@ func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
 	}
 }
 
-func TestWarmIdleProcessStops(t *testing.T) {
-	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{IdleTimeout: 200 * time.Millisecond})
-	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "one", Dir: geminitest.WorkDir(t)}); err != nil {
-		t.Fatal(err)
-	}
-	started, _ := acpStarts(t, log)
-	deadline := time.Now().Add(5 * time.Second)
-	for geminitest.Alive(started[0].Pid) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if geminitest.Alive(started[0].Pid) {
-		t.Fatal("an idle process was kept past the idle timeout")
-	}
-}
-
 // TestWarmRecycleUnderLoad recycles processes while many calls are in
 // flight: no call may be cut off by a recycle. How many calls go one-shot
 // (when every process is draining) depends on timing; what recycling

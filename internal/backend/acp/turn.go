@@ -1,0 +1,156 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+)
+
+// The requests of a turn on one process: a new session, its model, its
+// prompt.
+
+// errCreating says a spare was not made because a call was creating a
+// session: a spare never makes a call wait for the session-creation lock.
+var errCreating = errors.New("a call is creating a session")
+
+// newSession creates a session in dir and returns its id. With try set (a
+// spare), it gives up at once with errCreating when another session/new
+// holds the lock, rather than queue before a call that may come.
+func (p *acpProc) newSession(ctx context.Context, dir string, try bool) (string, error) {
+	if try {
+		if !p.newMu.TryLock() {
+			return "", errCreating
+		}
+	} else {
+		p.newMu.Lock()
+	}
+	defer p.newMu.Unlock()
+	var res struct {
+		SessionID string `json:"sessionId"`
+		Models    struct {
+			CurrentModelID string `json:"currentModelId"`
+		} `json:"models"`
+	}
+	if err := p.call(ctx, "session/new", map[string]any{"cwd": dir, "mcpServers": []any{}}, &res); err != nil {
+		return "", err
+	}
+	if !session.IsUUID(res.SessionID) {
+		return "", fmt.Errorf("gemini --acp returned an invalid session id %q", res.SessionID)
+	}
+	id := strings.ToLower(res.SessionID)
+	p.mu.Lock()
+	p.sessions++
+	if p.defaultModel == "" {
+		p.defaultModel = res.Models.CurrentModelID
+	}
+	p.models[id] = ""
+	p.mu.Unlock()
+	return id, nil
+}
+
+// setModel makes model ("" for the agent's default) the session's model,
+// if it is not already.
+func (p *acpProc) setModel(ctx context.Context, id, model string) error {
+	p.mu.Lock()
+	cur, def := p.models[id], p.defaultModel
+	p.mu.Unlock()
+	if cur == model {
+		return nil
+	}
+	target := model
+	if target == "" {
+		if def == "" {
+			return nil
+		}
+		target = def
+	}
+	if err := p.call(ctx, "session/set_model", map[string]any{"sessionId": id, "modelId": target}, nil); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.models[id] = model
+	p.mu.Unlock()
+	return nil
+}
+
+// prompt runs one turn on session id and returns the answer text, and the
+// tokens it cost when the agent says (nil otherwise). When ctx
+// ends it cancels the turn (session/cancel) and gives the agent grace to
+// confirm; an agent that does not is killed.
+func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Observer, grace time.Duration) (string, *backend.Usage, error) {
+	sub := &promptSub{obs: obs, tooBig: make(chan struct{})}
+	p.mu.Lock()
+	p.subs[id] = sub
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.subs, id)
+		p.prompts++
+		p.mu.Unlock()
+	}()
+	type result struct {
+		StopReason string `json:"stopReason"`
+		Meta       struct {
+			Quota struct {
+				TokenCount *struct {
+					InputTokens  int `json:"input_tokens"`
+					OutputTokens int `json:"output_tokens"`
+				} `json:"token_count"`
+			} `json:"quota"`
+		} `json:"_meta"`
+	}
+	done := make(chan error, 1)
+	var res result
+	// The request runs on its own context: ending ctx must cancel the turn
+	// through the protocol, not abandon the response.
+	callCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		done <- p.call(callCtx, "session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": text}}}, &res)
+	}()
+	// stopTurn cancels the turn and waits for the agent to confirm.
+	stopTurn := func() {
+		_ = p.notify("session/cancel", map[string]any{"sessionId": id})
+		select {
+		case <-done:
+		case <-time.After(grace):
+			p.log.Warn("warm gemini process ignored session/cancel; stopping it", "pid", p.cmd.Process.Pid)
+			p.kill()
+			<-done
+		}
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		stopTurn()
+		return "", nil, ctx.Err()
+	case <-sub.tooBig:
+		stopTurn()
+		return "", nil, errOutputTooBig
+	}
+	select {
+	case <-sub.tooBig:
+		// The whole answer arrived before the cancel could matter.
+		return "", nil, errOutputTooBig
+	default:
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	if res.StopReason == "cancelled" {
+		return "", nil, errors.New("the turn was cancelled by gemini")
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	var usage *backend.Usage
+	if tc := res.Meta.Quota.TokenCount; tc != nil {
+		usage = &backend.Usage{PromptTokens: tc.InputTokens, OutputTokens: tc.OutputTokens}
+	}
+	return sub.text.String(), usage, nil
+}
