@@ -43,7 +43,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -224,7 +223,7 @@ func Collect(ctx context.Context, dir string, opts Options) (*Changes, error) {
 	if git == "" {
 		git = "git"
 	}
-	path, err := exec.LookPath(git)
+	path, err := proc.LookPath(git)
 	if err != nil {
 		return nil, &Error{Kind: KindGitMissing, Err: err, Message: fmt.Sprintf("git cannot be found (%v): install git and put it on PATH", err)}
 	}
