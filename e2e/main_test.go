@@ -61,10 +61,6 @@ func testMain(m *testing.M) int {
 	return m.Run()
 }
 
-// raceEnabled reports whether the tests run under the race detector; the
-// server binary is then built with -race too.
-const raceEnabled = geminitest.RaceEnabled
-
 // harness is one server process with its own fake API, CLI home, state
 // directory and TMPDIR, and an MCP client session to it.
 type harness struct {

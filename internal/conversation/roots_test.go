@@ -137,5 +137,3 @@ func mustSymlink(t *testing.T, target, link string) {
 		t.Skipf("symlinks: %v", err)
 	}
 }
-
-func mkdir(p string) error { return os.Mkdir(p, 0o755) }

@@ -14,12 +14,12 @@ import (
 	"math"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/clihome"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 )
 
 // DefaultTimeout is the Gemini CLI 0.61.0's MCP_DEFAULT_TIMEOUT_MSEC: how
@@ -420,7 +420,7 @@ func RefuseSelf(cfg *Config, self string) error {
 			if !filepath.IsAbs(path) && s.Cwd != "" {
 				path = filepath.Join(s.Cwd, path)
 			}
-		} else if p, err := exec.LookPath(path); err == nil {
+		} else if p, err := proc.LookPath(path); err == nil {
 			path = p
 		} else {
 			continue

@@ -1,13 +1,11 @@
 package mcphost
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -25,10 +23,10 @@ import (
 // killed.
 const stopGrace = 2 * time.Second
 
-// stdioTransport starts a server's command in a process group of its own
-// (npx and uvx servers fork), so that closing the connection ends every
-// process it made; the go-sdk's CommandTransport signals the first
-// process only. Its stderr goes to the log.
+// stdioTransport starts a server's command through proc, in a process
+// group of its own (npx and uvx servers fork), so that closing the
+// connection ends every process it made; the go-sdk's CommandTransport
+// signals the first process only. Its stderr goes to the log.
 type stdioTransport struct {
 	cfg      ServerConfig
 	env      []string
@@ -37,92 +35,32 @@ type stdioTransport struct {
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	cmd := exec.Command(t.cfg.Command, t.cfg.Args...)
-	cmd.Env = t.env
-	cmd.Dir = t.cfg.Cwd
-	proc.SetGroup(cmd)
-	// Plain pipes, not the exec package's: Wait must not depend on a
-	// grandchild closing stderr, and the SDK reads stdout on its own.
-	inR, inW, err := os.Pipe()
+	stderr := &stderrLines{log: t.log.With("mcp_server", t.cfg.Name)}
+	c, err := proc.Start(proc.Program{Path: t.cfg.Command, Args: t.cfg.Args, Dir: t.cfg.Cwd, Env: t.env, Stderr: stderr})
 	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
 		return nil, fmt.Errorf("starting %s: %w", t.cfg.Command, err)
 	}
-	p := &stdioProcess{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{}), stderrDone: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	go func() {
-		defer close(p.stderrDone)
-		defer errR.Close()
-		logStderr(errR, t.log.With("mcp_server", t.cfg.Name))
-	}()
+	p := &stdioProcess{child: c, stderr: stderr}
 	// The SDK bounds a line too (16 MiB by default); lineLimitReader stops
 	// first, at MaxMessageBytes, with an error that names the limit.
-	return (&mcp.IOTransport{Reader: stdoutCloser{p, &lineLimitReader{r: outR, overflow: t.overflow}}, Writer: p, MaxLineLength: 2 * MaxMessageBytes}).Connect(ctx)
+	return (&mcp.IOTransport{Reader: stdoutCloser{p, &lineLimitReader{r: c.Stdout, overflow: t.overflow}}, Writer: p, MaxLineLength: 2 * MaxMessageBytes}).Connect(ctx)
 }
 
 // stdioProcess is a running stdio server: writing goes to its stdin,
 // closing stops it (stdin closed, then an interrupt, then a kill of the
 // whole group, each after stopGrace).
 type stdioProcess struct {
-	cmd        *exec.Cmd
-	stdin      *os.File
-	stdout     *os.File
-	exited     chan struct{}
-	waitErr    error
-	stderrDone chan struct{}
-	once       sync.Once
+	child  *proc.Child
+	stderr *stderrLines
+	once   sync.Once
 }
 
-func (p *stdioProcess) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+func (p *stdioProcess) Write(b []byte) (int, error) { return p.child.Stdin.Write(b) }
 
 func (p *stdioProcess) Close() error {
 	p.once.Do(func() {
-		p.stdin.Close()
-		timer := time.NewTimer(stopGrace)
-		defer timer.Stop()
-		select {
-		case <-p.exited:
-		case <-timer.C:
-			_ = proc.InterruptGroup(p.cmd.Process)
-			timer.Reset(stopGrace)
-			select {
-			case <-p.exited:
-			case <-timer.C:
-			}
-		}
-		// Also after a clean exit: anything the server left running in its
-		// group goes with it.
-		_ = proc.KillGroup(p.cmd.Process)
-		<-p.exited
-		p.stdout.Close()
-		<-p.stderrDone
+		p.child.Stop(stopGrace, stopGrace)
+		p.stderr.flush()
 	})
 	return nil
 }
@@ -137,20 +75,55 @@ type stdoutCloser struct {
 func (s stdoutCloser) Read(b []byte) (int, error) { return s.r.Read(b) }
 func (s stdoutCloser) Close() error               { return nil }
 
-// logStderr logs each line a server writes on stderr, clipped.
-func logStderr(r io.Reader, log *slog.Logger) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 64<<10)
-	for sc.Scan() {
-		line := sc.Text()
-		if len(line) > 2000 {
-			line = line[:2000] + "…"
+// stderrLineMax is the longest stderr line that is logged; a longer one
+// ends the logging of the server's stderr, which is then only drained, so
+// that the server never blocks on a full pipe.
+const stderrLineMax = 64 << 10
+
+// stderrLines logs each line a server writes on stderr, clipped. It is
+// written to by one goroutine at a time (proc's copy, then flush).
+type stderrLines struct {
+	log  *slog.Logger
+	buf  []byte // the line begun
+	done bool   // a line passed stderrLineMax
+}
+
+func (w *stderrLines) Write(b []byte) (int, error) {
+	n := len(b)
+	for !w.done && len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			w.buf = append(w.buf, b...)
+			break
 		}
-		log.Debug("MCP server stderr", "line", line)
+		w.buf = append(w.buf, b[:i]...)
+		b = b[i+1:]
+		w.line()
 	}
-	// A line longer than the buffer ends the scan; keep draining so the
-	// server never blocks on a full pipe.
-	_, _ = io.Copy(io.Discard, r)
+	if len(w.buf) > stderrLineMax {
+		w.done, w.buf = true, nil
+	}
+	return n, nil
+}
+
+// flush logs the last line, when it has no newline.
+func (w *stderrLines) flush() {
+	if !w.done && len(w.buf) > 0 {
+		w.line()
+	}
+}
+
+func (w *stderrLines) line() {
+	if len(w.buf) > stderrLineMax {
+		w.done, w.buf = true, nil
+		return
+	}
+	line := string(bytes.TrimSuffix(w.buf, []byte{'\r'}))
+	w.buf = w.buf[:0]
+	if len(line) > 2000 {
+		line = line[:2000] + "…"
+	}
+	w.log.Debug("MCP server stderr", "line", line)
 }
 
 // Environment variables a stdio server does not inherit from this server,

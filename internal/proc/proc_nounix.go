@@ -4,18 +4,18 @@ package proc
 
 import "os"
 
-// InterruptGroup ends the child. Off Unix there is no signal a console-less
+// interruptGroup ends the child. Off Unix there is no signal a console-less
 // child could handle, so this is a kill.
-func InterruptGroup(p *os.Process) error {
+func interruptGroup(p *os.Process) error {
 	if p == nil {
 		return nil
 	}
 	return p.Kill()
 }
 
-// KillGroup ends the child. Descendants the CLI started are not reached;
+// killGroup ends the child. Descendants the CLI started are not reached;
 // with GEMINI_CLI_NO_RELAUNCH=true the CLI starts none.
-func KillGroup(p *os.Process) error {
+func killGroup(p *os.Process) error {
 	if p == nil {
 		return nil
 	}
@@ -26,6 +26,6 @@ func KillGroup(p *os.Process) error {
 	return err
 }
 
-// ExitSignal returns "": off Unix a killed process has an exit code, not a
+// exitSignal returns "": off Unix a killed process has an exit code, not a
 // signal.
-func ExitSignal(*os.ProcessState) string { return "" }
+func exitSignal(*os.ProcessState) string { return "" }

@@ -4,5 +4,5 @@ package proc
 
 import "os/exec"
 
-// SetGroup does nothing: these systems have no process groups to set.
-func SetGroup(*exec.Cmd) {}
+// setGroup does nothing: these systems have no process groups to set.
+func setGroup(*exec.Cmd) {}

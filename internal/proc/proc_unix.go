@@ -10,22 +10,22 @@ import (
 	"syscall"
 )
 
-// SetGroup puts the child in a process group of its own: the CLI
+// setGroup puts the child in a process group of its own: the CLI
 // re-spawns itself, and stopping a call must reach every process it made.
-func SetGroup(cmd *exec.Cmd) {
+func setGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// InterruptGroup asks the child's whole process group to stop (SIGINT, what
+// interruptGroup asks the child's whole process group to stop (SIGINT, what
 // the CLI handles as a user's Ctrl-C).
-func InterruptGroup(p *os.Process) error {
+func interruptGroup(p *os.Process) error {
 	return signalGroup(p, syscall.SIGINT)
 }
 
-// KillGroup ends the child's whole process group at once. It is also called
+// killGroup ends the child's whole process group at once. It is also called
 // after the child has been reaped, to end anything it left behind; the group
 // is then usually empty, which is not an error.
-func KillGroup(p *os.Process) error {
+func killGroup(p *os.Process) error {
 	return signalGroup(p, syscall.SIGKILL)
 }
 
@@ -40,9 +40,9 @@ func signalGroup(p *os.Process, sig syscall.Signal) error {
 	return err
 }
 
-// ExitSignal names the signal that ended a process ("SIGKILL"), or returns
+// exitSignal names the signal that ended a process ("SIGKILL"), or returns
 // "" when it exited by itself.
-func ExitSignal(ps *os.ProcessState) string {
+func exitSignal(ps *os.ProcessState) string {
 	if ps == nil {
 		return ""
 	}

@@ -7,8 +7,8 @@ import (
 	"syscall"
 )
 
-// SetGroup starts the child in a new process group, so that console
+// setGroup starts the child in a new process group, so that console
 // interrupts meant for this server do not reach it.
-func SetGroup(cmd *exec.Cmd) {
+func setGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP}
 }

@@ -45,10 +45,18 @@ var errOverflow = errors.New("output limit reached")
 // ErrTimeout is the cause of a run's context when Spec.Timeout ran out.
 var ErrTimeout = errors.New("timed out")
 
+// StartError is a child that could not be started; Err is why
+// (ErrNotFound for a missing program, or ctx's error when it had ended
+// already).
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
 // Run starts the command in a process group of its own, waits for it and
 // everything it started, and returns its output. The error is nil when
-// the child ran, whatever its exit status (see Result); it is the start
-// failure (exec.ErrNotFound for a missing program) or the caller's
+// the child ran, whatever its exit status (see Result); it is a
+// *StartError when the child could not be started, or the caller's
 // context error when ctx ended the run.
 func Run(ctx context.Context, s Spec) (Result, error) {
 	if s.MaxStdout <= 0 {
@@ -72,17 +80,17 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	cmd := exec.CommandContext(runCtx, s.Path, s.Args...)
 	cmd.Dir, cmd.Env, cmd.Stdin = s.Dir, s.Env, s.Stdin
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	SetGroup(cmd)
-	cmd.Cancel = func() error { return InterruptGroup(cmd.Process) }
+	setGroup(cmd)
+	cmd.Cancel = func() error { return interruptGroup(cmd.Process) }
 	cmd.WaitDelay = s.KillGrace
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return Result{Exit: -1}, err
+		return Result{Exit: -1}, &StartError{Err: err}
 	}
 	_ = cmd.Wait()
 	// Whatever of the group outlived the child goes now.
-	_ = KillGroup(cmd.Process)
-	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.String(), Exit: cmd.ProcessState.ExitCode(), Signal: ExitSignal(cmd.ProcessState), Elapsed: time.Since(start)}
+	_ = killGroup(cmd.Process)
+	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.String(), Exit: cmd.ProcessState.ExitCode(), Signal: exitSignal(cmd.ProcessState), Elapsed: time.Since(start)}
 	switch cause := context.Cause(runCtx); {
 	case stdout.Overflowed():
 		res.Overflow = true

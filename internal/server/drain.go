@@ -81,7 +81,9 @@ func (in *Inflight) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		in.add()
-		defer context.AfterFunc(ctx, in.done)
+		// Registered when the handler returns: done runs once ctx ends
+		// after that.
+		defer func() { context.AfterFunc(ctx, in.done) }()
 		return next(ctx, method, req)
 	}
 }

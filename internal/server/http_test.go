@@ -19,8 +19,7 @@ const testToken = "test-token-0123456789abcdef"
 // httpHarness serves a fake-CLI server over HTTP on 127.0.0.1.
 type httpHarness struct {
 	*harness
-	url  string
-	base context.CancelFunc
+	url string
 }
 
 func newHTTPHarness(t *testing.T, o HTTPOptions, opts ...options) *httpHarness {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -72,8 +71,7 @@ const longLinePrefix = 4 << 10
 // acpProc is one `gemini --acp` process.
 type acpProc struct {
 	key     string // the system prompt it was started with ("" for none)
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
+	cmd     *proc.Child
 	sysDir  string // temp dir holding SYSTEM.md; removed when the process ends
 	log     *slog.Logger
 	allow   bool // answer permission requests with allow (approval mode yolo)
@@ -140,25 +138,14 @@ var errOutputTooBig = errors.New("the answer passed the output limit")
 
 // startACP starts `gemini --acp` and completes the initialize handshake.
 func startACP(ctx context.Context, cmdline cli.Command, args []string, env []string, key, sysDir string, allow bool, maxOutput int, log *slog.Logger) (*acpProc, error) {
-	cmd := exec.Command(cmdline.Path, append(append([]string{}, cmdline.Args...), args...)...)
-	cmd.Env = env
-	proc.SetGroup(cmd)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
 	stderr := proc.NewTailBuffer(stderrKeep)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+	cmd, err := proc.Start(proc.Program{Path: cmdline.Path, Args: append(append([]string{}, cmdline.Args...), args...), Env: env, Stderr: stderr})
+	if err != nil {
 		return nil, err
 	}
-	p := &acpProc{key: key, cmd: cmd, stdin: stdin, sysDir: sysDir, log: log, allow: allow, maxOutput: maxOutput, started: time.Now(), lastUsed: time.Now(),
+	p := &acpProc{key: key, cmd: cmd, sysDir: sysDir, log: log, allow: allow, maxOutput: maxOutput, started: time.Now(), lastUsed: time.Now(),
 		pending: map[int64]chan rpcMessage{}, subs: map[string]*promptSub{}, models: map[string]string{}, spares: map[string]*spare{}, dead: make(chan struct{})}
-	go p.readLoop(stdout, stderr)
+	go p.readLoop(cmd.Stdout, stderr)
 	var init struct {
 		ProtocolVersion int `json:"protocolVersion"`
 		AgentInfo       struct {
@@ -192,7 +179,7 @@ func (p *acpProc) readLoop(stdout io.Reader, stderr *proc.TailBuffer) {
 				// Nothing can be answered without it: the stream cannot be
 				// followed any more.
 				p.log.Warn("stopping a warm gemini process that sent a message too long to read", "pid", p.cmd.Process.Pid, "limit", p.maxOutput+lineSlack, "start", msg.Clip(string(line), 200))
-				_ = proc.KillGroup(p.cmd.Process)
+				_ = p.cmd.Kill()
 				break
 			}
 			continue
@@ -224,19 +211,12 @@ func (p *acpProc) readLoop(stdout io.Reader, stderr *proc.TailBuffer) {
 			}
 		}
 	}
-	err := p.cmd.Wait()
-	_ = proc.KillGroup(p.cmd.Process)
+	exit := p.cmd.Wait()
 	if p.sysDir != "" {
 		os.RemoveAll(p.sysDir)
 	}
 	p.mu.Lock()
-	how := fmt.Sprint(err)
-	if sig := proc.ExitSignal(p.cmd.ProcessState); sig != "" {
-		how = "killed by signal " + sig
-	} else if code := p.cmd.ProcessState.ExitCode(); code >= 0 {
-		how = fmt.Sprintf("exit code %d", code)
-	}
-	p.deadErr = fmt.Errorf("%w (%s; stderr: %s)", errProcessGone, how, strings.TrimSpace(proc.LastBytes(stderr.String(), 500)))
+	p.deadErr = fmt.Errorf("%w (%s; stderr: %s)", errProcessGone, exit, strings.TrimSpace(proc.LastBytes(stderr.String(), 500)))
 	// Dead before any call learns of the end: a call that fails on it
 	// must not see p alive afterwards and send its next one here.
 	close(p.dead)
@@ -263,7 +243,7 @@ func (p *acpProc) write(m any) error {
 	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
-	_, err = p.stdin.Write(append(b, '\n'))
+	_, err = p.cmd.Stdin.Write(append(b, '\n'))
 	return err
 }
 
@@ -399,14 +379,7 @@ func (p *acpProc) kill() {
 	if !p.alive() {
 		return // reaped already: its pid may belong to another process by now
 	}
-	_ = p.stdin.Close()
-	_ = proc.InterruptGroup(p.cmd.Process)
-	select {
-	case <-p.dead:
-		return
-	case <-time.After(backend.DefaultKillGrace):
-	}
-	_ = proc.KillGroup(p.cmd.Process)
+	p.cmd.Stop(0, backend.DefaultKillGrace)
 	<-p.dead
 }
 

@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 )
 
 // Command is the resolved way to start the CLI: an executable and the
@@ -34,15 +35,15 @@ func Resolve(name string) (Command, error) {
 	if name == "" {
 		name = "gemini"
 	}
-	path, err := exec.LookPath(name)
+	path, err := proc.LookPath(name)
 	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, proc.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return Command{}, notFoundError(fmt.Sprintf("the gemini CLI was not found (looked for %q). %s", name, InstallHelp), err)
 		}
 		return Command{}, notFoundError(fmt.Sprintf("the gemini CLI %q cannot be run: %v. %s", name, err, InstallHelp), err)
 	}
 	if runtime.GOOS == "windows" && isBatch(path) {
-		return resolveCmdShim(path, exec.LookPath)
+		return resolveCmdShim(path, proc.LookPath)
 	}
 	return Command{Path: path}, nil
 }
@@ -70,7 +71,7 @@ func parseCmdShim(content string) (string, bool) {
 }
 
 // resolveCmdShim turns an npm cmd-shim into node plus the script it runs.
-// lookPath is exec.LookPath, replaceable in tests.
+// lookPath is proc.LookPath, replaceable in tests.
 func resolveCmdShim(shim string, lookPath func(string) (string, error)) (Command, error) {
 	data, err := os.ReadFile(shim)
 	if err != nil {

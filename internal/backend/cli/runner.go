@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -92,10 +91,8 @@ func (r *Runner) Name() string { return string(config.BackendOneshot) }
 // Close does nothing: every process of a turn ends with the turn.
 func (r *Runner) Close() {}
 
-var (
-	errTimeout     = errors.New("timeout")
-	errOutputLimit = errors.New("output limit")
-)
+// errOutputLimit is the cause of an OutputTooBigError.
+var errOutputLimit = errors.New("output limit")
 
 // Command finds the CLI, reusing the last answer while its file exists.
 func (r *Runner) Command() (Command, error) {
@@ -173,7 +170,7 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c backend.Turn) (*
 		preselect = session.NewUUID()
 	}
 	res := r.exec(ctx, cmd, r.args(c, preselect), c.Dir, env, c.Prompt)
-	if preselect != "" && res.exit == 1 && strings.Contains(res.stderr, "Unknown argument") && strings.Contains(res.stderr, "session-id") {
+	if preselect != "" && res.Exit == 1 && strings.Contains(res.Stderr, "Unknown argument") && strings.Contains(res.Stderr, "session-id") {
 		// An older CLI without --session-id: remember, and let it pick.
 		r.sessionIDFlag.Store(2)
 		r.log.Info("gemini does not accept --session-id; taking session ids from its output instead")
@@ -254,18 +251,12 @@ func (o Options) OperatorArgs() []string {
 	return a
 }
 
-// execResult is what one process left behind.
+// execResult is what one run of the CLI left behind: proc.Run's result,
+// and its error told apart.
 type execResult struct {
-	stdout    []byte
-	stderr    string
-	exit      int
-	signal    string // the signal that ended the process ("SIGKILL"), or ""
-	startErr  error
-	timedOut  bool
-	overflow  bool
-	cancelled bool
-	ctxErr    error // the caller's context error, when cancelled
-	elapsed   time.Duration
+	proc.Result
+	startErr error // the CLI could not be started
+	ctxErr   error // the caller's context ended the run
 }
 
 // exec runs the CLI once and waits for it and everything it started. The
@@ -273,82 +264,54 @@ type execResult struct {
 // stdin is not a terminal; without a prompt stdin is /dev/null, since an
 // open pipe that never closes costs the CLI a wait.
 func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string, env []string, prompt string) execResult {
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if r.opts.Timeout > 0 {
-		var stop context.CancelFunc
-		runCtx, stop = context.WithTimeoutCause(runCtx, r.opts.Timeout, errTimeout)
-		defer stop()
-	}
-	stdout := proc.NewCappedBuffer(r.opts.MaxOutputBytes, func() { cancel(errOutputLimit) })
-	stderr := proc.NewTailBuffer(stderrKeep)
-
-	cmd := exec.CommandContext(runCtx, c.Path, append(append([]string{}, c.Args...), args...)...)
-	cmd.Dir = dir
-	cmd.Env = env
+	spec := proc.Spec{Path: c.Path, Args: append(append([]string{}, c.Args...), args...), Dir: dir, Env: env,
+		MaxStdout: r.opts.MaxOutputBytes, StderrTail: stderrKeep, Timeout: r.opts.Timeout, KillGrace: r.opts.KillGrace}
 	if prompt != "" {
-		cmd.Stdin = strings.NewReader(prompt)
+		spec.Stdin = strings.NewReader(prompt)
 	}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	proc.SetGroup(cmd)
-	cmd.Cancel = func() error { return proc.InterruptGroup(cmd.Process) }
-	cmd.WaitDelay = r.opts.KillGrace
-
-	r.log.Debug("starting gemini", "path", c.Path, "args", args, "dir", dir, "promptBytes", len(prompt), "promptOnStdin", cmd.Stdin != nil)
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return execResult{startErr: err, exit: -1}
+	r.log.Debug("starting gemini", "path", c.Path, "args", args, "dir", dir, "promptBytes", len(prompt), "promptOnStdin", spec.Stdin != nil)
+	res, err := proc.Run(ctx, spec)
+	out := execResult{Result: res}
+	var se *proc.StartError
+	switch {
+	case errors.As(err, &se):
+		out.startErr = se.Err
+	case err != nil:
+		out.ctxErr = err
 	}
-	waitErr := cmd.Wait()
-	// The CLI re-spawns itself; whatever of its process group outlived it
-	// goes now.
-	_ = proc.KillGroup(cmd.Process)
-	res := execResult{stdout: stdout.Bytes(), stderr: stderr.String(), elapsed: time.Since(start), exit: cmd.ProcessState.ExitCode(), signal: proc.ExitSignal(cmd.ProcessState)}
-	var ee *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &ee) && !errors.Is(waitErr, exec.ErrWaitDelay) {
-		r.log.Debug("waiting for gemini", "err", waitErr)
-	}
-	switch cause := context.Cause(runCtx); {
-	case stdout.Overflowed() || errors.Is(cause, errOutputLimit):
-		res.overflow = true
-	case errors.Is(cause, errTimeout):
-		res.timedOut = true
-	case ctx.Err() != nil:
-		res.cancelled, res.ctxErr = true, ctx.Err()
-	}
-	r.log.Debug("gemini finished", "exit", res.exit, "elapsed", res.elapsed, "stdoutBytes", len(res.stdout))
-	return res
+	r.log.Debug("gemini finished", "exit", res.Exit, "elapsed", res.Elapsed, "stdoutBytes", len(res.Stdout))
+	return out
 }
 
 // interpret turns a finished process into the CLI's output object or an
 // *backend.Error.
 func (r *Runner) interpret(res execResult, c backend.Turn) (Output, error) {
-	tail := strings.TrimSpace(proc.LastBytes(res.stderr, stderrShow))
+	tail := strings.TrimSpace(proc.LastBytes(res.Stderr, stderrShow))
 	switch {
 	case res.startErr != nil:
-		if errors.Is(res.startErr, exec.ErrNotFound) || errors.Is(res.startErr, os.ErrNotExist) {
+		if errors.Is(res.startErr, proc.ErrNotFound) || errors.Is(res.startErr, os.ErrNotExist) {
 			return Output{}, notFoundError(fmt.Sprintf("the gemini CLI could not be started: %v. %s", res.startErr, InstallHelp), res.startErr)
 		}
 		return Output{}, StartError(fmt.Sprintf("the gemini CLI could not be started in %s: %v", c.Dir, res.startErr), res.startErr)
-	case res.overflow:
+	case res.Overflow:
 		return Output{}, OutputTooBigError(r.opts.MaxOutputBytes).SetRan(tail)
-	case res.timedOut:
+	case res.TimedOut:
 		return Output{}, CallTimeoutError(r.opts.Timeout).SetRan(tail)
-	case res.cancelled:
+	case res.ctxErr != nil:
 		return Output{}, CancelledError("the call was cancelled before gemini finished, and gemini was stopped", res.ctxErr).SetRan(tail)
-	case res.signal != "":
-		return Output{}, killedError(res.signal).SetRan(tail)
-	case res.exit != 0:
+	case res.Signal != "":
+		return Output{}, killedError(res.Signal).SetRan(tail)
+	case res.Exit != 0:
 		var errOut *Output
-		if o, err := ParseOutput([]byte(res.stderr)); err == nil {
+		if o, err := ParseOutput([]byte(res.Stderr)); err == nil {
 			errOut = &o
 		}
-		return Output{}, classify(res.exit, errOut, tail, c.Session, c.Dir)
+		return Output{}, classify(res.Exit, errOut, tail, c.Session, c.Dir)
 	}
-	out, err := ParseOutput(res.stdout)
+	out, err := ParseOutput(res.Stdout)
 	if err != nil {
 		return Output{}, badOutputError(fmt.Sprintf("gemini exited 0 but did not print the expected JSON (stdout began: %q). "+
-			"Check that --gemini points at the Gemini CLI, and update it", msg.Clip(strings.TrimSpace(string(res.stdout)), 200))).SetRan(tail).SetExited(0)
+			"Check that --gemini points at the Gemini CLI, and update it", msg.Clip(strings.TrimSpace(string(res.Stdout)), 200))).SetRan(tail).SetExited(0)
 	}
 	if out.Error != nil {
 		return Output{}, classify(0, &out, tail, c.Session, c.Dir)
@@ -412,25 +375,25 @@ func (r *Runner) Version(ctx context.Context) (string, error) {
 	if _, err := r.interpretPlain(res, "--version"); err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(string(res.stdout)), nil
+	return strings.TrimSpace(string(res.Stdout)), nil
 }
 
 // interpretPlain checks a run of a non-prompt command.
 func (r *Runner) interpretPlain(res execResult, what string) ([]byte, error) {
-	tail := strings.TrimSpace(proc.LastBytes(res.stderr, stderrShow))
+	tail := strings.TrimSpace(proc.LastBytes(res.Stderr, stderrShow))
 	switch {
 	case res.startErr != nil:
 		return nil, StartError(fmt.Sprintf("gemini %s could not be started: %v", what, res.startErr), res.startErr)
-	case res.timedOut:
+	case res.TimedOut:
 		return nil, timeoutError(fmt.Sprintf("gemini %s timed out", what)).SetRan(tail)
-	case res.cancelled:
+	case res.ctxErr != nil:
 		return nil, CancelledError(fmt.Sprintf("gemini %s was cancelled", what), res.ctxErr).SetRan(tail)
-	case res.signal != "":
-		e := killedError(res.signal).SetRan(tail)
+	case res.Signal != "":
+		e := killedError(res.Signal).SetRan(tail)
 		e.Reason = fmt.Sprintf("gemini %s: %s", what, e.Reason)
 		return nil, e
-	case res.exit != 0:
-		return nil, FailedError(fmt.Sprintf("gemini %s exited %d: %s", what, res.exit, cliMessage(nil, tail)), nil).SetRan(tail).SetExited(res.exit)
+	case res.Exit != 0:
+		return nil, FailedError(fmt.Sprintf("gemini %s exited %d: %s", what, res.Exit, cliMessage(nil, tail)), nil).SetRan(tail).SetExited(res.Exit)
 	}
-	return res.stdout, nil
+	return res.Stdout, nil
 }

@@ -42,7 +42,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -166,7 +165,7 @@ func Collect(ctx context.Context, dir string, opts Options) (*Changes, error) {
 	if git == "" {
 		git = "git"
 	}
-	path, err := exec.LookPath(git)
+	path, err := proc.LookPath(git)
 	if err != nil {
 		return nil, &Error{Kind: KindGitMissing, Err: err, Message: fmt.Sprintf("git cannot be found (%v): install git and put it on PATH", err)}
 	}
