@@ -16,7 +16,7 @@ import (
 // row names the environment variable the help gives the flag.
 func TestConfigurationTable(t *testing.T) {
 	var help bytes.Buffer
-	if _, err := config.Parse("gemini-mcp-server", "", []string{"--help"}, func(string) string { return "" }, &help); !errors.Is(err, config.ErrHelp) {
+	if _, err := config.Parse("gemini-mcp-server", "", []string{"--help"}, func(string) string { return "" }, &help, config.Rules{}); !errors.Is(err, config.ErrHelp) {
 		t.Fatalf("--help: %v", err)
 	}
 	// The flag package lists each flag as "  -name [type]", its usage on

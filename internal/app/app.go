@@ -92,6 +92,12 @@ Gemini CLI access on 2026-06-18. Logs go to stderr; stdout carries MCP only.
 Flags (each also read from the environment variable in parentheses):
 `
 
+// configRules are the checks of the configuration that config leaves to
+// the app: the tools --rate-limits may name are the server's registry's.
+func configRules() config.Rules {
+	return config.Rules{RateLimitTools: server.ToolNames()}
+}
+
 // Run runs the command with args (without the program name) and returns
 // its exit code.
 func Run(ctx context.Context, version string, args []string, sio IO) int {
@@ -119,7 +125,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	}
 	// Help that was asked for goes to stdout and succeeds; mistakes go to
 	// stderr with a pointer to the help.
-	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, env.Getenv, sio.Stdout)
+	cfg, err := config.Parse("gemini-mcp-server", usageHeader, args, env.Getenv, sio.Stdout, configRules())
 	if errors.Is(err, config.ErrHelp) {
 		return 0
 	}

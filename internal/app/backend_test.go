@@ -36,7 +36,7 @@ func pathWithGemini(t *testing.T) string {
 
 func parse(t *testing.T, args ...string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse("test", "", args, func(string) string { return "" }, io.Discard)
+	cfg, err := config.Parse("test", "", args, func(string) string { return "" }, io.Discard, configRules())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"--cwd", cwd, "--state-dir", t.TempDir(), "--backend", "oneshot"}, c.args...)
-			cfg, err := config.Parse("test", "", args, func(string) string { return "" }, io.Discard)
+			cfg, err := config.Parse("test", "", args, func(string) string { return "" }, io.Discard, configRules())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 			}
 		})
 	}
-	cfg, err := config.Parse("test", "", []string{"--state-dir", t.TempDir(), "--allowed-roots", filepath.Join(cwd, "missing")}, func(string) string { return "" }, io.Discard)
+	cfg, err := config.Parse("test", "", []string{"--state-dir", t.TempDir(), "--allowed-roots", filepath.Join(cwd, "missing")}, func(string) string { return "" }, io.Discard, configRules())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestNewDepsReadsTheGivenEnvironment(t *testing.T) {
 	}
 	vars := map[string]string{"GEMINI_API_KEY": "key-from-the-given-environment", NestedEnv: "1"}
 	getenv := func(k string) string { return vars[k] }
-	cfg, err := config.Parse("test", "", []string{"--state-dir", t.TempDir(), "--gemini", filepath.Join(t.TempDir(), "no-gemini")}, getenv, io.Discard)
+	cfg, err := config.Parse("test", "", []string{"--state-dir", t.TempDir(), "--gemini", filepath.Join(t.TempDir(), "no-gemini")}, getenv, io.Discard, configRules())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestDoctorStateDirNotWritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := filepath.Join(file, "state")
-	cfg, err := config.Parse("test", "", []string{"--state-dir", state, "--cwd", t.TempDir()}, func(string) string { return "" }, io.Discard)
+	cfg, err := config.Parse("test", "", []string{"--state-dir", state, "--cwd", t.TempDir()}, func(string) string { return "" }, io.Discard, configRules())
 	if err != nil {
 		t.Fatal(err)
 	}

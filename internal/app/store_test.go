@@ -12,7 +12,7 @@ import (
 
 func parseStore(t *testing.T, args ...string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse("test", "", append([]string{"--state-dir", t.TempDir()}, args...), func(string) string { return "" }, io.Discard)
+	cfg, err := config.Parse("test", "", append([]string{"--state-dir", t.TempDir()}, args...), func(string) string { return "" }, io.Discard, configRules())
 	if err != nil {
 		t.Fatal(err)
 	}

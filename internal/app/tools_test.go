@@ -9,7 +9,6 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/ratelimit"
 )
 
 // TestRateLimitsNameEveryTool: the tools --rate-limits may name are the
@@ -17,7 +16,7 @@ import (
 func TestRateLimitsNameEveryTool(t *testing.T) {
 	t.Parallel()
 	cfg, err := config.Parse("test", "", []string{"--cwd", t.TempDir(), "--state-dir", t.TempDir(), "--backend", "oneshot", "--store", "memory:"},
-		func(string) string { return "" }, io.Discard)
+		func(string) string { return "" }, io.Discard, configRules())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +38,7 @@ func TestRateLimitsNameEveryTool(t *testing.T) {
 	for _, tool := range res.Tools {
 		names = append(names, tool.Name)
 	}
-	got, want := slices.Sorted(slices.Values(ratelimit.Tools)), slices.Sorted(slices.Values(names))
+	got, want := slices.Sorted(slices.Values(configRules().RateLimitTools)), slices.Sorted(slices.Values(names))
 	if !slices.Equal(got, want) {
 		t.Errorf("--rate-limits takes %q, the server offers %q", got, want)
 	}

@@ -116,12 +116,22 @@ var ApprovalModes = []string{"default", "auto_edit", "yolo", "plan"}
 // ErrHelp is returned when the user asked for help; usage was printed.
 var ErrHelp = flag.ErrHelp
 
+// Rules are the checks of the configuration that config leaves to the
+// app, as what they need to make them.
+type Rules struct {
+	// RateLimitTools are the tools --rate-limits may name: every tool the
+	// server offers.
+	RateLimitTools []string
+}
+
 // Parse reads args (without the program name or subcommand) and the
-// environment through getenv. For -h/--help it writes the header followed
-// by the flag list to w and returns ErrHelp. Errors are only returned: the
-// caller prints them (on stderr), apart from the help that goes to stdout.
-func Parse(name, header string, args []string, getenv func(string) string, w io.Writer) (*Config, error) {
+// environment through getenv, checked by rules. For -h/--help it writes
+// the header followed by the flag list to w and returns ErrHelp. Errors
+// are only returned: the caller prints them (on stderr), apart from the
+// help that goes to stdout.
+func Parse(name, header string, args []string, getenv func(string) string, w io.Writer, rules Rules) (*Config, error) {
 	c := &Config{}
+	c.RateLimits.Tools = rules.RateLimitTools
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	// The flag package prints errors and the usage on its own; Parse
 	// returns the errors instead and prints the help only when asked.

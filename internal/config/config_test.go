@@ -12,7 +12,7 @@ import (
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestDefaults(t *testing.T) {
-	c, err := Parse("x", "", nil, envOf(nil), io.Discard)
+	c, err := Parse("x", "", nil, envOf(nil), io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestEnvAndFlagPrecedence(t *testing.T) {
 		"GEMINI_MCP_MAX_PROMPT_BYTES":    "2MiB",
 		"GEMINI_MCP_LOG_LEVEL":           "debug",
 	})
-	c, err := Parse("x", "", nil, env, io.Discard)
+	c, err := Parse("x", "", nil, env, io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestEnvAndFlagPrecedence(t *testing.T) {
 		t.Fatalf("from env: %+v", c)
 	}
 	c, err = Parse("x", "", []string{"--gemini", "/usr/bin/gemini", "--approval-mode=yolo", "--sandbox=false",
-		"--include-directories", "/c", "--include-directories=/d,/e", "--timeout", "10m"}, env, io.Discard)
+		"--include-directories", "/c", "--include-directories=/d,/e", "--timeout", "10m"}, env, io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestInvalid(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out strings.Builder
-		_, err := Parse("x", "", c.args, envOf(c.env), &out)
+		_, err := Parse("x", "", c.args, envOf(c.env), &out, Rules{})
 		if err == nil || !strings.Contains(err.Error()+out.String(), c.want) {
 			t.Errorf("Parse(%q, %v) = %v (output %q), want an error about %q", c.args, c.env, err, out.String(), c.want)
 		}
@@ -89,7 +89,7 @@ func TestInvalid(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	var out strings.Builder
-	_, err := Parse("x", "HEADER\n", []string{"--help"}, envOf(nil), &out)
+	_, err := Parse("x", "HEADER\n", []string{"--help"}, envOf(nil), &out, Rules{})
 	if !errors.Is(err, ErrHelp) {
 		t.Fatalf("err = %v", err)
 	}
@@ -101,20 +101,20 @@ func TestHelp(t *testing.T) {
 }
 
 func TestForeignBackendVariableIsIgnored(t *testing.T) {
-	c, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_BACKEND": "gemini"}), io.Discard)
+	c, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_BACKEND": "gemini"}), io.Discard, Rules{})
 	if err != nil || c.Backend != "auto" || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "gemini-mcp-tool") {
 		t.Fatalf("%v %+v", err, c)
 	}
-	c, err = Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_BACKEND": "oneshot"}), io.Discard)
+	c, err = Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_BACKEND": "oneshot"}), io.Discard, Rules{})
 	if err != nil || c.Backend != "oneshot" || len(c.Warnings) != 0 {
 		t.Fatalf("%v %+v", err, c)
 	}
 	for _, b := range []string{"auto", "warm", "oneshot", "api"} {
-		if c, err := Parse("x", "", []string{"--backend", b}, envOf(nil), io.Discard); err != nil || c.Backend != b {
+		if c, err := Parse("x", "", []string{"--backend", b}, envOf(nil), io.Discard, Rules{}); err != nil || c.Backend != b {
 			t.Fatalf("--backend %s: %v", b, err)
 		}
 	}
-	if _, err := Parse("x", "", []string{"--backend", "gemini"}, envOf(nil), io.Discard); err == nil {
+	if _, err := Parse("x", "", []string{"--backend", "gemini"}, envOf(nil), io.Discard, Rules{}); err == nil {
 		t.Fatal("a bad --backend flag was accepted")
 	}
 }
@@ -123,14 +123,14 @@ func TestForeignBackendVariableIsIgnored(t *testing.T) {
 // and a system prompt of --max-prompt-bytes control characters, escaped
 // six times over by JSON; a smaller explicit cap is kept, with a warning.
 func TestMaxBodyBytesFitsEscapedPrompts(t *testing.T) {
-	c, err := Parse("x", "", nil, envOf(nil), io.Discard)
+	c, err := Parse("x", "", nil, envOf(nil), io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := 12*DefaultMaxPromptBytes + 64<<10; c.MaxBodyBytes != want {
 		t.Fatalf("default --max-body-bytes %d, want %d", c.MaxBodyBytes, want)
 	}
-	c, err = Parse("x", "", []string{"--max-body-bytes", "4MiB"}, envOf(nil), io.Discard)
+	c, err = Parse("x", "", []string{"--max-body-bytes", "4MiB"}, envOf(nil), io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,21 +140,21 @@ func TestMaxBodyBytesFitsEscapedPrompts(t *testing.T) {
 }
 
 func TestToolHostFlags(t *testing.T) {
-	c, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_ALLOW_MCP_TOOLS": "db, github.create_issue", "GEMINI_MCP_MAX_TOOL_ROUNDS": "3"}), io.Discard)
+	c, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_ALLOW_MCP_TOOLS": "db, github.create_issue", "GEMINI_MCP_MAX_TOOL_ROUNDS": "3"}), io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.MaxToolRounds != 3 || !reflect.DeepEqual(c.AllowMCPTools, []string{"db", "github.create_issue"}) {
 		t.Fatalf("from env: %d %q", c.MaxToolRounds, c.AllowMCPTools)
 	}
-	c, err = Parse("x", "", []string{"--max-tool-rounds=4", "--allow-mcp-tools", "web"}, envOf(nil), io.Discard)
+	c, err = Parse("x", "", []string{"--max-tool-rounds=4", "--allow-mcp-tools", "web"}, envOf(nil), io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.MaxToolRounds != 4 || !reflect.DeepEqual(c.AllowMCPTools, []string{"web"}) {
 		t.Fatalf("from flags: %d %q", c.MaxToolRounds, c.AllowMCPTools)
 	}
-	if c, _ = Parse("x", "", nil, envOf(nil), io.Discard); c.MaxToolRounds != DefaultMaxToolRounds || c.AllowMCPTools != nil {
+	if c, _ = Parse("x", "", nil, envOf(nil), io.Discard, Rules{}); c.MaxToolRounds != DefaultMaxToolRounds || c.AllowMCPTools != nil {
 		t.Fatalf("defaults: %d %q", c.MaxToolRounds, c.AllowMCPTools)
 	}
 }
@@ -170,7 +170,7 @@ func TestSendSecretFiles(t *testing.T) {
 		{nil, map[string]string{"GEMINI_MCP_SEND_SECRET_FILES": "true"}, true},
 		{[]string{"--send-secret-files=false"}, map[string]string{"GEMINI_MCP_SEND_SECRET_FILES": "1"}, false},
 	} {
-		cfg, err := Parse("x", "", c.args, envOf(c.env), io.Discard)
+		cfg, err := Parse("x", "", c.args, envOf(c.env), io.Discard, Rules{})
 		if err != nil || cfg.SendSecretFiles != c.want {
 			t.Errorf("%v %v: %v, %v", c.args, c.env, cfg, err)
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 func TestStoreFlags(t *testing.T) {
-	c, err := Parse("x", "", nil, envOf(nil), io.Discard)
+	c, err := Parse("x", "", nil, envOf(nil), io.Discard, Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,13 +18,13 @@ func TestStoreFlags(t *testing.T) {
 		t.Fatalf("defaults: store %q prefix %q ttl %v max turns %d", c.Store, c.StorePrefix, c.SessionTTL, c.MaxTurns)
 	}
 	env := envOf(map[string]string{"GEMINI_MCP_STORE": "memory:", "GEMINI_MCP_STORE_PREFIX": "team-a:", "GEMINI_MCP_SESSION_TTL": "24h", "GEMINI_MCP_MAX_TURNS": "50"})
-	if c, err = Parse("x", "", nil, env, io.Discard); err != nil {
+	if c, err = Parse("x", "", nil, env, io.Discard, Rules{}); err != nil {
 		t.Fatal(err)
 	}
 	if c.Store != "memory:" || c.StorePrefix != "team-a:" || c.SessionTTL != 24*time.Hour || c.MaxTurns != 50 {
 		t.Fatalf("from env: %q %q %v %d", c.Store, c.StorePrefix, c.SessionTTL, c.MaxTurns)
 	}
-	if c, err = Parse("x", "", []string{"--store", "redis://127.0.0.1:6379/0", "--max-turns", "3"}, env, io.Discard); err != nil {
+	if c, err = Parse("x", "", []string{"--store", "redis://127.0.0.1:6379/0", "--max-turns", "3"}, env, io.Discard, Rules{}); err != nil {
 		t.Fatal(err)
 	}
 	if c.Store != "redis://127.0.0.1:6379/0" || c.MaxTurns != 3 {
@@ -43,12 +43,12 @@ func TestStoreFlagsInvalid(t *testing.T) {
 		{[]string{"--session-ttl", "10s"}, "--session-ttl must be at least 1m"},
 		{[]string{"--max-turns", "0"}, "--max-turns must be at least 1"},
 	} {
-		_, err := Parse("x", "", tc.args, envOf(nil), io.Discard)
+		_, err := Parse("x", "", tc.args, envOf(nil), io.Discard, Rules{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
 	}
-	if _, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_MAX_TURNS": "many"}), io.Discard); err == nil || !strings.Contains(err.Error(), "GEMINI_MCP_MAX_TURNS") {
+	if _, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_MAX_TURNS": "many"}), io.Discard, Rules{}); err == nil || !strings.Contains(err.Error(), "GEMINI_MCP_MAX_TURNS") {
 		t.Errorf("GEMINI_MCP_MAX_TURNS=many: %v", err)
 	}
 }

@@ -36,7 +36,7 @@ func (a *args) temperature() *float64     { return a.temp }
 // registered with raw handlers so that a bad argument is a JSON-RPC
 // -32602 error with data.validation_errors, as the specification says, rather
 // than a tool result. maxBytes bounds each text argument (0: no bound).
-func parseArgs(s *spec, raw json.RawMessage, maxBytes int) (*args, error) {
+func parseArgs(s *Tool, raw json.RawMessage, maxBytes int) (*args, error) {
 	a := &args{strs: map[string]string{}, lists: map[string][]string{}, bools: map[string]bool{}}
 	var in map[string]json.RawMessage
 	if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
@@ -138,7 +138,7 @@ func (a *args) set(p prop, v json.RawMessage, maxBytes int) string {
 }
 
 // argList names the tool's arguments, the required ones marked.
-func (s *spec) argList() string {
+func (s *Tool) argList() string {
 	names := make([]string, len(s.props))
 	for i, p := range s.props {
 		names[i] = p.name

@@ -65,23 +65,14 @@ type Deps struct {
 	Now         func() time.Time
 }
 
-// Names are the expert tools' names, in the specification's order.
-func Names() []string {
-	n := make([]string, len(specs))
-	for i, s := range specs {
-		n[i] = s.name
-	}
-	return n
-}
+// Name is the tool's name.
+func (t *Tool) Name() string { return t.name }
 
-// Register adds the five expert tools to s, and each as an MCP prompt of
-// the same name.
-func Register(s *mcp.Server, d *Deps) {
-	for _, sp := range specs {
-		s.AddTool(sp.tool(), d.handler(sp))
-		s.AddPrompt(sp.prompt(), sp.getPrompt)
-	}
-}
+// Add adds the tool to s.
+func (t *Tool) Add(s *mcp.Server, d *Deps) { s.AddTool(t.tool(), d.handler(t)) }
+
+// AddPrompt adds the tool's MCP prompt, of the same name, to s.
+func (t *Tool) AddPrompt(s *mcp.Server) { s.AddPrompt(t.prompt(), t.getPrompt) }
 
 func (d *Deps) log() *slog.Logger {
 	if d.Log == nil {
@@ -99,7 +90,7 @@ func (d *Deps) now() time.Time {
 
 // handler is the tool's raw handler: it validates the arguments itself
 // (see parseArgs) and returns every failure as a JSON-RPC error.
-func (d *Deps) handler(sp *spec) mcp.ToolHandler {
+func (d *Deps) handler(sp *Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := d.call(ctx, req, sp)
 		if err != nil {
@@ -113,7 +104,7 @@ func (d *Deps) handler(sp *spec) mcp.ToolHandler {
 // errCallTimeout is the cause of a call stopped by Deps.CallTimeout.
 var errCallTimeout = errors.New("call timeout")
 
-func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (res *mcp.CallToolResult, err error) {
+func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *Tool) (res *mcp.CallToolResult, err error) {
 	var raw json.RawMessage
 	if req != nil && req.Params != nil {
 		raw = req.Params.Arguments
@@ -179,7 +170,7 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (re
 // context reads the files (or, for precommit, the changes) the call
 // names, for a turn of thread id ("" for a new one); found are the
 // secrets precommit's changes add.
-func (d *Deps) context(ctx context.Context, sp *spec, a *args, id string) (files *filectx.Files, found []string, err error) {
+func (d *Deps) context(ctx context.Context, sp *Tool, a *args, id string) (files *filectx.Files, found []string, err error) {
 	if sp.name == "precommit" {
 		if !a.boolean("include_staged") && !a.boolean("include_unstaged") {
 			return nil, nil, conversation.ValidationErrors{
@@ -208,7 +199,7 @@ func (d *Deps) context(ctx context.Context, sp *spec, a *args, id string) (files
 
 // userPrompt is the turn's prompt: the caller's arguments under their
 // labels, in the order of the schema, then the file context.
-func (sp *spec) userPrompt(a *args, files string, found []string) string {
+func (sp *Tool) userPrompt(a *args, files string, found []string) string {
 	var b strings.Builder
 	for _, p := range sp.props {
 		if p.label == "" {
@@ -246,7 +237,7 @@ func (sp *spec) userPrompt(a *args, files string, found []string) string {
 
 // headline is what the session's title starts from: the tool's main
 // argument.
-func (sp *spec) headline(a *args) string {
+func (sp *Tool) headline(a *args) string {
 	for _, p := range sp.props {
 		if p.required && p.kind == "string" {
 			return a.str(p.name)

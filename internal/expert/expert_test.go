@@ -158,7 +158,7 @@ func newHarnessOn(t *testing.T, backendName string, store session.Store, configu
 	if configure != nil {
 		configure(d)
 	}
-	Register(s, d)
+	addAll(s, d)
 	if setup != nil {
 		setup(s)
 	}
@@ -562,7 +562,8 @@ func TestPromptsListed(t *testing.T) {
 	for _, p := range res.Prompts {
 		byName[p.Name] = p
 	}
-	for _, name := range Names() {
+	for _, tool := range all {
+		name := tool.name
 		p := byName[name]
 		if p == nil {
 			t.Fatalf("no prompt %s", name)
@@ -614,7 +615,7 @@ func TestCallTimeout(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		d := &Deps{Turns: blockingTurns{}, CallTimeout: 300 * time.Second}
-		Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d)
+		addAll(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d)
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "debug", Arguments: json.RawMessage(`{"error_description":"x"}`)}}
 		start := time.Now()
 		_, err := d.handler(specByName("debug"))(context.Background(), req)
@@ -669,7 +670,7 @@ func TestContinuationOfAnotherClientRefused(t *testing.T) {
 	conv := conversation.New(conversation.Options{Backend: fb, Store: store, DefaultCwd: root, Remote: true, Authenticated: true})
 	s := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
 	d := &Deps{Turns: conv}
-	Register(s, d)
+	addAll(s, d)
 	call := func(token, args string) (*mcp.CallToolResult, error) {
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "thinkdeep", Arguments: json.RawMessage(args)},
 			Extra: &mcp.RequestExtra{Header: http.Header{conversation.ClientHeader: {token}}}}
@@ -691,4 +692,26 @@ func TestContinuationOfAnotherClientRefused(t *testing.T) {
 	if fb.count() != 2 {
 		t.Fatalf("%d turns, want 2", fb.count())
 	}
+}
+
+// all are the expert tools, in the server's order.
+var all = []*Tool{Thinkdeep, Analyze, Codereview, Debug, Precommit}
+
+// addAll adds the expert tools and their prompts to s, as the server's
+// registry does.
+func addAll(s *mcp.Server, d *Deps) {
+	for _, t := range all {
+		t.Add(s, d)
+		t.AddPrompt(s)
+	}
+}
+
+// specByName finds the expert tool named name.
+func specByName(name string) *Tool {
+	for _, t := range all {
+		if t.name == name {
+			return t
+		}
+	}
+	return nil
 }

@@ -60,14 +60,10 @@ const RateLimitsUsage = "limit the calls each client may make of a tool: a comma
 	"which later entries override (seed,chat=20/min). A client is a bearer token over HTTP, a remote address without tokens " +
 	"(behind a proxy, the proxy's: every client shares it), or the one stdio client. The limits are kept in this process, or in Redis with --store redis://, shared by every replica. Default: no limits"
 
-// Tools are the tools a limit may name: every tool the server offers, the
-// chat tools then the expert tools (a test of internal/app checks them
-// against the tools registered).
-var Tools = []string{"chat", "chat-reply", "chat-page", "sessions", "thinkdeep", "analyze", "codereview", "debug", "precommit"}
-
-// ParseRateLimits reads the value of --rate-limits; "" means no limits
-// (a nil map).
-func ParseRateLimits(s string) (map[string]Rate, error) {
+// ParseRateLimits reads the value of --rate-limits, whose limits may name
+// the tools in tools (every tool the server offers: its registry's list);
+// "" means no limits (a nil map).
+func ParseRateLimits(s string, tools []string) (map[string]Rate, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, nil
@@ -84,8 +80,8 @@ func ParseRateLimits(s string) (map[string]Rate, error) {
 		if !ok || tool == "" {
 			return nil, fmt.Errorf("--rate-limits: %q is not tool=N/period: write e.g. analyze=5/min, or seed", entry)
 		}
-		if !slices.Contains(Tools, tool) {
-			return nil, fmt.Errorf("--rate-limits: there is no tool %q: the tools are %s", tool, strings.Join(Tools, ", "))
+		if !slices.Contains(tools, tool) {
+			return nil, fmt.Errorf("--rate-limits: there is no tool %q: the tools are %s", tool, strings.Join(tools, ", "))
 		}
 		r, err := parseRate(rate)
 		if err != nil {
@@ -258,13 +254,15 @@ func (l *Limiter) Middleware(rpcErrors []string) mcp.Middleware {
 // RateLimitsFlag is --rate-limits as a flag.Value, for the server's
 // configuration: fs.Var(&cfg.RateLimits, "rate-limits", ratelimit.RateLimitsUsage).
 type RateLimitsFlag struct {
+	// Tools are the tools a limit may name, set before the flag is parsed.
+	Tools  []string
 	Text   string
 	Limits map[string]Rate // nil: no limits
 }
 
 // Set parses the flag's value.
 func (f *RateLimitsFlag) Set(s string) error {
-	l, err := ParseRateLimits(s)
+	l, err := ParseRateLimits(s, f.Tools)
 	if err != nil {
 		return err
 	}

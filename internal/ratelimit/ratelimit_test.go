@@ -18,6 +18,7 @@ import (
 
 func TestParseRateLimits(t *testing.T) {
 	t.Parallel()
+	tools := []string{"chat", "chat-reply", "analyze", "thinkdeep", "codereview", "debug", "precommit"}
 	for _, tc := range []struct{ in, want string }{
 		{"", "map[]"},
 		{"chat=10/min, analyze=5/minute", "map[analyze:5/min chat:10/min]"},
@@ -25,7 +26,7 @@ func TestParseRateLimits(t *testing.T) {
 		{"seed", "map[analyze:5/min chat:10/min codereview:5/min debug:5/min precommit:3/min thinkdeep:3/min]"},
 		{"seed,chat=20/min", "map[analyze:5/min chat:20/min codereview:5/min debug:5/min precommit:3/min thinkdeep:3/min]"},
 	} {
-		got, err := ParseRateLimits(tc.in)
+		got, err := ParseRateLimits(tc.in, tools)
 		if err != nil {
 			t.Errorf("%q: %v", tc.in, err)
 			continue
@@ -41,7 +42,7 @@ func TestParseRateLimits(t *testing.T) {
 		{"chat=5", "is not N/period"},
 		{"chat=5/day", "must be s, min or h"},
 	} {
-		_, err := ParseRateLimits(tc.in)
+		_, err := ParseRateLimits(tc.in, tools)
 		if err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%q: error %v, want one saying %q", tc.in, err, tc.says)
 		}

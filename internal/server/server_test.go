@@ -128,7 +128,7 @@ func (h *harness) newServer() *mcp.Server {
 	if r := h.opts.remote; r != nil {
 		o.Remote, o.Authenticated, o.Stateless = true, len(r.Tokens) > 0, r.Stateless
 	}
-	return New("test", &tools.Deps{Conv: conversation.New(o), MaxPromptBytes: 1 << 20}, nil)
+	return New("test", Families{Chat: &tools.Deps{Conv: conversation.New(o), MaxPromptBytes: 1 << 20}}, nil)
 }
 
 func realDir(t *testing.T, d string) string {
