@@ -1,5 +1,7 @@
 package expert
 
+import "context"
+
 // Codereview is the codereview expert tool.
 var Codereview = &Tool{
 	name:        "codereview",
@@ -8,7 +10,7 @@ var Codereview = &Tool{
 	role: "You are an expert code reviewer. Review the code you are given for bugs, security vulnerabilities, performance problems and quality. " +
 		"List the issues from most to least severe (Critical, High, Medium, Low), each with its file and line numbers and a concrete fix. " +
 		"Report only issues at or above the requested severity.",
-	filesArg: "files",
+	input: func() input { return new(CodereviewInput) },
 	props: []prop{
 		{name: "files", kind: "array", required: true, desc: "Files or directories to review."},
 		{name: "context", kind: "string", required: true, label: "Context",
@@ -22,4 +24,20 @@ var Codereview = &Tool{
 		continuationID,
 		temperature,
 	},
+}
+
+// CodereviewInput is codereview's arguments.
+type CodereviewInput struct {
+	Files          []string `json:"files"`
+	Context        string   `json:"context"`
+	ReviewType     string   `json:"review_type"`
+	SeverityFilter string   `json:"severity_filter"`
+	Standards      string   `json:"standards,omitempty"`
+	Common
+}
+
+func (in *CodereviewInput) headline() string { return in.Context }
+
+func (in *CodereviewInput) gather(ctx context.Context, d *Deps, id string) (*material, error) {
+	return d.gatherFiles(ctx, id, in.Files)
 }

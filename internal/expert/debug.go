@@ -1,5 +1,7 @@
 package expert
 
+import "context"
+
 // Debug is the debug expert tool.
 var Debug = &Tool{
 	name:        "debug",
@@ -8,7 +10,7 @@ var Debug = &Tool{
 	role: "You are an expert debugger. Find the root cause of the error you are given: analyse stack traces, " +
 		"rank the likely causes, give the steps to reproduce and confirm each, and recommend fixes in order of priority. " +
 		"Refer to files by path and line number.",
-	filesArg: "files",
+	input: func() input { return new(DebugInput) },
 	props: []prop{
 		{name: "error_description", kind: "string", required: true, label: "Error description",
 			desc: "The error or unexpected behaviour."},
@@ -23,4 +25,20 @@ var Debug = &Tool{
 		continuationID,
 		temperature,
 	},
+}
+
+// DebugInput is debug's arguments.
+type DebugInput struct {
+	ErrorDescription string   `json:"error_description"`
+	ErrorContext     string   `json:"error_context,omitempty"`
+	Files            []string `json:"files,omitempty"`
+	PreviousAttempts string   `json:"previous_attempts,omitempty"`
+	RuntimeInfo      string   `json:"runtime_info,omitempty"`
+	Common
+}
+
+func (in *DebugInput) headline() string { return in.ErrorDescription }
+
+func (in *DebugInput) gather(ctx context.Context, d *Deps, id string) (*material, error) {
+	return d.gatherFiles(ctx, id, in.Files)
 }

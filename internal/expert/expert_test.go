@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -664,4 +666,36 @@ func specByName(name string) *Tool {
 		}
 	}
 	return nil
+}
+
+// TestInputStructsMatchSchemas: each tool's input struct has a field for
+// each property of its schema and no other, so that every argument the
+// schema admits reaches the handler; a number has a range, which the
+// schema check reads.
+func TestInputStructsMatchSchemas(t *testing.T) {
+	t.Parallel()
+	for _, tool := range all {
+		sc := tool.schema()
+		var fields []string
+		var walk func(reflect.Type)
+		walk = func(rt reflect.Type) {
+			for f := range rt.Fields() {
+				if f.Anonymous {
+					walk(f.Type)
+					continue
+				}
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				fields = append(fields, name)
+			}
+		}
+		walk(reflect.TypeOf(tool.input()).Elem())
+		if got, want := slices.Sorted(slices.Values(fields)), slices.Sorted(slices.Values(sc.PropertyOrder)); !slices.Equal(got, want) {
+			t.Errorf("%s: the input struct has %v, the schema %v", tool.name, got, want)
+		}
+		for name, p := range sc.Properties {
+			if p.Type == "number" && (p.Minimum == nil || p.Maximum == nil) {
+				t.Errorf("%s.%s: a number without a range", tool.name, name)
+			}
+		}
+	}
 }

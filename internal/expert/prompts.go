@@ -22,8 +22,8 @@ import (
 func (sp *Tool) prompt() *mcp.Prompt {
 	p := &mcp.Prompt{Name: sp.name, Title: sp.title, Description: sp.description}
 	for _, a := range sp.props {
-		if a.name == "temperature" {
-			continue
+		if a.kind == "number" {
+			continue // the prompts leave the sampling temperature out
 		}
 		desc := a.desc
 		switch {
@@ -73,7 +73,7 @@ func (sp *Tool) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.Ge
 	if err != nil {
 		return nil, err
 	}
-	if _, err := parseArgs(sp, raw, 0); err != nil {
+	if _, err := parseArgs(sp.name, sp.schema(), raw, 0); err != nil {
 		return nil, conversation.WireError(err)
 	}
 	pretty, _ := json.MarshalIndent(args, "", "  ")

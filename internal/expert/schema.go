@@ -15,24 +15,28 @@ type prop struct {
 	kind     string // "string", "array" (of strings), "boolean" or "number"
 	desc     string
 	enum     []string
-	def      any // the specification's default, nil when it gives none
+	def      any      // the specification's default, nil when it gives none
+	min, max *float64 // a number's range
 	required bool
 	// label heads the argument's text in the prompt sent to Gemini; ""
 	// leaves the argument out of the prompt (tuning, files, ids).
 	label string
 }
 
-// Tool is one expert tool: its schema, as the specification writes it, and the
-// role Gemini takes for it. Each is defined in a file of its own.
+// Tool is one expert tool: its schema, as the specification writes it, the
+// role Gemini takes for it, and its input struct, whose gather method is
+// what the tool does beside sending its arguments (read files, or
+// precommit's changes). Each is defined in a file of its own, and listed
+// in the server's registry.
 type Tool struct {
 	name, title, description string
 	props                    []prop
 	// role is the system prompt: the specification's purpose of the tool, as
 	// instructions to Gemini.
 	role string
-	// filesArg names the argument holding files or directories ("" when
-	// the tool takes none); precommit reads its changes from path instead.
-	filesArg string
+	// input returns a new input struct of the tool, which its arguments
+	// are decoded into.
+	input func() input
 }
 
 // The arguments shared by every expert tool. continuation_id is written in
@@ -50,7 +54,7 @@ var (
 	continuationID = prop{name: "continuation_id", kind: "string",
 		desc: "Thread continuation ID for multi-turn conversations: the continuation ID of an earlier result of any of this server's tools. " +
 			"Gemini then sees that conversation's history, and files already sent in it are not sent again. Omit it to start a new thread."}
-	temperature = prop{name: "temperature", kind: "number",
+	temperature = prop{name: "temperature", kind: "number", min: ptr(backend.MinTemperature), max: ptr(backend.MaxTemperature),
 		desc: "Optional: the sampling temperature, from 0 to 2. Omit it for the model's default. Applied by the Gemini API backend; " +
 			"the Gemini CLI backends answer without it and say so in _meta.notApplied."}
 	reviewType = prop{name: "review_type", kind: "string", enum: []string{"full", "security", "performance", "quick"}, def: "full",
@@ -76,9 +80,7 @@ func (s *Tool) schema() *jsonschema.Schema {
 		if p.kind == "array" {
 			ps.Items = &jsonschema.Schema{Type: "string"}
 		}
-		if p.name == "temperature" {
-			ps.Minimum, ps.Maximum = ptr(backend.MinTemperature), ptr(backend.MaxTemperature)
-		}
+		ps.Minimum, ps.Maximum = p.min, p.max
 		for _, e := range p.enum {
 			ps.Enum = append(ps.Enum, e)
 		}
