@@ -185,3 +185,44 @@ func TestToolsPassGeminiCLIRules(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpNamesToolArguments: each tool --help lists takes exactly the
+// arguments the help names (in any order), as the server lists it.
+func TestHelpNamesToolArguments(t *testing.T) {
+	t.Parallel()
+	tools, _, _ := listed(t)
+	schemas := map[string][]string{}
+	for _, tool := range tools.Tools {
+		var sc struct {
+			Properties map[string]any `json:"properties"`
+		}
+		raw, _ := json.Marshal(tool.InputSchema)
+		if err := json.Unmarshal(raw, &sc); err != nil {
+			t.Fatal(err)
+		}
+		for name := range sc.Properties {
+			schemas[tool.Name] = append(schemas[tool.Name], name)
+		}
+	}
+	_, section, _ := strings.Cut(usageHeader, "Tools {arguments}:")
+	section, _, _ = strings.Cut(section, "--backend")
+	found := 0
+	for _, m := range regexp.MustCompile(`(?:^|\s)([a-z][a-z-]*) \{([^}]*)\}`).FindAllStringSubmatch(section, -1) {
+		found++
+		want, ok := schemas[m[1]]
+		if !ok {
+			t.Errorf("--help lists %s, which the server does not offer", m[1])
+			continue
+		}
+		var got []string
+		for _, a := range strings.Split(m[2], ",") {
+			got = append(got, strings.TrimSpace(a))
+		}
+		if g, w := slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want)); !slices.Equal(g, w) {
+			t.Errorf("--help says %s takes %v, its schema %v", m[1], g, w)
+		}
+	}
+	if found == 0 {
+		t.Fatalf("no tool found in the help:\n%s", section)
+	}
+}
