@@ -158,7 +158,7 @@ func newInProcess(b *testing.B, kind string) *inProcess {
 		}
 	}
 	runner = backend.Limit(runner, 0)
-	srv := ourserver.New("bench", &tools.Deps{Conv: conversation.New(conversation.Options{Backend: runner, Store: store, DefaultCwd: work}), MaxPromptBytes: 1 << 20}, nil)
+	srv := ourserver.New("bench", ourserver.Families{Chat: &tools.Deps{Conv: conversation.New(conversation.Options{Backend: runner, Store: store, DefaultCwd: work}), MaxPromptBytes: 1 << 20}}, nil)
 	b.Cleanup(func() { runner.Close() })
 	h.cs = mcptest.Connect(b, srv, &mcptest.Options{Client: &mcp.Implementation{Name: "bench", Version: "1"}})
 	return h

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 )
 
 var (
@@ -112,8 +113,8 @@ func TestStdioChatAndReply(t *testing.T) {
 		t.Fatalf("serverInfo %+v", init.ServerInfo)
 	}
 	tools, err := cs.ListTools(context.Background(), nil)
-	// chat, chat-reply, chat-page, sessions and the five expert tools.
-	if err != nil || len(tools.Tools) != 9 {
+	// Every tool of the registry: the binary is built as the server is.
+	if err != nil || len(tools.Tools) != len(server.ToolNames()) {
 		t.Fatalf("tools/list: %v %v", tools, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -19,7 +19,6 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/ratelimit"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
@@ -165,9 +164,9 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 
 // configRules are the checks of the configuration that config leaves to
 // the packages that know: a valid model name, the tools a rate limit may
-// name (ratelimit.Tools, the one list of them).
+// name (every tool the server's registry lists).
 func configRules() config.Rules {
-	return config.Rules{Model: validate.Model, RateLimitTools: ratelimit.Tools}
+	return config.Rules{Model: validate.Model, RateLimitTools: server.ToolNames()}
 }
 
 // NewDeps builds, from the configuration, the turn pipeline every tool

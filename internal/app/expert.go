@@ -19,8 +19,9 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
-// newServer builds the MCP server on the pipeline conv: the chat tools
-// (server.New) and the expert tools with their prompts, both reading
+// newServer builds the MCP server on the pipeline conv: every tool of the
+// server's registry (the chat tools and the expert tools with their
+// prompts), all reading
 // files from the project root, and the rate limits when --rate-limits
 // sets any. Each tool family's dependencies are complete before it is
 // registered. The project root must be an existing directory a call's
@@ -58,9 +59,11 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 		MaxFileBytes: int64(cfg.Expert.MaxFileBytes), MaxFiles: cfg.Expert.MaxFiles, MaxTokens: cfg.Expert.MaxContextTokens,
 		SendSecretFiles: cfg.Expert.SendSecretFiles,
 	}, Sent: &filectx.MemorySent{}}
-	srv := server.New(version, &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc}, log)
-	expert.Register(srv, &expert.Deps{Turns: conv, ProjectRoot: root, Files: fc,
-		CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, Log: log})
+	srv := server.New(version, server.Families{
+		Chat: &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc},
+		Expert: &expert.Deps{Turns: conv, ProjectRoot: root, Files: fc,
+			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, Log: log},
+	}, log)
 	if cfg.Tools.RateLimits.Limits != nil {
 		limiter := ratelimit.NewLimiter(cfg.Tools.RateLimits.Limits, nil)
 		if shared, ok := conv.Store().(ratelimit.SharedBuckets); ok {
@@ -69,7 +72,7 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 		}
 		// The expert tools fail with JSON-RPC errors, the chat tools
 		// with error results.
-		srv.AddReceivingMiddleware(limiter.Middleware(expert.Names()))
+		srv.AddReceivingMiddleware(limiter.Middleware(server.RPCErrorTools()))
 	}
 	log.Info("expert tools", "projectRoot", root, "maxFiles", cfg.Expert.MaxFiles, "maxFileBytes", cfg.Expert.MaxFileBytes,
 		"maxContextTokens", cfg.Expert.MaxContextTokens, "sendSecretFiles", cfg.Expert.SendSecretFiles, "tokens", fc.TokenCounting(), "rateLimits", cfg.Tools.RateLimits.String())

@@ -65,23 +65,14 @@ type Deps struct {
 	Now         func() time.Time
 }
 
-// Names are the expert tools' names, in the specification's order.
-func Names() []string {
-	n := make([]string, len(specs))
-	for i, s := range specs {
-		n[i] = s.name
-	}
-	return n
-}
+// Name is the tool's name.
+func (t *Tool) Name() string { return t.name }
 
-// Register adds the five expert tools to s, and each as an MCP prompt of
-// the same name.
-func Register(s *mcp.Server, d *Deps) {
-	for _, sp := range specs {
-		s.AddTool(sp.tool(), d.handler(sp))
-		s.AddPrompt(sp.prompt(), sp.getPrompt)
-	}
-}
+// Add adds the tool to s.
+func (t *Tool) Add(s *mcp.Server, d *Deps) { s.AddTool(t.tool(), d.handler(t)) }
+
+// AddPrompt adds the tool's MCP prompt, of the same name, to s.
+func (t *Tool) AddPrompt(s *mcp.Server) { s.AddPrompt(t.prompt(), t.getPrompt) }
 
 func (d *Deps) log() *slog.Logger {
 	if d.Log == nil {
@@ -99,11 +90,11 @@ func (d *Deps) now() time.Time {
 
 // handler is the tool's raw handler: it validates the arguments itself
 // (see parseArgs) and returns every failure as a JSON-RPC error.
-func (d *Deps) handler(sp *spec) mcp.ToolHandler {
+func (d *Deps) handler(t *Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := d.call(ctx, req, sp)
+		res, err := d.call(ctx, req, t)
 		if err != nil {
-			d.log().Info("expert tool failed", "tool", sp.name, "err", err)
+			d.log().Info("expert tool failed", "tool", t.name, "err", err)
 			return nil, conversation.WireError(err)
 		}
 		return res, nil
@@ -113,14 +104,18 @@ func (d *Deps) handler(sp *spec) mcp.ToolHandler {
 // errCallTimeout is the cause of a call stopped by Deps.CallTimeout.
 var errCallTimeout = errors.New("call timeout")
 
-func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (res *mcp.CallToolResult, err error) {
+func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res *mcp.CallToolResult, err error) {
 	var raw json.RawMessage
 	if req != nil && req.Params != nil {
 		raw = req.Params.Arguments
 	}
-	a, err := parseArgs(sp, raw, d.MaxArgBytes)
+	a, err := parseArgs(t.name, t.schema(), raw, d.MaxArgBytes)
 	if err != nil {
 		return nil, err
+	}
+	in := t.input()
+	if err := a.decode(in); err != nil {
+		return nil, conversation.SystemError("the arguments could not be read", err)
 	}
 	if d.CallTimeout > 0 {
 		var cancel context.CancelFunc
@@ -134,8 +129,9 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (re
 		}()
 	}
 	c := d.Turns.CallOf(ctx, req)
-	turn := backend.Turn{SystemPrompt: sp.role, ThinkingMode: a.thinkingMode(), Temperature: a.temperature()}
-	id := a.continuationID()
+	common := in.common()
+	turn := backend.Turn{SystemPrompt: t.role, ThinkingMode: common.ThinkingMode, Temperature: common.Temperature}
+	id := common.ContinuationID
 	if id != "" {
 		if err := d.Turns.Continue(ctx, c.Who, &turn, id); err != nil {
 			if cat, _ := conversation.Classify(err); cat == conversation.System {
@@ -144,122 +140,66 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, sp *spec) (re
 			return nil, &conversation.Error{Category: conversation.Validation, Field: "continuation_id", Msg: err.Error(), Err: err}
 		}
 		// The role is this tool's, whichever tool started the thread.
-		turn.SystemPrompt = sp.role
+		turn.SystemPrompt = t.role
 	} else if turn.Dir, err = d.Turns.ResolveDir(d.ProjectRoot); err != nil {
 		return nil, conversation.SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", err), err)
 	}
-	files, found, err := d.context(ctx, sp, a, id)
+	m, err := in.gather(ctx, d, id)
 	if err != nil {
 		return nil, err
 	}
-	turn.Prompt = sp.userPrompt(a, files.Text, found)
+	turn.Prompt = t.userPrompt(a, m)
 	start := d.now()
-	ans, unsaved, err := d.Turns.Answer(ctx, c, turn, sp.name+": "+sp.headline(a))
+	ans, unsaved, err := d.Turns.Answer(ctx, c, turn, t.name+": "+in.headline())
 	if err != nil {
 		return nil, turnError(err)
 	}
 	elapsed := d.now().Sub(start)
-	if d.Files != nil && sp.name != "precommit" {
+	if d.Files != nil && m.record {
 		// The answer is complete: recording what it was sent must not
 		// fail the call; at worst the files are sent again next turn.
-		// A diff is not a file: precommit records nothing.
-		if err := d.Files.Record(context.WithoutCancel(ctx), ans.SessionID, files); err != nil {
+		if err := d.Files.Record(context.WithoutCancel(ctx), ans.SessionID, m.files); err != nil {
 			d.log().Warn("recording the files sent", "session", ans.SessionID, "err", err)
 		}
 	}
 	out := &output{
-		tool: sp.name, answer: ans, thinkingMode: turn.ThinkingMode, temperature: turn.Temperature,
-		processed: files.Processed, skipped: files.Skipped, elapsed: elapsed, secrets: found,
+		tool: t.name, answer: ans, thinkingMode: turn.ThinkingMode, temperature: turn.Temperature,
+		processed: m.files.Processed, skipped: m.files.Skipped, elapsed: elapsed, secrets: m.secrets,
 	}
 	res = out.result()
 	conversation.AddUnsaved(res, unsaved)
 	return res, nil
 }
 
-// context reads the files (or, for precommit, the changes) the call
-// names, for a turn of thread id ("" for a new one); found are the
-// secrets precommit's changes add.
-func (d *Deps) context(ctx context.Context, sp *spec, a *args, id string) (files *filectx.Files, found []string, err error) {
-	if sp.name == "precommit" {
-		if !a.boolean("include_staged") && !a.boolean("include_unstaged") {
-			return nil, nil, conversation.ValidationErrors{
-				{Field: "include_staged", Error: "include_staged and include_unstaged are both false, which leaves nothing to review: set one of them to true"},
-			}
-		}
-		if d.Files == nil {
-			return nil, nil, conversation.SystemError("this server cannot read git changes yet (no file context is configured): ask its operator, or use codereview with the changed files", nil)
-		}
-		cs, err := d.Files.Changes(ctx, a.str("path"), a.boolean("include_staged"), a.boolean("include_unstaged"))
-		if err != nil {
-			return nil, nil, err
-		}
-		return &filectx.Files{Text: cs.Text, Processed: cs.Processed, Skipped: cs.Skipped}, cs.Secrets, nil
-	}
-	entries := a.list(sp.filesArg)
-	if len(entries) == 0 {
-		return &filectx.Files{}, nil, nil
-	}
-	if d.Files == nil {
-		return nil, nil, conversation.SystemError("this server cannot read project files yet (no file context is configured): ask its operator, or paste the code into the request instead", nil)
-	}
-	files, err = d.Files.Gather(ctx, id, entries)
-	return files, nil, err
-}
-
 // userPrompt is the turn's prompt: the caller's arguments under their
-// labels, in the order of the schema, then the file context.
-func (sp *spec) userPrompt(a *args, files string, found []string) string {
+// labels, in the order of the schema, then what the tool gathered.
+func (t *Tool) userPrompt(a *args, m *material) string {
 	var b strings.Builder
-	for _, p := range sp.props {
+	for _, p := range t.props {
 		if p.label == "" {
 			continue
 		}
 		var v string
 		switch p.kind {
 		case "array":
-			v = strings.Join(a.list(p.name), ", ")
+			v = strings.Join(a.lists[p.name], ", ")
 		default:
-			v = a.str(p.name)
+			v = a.strs[p.name]
 		}
 		if strings.TrimSpace(v) == "" {
 			continue
 		}
 		fmt.Fprintf(&b, "## %s\n%s\n\n", p.label, v)
 	}
-	if sp.name == "precommit" {
-		fmt.Fprintf(&b, "## Repository\n%s (staged changes: %s, unstaged changes: %s)\n\n",
-			a.str("path"), yesNo(a.boolean("include_staged")), yesNo(a.boolean("include_unstaged")))
-	}
-	if len(found) > 0 {
+	b.WriteString(m.preface)
+	if len(m.secrets) > 0 {
 		fmt.Fprintf(&b, "## Secrets found by the server's scan\nThe changes add these credentials (masked here and in the diff). "+
-			"They make the verdict NO-GO: say how to remove them.\n- %s\n\n", strings.Join(found, "\n- "))
+			"They make the verdict NO-GO: say how to remove them.\n- %s\n\n", strings.Join(m.secrets, "\n- "))
 	}
-	if files != "" {
-		heading := "Files"
-		if sp.name == "precommit" {
-			heading = "Changes"
-		}
-		fmt.Fprintf(&b, "## %s\n%s\n", heading, files)
+	if m.files.Text != "" {
+		fmt.Fprintf(&b, "## %s\n%s\n", m.heading, m.files.Text)
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// headline is what the session's title starts from: the tool's main
-// argument.
-func (sp *spec) headline(a *args) string {
-	for _, p := range sp.props {
-		if p.required && p.kind == "string" {
-			return a.str(p.name)
-		}
-	}
-	return ""
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 // output is a successful call, formatted as the specification's

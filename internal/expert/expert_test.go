@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,8 +26,6 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
-
-var update = flag.Bool("update", false, "rewrite the schema snapshots in testdata/toolsnaps")
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
@@ -158,7 +156,7 @@ func newHarnessOn(t *testing.T, backendName string, store session.Store, configu
 	if configure != nil {
 		configure(d)
 	}
-	Register(s, d)
+	addAll(s, d)
 	if setup != nil {
 		setup(s)
 	}
@@ -191,52 +189,6 @@ func wireErr(t *testing.T, err error) *jsonrpc.Error {
 		t.Fatalf("error %v (%T) is not a JSON-RPC error", err, err)
 	}
 	return we
-}
-
-func TestSchemasSnapshot(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, "warm", nil)
-	res, err := h.client.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for _, tool := range res.Tools {
-		if specByName(tool.Name) == nil {
-			continue // chat and the others, snapshotted by internal/server
-		}
-		got[tool.Name] = true
-		raw, err := json.MarshalIndent(tool, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw = append(raw, '\n')
-		for _, banned := range []string{"additionalProperties", "$schema", "anyOf", "oneOf", "allOf", "$ref", `"null"`} {
-			if strings.Contains(string(raw), banned) {
-				t.Errorf("%s schema has %s, which the Gemini CLI strips", tool.Name, banned)
-			}
-		}
-		path := filepath.Join("testdata", "toolsnaps", tool.Name+".json")
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, raw, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("no snapshot for %s (run go test ./internal/expert -run Snapshot -update): %v", tool.Name, err)
-		}
-		if string(raw) != string(want) {
-			t.Errorf("tool %s differs from %s (rerun with -update if intended):\n%s", tool.Name, path, raw)
-		}
-	}
-	if len(got) != 5 {
-		t.Fatalf("expert tools listed: %v", got)
-	}
 }
 
 // TestSchemasFollowSeed checks the schemas against the expert tools' specification: its
@@ -562,7 +514,8 @@ func TestPromptsListed(t *testing.T) {
 	for _, p := range res.Prompts {
 		byName[p.Name] = p
 	}
-	for _, name := range Names() {
+	for _, tool := range all {
+		name := tool.name
 		p := byName[name]
 		if p == nil {
 			t.Fatalf("no prompt %s", name)
@@ -614,7 +567,7 @@ func TestCallTimeout(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		d := &Deps{Turns: blockingTurns{}, CallTimeout: 300 * time.Second}
-		Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d)
+		addAll(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d)
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "debug", Arguments: json.RawMessage(`{"error_description":"x"}`)}}
 		start := time.Now()
 		_, err := d.handler(specByName("debug"))(context.Background(), req)
@@ -669,7 +622,7 @@ func TestContinuationOfAnotherClientRefused(t *testing.T) {
 	conv := conversation.New(conversation.Options{Backend: fb, Store: store, DefaultCwd: root, Remote: true, Authenticated: true})
 	s := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
 	d := &Deps{Turns: conv}
-	Register(s, d)
+	addAll(s, d)
 	call := func(token, args string) (*mcp.CallToolResult, error) {
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "thinkdeep", Arguments: json.RawMessage(args)},
 			Extra: &mcp.RequestExtra{Header: http.Header{conversation.ClientHeader: {token}}}}
@@ -690,5 +643,59 @@ func TestContinuationOfAnotherClientRefused(t *testing.T) {
 	}
 	if fb.count() != 2 {
 		t.Fatalf("%d turns, want 2", fb.count())
+	}
+}
+
+// all are the expert tools, in the server's order.
+var all = []*Tool{Thinkdeep, Analyze, Codereview, Debug, Precommit}
+
+// addAll adds the expert tools and their prompts to s, as the server's
+// registry does.
+func addAll(s *mcp.Server, d *Deps) {
+	for _, t := range all {
+		t.Add(s, d)
+		t.AddPrompt(s)
+	}
+}
+
+// specByName finds the expert tool named name.
+func specByName(name string) *Tool {
+	for _, t := range all {
+		if t.name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// TestInputStructsMatchSchemas: each tool's input struct has a field for
+// each property of its schema and no other, so that every argument the
+// schema admits reaches the handler; a number has a range, which the
+// schema check reads.
+func TestInputStructsMatchSchemas(t *testing.T) {
+	t.Parallel()
+	for _, tool := range all {
+		sc := tool.schema()
+		var fields []string
+		var walk func(reflect.Type)
+		walk = func(rt reflect.Type) {
+			for f := range rt.Fields() {
+				if f.Anonymous {
+					walk(f.Type)
+					continue
+				}
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				fields = append(fields, name)
+			}
+		}
+		walk(reflect.TypeOf(tool.input()).Elem())
+		if got, want := slices.Sorted(slices.Values(fields)), slices.Sorted(slices.Values(sc.PropertyOrder)); !slices.Equal(got, want) {
+			t.Errorf("%s: the input struct has %v, the schema %v", tool.name, got, want)
+		}
+		for name, p := range sc.Properties {
+			if p.Type == "number" && (p.Minimum == nil || p.Maximum == nil) {
+				t.Errorf("%s.%s: a number without a range", tool.name, name)
+			}
+		}
 	}
 }

@@ -19,11 +19,11 @@ import (
 // by commas or spaces.
 
 // prompt is the MCP prompt of the tool.
-func (sp *spec) prompt() *mcp.Prompt {
+func (sp *Tool) prompt() *mcp.Prompt {
 	p := &mcp.Prompt{Name: sp.name, Title: sp.title, Description: sp.description}
 	for _, a := range sp.props {
-		if a.name == "temperature" {
-			continue
+		if a.kind == "number" {
+			continue // the prompts leave the sampling temperature out
 		}
 		desc := a.desc
 		switch {
@@ -42,7 +42,7 @@ func (sp *spec) prompt() *mcp.Prompt {
 // getPrompt answers prompts/get: a user message asking for the tool call.
 // Arguments are checked as the tool checks them, so that a mistake shows
 // when the prompt is used rather than when the model calls the tool.
-func (sp *spec) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+func (sp *Tool) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	args := map[string]any{}
 	if req.Params != nil {
 		for k, v := range req.Params.Arguments {
@@ -73,7 +73,7 @@ func (sp *spec) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.Ge
 	if err != nil {
 		return nil, err
 	}
-	if _, err := parseArgs(sp, raw, 0); err != nil {
+	if _, err := parseArgs(sp.name, sp.schema(), raw, 0); err != nil {
 		return nil, conversation.WireError(err)
 	}
 	pretty, _ := json.MarshalIndent(args, "", "  ")

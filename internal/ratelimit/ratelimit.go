@@ -21,12 +21,6 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
-// Tools are the tools a limit may name: every tool the server offers, the
-// chat tools then the expert tools (a test of internal/app checks them
-// against the tools registered). The app gives them to config, which
-// parses --rate-limits, as config.Rules' RateLimitTools.
-var Tools = []string{"chat", "chat-reply", "chat-page", "sessions", "thinkdeep", "analyze", "codereview", "debug", "precommit"}
-
 // Limiter counts each client's calls of each tool in token buckets: a
 // client may make Rate.N calls at once, and gains one back every
 // Rate.Per/Rate.N. The buckets are kept in this process, or, with Shared

@@ -1,5 +1,5 @@
 // Package server builds the MCP server: its identity, its instructions and
-// its tools.
+// its tools, which its registry (registry.go) lists.
 package server
 
 import (
@@ -10,25 +10,28 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 // Name is the server's name in the MCP handshake.
 const Name = "gemini-mcp-server"
 
-const instructions = "Gives you Google Gemini, through the Gemini CLI or the Gemini API. " +
-	"Call chat to start a conversation (a second opinion, a review, research, a long-context question) " +
-	"and chat-reply with the returned sessionId to continue it; sessions lists your earlier conversations. " +
-	"thinkdeep, analyze, codereview, debug and precommit bring project files (the files argument) to Gemini " +
-	"for one kind of help each; any tool continues a thread given its continuation_id. " +
-	"A call takes seconds to minutes."
+// instructions are the server's instructions to its clients' models; the
+// expert tools are named from the registry.
+func instructions() string {
+	return "Gives you Google Gemini, through the Gemini CLI or the Gemini API. " +
+		"Call chat to start a conversation (a second opinion, a review, research, a long-context question) " +
+		"and chat-reply with the returned sessionId to continue it; sessions lists your earlier conversations. " +
+		andList(RPCErrorTools()) + " bring project files (the files argument) to Gemini " +
+		"for one kind of help each; any tool continues a thread given its continuation_id. " +
+		"A call takes seconds to minutes."
+}
 
-// New returns the MCP server with its tools registered.
-func New(version string, d *tools.Deps, log *slog.Logger) *mcp.Server {
+// New returns the MCP server with the tools of the families f provides
+// registered, each as the registry (Tools) lists it.
+func New(version string, f Families, log *slog.Logger) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "Gemini (via the Gemini CLI)", Version: version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: log})
-	tools.Register(s, d)
+		&mcp.ServerOptions{Instructions: instructions(), Logger: log})
+	register(s, f)
 	return s
 }
 

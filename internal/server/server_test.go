@@ -2,12 +2,10 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +23,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
-var (
-	update     = flag.Bool("update", false, "rewrite the tool schema snapshots in testdata/toolsnaps")
-	fakeGemini string
-)
+var fakeGemini string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -128,7 +123,7 @@ func (h *harness) newServer() *mcp.Server {
 	if r := h.opts.remote; r != nil {
 		o.Remote, o.Authenticated, o.Stateless = true, len(r.Tokens) > 0, r.Stateless
 	}
-	return New("test", &tools.Deps{Conv: conversation.New(o), MaxPromptBytes: 1 << 20}, nil)
+	return New("test", Families{Chat: &tools.Deps{Conv: conversation.New(o), MaxPromptBytes: 1 << 20}}, nil)
 }
 
 func realDir(t *testing.T, d string) string {
@@ -170,73 +165,6 @@ func (h *harness) invocations() []geminitest.Invocation {
 		h.t.Fatal(err)
 	}
 	return inv
-}
-
-func TestToolSchemasSnapshot(t *testing.T) {
-	t.Parallel()
-	// The snapshots show what the binary serves by default.
-	h := newHarness(t, options{sessionIDInText: true})
-	res, err := h.client.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, tool := range res.Tools {
-		names[tool.Name] = true
-		got, err := json.MarshalIndent(tool, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, '\n')
-		path := filepath.Join("testdata", "toolsnaps", tool.Name+".json")
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("no snapshot for %s (run go test ./internal/server -run Snapshot -update): %v", tool.Name, err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("tool %s differs from %s (rerun with -update if intended):\n%s", tool.Name, path, got)
-		}
-	}
-	if len(names) != 4 || !names["chat"] || !names["chat-reply"] || !names["chat-page"] || !names["sessions"] {
-		t.Fatalf("tools %v", names)
-	}
-}
-
-// TestToolsPassGeminiCLIRules checks what the Gemini CLI, as an MCP
-// client, requires of tool names and schemas: names of at most 63
-// characters from [a-zA-Z0-9_.-], and no schema keyword its sanitizer
-// strips.
-func TestToolsPassGeminiCLIRules(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	res, err := h.client.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nameRE := regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,63}$`)
-	for _, tool := range res.Tools {
-		if !nameRE.MatchString(tool.Name) {
-			t.Errorf("tool name %q", tool.Name)
-		}
-		raw, _ := json.Marshal(tool.InputSchema)
-		for _, banned := range []string{"additionalProperties", "$schema", "anyOf", "oneOf", "allOf", "$ref", `"null"`} {
-			if strings.Contains(string(raw), banned) {
-				t.Errorf("%s schema has %s: %s", tool.Name, banned, raw)
-			}
-		}
-		if tool.Description == "" {
-			t.Errorf("%s has no description", tool.Name)
-		}
-	}
 }
 
 func TestChatAndReply(t *testing.T) {

@@ -33,7 +33,7 @@ func TestHTTPShutdownAnswersCalls(t *testing.T) {
 			life, endLife := context.WithCancel(context.Background())
 			defer endLife()
 			runner := cli.NewRunner(cli.Options{Gemini: fakeGemini, Env: h.env, Timeout: time.Minute}, nil)
-			srv := New("test", &tools.Deps{Conv: conversation.New(conversation.Options{Backend: runner, Store: store, DefaultCwd: h.home, Lifetime: life}), MaxPromptBytes: 1 << 20}, nil)
+			srv := New("test", Families{Chat: &tools.Deps{Conv: conversation.New(conversation.Options{Backend: runner, Store: store, DefaultCwd: h.home, Lifetime: life}), MaxPromptBytes: 1 << 20}}, nil)
 			inflight, requests := NewInflight(), NewRequestContexts()
 			handler := NewHTTPHandler(srv, HTTPOptions{Inflight: inflight, Requests: requests})
 			ln, err := net.Listen("tcp", "127.0.0.1:0")

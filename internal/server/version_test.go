@@ -159,7 +159,7 @@ func TestProtocol2026Consistent(t *testing.T) {
 			}
 			status, probe := send(1, "server/discover")
 			_, list := send(2, "tools/list")
-			served := list.Result != nil && len(list.Result.Tools) == 4
+			served := list.Result != nil && len(list.Result.Tools) > 0
 			if served != tc.serves {
 				t.Fatalf("2026-07-28 tools/list served=%v, want %v: %+v", served, tc.serves, list.Error)
 			}

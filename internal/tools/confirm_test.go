@@ -80,7 +80,7 @@ func confirmServerWaiting(t *testing.T, b backend.Backend, protocol string, answ
 	t.Cleanup(func() { store.Close() })
 	d := &Deps{Conv: conversation.New(conversation.Options{Backend: b, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20, ConfirmWait: wait}
 	s := mcp.NewServer(&mcp.Implementation{Name: "gemini-mcp-server", Version: "t"}, nil)
-	Register(s, d)
+	addAll(s, d)
 
 	var mu sync.Mutex
 	var asked []string

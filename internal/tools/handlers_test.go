@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -63,7 +64,7 @@ func newStubDeps(t *testing.T) (*Deps, *stubRunner) {
 	t.Cleanup(func() { store.Close() })
 	r := &stubRunner{}
 	d := &Deps{Conv: conversation.New(conversation.Options{Backend: r, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20}
-	Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d)
+	addAll(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d)
 	return d, r
 }
 
@@ -100,13 +101,16 @@ func textOf(res *mcp.CallToolResult) string {
 func TestUnknownArgumentsFromSchema(t *testing.T) {
 	t.Parallel()
 	d, r := newStubDeps(t)
-	for _, tool := range []*mcp.Tool{chatTool(false), replyTool(), pageTool()} {
-		schema := tool.InputSchema.(*jsonschema.Schema)
+	for _, c := range []struct {
+		tool  *mcp.Tool
+		known []string
+	}{{chatTool(false), argsOf[ChatInput]()}, {replyTool(), argsOf[ReplyInput]()}, {pageTool(), argsOf[PageInput]()}, {sessionsTool(), argsOf[SessionsInput]()}} {
+		schema := c.tool.InputSchema.(*jsonschema.Schema)
 		if schema.AdditionalProperties != nil || schema.Schema != "" {
-			t.Errorf("%s: the schema keeps keywords the Gemini CLI strips", tool.Name)
+			t.Errorf("%s: the schema keeps keywords the Gemini CLI strips", c.tool.Name)
 		}
-		if got := knownArgs(tool.Name); len(got) != len(schema.Properties) {
-			t.Errorf("%s: checks %v, schema has %d properties", tool.Name, got, len(schema.Properties))
+		if !slices.Equal(c.known, schema.PropertyOrder) {
+			t.Errorf("%s: checks %v, schema has %v", c.tool.Name, c.known, schema.PropertyOrder)
 		}
 	}
 	cases := []struct {

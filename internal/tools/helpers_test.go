@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func realTemp(t *testing.T) string {
@@ -16,3 +18,11 @@ func realTemp(t *testing.T) string {
 }
 
 func mkdir(p string) error { return os.Mkdir(p, 0o755) }
+
+// addAll adds the chat tools to s, as the server's registry does.
+func addAll(s *mcp.Server, d *Deps) {
+	AddChat(s, d)
+	AddReply(s, d)
+	AddPage(s, d)
+	AddSessions(s, d)
+}

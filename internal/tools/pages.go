@@ -8,6 +8,9 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
+// AddPage adds chat-page to s.
+func AddPage(s *mcp.Server, d *Deps) { mcp.AddTool(s, pageTool(), d.chatPage) }
+
 func pageTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name: "chat-page",
@@ -26,7 +29,7 @@ type PageInput struct {
 }
 
 func (d *Deps) chatPage(ctx context.Context, req *mcp.CallToolRequest, in PageInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs(req); err != nil {
+	if err := checkArgs[PageInput](req); err != nil {
 		return conversation.Failure(err), nil, nil
 	}
 	out, err := d.Conv.Page(ctx, in.AnswerID, in.Page)

@@ -29,7 +29,7 @@ func TestPagesFromTheStore(t *testing.T) {
 		t.Fatalf("first page's meta %v", res.Meta)
 	}
 	b := &Deps{Conv: conversation.New(conversation.Options{Backend: r, Store: a.Conv.Store(), DefaultCwd: a.Conv.DefaultCwd()})}
-	Register(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), b)
+	addAll(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), b)
 	var all strings.Builder
 	all.WriteString(strings.SplitN(textOf(res), "\n\n[gemini-mcp-server:", 2)[0])
 	for page := 2; page <= n; page++ {

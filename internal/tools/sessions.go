@@ -49,6 +49,9 @@ type SessionInfo struct {
 	Host     string `json:"host,omitempty" jsonschema:"For the Gemini CLI backends: the host whose CLI keeps the session's files, the only one that can continue it."`
 }
 
+// AddSessions adds sessions to s.
+func AddSessions(s *mcp.Server, d *Deps) { mcp.AddTool(s, sessionsTool(), d.listSessions) }
+
 func sessionsTool() *mcp.Tool {
 	in := inputSchema[SessionsInput]()
 	lim := in.Properties["limit"]
@@ -66,7 +69,7 @@ func sessionsTool() *mcp.Tool {
 // listSessions lists the sessions the caller may continue (see
 // conversation.Service.Sessions).
 func (d *Deps) listSessions(ctx context.Context, req *mcp.CallToolRequest, in SessionsInput) (*mcp.CallToolResult, *SessionsOutput, error) {
-	if err := checkArgs(req); err != nil {
+	if err := checkArgs[SessionsInput](req); err != nil {
 		return conversation.Failure(err), nil, nil
 	}
 	limit := in.Limit

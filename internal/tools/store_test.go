@@ -248,7 +248,7 @@ func TestLeaseOrdersProcesses(t *testing.T) {
 		cwd := realTemp(t)
 		run := &blockingRunner{started: make(chan string, 4)}
 		b := &Deps{Conv: conversation.New(conversation.Options{Backend: run, Store: store, DefaultCwd: cwd}), MaxPromptBytes: 1 << 20}
-		Register(mcp.NewServer(&mcp.Implementation{Name: "b"}, nil), b)
+		addAll(mcp.NewServer(&mcp.Implementation{Name: "b"}, nil), b)
 		id := session.NewUUID()
 		if _, err := store.Touch(context.Background(), id, session.Turn{Cwd: cwd, Backend: "cli"}, time.Now()); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,8 @@
 // Package tools defines the chat tools: chat and chat-reply, chat-page
 // for answers too long for one result, and sessions to find a
-// conversation again. Register lists them explicitly. Their handlers read
+// conversation again. Each is added to a server by its own function
+// (AddChat, AddReply, AddPage, AddSessions), which the server's tool
+// registry (internal/server) calls. Their handlers read
 // the arguments and the request (who calls, how its user may be asked to
 // confirm a downstream tool), and leave the turn to the pipeline they
 // share with the expert tools (internal/conversation).
@@ -11,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -24,8 +27,8 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
-// Deps is what the chat tools need. It is complete when Register is
-// called, and never changed after.
+// Deps is what the chat tools need. It is complete when the tools are
+// added to a server, and never changed after.
 type Deps struct {
 	// Conv is the turn pipeline, shared with the expert tools.
 	Conv           *conversation.Service
@@ -41,23 +44,25 @@ type Deps struct {
 	grants      grants
 }
 
-// Register adds chat, chat-reply, chat-page and sessions to s.
-func Register(s *mcp.Server, d *Deps) {
-	s.AddReceivingMiddleware(tuningMiddleware)
-	mcp.AddTool(s, chatTool(d.Conv.SessionIDInText()), d.chat)
-	mcp.AddTool(s, replyTool(), d.chatReply)
-	mcp.AddTool(s, pageTool(), d.chatPage)
-	mcp.AddTool(s, sessionsTool(), d.listSessions)
+// AddChat adds chat to s.
+func AddChat(s *mcp.Server, d *Deps) {
+	t := chatTool(d.Conv.SessionIDInText())
+	s.AddReceivingMiddleware(tuningMiddleware(t.Name))
+	mcp.AddTool(s, t, d.chat)
 }
 
-// Names are the chat tools' names, in the order Register adds them.
-func Names() []string { return []string{"chat", "chat-reply", "chat-page", "sessions"} }
+// AddReply adds chat-reply to s.
+func AddReply(s *mcp.Server, d *Deps) {
+	t := replyTool()
+	s.AddReceivingMiddleware(tuningMiddleware(t.Name))
+	mcp.AddTool(s, t, d.chatReply)
+}
 
 // The input schemas are generated from the input structs below (their json
 // names, their jsonschema tags as descriptions, required unless
 // omitempty), so that a field is written once. inputSchema then drops what
 // the Gemini CLI's schema sanitizer strips (additionalProperties, $schema):
-// unknown arguments are refused by checkArgs instead, from the same schema.
+// unknown arguments are refused by checkArgs instead, from the same struct.
 func chatTool(idInText bool) *mcp.Tool {
 	where := "_meta.sessionId"
 	if idInText {
@@ -132,7 +137,7 @@ type ReplyInput struct {
 }
 
 func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs(req); err != nil {
+	if err := checkArgs[ChatInput](req); err != nil {
 		return conversation.Failure(err), nil, nil
 	}
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
@@ -164,7 +169,7 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 }
 
 func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs(req); err != nil {
+	if err := checkArgs[ReplyInput](req); err != nil {
 		return conversation.Failure(err), nil, nil
 	}
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
@@ -252,8 +257,9 @@ func (d *Deps) runTurn(ctx context.Context, c conversation.Call, call backend.Tu
 // checkArgs refuses arguments the tool does not define. The schema leaves
 // additionalProperties out (the Gemini CLI strips it), so a misspelt
 // argument such as session_id would otherwise be silently ignored. The
-// tool's own input schema, as registered, says which arguments exist.
-func checkArgs(req *mcp.CallToolRequest) error {
+// tool's input struct In, from which its schema is generated, says which
+// arguments exist.
+func checkArgs[In any](req *mcp.CallToolRequest) error {
 	if req == nil || req.Params == nil || len(req.Params.Arguments) == 0 {
 		return nil
 	}
@@ -261,7 +267,7 @@ func checkArgs(req *mcp.CallToolRequest) error {
 	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
 		return nil // the SDK has validated the shape already
 	}
-	known := knownArgs(req.Params.Name)
+	known := argsOf[In]()
 	var unknown []string
 	for k := range args {
 		if !contains(known, k) {
@@ -275,18 +281,19 @@ func checkArgs(req *mcp.CallToolRequest) error {
 	return fmt.Errorf("unknown argument %s; this tool takes %s", quoteAll(unknown), strings.Join(known, ", "))
 }
 
-// toolArgs lists each tool's arguments, in the order of its input struct,
-// from the same schemas the tools are registered with.
-var toolArgs = sync.OnceValue(func() map[string][]string {
-	m := map[string][]string{}
-	for _, t := range []*mcp.Tool{chatTool(false), replyTool(), pageTool(), sessionsTool()} {
-		m[t.Name] = t.InputSchema.(*jsonschema.Schema).PropertyOrder
-	}
-	return m
-})
+// knownArgs holds, for each input struct, the arguments it defines.
+var knownArgs sync.Map // reflect.Type → []string
 
-// knownArgs returns the arguments of the tool named name.
-func knownArgs(name string) []string { return toolArgs()[name] }
+// argsOf returns the arguments of the input struct In, in the order of
+// its fields, as its generated schema lists them.
+func argsOf[In any]() []string {
+	t := reflect.TypeFor[In]()
+	if v, ok := knownArgs.Load(t); ok {
+		return v.([]string)
+	}
+	v, _ := knownArgs.LoadOrStore(t, inputSchema[In]().PropertyOrder)
+	return v.([]string)
+}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

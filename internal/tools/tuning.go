@@ -74,20 +74,22 @@ func checkTuning(raw json.RawMessage) error {
 	return nil
 }
 
-// tuningMiddleware checks the tuning of chat and chat-reply calls before
-// the SDK validates the arguments against the schema: the SDK's own
-// message for a value out of range ("maximum: 3/1 is greater than
-// 2.000000") would leave the caller guessing. A refused call never
-// reaches the tool, so nothing runs.
-func tuningMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "tools/call" {
-			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && (p.Name == "chat" || p.Name == "chat-reply") {
-				if err := checkTuning(p.Arguments); err != nil {
-					return conversation.Failure(err), nil
+// tuningMiddleware checks the tuning of the calls of the tool named tool
+// (one that takes Tuning) before the SDK validates the arguments against
+// the schema: the SDK's own message for a value out of range ("maximum:
+// 3/1 is greater than 2.000000") would leave the caller guessing. A
+// refused call never reaches the tool, so nothing runs.
+func tuningMiddleware(tool string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p.Name == tool {
+					if err := checkTuning(p.Arguments); err != nil {
+						return conversation.Failure(err), nil
+					}
 				}
 			}
+			return next(ctx, method, req)
 		}
-		return next(ctx, method, req)
 	}
 }

@@ -1,0 +1,74 @@
+package expert
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+)
+
+// Precommit is the precommit expert tool.
+var Precommit = &Tool{
+	name:        "precommit",
+	title:       "Pre-commit check with Gemini",
+	description: "Automated quality gate before a commit: Gemini reviews the staged and unstaged changes of the git repository at path, checks for secrets, and ends with a go / no-go.",
+	role: "You are a meticulous pre-commit reviewer. Review the changes you are given against the stated intent: " +
+		"bugs, security issues and committed secrets, missing tests, documentation that no longer matches the code. " +
+		"List the issues by severity with file and line, then end with a clear verdict line: GO or NO-GO, with the reason.",
+	input: func() input { return new(PrecommitInput) },
+	props: []prop{
+		{name: "path", kind: "string", required: true, desc: "The root of the git repository whose changes to check, inside the project root."},
+		{name: "include_staged", kind: "boolean", def: true, desc: "Include the staged changes."},
+		{name: "include_unstaged", kind: "boolean", def: true, desc: "Include the unstaged changes, new files included."},
+		reviewType,
+		{name: "original_request", kind: "string", label: "Original request",
+			desc: "Optional: the user's intent, which the changes should fulfil."},
+		thinkingMode("medium"),
+		continuationID,
+		temperature,
+	},
+}
+
+// PrecommitInput is precommit's arguments.
+type PrecommitInput struct {
+	Path            string `json:"path"`
+	IncludeStaged   bool   `json:"include_staged"`
+	IncludeUnstaged bool   `json:"include_unstaged"`
+	ReviewType      string `json:"review_type"`
+	OriginalRequest string `json:"original_request,omitempty"`
+	Common
+}
+
+func (in *PrecommitInput) headline() string { return in.Path }
+
+// gather reads the changes of the repository at path, not files: a diff
+// is not a file, and is not recorded as sent.
+func (in *PrecommitInput) gather(ctx context.Context, d *Deps, _ string) (*material, error) {
+	if !in.IncludeStaged && !in.IncludeUnstaged {
+		return nil, conversation.ValidationErrors{
+			{Field: "include_staged", Error: "include_staged and include_unstaged are both false, which leaves nothing to review: set one of them to true"},
+		}
+	}
+	if d.Files == nil {
+		return nil, conversation.SystemError("this server cannot read git changes yet (no file context is configured): ask its operator, or use codereview with the changed files", nil)
+	}
+	cs, err := d.Files.Changes(ctx, in.Path, in.IncludeStaged, in.IncludeUnstaged)
+	if err != nil {
+		return nil, err
+	}
+	return &material{
+		files:   &filectx.Files{Text: cs.Text, Processed: cs.Processed, Skipped: cs.Skipped},
+		heading: "Changes",
+		preface: fmt.Sprintf("## Repository\n%s (staged changes: %s, unstaged changes: %s)\n\n",
+			in.Path, yesNo(in.IncludeStaged), yesNo(in.IncludeUnstaged)),
+		secrets: cs.Secrets,
+	}, nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
