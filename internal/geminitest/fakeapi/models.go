@@ -1,13 +1,10 @@
 package fakeapi
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Model is one entry of the Server's model list, in the API's JSON.
@@ -123,71 +120,4 @@ func wantsThinking(gc json.RawMessage) bool {
 	}
 	tc := v.ThinkingConfig
 	return tc.ThinkingLevel != "" || tc.ThinkingBudget != nil && *tc.ThinkingBudget != 0
-}
-
-// split cuts s into n pieces of about equal length, on rune boundaries;
-// none is empty unless s is shorter than n runes.
-func split(s string, n int) []string {
-	runes := utf8.RuneCountInString(s)
-	if n > runes {
-		n = max(runes, 1)
-	}
-	out := make([]string, 0, n)
-	for i := n; i > 0; i-- {
-		k := utf8.RuneCountInString(s) / i
-		j := len(firstRunes(s, k))
-		out = append(out, s[:j])
-		s = s[j:]
-	}
-	return out
-}
-
-// WaitFor waits until ok holds for the requests recorded so far (see
-// [Server.Requests]), checking again each time one arrives or is
-// recorded, or until ctx ends.
-func (s *Server) WaitFor(ctx context.Context, ok func([]Request) bool) error {
-	return s.wait(ctx, func() []Request { return s.reqs }, ok)
-}
-
-// WaitArrived waits until ok holds for the requests arrived so far (see
-// [Server.Arrived]: answered or not), or until ctx ends.
-func (s *Server) WaitArrived(ctx context.Context, ok func([]Request) bool) error {
-	return s.wait(ctx, func() []Request { return s.arrived }, ok)
-}
-
-// WaitStream waits until a turn (a streamGenerateContent request, not the
-// CLI's model-router call before it, which carries the same prompt) whose
-// last user text holds marker has arrived, answered or not, and returns
-// it; or until ctx ends.
-func (s *Server) WaitStream(ctx context.Context, marker string) (Request, error) {
-	var got Request
-	err := s.WaitArrived(ctx, func(rs []Request) bool {
-		for _, r := range rs {
-			if r.Method == MethodStream && strings.Contains(r.LastUserText, marker) {
-				got = r
-				return true
-			}
-		}
-		return false
-	})
-	return got, err
-}
-
-// wait waits until ok holds for the list of requests which (called under
-// s.mu) returns, checking again at each arrival and record.
-func (s *Server) wait(ctx context.Context, which func() []Request, ok func([]Request) bool) error {
-	for {
-		s.mu.Lock()
-		reqs := append([]Request(nil), which()...)
-		changed := s.changed
-		s.mu.Unlock()
-		if ok(reqs) {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("fakeapi: waiting for requests: %w", context.Cause(ctx))
-		}
-	}
 }
