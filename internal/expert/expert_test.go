@@ -7,13 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -191,60 +187,6 @@ func wireErr(t *testing.T, err error) *jsonrpc.Error {
 	return we
 }
 
-// TestSchemasFollowSeed checks the schemas against the expert tools' specification: its
-// names, required arguments, enums and defaults.
-func TestSchemasFollowSeed(t *testing.T) {
-	t.Parallel()
-	type want struct {
-		required []string
-		enums    map[string]string // argument: its values, joined by |
-		defaults map[string]any
-		optional []string
-	}
-	modes := "minimal|low|medium|high|max"
-	seed := map[string]want{
-		"thinkdeep": {required: []string{"current_analysis"}, optional: []string{"problem_context", "focus_areas", "files", "continuation_id"},
-			enums: map[string]string{"thinking_mode": modes}, defaults: map[string]any{"thinking_mode": "high"}},
-		"analyze": {required: []string{"files", "question"}, optional: []string{"continuation_id"},
-			enums:    map[string]string{"analysis_type": "architecture|performance|security|quality|general", "thinking_mode": modes},
-			defaults: map[string]any{"analysis_type": "general", "thinking_mode": "medium"}},
-		"codereview": {required: []string{"files", "context"}, optional: []string{"standards"},
-			enums:    map[string]string{"review_type": "full|security|performance|quick", "severity_filter": "critical|high|medium|all"},
-			defaults: map[string]any{"review_type": "full", "severity_filter": "all", "thinking_mode": "medium"}},
-		"debug": {required: []string{"error_description"}, optional: []string{"error_context", "files", "previous_attempts", "runtime_info"},
-			defaults: map[string]any{"thinking_mode": "medium"}},
-		"precommit": {required: []string{"path"}, optional: []string{"original_request"},
-			enums:    map[string]string{"review_type": "full|security|performance|quick"},
-			defaults: map[string]any{"include_staged": true, "include_unstaged": true, "review_type": "full", "thinking_mode": "medium"}},
-	}
-	for name, w := range seed {
-		sc := specByName(name).schema()
-		if strings.Join(sc.Required, ",") != strings.Join(w.required, ",") {
-			t.Errorf("%s: required %v, want %v", name, sc.Required, w.required)
-		}
-		for _, o := range w.optional {
-			if sc.Properties[o] == nil {
-				t.Errorf("%s: no %s", name, o)
-			}
-		}
-		for arg, values := range w.enums {
-			var got []string
-			for _, e := range sc.Properties[arg].Enum {
-				got = append(got, e.(string))
-			}
-			if strings.Join(got, "|") != values {
-				t.Errorf("%s.%s: enum %v, want %s", name, arg, got, values)
-			}
-		}
-		for arg, def := range w.defaults {
-			want, _ := json.Marshal(def)
-			if got := sc.Properties[arg].Default; string(got) != string(want) {
-				t.Errorf("%s.%s: default %s, want %s", name, arg, got, want)
-			}
-		}
-	}
-}
-
 func TestAnalyzeResultInSeedFormat(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "api", nil)
@@ -362,125 +304,6 @@ func TestContinuationAcrossTools(t *testing.T) {
 	}
 }
 
-func TestValidationErrorsOnTheWire(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, "api", nil)
-	for _, tc := range []struct {
-		tool   string
-		args   map[string]any
-		fields []string // in data.validation_errors
-	}{
-		{"analyze", map[string]any{"files": []string{"a.go"}}, []string{"question"}},
-		{"analyze", map[string]any{}, []string{"files", "question"}},
-		{"analyze", map[string]any{"files": "a.go", "question": "q", "analysis_type": "deep"}, []string{"files", "analysis_type"}},
-		{"codereview", map[string]any{"files": []string{"a.go"}, "context": "c", "severity": "high"}, []string{"severity"}},
-		{"debug", map[string]any{"error_description": " "}, []string{"error_description"}},
-		{"thinkdeep", map[string]any{"current_analysis": "x", "thinking_mode": "huge", "temperature": 3}, []string{"thinking_mode", "temperature"}},
-		{"precommit", map[string]any{"path": ".", "include_staged": "yes"}, []string{"include_staged"}},
-		{"precommit", map[string]any{"path": ".", "include_staged": false, "include_unstaged": false}, []string{"include_staged"}},
-		{"analyze", map[string]any{"files": []string{"a.go"}, "question": "q", "continuation_id": "not-an-id"}, []string{"continuation_id"}},
-		{"analyze", map[string]any{"files": []string{"a.go"}, "question": "q", "continuation_id": session.NewUUID()}, []string{"continuation_id"}},
-		// Blank is not absent: it starts no new thread.
-		{"analyze", map[string]any{"files": []string{"a.go"}, "question": "q", "continuation_id": " "}, []string{"continuation_id"}},
-		{"thinkdeep", map[string]any{"current_analysis": "x", "continuation_id": "\u00a0"}, []string{"continuation_id"}},
-		{"debug", map[string]any{"error_description": "x", "continuation_id": "\n\t"}, []string{"continuation_id"}},
-	} {
-		_, err := h.call(t, tc.tool, tc.args)
-		we := wireErr(t, err)
-		if we.Code != jsonrpc.CodeInvalidParams || !strings.HasPrefix(we.Message, "Invalid params: ") {
-			t.Errorf("%s %v: code %d message %q", tc.tool, tc.args, we.Code, we.Message)
-		}
-		var data struct {
-			Errors []conversation.FieldError `json:"validation_errors"`
-		}
-		if err := json.Unmarshal(we.Data, &data); err != nil {
-			t.Fatalf("data %s: %v", we.Data, err)
-		}
-		var fields []string
-		for _, e := range data.Errors {
-			fields = append(fields, e.Field)
-			if e.Error == "" {
-				t.Errorf("%s: field %s without a message", tc.tool, e.Field)
-			}
-		}
-		if strings.Join(fields, ",") != strings.Join(tc.fields, ",") {
-			t.Errorf("%s %v: fields %v, want %v (%s)", tc.tool, tc.args, fields, tc.fields, we.Data)
-		}
-	}
-	if n := h.backend.count(); n != 0 {
-		t.Fatalf("%d turns ran on invalid calls", n)
-	}
-}
-
-func TestSecurityErrorOnTheWire(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, "api", nil)
-	_, err := h.call(t, "analyze", map[string]any{"files": []string{"a.go", "/etc/passwd"}, "question": "q"})
-	we := wireErr(t, err)
-	if we.Code != -32001 || !strings.Contains(we.Message, "/etc/passwd") || !strings.Contains(we.Message, "inside the project root") {
-		t.Fatalf("code %d message %q", we.Code, we.Message)
-	}
-	if !strings.Contains(string(we.Data), `"field":"files"`) {
-		t.Errorf("data %s", we.Data)
-	}
-	if h.backend.count() != 0 {
-		t.Fatal("the turn ran")
-	}
-}
-
-func TestToolFailureOnTheWire(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, "api", nil)
-	h.backend.err = &backend.Error{Kind: backend.KindAPI, Reason: "the Gemini API refused the key: check GEMINI_API_KEY"}
-	_, err := h.call(t, "debug", map[string]any{"error_description": "it crashes"})
-	we := wireErr(t, err)
-	if we.Code != jsonrpc.CodeInternalError || we.Message != "Tool failure: the Gemini API refused the key: check GEMINI_API_KEY" {
-		t.Fatalf("code %d message %q", we.Code, we.Message)
-	}
-}
-
-func TestSystemErrorWithoutFileContext(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, "api", func(d *Deps) { d.Files = nil })
-	for _, tc := range []struct {
-		tool string
-		args map[string]any
-	}{
-		{"analyze", map[string]any{"files": []string{"a.go"}, "question": "q"}},
-		{"precommit", map[string]any{"path": "."}},
-	} {
-		_, err := h.call(t, tc.tool, tc.args)
-		we := wireErr(t, err)
-		if we.Code != -32000 || !strings.Contains(we.Message, "ask its operator") {
-			t.Errorf("%s: code %d message %q", tc.tool, we.Code, we.Message)
-		}
-	}
-	// Without files, no file context is needed.
-	h.mustCall(t, "debug", map[string]any{"error_description": "it crashes"})
-}
-
-// downStore is a session store that is down.
-type downStore struct{ session.Store }
-
-func (downStore) Get(context.Context, string) (session.Record, bool, error) {
-	return session.Record{}, false, fmt.Errorf("redis: connection refused: %w", session.ErrUnavailable)
-}
-
-func TestSystemErrorWhenStoreDown(t *testing.T) {
-	t.Parallel()
-	store := memstore.New(session.Options{})
-	t.Cleanup(func() { store.Close() })
-	h := newHarnessOn(t, "api", downStore{store}, nil, nil)
-	_, err := h.call(t, "analyze", map[string]any{"files": []string{"a.go"}, "question": "q", "continuation_id": session.NewUUID()})
-	we := wireErr(t, err)
-	if we.Code != -32000 || !strings.Contains(we.Message, "can be retried") {
-		t.Fatalf("code %d message %q", we.Code, we.Message)
-	}
-	if h.backend.count() != 0 {
-		t.Fatal("the turn ran")
-	}
-}
-
 func TestPrecommitReadsChanges(t *testing.T) {
 	t.Parallel()
 	var got []any
@@ -500,110 +323,6 @@ func TestPrecommitReadsChanges(t *testing.T) {
 	}
 	if !strings.Contains(text, "## Files Processed\n- x.go") {
 		t.Errorf("text:\n%s", text)
-	}
-}
-
-func TestPromptsListed(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, "api", nil)
-	res, err := h.client.ListPrompts(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]*mcp.Prompt{}
-	for _, p := range res.Prompts {
-		byName[p.Name] = p
-	}
-	for _, tool := range all {
-		name := tool.name
-		p := byName[name]
-		if p == nil {
-			t.Fatalf("no prompt %s", name)
-		}
-		var req []string
-		for _, a := range p.Arguments {
-			if a.Required {
-				req = append(req, a.Name)
-			}
-		}
-		if strings.Join(req, ",") != strings.Join(specByName(name).schema().Required, ",") {
-			t.Errorf("%s: required arguments %v", name, req)
-		}
-	}
-	got, err := h.client.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "analyze",
-		Arguments: map[string]string{"files": "main.go, internal/", "question": "What is it?", "analysis_type": "architecture"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := got.Messages[0].Content.(*mcp.TextContent).Text
-	for _, want := range []string{"Call the analyze tool", `"main.go",`, `"internal/"`, `"analysis_type": "architecture"`} {
-		if !strings.Contains(text, want) {
-			t.Errorf("prompt text lacks %s:\n%s", want, text)
-		}
-	}
-	_, err = h.client.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "analyze", Arguments: map[string]string{"files": "a.go"}})
-	if we := wireErr(t, err); we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(string(we.Data), `"question"`) {
-		t.Errorf("missing question: %d %s", we.Code, we.Data)
-	}
-}
-
-// blockingTurns is a session handling whose turns run until their
-// context ends, as a Gemini that never answers.
-type blockingTurns struct{}
-
-func (blockingTurns) CallOf(context.Context, *mcp.CallToolRequest) conversation.Call {
-	return conversation.Call{}
-}
-func (blockingTurns) Continue(context.Context, conversation.Who, *backend.Turn, string) error {
-	return nil
-}
-func (blockingTurns) ResolveDir(string) (string, error) { return "/project", nil }
-func (blockingTurns) Answer(ctx context.Context, _ conversation.Call, _ backend.Turn, _ string) (*backend.Answer, string, error) {
-	<-ctx.Done()
-	return nil, "", &backend.Error{Kind: backend.KindTimeout, Reason: "Gemini did not answer in time", Err: ctx.Err()}
-}
-
-func TestCallTimeout(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		d := &Deps{Turns: blockingTurns{}, CallTimeout: 300 * time.Second}
-		addAll(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d)
-		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "debug", Arguments: json.RawMessage(`{"error_description":"x"}`)}}
-		start := time.Now()
-		_, err := d.handler(specByName("debug"))(context.Background(), req)
-		if elapsed := time.Since(start); elapsed != 300*time.Second {
-			t.Errorf("stopped after %v", elapsed)
-		}
-		we := wireErr(t, err)
-		if we.Code != jsonrpc.CodeInternalError || !strings.Contains(we.Message, "limit of 5m0s per call") {
-			t.Fatalf("code %d message %q", we.Code, we.Message)
-		}
-	})
-}
-
-// fullStore records no turn: its disk is full.
-type fullStore struct{ session.Store }
-
-func (fullStore) Touch(context.Context, string, session.Turn, time.Time) (session.Record, error) {
-	return session.Record{}, fmt.Errorf("disk full: %w", session.ErrUnavailable)
-}
-
-// TestAnswerKeptWhenSessionUnsaved: an answer Gemini gave is returned
-// even when the store could not record the turn, with a note saying so.
-func TestAnswerKeptWhenSessionUnsaved(t *testing.T) {
-	t.Parallel()
-	store := memstore.New(session.Options{})
-	t.Cleanup(func() { store.Close() })
-	h := newHarnessOn(t, "api", fullStore{store}, nil, nil)
-	res, err := h.call(t, "debug", map[string]any{"error_description": "it crashes"})
-	if err != nil || res.IsError {
-		t.Fatalf("%v %v", err, res)
-	}
-	if len(res.Content) != 2 || !strings.Contains(res.Content[1].(*mcp.TextContent).Text, "could not be saved") || res.Meta["sessionSaved"] != false {
-		t.Fatalf("content %d items, meta %v", len(res.Content), res.Meta)
-	}
-	if !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "answer 1\n\n## Metadata") {
-		t.Errorf("answer %q", res.Content[0].(*mcp.TextContent).Text)
 	}
 }
 
@@ -666,36 +385,4 @@ func specByName(name string) *Tool {
 		}
 	}
 	return nil
-}
-
-// TestInputStructsMatchSchemas: each tool's input struct has a field for
-// each property of its schema and no other, so that every argument the
-// schema admits reaches the handler; a number has a range, which the
-// schema check reads.
-func TestInputStructsMatchSchemas(t *testing.T) {
-	t.Parallel()
-	for _, tool := range all {
-		sc := tool.schema()
-		var fields []string
-		var walk func(reflect.Type)
-		walk = func(rt reflect.Type) {
-			for f := range rt.Fields() {
-				if f.Anonymous {
-					walk(f.Type)
-					continue
-				}
-				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-				fields = append(fields, name)
-			}
-		}
-		walk(reflect.TypeOf(tool.input()).Elem())
-		if got, want := slices.Sorted(slices.Values(fields)), slices.Sorted(slices.Values(sc.PropertyOrder)); !slices.Equal(got, want) {
-			t.Errorf("%s: the input struct has %v, the schema %v", tool.name, got, want)
-		}
-		for name, p := range sc.Properties {
-			if p.Type == "number" && (p.Minimum == nil || p.Maximum == nil) {
-				t.Errorf("%s.%s: a number without a range", tool.name, name)
-			}
-		}
-	}
 }
