@@ -220,6 +220,7 @@ type serverOpts struct {
 	http      bool
 	stateless bool
 	tokens    []string
+	env       map[string]string // more of the server's environment
 }
 
 // server is one gemini-mcp-server process (HTTP), or the configuration
@@ -257,6 +258,9 @@ func newServer(t *testing.T, o serverOpts) *server {
 	}
 	for _, kv := range geminitest.FakeEnv(s.fakeHome, s.fakeLog, time.Minute) {
 		k, v, _ := strings.Cut(kv, "=")
+		s.env[k] = v
+	}
+	for k, v := range o.env {
 		s.env[k] = v
 	}
 	if len(o.tokens) > 0 {

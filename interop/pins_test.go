@@ -22,6 +22,7 @@ func TestNPMPins(t *testing.T) {
 		"@modelcontextprotocol/inspector":   "2.12.0",
 		"@modelcontextprotocol/sdk":         "1.32.2",
 		"mcp-remote":                        "0.15.1",
+		"oidc-provider":                     "9.13.3",
 	}
 	for name, v := range want {
 		if pkg.Dependencies[name] != v {

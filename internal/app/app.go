@@ -214,7 +214,7 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger,
 		return nil, nil, err
 	}
 	return conversation.New(conversation.Options{Backend: b.Backend, Store: store, MaxTurns: cfg.Store.MaxTurns, DefaultCwd: cwd, Log: log, ProgressInterval: cfg.Tools.ProgressInterval, MaxAnswerBytes: cfg.Tools.MaxAnswerBytes,
-		AllowedRoots: allowed, Remote: cfg.HTTP.Addr != "", Authenticated: len(cfg.HTTP.Tokens) > 0 || cfg.HTTP.TokenFile != "",
+		AllowedRoots: allowed, Remote: cfg.HTTP.Addr != "", Authenticated: len(cfg.HTTP.Tokens) > 0 || cfg.HTTP.TokenFile != "" || len(cfg.HTTP.AuthIssuers) > 0,
 		Stateless: cfg.HTTP.Stateless, ShareSessions: cfg.Tools.ShareSessions, SessionIDInText: cfg.Tools.SessionIDInText,
 		Lifetime: life, RequestContext: requests}), b, nil
 }
@@ -290,8 +290,12 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 		return err
 	}
 	redact.Of(log.Handler()).Add(tokens...)
-	if err := server.CheckBind(cfg.HTTP.Addr, tokens, cfg.HTTP.AllowInsecureRemote); err != nil {
-		return err
+	// Access tokens of an authorization server authenticate as well as
+	// static ones.
+	if len(cfg.HTTP.AuthIssuers) == 0 {
+		if err := server.CheckBind(cfg.HTTP.Addr, tokens, cfg.HTTP.AllowInsecureRemote); err != nil {
+			return err
+		}
 	}
 	requests := server.NewRequestContexts()
 	s, err := start(ctx, cfg, env, version, requests, log)
@@ -299,11 +303,6 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 		return err
 	}
 	defer s.stop()
-	inflight := server.NewInflight()
-	h := server.NewHTTPHandler(s.srv, server.HTTPOptions{Version: version, Tokens: tokens, AllowedOrigins: cfg.HTTP.AllowedOrigins, Requests: requests, Inflight: inflight,
-		Stateless: cfg.HTTP.Stateless, MaxBodyBytes: int64(cfg.HTTP.MaxBodyBytes), BodyReadTimeout: cfg.HTTP.BodyReadTimeout, Log: log,
-		MaxSessions: cfg.HTTP.MaxSessions, MaxSessionsPerToken: cfg.HTTP.MaxSessionsPerToken,
-		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Turns.Timeout)})
 	maxConns := cfg.HTTP.MaxConns
 	if maxConns == 0 {
 		maxConns = server.DefaultMaxConns()
@@ -312,10 +311,20 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	if err != nil {
 		return err
 	}
+	oauth, err := oauthOptions(cfg, ln.Addr().String(), log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	inflight := server.NewInflight()
+	h := server.NewHTTPHandler(s.srv, server.HTTPOptions{Version: version, Tokens: tokens, OAuth: oauth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Requests: requests, Inflight: inflight,
+		Stateless: cfg.HTTP.Stateless, MaxBodyBytes: int64(cfg.HTTP.MaxBodyBytes), BodyReadTimeout: cfg.HTTP.BodyReadTimeout, Log: log,
+		MaxSessions: cfg.HTTP.MaxSessions, MaxSessionsPerToken: cfg.HTTP.MaxSessionsPerToken,
+		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Turns.Timeout)})
 	// The address line goes to stderr (never stdout) so that scripts and
 	// tests binding port 0 can learn the port.
 	log.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+server.PathMCP,
-		"sse", "http://"+ln.Addr().String()+server.PathSSE, "auth", len(tokens) > 0, "stateless", cfg.HTTP.Stateless, "maxConns", maxConns, "maxConnsPerIP", cfg.HTTP.MaxConnsPerIP, "version", version)
+		"sse", "http://"+ln.Addr().String()+server.PathSSE, "auth", len(tokens) > 0 || oauth != nil, "stateless", cfg.HTTP.Stateless, "maxConns", maxConns, "maxConnsPerIP", cfg.HTTP.MaxConnsPerIP, "version", version)
 	// At a signal the calls are cancelled and answered, their CLIs reaped,
 	// before the server exits; the grace covers the CLIs' kill grace.
 	return server.ServeHTTP(s.life, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: s.endLife, Inflight: inflight, Server: s.srv,

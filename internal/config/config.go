@@ -92,6 +92,11 @@ type HTTP struct {
 	MaxSessionsPerToken int
 	MaxConns            int // 0: three quarters of the open-file limit
 	MaxConnsPerIP       int
+	// OAuth: the trusted issuers, this server's resource URI ("": from
+	// Addr) and the scopes a token must hold.
+	AuthIssuers  []string
+	AuthAudience string
+	AuthScopes   []string
 }
 
 // Tools is what tool calls may reach and how their results come.
@@ -245,6 +250,11 @@ func (c *Config) validate(rules Rules) error {
 	} else if h.MaxBodyBytes < need {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("--max-body-bytes %d is below the %d bytes a call with a prompt and a system prompt of --max-prompt-bytes can take once JSON-escaped: "+
 			"such calls get HTTP 413; raise --max-body-bytes or leave it unset to size it from --max-prompt-bytes", h.MaxBodyBytes, need))
+	}
+	if len(h.AuthIssuers) > 0 {
+		if err := checkAuth(h); err != nil {
+			return err
+		}
 	}
 	for _, t := range h.Tokens {
 		if len(t) < 16 {

@@ -98,6 +98,14 @@ var flags = []spec{
 		func(c *Config) *string { return &c.HTTP.TokenFile }),
 	list("allowed-origins", "GEMINI_MCP_ALLOWED_ORIGINS", "browser origins allowed to call the HTTP server besides loopback ones, e.g. https://app.example.com",
 		func(c *Config) *[]string { return &c.HTTP.AllowedOrigins }),
+	list("auth-issuer", "GEMINI_MCP_AUTH_ISSUER", "HTTP: OAuth issuers (authorization server URLs) whose JWT access tokens are accepted besides the static tokens; "+
+		"their metadata and keys are discovered from the URL",
+		func(c *Config) *[]string { return &c.HTTP.AuthIssuers }),
+	str("auth-audience", "GEMINI_MCP_AUTH_AUDIENCE", "", "HTTP with --auth-issuer: this server's resource URI, which a token's aud must hold, as clients reach it, e.g. https://mcp.example.com/mcp "+
+		"(default: http://ADDRESS/mcp from --http, allowed only on a loopback address)",
+		func(c *Config) *string { return &c.HTTP.AuthAudience }),
+	listDefault("auth-scopes", "GEMINI_MCP_AUTH_SCOPES", DefaultAuthScopes, "HTTP with --auth-issuer: the scopes an access token must hold",
+		func(c *Config) *[]string { return &c.HTTP.AuthScopes }),
 	boolean("stateless", "GEMINI_MCP_STATELESS", false, "serve Streamable HTTP without sessions, for several replicas behind a load balancer (SSE is then off)",
 		func(c *Config) *bool { return &c.HTTP.Stateless }),
 	boolean("allow-insecure-remote", "GEMINI_MCP_ALLOW_INSECURE_REMOTE", false, "allow --http on a non-loopback address without tokens",
@@ -207,6 +215,12 @@ func list(name, env, help string, f func(*Config) *[]string) spec {
 	return spec{name: name, env: env, kind: kindList, help: help, field: func(c *Config) any { return f(c) }}
 }
 
+// listDefault is a list with a default, which a flag or the variable
+// replaces.
+func listDefault(name, env string, def []string, help string, f func(*Config) *[]string) spec {
+	return spec{name: name, env: env, kind: kindList, def: def, help: help, field: func(c *Config) any { return f(c) }}
+}
+
 func rates(name, env, help string, f func(*Config) *RateLimits) spec {
 	return spec{name: name, env: env, kind: kindRates, help: help, field: func(c *Config) any { return f(c) }}
 }
@@ -306,6 +320,9 @@ func (s spec) bind(c *Config, fs *flag.FlagSet, getenv func(string) string) erro
 		define = func() { fs.Var(&durationValue{p: p}, s.name, s.usage()) }
 	case *[]string:
 		l := &listValue{p: p}
+		if def, ok := s.def.([]string); ok {
+			*p, l.fromEnv = append([]string(nil), def...), true
+		}
 		if set {
 			*p, l.fromEnv = splitList(v), true
 		}

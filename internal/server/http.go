@@ -28,6 +28,9 @@ type HTTPOptions struct {
 	// Tokens are the accepted bearer tokens; none means no auth, which is
 	// allowed only on loopback addresses unless AllowInsecureRemote.
 	Tokens []string
+	// OAuth, when set, accepts the access tokens of authorization
+	// servers too (a static token is checked first).
+	OAuth *OAuthOptions
 	// AllowedOrigins are browser origins (scheme://host[:port]) allowed
 	// besides loopback ones.
 	AllowedOrigins []string
@@ -168,6 +171,16 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	} else {
 		mux.Handle(PathSSE, guarded(versions.wrapSSE(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: o.MaxBodyBytes}))))
 	}
+	if o.OAuth != nil {
+		// RFC 9728 metadata, unauthenticated: at the well-known path and
+		// at its form suffixed with the resource's path (/mcp).
+		meta := o.OAuth.metadataHandler()
+		mux.Handle(PathResourceMetadata, meta)
+		mux.Handle(PathResourceMetadata+PathMCP, meta)
+		if u, err := url.Parse(o.OAuth.MetadataURL()); err == nil && u.Path != PathResourceMetadata && u.Path != PathResourceMetadata+PathMCP {
+			mux.Handle(u.Path, meta)
+		}
+	}
 	mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]string{"status": "ok", "name": Name, "version": o.Version})
@@ -181,13 +194,14 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 // guard checks what every MCP request must pass: its Origin (against DNS
 // rebinding and cross-site requests from browsers) and its bearer token.
 type guard struct {
-	tokens  [][sha256.Size]byte
-	origins map[string]bool
-	log     *slog.Logger
+	tokens    [][sha256.Size]byte
+	oauthOpts *OAuthOptions
+	origins   map[string]bool
+	log       *slog.Logger
 }
 
 func newGuard(o HTTPOptions) *guard {
-	g := &guard{origins: map[string]bool{}, log: o.Log}
+	g := &guard{origins: map[string]bool{}, log: o.Log, oauthOpts: o.OAuth}
 	for _, t := range o.Tokens {
 		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -198,6 +212,10 @@ func newGuard(o HTTPOptions) *guard {
 }
 
 func (g *guard) wrap(next http.Handler) http.Handler {
+	var oauth http.Handler // checks a token that is no static one, then serves next
+	if g.oauthOpts != nil {
+		oauth = g.oauthOpts.oauthCheck(next)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
 			g.log.Warn("refused a request from a foreign origin", "origin", origin, "remote", r.RemoteAddr)
@@ -206,6 +224,15 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 		}
 		// Only this check may say which token a request holds.
 		r.Header.Del(conversation.ClientHeader)
+		if oauth != nil {
+			if g.checkToken(r) == nil {
+				r.Header.Set(conversation.ClientHeader, clientID(r))
+				next.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), callerOf(r, true))))
+				return
+			}
+			oauth.ServeHTTP(w, r)
+			return
+		}
 		if len(g.tokens) > 0 {
 			if err := g.checkToken(r); err != nil {
 				challenge := `Bearer realm="gemini-mcp-server"`

@@ -1,0 +1,67 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// checkAuth checks the OAuth flags: the issuers and the audience are
+// absolute URLs (https, or http on a loopback host), the scopes are not
+// blank, and the default audience can be derived from --http.
+func checkAuth(h *HTTP) error {
+	if h.Addr == "" {
+		return errors.New("--auth-issuer needs --http: OAuth applies to the HTTP transports")
+	}
+	for _, iss := range h.AuthIssuers {
+		if err := checkAuthURL(iss); err != nil {
+			return fmt.Errorf("--auth-issuer %q: %v", iss, err)
+		}
+	}
+	if h.AuthAudience != "" {
+		if err := checkAuthURL(h.AuthAudience); err != nil {
+			return fmt.Errorf("--auth-audience %q: %v", h.AuthAudience, err)
+		}
+	} else if host, _, err := net.SplitHostPort(h.Addr); err == nil && !loopbackHost(host) {
+		return fmt.Errorf("--auth-issuer with --http %s needs --auth-audience: the URL clients reach this server at, e.g. https://mcp.example.com/mcp", h.Addr)
+	}
+	if len(h.AuthScopes) == 0 {
+		return errors.New("--auth-scopes must name at least one scope")
+	}
+	return nil
+}
+
+func checkAuthURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return errors.New("want an absolute URL without query or fragment")
+	}
+	if u.Scheme != "https" && (u.Scheme != "http" || !loopbackHost(u.Hostname())) {
+		return errors.New("want https (http only on a loopback host)")
+	}
+	return nil
+}
+
+func loopbackHost(host string) bool {
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Resource is this server's resource URI (RFC 8707) when it listens on
+// addr (the listener's address, its port resolved): --auth-audience, else
+// http://addr/mcp.
+func (h HTTP) Resource(addr string) string {
+	if h.AuthAudience != "" {
+		return h.AuthAudience
+	}
+	return "http://" + addr + "/mcp"
+}

@@ -1,0 +1,383 @@
+// Package oauth makes the HTTP server an OAuth 2.1 resource server: it
+// discovers each trusted issuer's metadata (RFC 8414, OpenID Connect
+// discovery), keeps its JWKS, and verifies JWT access tokens (RFC 9068):
+// signature with an allowed algorithm, iss, exp/nbf with a small skew, aud
+// equal to this server's resource URI (RFC 8707), and reads sub and the
+// scopes. It never forwards a token anywhere.
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/capio"
+)
+
+// Algorithms are the signature algorithms a token may use: asymmetric
+// ones only. "none" and the HMAC family (HS*) are never accepted, so that
+// a token "signed" with an issuer's public key as an HMAC secret fails.
+var Algorithms = []jose.SignatureAlgorithm{
+	jose.RS256, jose.RS384, jose.RS512,
+	jose.PS256, jose.PS384, jose.PS512,
+	jose.ES256, jose.ES384, jose.ES512,
+	jose.EdDSA,
+}
+
+// Bounds on what comes from an authorization server.
+const (
+	// MaxDocumentBytes caps a metadata document or a JWKS.
+	MaxDocumentBytes = 1 << 20
+	// MaxKeys caps the keys of one JWKS.
+	MaxKeys = 100
+	// FetchTimeout bounds one request to an authorization server.
+	FetchTimeout = 10 * time.Second
+	// RefreshBurst and RefreshInterval bound the fetches of an issuer's
+	// JWKS for a key it did not list: RefreshBurst at once, then one per
+	// RefreshInterval, so that tokens with made-up key ids cannot make
+	// the server hammer the issuer, while a rotation is picked up at once.
+	RefreshBurst    = 3
+	RefreshInterval = 30 * time.Second
+	// ClockSkew is the tolerance on exp, nbf and iat.
+	ClockSkew = 30 * time.Second
+	// MaxTokenBytes caps the bearer token parsed.
+	MaxTokenBytes = 16 << 10
+)
+
+// Options configures a Verifier.
+type Options struct {
+	// Issuers are the trusted issuers' identifiers (URLs), exactly as
+	// their tokens' iss claims spell them.
+	Issuers []string
+	// Audience is this server's resource URI; a token's aud must hold it.
+	Audience string
+	// Client makes the requests to the issuers; nil means one with
+	// FetchTimeout.
+	Client *http.Client
+	Log    *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Verifier checks access tokens of the configured issuers.
+type Verifier struct {
+	o       Options
+	issuers map[string]*issuer
+}
+
+// issuer is one trusted authorization server and its keys.
+type issuer struct {
+	id      string
+	mu      sync.Mutex
+	jwksURI string
+	keys    *jose.JSONWebKeySet
+	// credit is the refreshes allowed now, as of last.
+	credit float64
+	last   time.Time
+}
+
+// allowRefresh takes one refresh of the JWKS if the budget has one.
+func (is *issuer) allowRefresh(now time.Time) bool {
+	if !is.last.IsZero() {
+		is.credit += float64(now.Sub(is.last)) / float64(RefreshInterval)
+	}
+	is.credit = min(is.credit, RefreshBurst)
+	is.last = now
+	if is.credit < 1 {
+		return false
+	}
+	is.credit--
+	return true
+}
+
+// CheckIssuer reports whether id can be an issuer: an absolute https URL
+// (http only on a loopback host), without query or fragment.
+func CheckIssuer(id string) error {
+	u, err := url.Parse(id)
+	if err != nil {
+		return err
+	}
+	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return errors.New("want an absolute URL without query or fragment")
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+	default:
+		return errors.New("want https (http only on a loopback host)")
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// New returns a verifier for o. Nothing is fetched until a token names an
+// issuer.
+func New(o Options) (*Verifier, error) {
+	if len(o.Issuers) == 0 {
+		return nil, errors.New("no issuer")
+	}
+	if o.Audience == "" {
+		return nil, errors.New("no audience")
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: FetchTimeout}
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	v := &Verifier{o: o, issuers: map[string]*issuer{}}
+	for _, id := range o.Issuers {
+		if err := CheckIssuer(id); err != nil {
+			return nil, fmt.Errorf("issuer %q: %v", id, err)
+		}
+		v.issuers[id] = &issuer{id: id, credit: RefreshBurst}
+	}
+	return v, nil
+}
+
+// claims are the parts of an access token read besides the registered
+// claims.
+type claims struct {
+	Scope json.RawMessage `json:"scope"`
+	Scp   json.RawMessage `json:"scp"`
+}
+
+// Verify checks token and returns what it says; an error that unwraps to
+// auth.ErrInvalidToken for a token that is not good, another one when an
+// issuer could not be reached. It is an auth.TokenVerifier.
+func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	if len(token) > MaxTokenBytes {
+		return nil, invalid("token too long")
+	}
+	tok, err := jwt.ParseSigned(token, Algorithms)
+	if err != nil {
+		return nil, invalid("not a JWT signed with an allowed algorithm")
+	}
+	if len(tok.Headers) != 1 {
+		return nil, invalid("want one signature")
+	}
+	var unverified jwt.Claims
+	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
+		return nil, invalid("unreadable claims")
+	}
+	iss, ok := v.issuers[unverified.Issuer]
+	if !ok {
+		return nil, invalid("issuer not trusted")
+	}
+	key, err := iss.key(ctx, v, tok.Headers[0])
+	if err != nil {
+		return nil, err
+	}
+	var std jwt.Claims
+	var more claims
+	if err := tok.Claims(key.Key, &std, &more); err != nil {
+		return nil, invalid("bad signature")
+	}
+	if std.Expiry == nil {
+		return nil, invalid("no exp")
+	}
+	if std.Subject == "" {
+		return nil, invalid("no sub")
+	}
+	exp := jwt.Expected{Issuer: iss.id, AnyAudience: jwt.Audience{v.o.Audience}, Time: v.o.Now()}
+	if err := std.ValidateWithLeeway(exp, ClockSkew); err != nil {
+		switch {
+		case errors.Is(err, jwt.ErrExpired):
+			return nil, invalid("token expired")
+		case errors.Is(err, jwt.ErrInvalidAudience):
+			return nil, invalid("token not meant for this server (aud)")
+		}
+		return nil, invalid(err.Error())
+	}
+	return &auth.TokenInfo{
+		Scopes:     scopes(more),
+		Expiration: std.Expiry.Time(),
+		UserID:     Subject(iss.id, std.Subject),
+		Extra:      map[string]any{"iss": iss.id, "sub": std.Subject},
+	}, nil
+}
+
+// Subject is the one name of a token's holder: its issuer and subject.
+func Subject(iss, sub string) string { return iss + " " + sub }
+
+func invalid(why string) error { return fmt.Errorf("%w: %s", auth.ErrInvalidToken, why) }
+
+// scopes reads scope (a space-separated string, RFC 9068) or scp (a string
+// or an array, as Entra ID and Okta write it).
+func scopes(c claims) []string {
+	for _, raw := range []json.RawMessage{c.Scope, c.Scp} {
+		if len(raw) == 0 {
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return strings.Fields(s)
+		}
+		var list []string
+		if json.Unmarshal(raw, &list) == nil {
+			return list
+		}
+	}
+	return nil
+}
+
+// key finds the key that signed a token: in the cached JWKS, else in a
+// fresh one (within the refresh budget, see RefreshBurst).
+func (is *issuer) key(ctx context.Context, v *Verifier, h jose.Header) (*jose.JSONWebKey, error) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if k := pick(is.keys, h); k != nil {
+		return k, nil
+	}
+	if !is.allowRefresh(v.o.Now()) {
+		return nil, invalid("unknown signing key")
+	}
+	if err := is.refresh(ctx, v); err != nil {
+		v.o.Log.Warn("could not fetch an authorization server's keys", "issuer", is.id, "err", err)
+		return nil, fmt.Errorf("authorization server %s unreachable: %v", is.id, err)
+	}
+	if k := pick(is.keys, h); k != nil {
+		return k, nil
+	}
+	return nil, invalid("unknown signing key")
+}
+
+// pick returns the signing key of set that h names (by kid; without a kid,
+// the only key of its algorithm's type).
+func pick(set *jose.JSONWebKeySet, h jose.Header) *jose.JSONWebKey {
+	if set == nil {
+		return nil
+	}
+	var found *jose.JSONWebKey
+	n := 0
+	for i := range set.Keys {
+		k := &set.Keys[i]
+		if k.Use == "enc" || !k.Valid() || !k.IsPublic() {
+			continue
+		}
+		if k.Algorithm != "" && k.Algorithm != h.Algorithm {
+			continue
+		}
+		if h.KeyID != "" && k.KeyID != h.KeyID {
+			continue
+		}
+		found = k
+		n++
+	}
+	if n != 1 {
+		return nil
+	}
+	return found
+}
+
+// refresh fetches the issuer's metadata (once) and its JWKS.
+func (is *issuer) refresh(ctx context.Context, v *Verifier) error {
+	if is.jwksURI == "" {
+		uri, err := discover(ctx, v.o.Client, is.id)
+		if err != nil {
+			return err
+		}
+		is.jwksURI = uri
+	}
+	var set jose.JSONWebKeySet
+	if err := getJSON(ctx, v.o.Client, is.jwksURI, &set); err != nil {
+		return fmt.Errorf("JWKS %s: %v", is.jwksURI, err)
+	}
+	if len(set.Keys) > MaxKeys {
+		return fmt.Errorf("JWKS %s: %d keys, more than %d", is.jwksURI, len(set.Keys), MaxKeys)
+	}
+	is.keys = &set
+	return nil
+}
+
+// MetadataURLs are where an issuer's metadata may be, in the order tried:
+// RFC 8414 (with the well-known part inserted before the issuer's path),
+// then OpenID Connect discovery (appended to the path, then inserted).
+func MetadataURLs(issuerID string) []string {
+	u, err := url.Parse(issuerID)
+	if err != nil {
+		return nil
+	}
+	path := strings.TrimSuffix(u.EscapedPath(), "/")
+	base := u.Scheme + "://" + u.Host
+	urls := []string{base + "/.well-known/oauth-authorization-server" + path}
+	if path == "" {
+		return append(urls, base+"/.well-known/openid-configuration")
+	}
+	return append(urls, base+path+"/.well-known/openid-configuration", base+"/.well-known/openid-configuration"+path)
+}
+
+// discover returns the jwks_uri of the issuer's metadata, from the first
+// document found whose issuer is this one.
+func discover(ctx context.Context, c *http.Client, issuerID string) (string, error) {
+	var errs []error
+	for _, mu := range MetadataURLs(issuerID) {
+		var meta struct {
+			Issuer  string `json:"issuer"`
+			JWKSURI string `json:"jwks_uri"`
+		}
+		if err := getJSON(ctx, c, mu, &meta); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if meta.Issuer != issuerID {
+			return "", fmt.Errorf("%s names issuer %q, not %q", mu, meta.Issuer, issuerID)
+		}
+		if meta.JWKSURI == "" {
+			return "", fmt.Errorf("%s has no jwks_uri", mu)
+		}
+		if err := CheckIssuer(meta.JWKSURI); err != nil {
+			return "", fmt.Errorf("%s: jwks_uri %q: %v", mu, meta.JWKSURI, err)
+		}
+		return meta.JWKSURI, nil
+	}
+	return "", fmt.Errorf("no metadata found: %w", errors.Join(errs...))
+}
+
+// getJSON fetches u into dst, within FetchTimeout and MaxDocumentBytes.
+func getJSON(ctx context.Context, c *http.Client, u string, dst any) error {
+	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body := capio.NewReadCloser(resp.Body, MaxDocumentBytes, func() error {
+		return fmt.Errorf("%s: more than %d bytes", u, MaxDocumentBytes)
+	})
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d", u, resp.StatusCode)
+	}
+	if err := json.NewDecoder(body).Decode(dst); err != nil {
+		return fmt.Errorf("%s: %v", u, err)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+)
+
+// OAuthOptions make the HTTP transports an OAuth 2.1 resource server
+// beside the static tokens.
+type OAuthOptions struct {
+	// Verify checks an access token; its TokenInfo's UserID names the
+	// holder (issuer and subject).
+	Verify auth.TokenVerifier
+	// Resource is this server's resource URI (RFC 8707), e.g.
+	// https://mcp.example.com/mcp.
+	Resource string
+	// Issuers are the authorization servers, as the metadata lists them.
+	Issuers []string
+	// Scopes are the scopes every token must hold.
+	Scopes []string
+}
+
+// Paths of the protected-resource metadata (RFC 9728).
+const PathResourceMetadata = "/.well-known/oauth-protected-resource"
+
+// MetadataURL is where the resource's metadata is: the well-known path
+// inserted before the resource URI's path (RFC 9728 section 3.1).
+func (o *OAuthOptions) MetadataURL() string {
+	u, err := url.Parse(o.Resource)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host + PathResourceMetadata + strings.TrimSuffix(u.EscapedPath(), "/")
+}
+
+// metadataHandler serves the resource's metadata.
+func (o *OAuthOptions) metadataHandler() http.Handler {
+	return auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource:               o.Resource,
+		AuthorizationServers:   o.Issuers,
+		ScopesSupported:        o.Scopes,
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           Name,
+	})
+}
+
+// oauthCheck returns the check of a request whose bearer token is not a
+// static one: the SDK's RequireBearerToken, which verifies it, answers 401
+// with the challenge that points at the metadata, and checks the scopes;
+// the challenge gets the error code the SDK leaves out. next runs with the
+// token's holder as the caller.
+func (o *OAuthOptions) oauthCheck(next http.Handler) http.Handler {
+	require := auth.RequireBearerToken(o.Verify, &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL: o.MetadataURL(),
+		Scopes:              o.Scopes,
+	})
+	inner := require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cw, ok := w.(*challengeWriter); ok {
+			w = cw.ResponseWriter // the check is passed: its writer is done
+		}
+		info := auth.TokenInfoFromContext(r.Context())
+		id := subjectID(info.UserID)
+		r.Header.Set(conversation.ClientHeader, id)
+		next.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), "token:"+id)))
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(&challengeWriter{ResponseWriter: w, presented: r.Header.Get("Authorization") != ""}, r)
+	})
+}
+
+// subjectID names a token's holder (its issuer and subject) as clientID
+// names a static token's: a non-secret id, under a prefix of its own.
+func subjectID(userID string) string {
+	sum := sha256.Sum256([]byte("gemini-mcp-server subject id\x00" + userID))
+	return hex.EncodeToString(sum[:8])
+}
+
+// challengeWriter adds to the SDK's WWW-Authenticate the error code of
+// RFC 6750: invalid_token on a 401 for a token presented,
+// insufficient_scope on a 403. Only the check's own answers pass here.
+type challengeWriter struct {
+	http.ResponseWriter
+	presented bool
+	wrote     bool
+}
+
+func (c *challengeWriter) WriteHeader(code int) {
+	if !c.wrote {
+		c.wrote = true
+		errCode := map[int]string{http.StatusUnauthorized: "invalid_token", http.StatusForbidden: "insufficient_scope"}[code]
+		if v := c.Header().Get("WWW-Authenticate"); v != "" && errCode != "" && (c.presented || code == http.StatusForbidden) {
+			c.Header().Set("WWW-Authenticate", v+`, error="`+errCode+`"`)
+		}
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *challengeWriter) Write(p []byte) (int, error) {
+	if !c.wrote {
+		c.WriteHeader(http.StatusOK)
+	}
+	return c.ResponseWriter.Write(p)
+}
+
+func (c *challengeWriter) Flush() {
+	if !c.wrote {
+		c.WriteHeader(http.StatusOK)
+	}
+	http.NewResponseController(c.ResponseWriter).Flush()
+}
+
+func (c *challengeWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

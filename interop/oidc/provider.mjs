@@ -1,0 +1,117 @@
+// A real OpenID provider (npm oidc-provider, pinned in ../npm) for the
+// tests of gemini-mcp-server as an OAuth resource server. It listens on
+// 127.0.0.1 (a random port), prints {"issuer": URL} on one line once it
+// serves, and issues JWT access tokens through the client credentials
+// grant, for the resource (RFC 8707) the request names:
+//
+//   clients "mcp-test" and "mcp-other" (two subjects), secrets
+//   "<client>-secret-0123456789", scopes gemini and other.
+//
+// Two test routes, outside the provider's own, drive what a provider does
+// over time:
+//
+//   POST /test/rotate  replaces the signing key (a new kid); JWKS serves the new one
+//   POST /test/sign    signs the JSON claims of its body with the current key,
+//                      for tokens no real flow gives (expired ones)
+//
+// It exits when its stdin closes, so it never outlives the test.
+import http from 'node:http';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const Provider = require('oidc-provider').default ?? require('oidc-provider');
+const jose = require('jose');
+
+const server = http.createServer();
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const issuer = `http://127.0.0.1:${server.address().port}`;
+
+let key; // the current private JWK
+let provider;
+let generation = 0;
+
+async function newKey() {
+  const { privateKey } = await jose.generateKeyPair('RS256', { extractable: true });
+  const jwk = await jose.exportJWK(privateKey);
+  generation += 1;
+  jwk.kid = `key-${generation}-${Date.now()}`;
+  jwk.alg = 'RS256';
+  jwk.use = 'sig';
+  return jwk;
+}
+
+function newProvider() {
+  const p = new Provider(issuer, {
+    clients: ['mcp-test', 'mcp-other'].map((id) => ({
+      client_id: id,
+      client_secret: `${id}-secret-0123456789`,
+      grant_types: ['client_credentials'],
+      redirect_uris: [],
+      response_types: [],
+      scope: 'gemini other',
+    })),
+    scopes: ['gemini', 'other'],
+    jwks: { keys: [key] },
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        getResourceServerInfo: (ctx, resource) => ({
+          scope: 'gemini other',
+          audience: resource,
+          accessTokenTTL: 600,
+          accessTokenFormat: 'jwt',
+          jwt: { sign: { alg: 'RS256' } },
+        }),
+      },
+    },
+  });
+  p.on('server_error', (ctx, err) => console.error('server_error', err));
+  return p;
+}
+
+key = await newKey();
+provider = newProvider();
+
+function body(req) {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    req.setEncoding('utf8');
+    req.on('data', (c) => { data += c; if (data.length > 1 << 16) req.destroy(); });
+    req.on('end', () => resolve(data));
+    req.on('error', reject);
+  });
+}
+
+server.on('request', async (req, res) => {
+  try {
+    if (req.method === 'POST' && req.url === '/test/rotate') {
+      key = await newKey();
+      provider = newProvider();
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ kid: key.kid }));
+      return;
+    }
+    if (req.method === 'POST' && req.url === '/test/sign') {
+      const claims = JSON.parse(await body(req));
+      const priv = await jose.importJWK(key, 'RS256');
+      const token = await new jose.SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'at+jwt' })
+        .sign(priv);
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ token }));
+      return;
+    }
+    provider.callback()(req, res);
+  } catch (err) {
+    console.error(err);
+    res.statusCode = 500;
+    res.end(String(err));
+  }
+});
+
+process.stdout.write(JSON.stringify({ issuer }) + '\n');
+process.stdin.resume();
+process.stdin.on('end', () => process.exit(0));
+process.stdin.on('close', () => process.exit(0));
