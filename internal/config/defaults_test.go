@@ -156,7 +156,7 @@ func TestFlagsShowTheirDefaults(t *testing.T) {
 		if s.name == "max-body-bytes" {
 			continue // sized from --max-prompt-bytes when left at 0
 		}
-		if reflect.ValueOf(got).Convert(reflect.TypeOf(s.def)).Interface() != s.def {
+		if !reflect.DeepEqual(reflect.ValueOf(got).Convert(reflect.TypeOf(s.def)).Interface(), s.def) {
 			t.Errorf("--%s: Parse gives %v, the spec's default is %v", s.name, got, s.def)
 		}
 		if s.name == "" {

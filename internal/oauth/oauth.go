@@ -228,7 +228,7 @@ func invalid(why string) error { return fmt.Errorf("%w: %s", auth.ErrInvalidToke
 // or an array, as Entra ID and Okta write it).
 func scopes(c claims) []string {
 	for _, raw := range []json.RawMessage{c.Scope, c.Scp} {
-		if len(raw) == 0 {
+		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
 		var s string
