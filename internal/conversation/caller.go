@@ -13,7 +13,8 @@ import (
 // downstream tool runs and the tools a user allowed for good. It is
 //
 //   - "token:<id>" over HTTP with bearer tokens, <id> a non-secret id of
-//     the token (the same as ClientHeader's);
+//     the static token, or of an OAuth access token's issuer and subject
+//     (the same as ClientHeader's);
 //   - "addr:<ip>" over HTTP without tokens: the remote address of the
 //     connection, which behind a reverse proxy is the proxy's (the
 //     X-Forwarded-For header is not trusted);
@@ -53,7 +54,8 @@ func DescribeCaller(caller string) string {
 }
 
 // ClientHeader carries, from the HTTP server's auth check to the tools, a
-// non-secret id of the bearer token a request presented. The auth check
+// non-secret id of the bearer token a request presented (of its subject,
+// for an OAuth access token). The auth check
 // deletes any value a client sends, so the tools can trust it.
 const ClientHeader = "X-Gemini-Mcp-Server-Client"
 

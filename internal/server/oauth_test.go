@@ -82,3 +82,27 @@ func TestOAuthGuard(t *testing.T) {
 		}
 	}
 }
+
+// TestOAuthSessionCapPerSubject: --max-sessions-per-token counts a
+// subject's sessions, whichever of its tokens opened them.
+func TestOAuthSessionCapPerSubject(t *testing.T) {
+	t.Parallel()
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		subject := map[string]string{"jwt-alice": "alice", "jwt-alice-again": "alice", "jwt-bob": "bob"}[token]
+		if subject == "" {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: "https://idp.example.com " + subject, Expiration: time.Now().Add(time.Hour), Scopes: []string{"gemini"}}, nil
+	}
+	o := &OAuthOptions{Verify: verify, Resource: "https://mcp.example.com/mcp", Issuers: []string{"https://idp.example.com"}, Scopes: []string{"gemini"}}
+	h := newHTTPHarness(t, HTTPOptions{OAuth: o, MaxSessionsPerToken: 1})
+	if _, err := h.connect(t, "streamable", "jwt-alice", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.connect(t, "streamable", "jwt-alice-again", nil); err == nil {
+		t.Error("a second session of the same subject, under another token, passed a cap of 1")
+	}
+	if _, err := h.connect(t, "streamable", "jwt-bob", nil); err != nil {
+		t.Errorf("another subject: %v", err)
+	}
+}

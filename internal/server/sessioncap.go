@@ -1,15 +1,14 @@
 package server
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
 // sessionCap bounds the MCP sessions open at once, in total and per bearer
@@ -27,7 +26,7 @@ type sessionCap struct {
 }
 
 func newSessionCap(srv *mcp.Server, o HTTPOptions) *sessionCap {
-	c := &sessionCap{srv: srv, max: o.MaxSessions, perToken: o.MaxSessionsPerToken, tokens: len(o.Tokens) > 0,
+	c := &sessionCap{srv: srv, max: o.MaxSessions, perToken: o.MaxSessionsPerToken, tokens: len(o.Tokens) > 0 || o.OAuth != nil,
 		streamable: map[string]string{}, pending: map[string]int{}, sse: map[string]int{}}
 	if c.max <= 0 {
 		c.max = config.DefaultMaxSessions
@@ -38,11 +37,12 @@ func newSessionCap(srv *mcp.Server, o HTTPOptions) *sessionCap {
 	return c
 }
 
-// tokenKey identifies the request's bearer token without keeping it.
+// tokenKey is whose sessions the per-token cap counts: the id the auth
+// check gave the request (a static token's, or an OAuth access token's
+// subject, whichever of its tokens it presents); "" for every request of
+// a server without auth.
 func tokenKey(r *http.Request) string {
-	_, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	return string(sum[:])
+	return r.Header.Get(conversation.ClientHeader)
 }
 
 // reserve takes a slot for a new session of key, or says why not.
