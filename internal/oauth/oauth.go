@@ -254,7 +254,9 @@ func (is *issuer) key(ctx context.Context, v *Verifier, h jose.Header) (*jose.JS
 	if !is.allowRefresh(v.o.Now()) {
 		return nil, invalid("unknown signing key")
 	}
-	if err := is.refresh(ctx, v); err != nil {
+	// The fetch is the issuer's, not the request's: a client that goes
+	// away does not cut it short (and spend the budget for nothing).
+	if err := is.refresh(context.WithoutCancel(ctx), v); err != nil {
 		v.o.Log.Warn("could not fetch an authorization server's keys", "issuer", is.id, "err", err)
 		return nil, fmt.Errorf("authorization server %s unreachable: %v", is.id, err)
 	}
