@@ -16,15 +16,15 @@ func checkAuth(h *HTTP) error {
 		return errors.New("--auth-issuer needs --http: OAuth applies to the HTTP transports")
 	}
 	for _, iss := range h.AuthIssuers {
-		if err := checkAuthURL(iss); err != nil {
+		if err := CheckAuthURL(iss); err != nil {
 			return fmt.Errorf("--auth-issuer %q: %v", iss, err)
 		}
 	}
 	if h.AuthAudience != "" {
-		if err := checkAuthURL(h.AuthAudience); err != nil {
+		if err := CheckAuthURL(h.AuthAudience); err != nil {
 			return fmt.Errorf("--auth-audience %q: %v", h.AuthAudience, err)
 		}
-	} else if host, _, err := net.SplitHostPort(h.Addr); err == nil && !loopbackHost(host) {
+	} else if host, _, err := net.SplitHostPort(h.Addr); err == nil && !IsLoopbackHost(host) {
 		return fmt.Errorf("--auth-issuer with --http %s needs --auth-audience: the URL clients reach this server at, e.g. https://mcp.example.com/mcp", h.Addr)
 	}
 	if len(h.AuthScopes) == 0 {
@@ -33,7 +33,10 @@ func checkAuth(h *HTTP) error {
 	return nil
 }
 
-func checkAuthURL(s string) error {
+// CheckAuthURL reports whether s can name an authorization server or this
+// server's resource: an absolute https URL (http only on a loopback host),
+// without query or fragment.
+func CheckAuthURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
 		return err
@@ -41,13 +44,15 @@ func checkAuthURL(s string) error {
 	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return errors.New("want an absolute URL without query or fragment")
 	}
-	if u.Scheme != "https" && (u.Scheme != "http" || !loopbackHost(u.Hostname())) {
+	if u.Scheme != "https" && (u.Scheme != "http" || !IsLoopbackHost(u.Hostname())) {
 		return errors.New("want https (http only on a loopback host)")
 	}
 	return nil
 }
 
-func loopbackHost(host string) bool {
+// IsLoopbackHost reports whether host (a name or an IP, without port) is
+// this machine's loopback.
+func IsLoopbackHost(host string) bool {
 	host = strings.Trim(host, "[]")
 	if strings.EqualFold(host, "localhost") {
 		return true

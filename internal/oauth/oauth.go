@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/capio"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 )
 
 // Algorithms are the signature algorithms a token may use: asymmetric
@@ -104,30 +104,7 @@ func (is *issuer) allowRefresh(now time.Time) bool {
 
 // CheckIssuer reports whether id can be an issuer: an absolute https URL
 // (http only on a loopback host), without query or fragment.
-func CheckIssuer(id string) error {
-	u, err := url.Parse(id)
-	if err != nil {
-		return err
-	}
-	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return errors.New("want an absolute URL without query or fragment")
-	}
-	switch {
-	case u.Scheme == "https":
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
-	default:
-		return errors.New("want https (http only on a loopback host)")
-	}
-	return nil
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func CheckIssuer(id string) error { return config.CheckAuthURL(id) }
 
 // New returns a verifier for o. Nothing is fetched until a token names an
 // issuer.

@@ -258,7 +258,7 @@ func (g *guard) originAllowed(origin string) bool {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
 	}
-	return IsLoopbackHost(u.Hostname())
+	return config.IsLoopbackHost(u.Hostname())
 }
 
 // checkToken compares the request's bearer token with every configured
@@ -281,17 +281,6 @@ func (g *guard) checkToken(r *http.Request) error {
 	return nil
 }
 
-// IsLoopbackHost reports whether host (a name or an IP, without port) is
-// this machine's loopback.
-func IsLoopbackHost(host string) bool {
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // CheckBind refuses to serve on a non-loopback address without tokens,
 // unless the operator said so explicitly.
 func CheckBind(addr string, tokens []string, allowInsecure bool) error {
@@ -299,7 +288,7 @@ func CheckBind(addr string, tokens []string, allowInsecure bool) error {
 	if err != nil {
 		return fmt.Errorf("--http %q: %v (use host:port, e.g. 127.0.0.1:8080)", addr, err)
 	}
-	if IsLoopbackHost(host) || len(tokens) > 0 || allowInsecure {
+	if config.IsLoopbackHost(host) || len(tokens) > 0 || allowInsecure {
 		return nil
 	}
 	if host == "" {
