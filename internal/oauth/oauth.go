@@ -3,7 +3,9 @@
 // discovery), keeps its JWKS, and verifies JWT access tokens (RFC 9068):
 // signature with an allowed algorithm, iss, exp/nbf with a small skew, aud
 // equal to this server's resource URI (RFC 8707), and reads sub and the
-// scopes. It never forwards a token anywhere.
+// scopes. Opaque tokens, when an introspection endpoint is configured, are
+// checked the same way on the authorization server's answer (RFC 7662),
+// which is kept for a short while. A token is never sent anywhere else.
 package oauth
 
 import (
@@ -69,12 +71,16 @@ type Options struct {
 	Log    *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Introspection, when set, is where tokens that are not JWTs are
+	// introspected (RFC 7662); without it they are refused.
+	Introspection *Introspection
 }
 
 // Verifier checks access tokens of the configured issuers.
 type Verifier struct {
 	o       Options
 	issuers map[string]*issuer
+	intro   *introspector // nil: opaque tokens are refused
 }
 
 // issuer is one trusted authorization server and its keys.
@@ -131,6 +137,13 @@ func New(o Options) (*Verifier, error) {
 		}
 		v.issuers[id] = &issuer{id: id, credit: RefreshBurst}
 	}
+	if o.Introspection != nil {
+		in, err := newIntrospector(*o.Introspection)
+		if err != nil {
+			return nil, err
+		}
+		v.intro = in
+	}
 	return v, nil
 }
 
@@ -147,6 +160,9 @@ type claims struct {
 func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 	if len(token) > MaxTokenBytes {
 		return nil, invalid("token too long")
+	}
+	if v.intro != nil && !IsJWT(token) {
+		return v.intro.introspect(ctx, v, token)
 	}
 	tok, err := jwt.ParseSigned(token, Algorithms)
 	if err != nil {
