@@ -108,11 +108,25 @@ func startProvider(t *testing.T, n npmTools) *oidcProvider {
 	return &oidcProvider{issuer: hello.Issuer}
 }
 
-// token gets an access token for resource with the client credentials
+// token gets a JWT access token for resource with the client credentials
 // grant, as client (mcp-test or mcp-other: each is its own subject).
 func (p *oidcProvider) token(t *testing.T, client, scope, resource string) string {
 	t.Helper()
-	form := url.Values{"grant_type": {"client_credentials"}, "scope": {scope}, "resource": {resource}}
+	tok := p.issue(t, client, scope, resource)
+	if strings.Count(tok, ".") != 2 {
+		t.Fatalf("the provider's access token %q is not a JWT", tok)
+	}
+	return tok
+}
+
+// issue gets an access token for resource ("": none named) with the
+// client credentials grant, as client.
+func (p *oidcProvider) issue(t *testing.T, client, scope, resource string) string {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "scope": {scope}}
+	if resource != "" {
+		form.Set("resource", resource)
+	}
 	req, err := http.NewRequest(http.MethodPost, p.issuer+"/token", strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
@@ -123,9 +137,6 @@ func (p *oidcProvider) token(t *testing.T, client, scope, resource string) strin
 		AccessToken string `json:"access_token"`
 	}
 	p.do(t, req, &out)
-	if strings.Count(out.AccessToken, ".") != 2 {
-		t.Fatalf("the provider's access token %q is not a JWT", out.AccessToken)
-	}
 	return out.AccessToken
 }
 

@@ -138,6 +138,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	// once it is read (mcphost.New adds them to the same redactor).
 	red := redact.New(redact.EnvSecrets(os.Environ())...)
 	red.Add(redact.URLSecrets(cfg.Store.URL)...)
+	red.Add(cfg.HTTP.AuthClientSecret)
 	log := slog.New(redact.Handler(slog.NewTextHandler(sio.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}), red))
 	for _, w := range cfg.Warnings {
 		log.Warn(w)

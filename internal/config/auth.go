@@ -30,6 +30,32 @@ func checkAuth(h *HTTP) error {
 	if len(h.AuthScopes) == 0 {
 		return errors.New("--auth-scopes must name at least one scope")
 	}
+	return checkIntrospection(h)
+}
+
+// checkIntrospection checks that introspection is set up whole or not at
+// all: the endpoint, the client id and the secret (which no message
+// shows).
+func checkIntrospection(h *HTTP) error {
+	if h.AuthIntrospectionURL == "" && h.AuthClientID == "" && h.AuthClientSecret == "" {
+		return nil
+	}
+	if h.AuthIntrospectionURL == "" || h.AuthClientID == "" || h.AuthClientSecret == "" {
+		var missing []string
+		for _, m := range []struct{ name, v string }{
+			{"--auth-introspection-url", h.AuthIntrospectionURL},
+			{"--auth-client-id", h.AuthClientID},
+			{"GEMINI_MCP_AUTH_CLIENT_SECRET", h.AuthClientSecret},
+		} {
+			if m.v == "" {
+				missing = append(missing, m.name)
+			}
+		}
+		return fmt.Errorf("token introspection needs --auth-introspection-url, --auth-client-id and GEMINI_MCP_AUTH_CLIENT_SECRET; missing %s", strings.Join(missing, ", "))
+	}
+	if err := CheckAuthURL(h.AuthIntrospectionURL); err != nil {
+		return fmt.Errorf("--auth-introspection-url %q: %v", h.AuthIntrospectionURL, err)
+	}
 	return nil
 }
 

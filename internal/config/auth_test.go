@@ -50,3 +50,58 @@ func TestAuthFlagsInvalid(t *testing.T) {
 		}
 	}
 }
+
+func TestIntrospectionFlags(t *testing.T) {
+	const secret = "introspection-secret-0123456789"
+	env := map[string]string{
+		"GEMINI_MCP_AUTH_ISSUER":            "https://a.example.com",
+		"GEMINI_MCP_AUTH_INTROSPECTION_URL": "https://a.example.com/token/introspection",
+		"GEMINI_MCP_AUTH_CLIENT_ID":         "mcp-server",
+		"GEMINI_MCP_AUTH_CLIENT_SECRET":     secret,
+	}
+	c, err := Parse("x", "", []string{"--http", "127.0.0.1:0"}, envOf(env), io.Discard, Rules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := c.HTTP; h.AuthIntrospectionURL != env["GEMINI_MCP_AUTH_INTROSPECTION_URL"] || h.AuthClientID != "mcp-server" || h.AuthClientSecret != secret {
+		t.Errorf("introspection %q, client %q, secret set %v", h.AuthIntrospectionURL, h.AuthClientID, h.AuthClientSecret == secret)
+	}
+	c, err = Parse("x", "", []string{"--http", "127.0.0.1:0", "--auth-introspection-url", "http://127.0.0.1:9/introspect", "--auth-client-id", "other"}, envOf(env), io.Discard, Rules{})
+	if err != nil || c.HTTP.AuthIntrospectionURL != "http://127.0.0.1:9/introspect" || c.HTTP.AuthClientID != "other" {
+		t.Errorf("the flags over the variables: %v, %q %q", err, c.HTTP.AuthIntrospectionURL, c.HTTP.AuthClientID)
+	}
+	without := func(keys ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range env {
+			if !slices.Contains(keys, k) {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, without("GEMINI_MCP_AUTH_CLIENT_SECRET"), "missing GEMINI_MCP_AUTH_CLIENT_SECRET"},
+		{nil, without("GEMINI_MCP_AUTH_CLIENT_ID"), "missing --auth-client-id"},
+		{nil, without("GEMINI_MCP_AUTH_INTROSPECTION_URL"), "missing --auth-introspection-url"},
+		{nil, without("GEMINI_MCP_AUTH_INTROSPECTION_URL", "GEMINI_MCP_AUTH_CLIENT_ID"), "missing --auth-introspection-url, --auth-client-id"},
+		{nil, without("GEMINI_MCP_AUTH_ISSUER"), "need --auth-issuer"},
+		{nil, map[string]string{"GEMINI_MCP_AUTH_CLIENT_SECRET": secret}, "need --auth-issuer"},
+		{[]string{"--auth-introspection-url", "http://a.example.com/introspect"}, env, "https"},
+		{[]string{"--auth-introspection-url", "https://a.example.com/introspect?x=1"}, env, "query"},
+	} {
+		_, err := Parse("x", "", append([]string{"--http", "127.0.0.1:0"}, tc.args...), envOf(tc.env), io.Discard, Rules{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q, %d variables) = %v, want an error about %q", tc.args, len(tc.env), err, tc.want)
+		} else if strings.Contains(err.Error(), secret) {
+			t.Errorf("the secret is in %q", err)
+		}
+	}
+	// The secret is no flag: argv is visible to other users.
+	if _, err := Parse("x", "", []string{"--http", "127.0.0.1:0", "--auth-client-secret", secret}, envOf(env), io.Discard, Rules{}); err == nil {
+		t.Error("--auth-client-secret accepted")
+	}
+}

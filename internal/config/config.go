@@ -97,6 +97,11 @@ type HTTP struct {
 	AuthIssuers  []string
 	AuthAudience string
 	AuthScopes   []string
+	// Opaque tokens: the introspection endpoint (RFC 7662) and this
+	// server's client there ("": no introspection).
+	AuthIntrospectionURL string
+	AuthClientID         string
+	AuthClientSecret     string // GEMINI_MCP_AUTH_CLIENT_SECRET
 }
 
 // Tools is what tool calls may reach and how their results come.
@@ -255,6 +260,8 @@ func (c *Config) validate(rules Rules) error {
 		if err := checkAuth(h); err != nil {
 			return err
 		}
+	} else if h.AuthIntrospectionURL != "" || h.AuthClientID != "" || h.AuthClientSecret != "" {
+		return errors.New("--auth-introspection-url, --auth-client-id and GEMINI_MCP_AUTH_CLIENT_SECRET need --auth-issuer: the issuer whose tokens are introspected")
 	}
 	for _, t := range h.Tokens {
 		if len(t) < 16 {

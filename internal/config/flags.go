@@ -106,6 +106,15 @@ var flags = []spec{
 		func(c *Config) *string { return &c.HTTP.AuthAudience }),
 	listDefault("auth-scopes", "GEMINI_MCP_AUTH_SCOPES", DefaultAuthScopes, "HTTP with --auth-issuer: the scopes an access token must hold",
 		func(c *Config) *[]string { return &c.HTTP.AuthScopes }),
+	str("auth-introspection-url", "GEMINI_MCP_AUTH_INTROSPECTION_URL", "", "HTTP with --auth-issuer: the authorization server's token introspection endpoint (RFC 7662), where access tokens that are not JWTs are checked; "+
+		"needs --auth-client-id and GEMINI_MCP_AUTH_CLIENT_SECRET (default: such tokens are refused)",
+		func(c *Config) *string { return &c.HTTP.AuthIntrospectionURL }),
+	str("auth-client-id", "GEMINI_MCP_AUTH_CLIENT_ID", "", "HTTP with --auth-introspection-url: the client id this server authenticates to the introspection endpoint with",
+		func(c *Config) *string { return &c.HTTP.AuthClientID }),
+	// The secret has a variable and no flag: a flag's value would show in
+	// the process list.
+	str("", "GEMINI_MCP_AUTH_CLIENT_SECRET", "", "",
+		func(c *Config) *string { return &c.HTTP.AuthClientSecret }),
 	boolean("stateless", "GEMINI_MCP_STATELESS", false, "serve Streamable HTTP without sessions, for several replicas behind a load balancer (SSE is then off)",
 		func(c *Config) *bool { return &c.HTTP.Stateless }),
 	boolean("allow-insecure-remote", "GEMINI_MCP_ALLOW_INSECURE_REMOTE", false, "allow --http on a non-loopback address without tokens",

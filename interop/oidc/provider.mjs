@@ -14,6 +14,14 @@
 //   POST /test/sign    signs the JSON claims of its body with the current key,
 //                      for tokens no real flow gives (expired ones)
 //
+// Opaque tokens and introspection (RFC 7662): the provider's introspection
+// and revocation endpoints are on; client "mcp-introspector" (secret
+// "mcp-introspector-secret-0123456789") may introspect; a client
+// credentials token carries its client as sub (as the provider's JWTs do);
+// and the tokens for a resource are opaque once it is named by
+//
+//   POST /test/format  {"resource": URL, "format": "opaque" | "jwt"}
+//
 // It exits when its stdin closes, so it never outlives the test.
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -25,6 +33,23 @@ const jose = require('jose');
 const server = http.createServer();
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
 const issuer = `http://127.0.0.1:${server.address().port}`;
+
+// Opaque tokens and introspection: the resources whose tokens are opaque,
+// the client that introspects, the provider's features and the sub of a
+// client credentials token.
+const opaqueResources = new Set();
+const introspector = {
+  client_id: 'mcp-introspector',
+  client_secret: 'mcp-introspector-secret-0123456789',
+  grant_types: [],
+  redirect_uris: [],
+  response_types: [],
+};
+const introspection = {
+  introspection: { enabled: true },
+  revocation: { enabled: true },
+};
+const extraTokenClaims = async (ctx, token) => (token.kind === 'ClientCredentials' ? { sub: token.clientId } : undefined);
 
 let key; // the current private JWK
 let provider;
@@ -49,19 +74,21 @@ function newProvider() {
       redirect_uris: [],
       response_types: [],
       scope: 'gemini other',
-    })),
+    })).concat([introspector]),
+    extraTokenClaims,
     scopes: ['gemini', 'other'],
     jwks: { keys: [key] },
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
+      ...introspection,
       resourceIndicators: {
         enabled: true,
         getResourceServerInfo: (ctx, resource) => ({
           scope: 'gemini other',
           audience: resource,
           accessTokenTTL: 600,
-          accessTokenFormat: 'jwt',
+          accessTokenFormat: opaqueResources.has(resource) ? 'opaque' : 'jwt',
           jwt: { sign: { alg: 'RS256' } },
         }),
       },
@@ -91,6 +118,13 @@ server.on('request', async (req, res) => {
       provider = newProvider();
       res.setHeader('Content-Type', 'application/json');
       res.end(JSON.stringify({ kid: key.kid }));
+      return;
+    }
+    if (req.method === 'POST' && req.url === '/test/format') {
+      const { resource, format } = JSON.parse(await body(req));
+      if (format === 'opaque') opaqueResources.add(resource); else opaqueResources.delete(resource);
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ resource, format }));
       return;
     }
     if (req.method === 'POST' && req.url === '/test/sign') {
