@@ -54,8 +54,9 @@ type Introspection struct {
 // introspector asks the authorization server about opaque tokens and
 // keeps its answers for a while.
 type introspector struct {
-	o     Introspection
-	slots chan struct{}
+	o      Introspection
+	client *http.Client // the verifier's, following no redirect
+	slots  chan struct{}
 
 	mu       sync.Mutex
 	cache    map[[32]byte]*list.Element // of *entry
@@ -79,7 +80,7 @@ type call struct {
 	err  error
 }
 
-func newIntrospector(o Introspection) (*introspector, error) {
+func newIntrospector(o Introspection, c *http.Client) (*introspector, error) {
 	if err := CheckIssuer(o.URL); err != nil {
 		return nil, fmt.Errorf("introspection URL %q: %v", o.URL, err)
 	}
@@ -89,8 +90,13 @@ func newIntrospector(o Introspection) (*introspector, error) {
 	if o.CacheSize <= 0 {
 		o.CacheSize = IntrospectionCacheSize
 	}
+	// A redirect would send the token, and perhaps the credentials, to
+	// another URL: it is an error instead.
+	noRedirect := *c
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &introspector{
 		o:        o,
+		client:   &noRedirect,
 		slots:    make(chan struct{}, MaxIntrospections),
 		cache:    map[[32]byte]*list.Element{},
 		order:    list.New(),
@@ -205,7 +211,7 @@ func (in *introspector) ask(ctx context.Context, v *Verifier, token string) (inf
 	req.Header.Set("Accept", "application/json")
 	// RFC 6749 section 2.3.1: the id and secret are form-encoded first.
 	req.SetBasicAuth(url.QueryEscape(in.o.ClientID), url.QueryEscape(in.o.ClientSecret))
-	resp, err := v.o.Client.Do(req)
+	resp, err := in.client.Do(req)
 	if err != nil {
 		return nil, in.failed(v, scrubURLError(err)), time.Time{}
 	}
@@ -231,7 +237,10 @@ func (in *introspector) ask(ctx context.Context, v *Verifier, token string) (inf
 		}
 		return nil, err, now.Add(IntrospectionCacheTTL)
 	}
-	return info, nil, minTime(now.Add(IntrospectionCacheTTL), info.Expiration)
+	if until = minTime(now.Add(IntrospectionCacheTTL), info.Expiration); !until.After(now) {
+		until = time.Time{} // expired but within the clock skew: not kept
+	}
+	return info, nil, until
 }
 
 var errNotYet = invalid("token not valid yet (nbf)")

@@ -231,6 +231,13 @@ func TestIntrospectionFailures(t *testing.T) {
 		{"no_active", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"sub":"alice"}`) }, "no active"},
 		{"active_not_a_bool", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"active":"true"}`) }, "cannot unmarshal"},
 		{"slow", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, "deadline exceeded"},
+		{"redirect", func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Host != "elsewhere.example.com" {
+				http.Redirect(w, r, "https://elsewhere.example.com/introspect", http.StatusTemporaryRedirect)
+				return
+			}
+			io.WriteString(w, activeBody(nil))
+		}, "HTTP 307"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -245,6 +252,7 @@ func TestIntrospectionFailures(t *testing.T) {
 					_, err := v.Verify(t.Context(), opaque, nil)
 					if err == nil || errors.Is(err, auth.ErrInvalidToken) || !strings.Contains(err.Error(), tc.why) {
 						t.Errorf("Verify: %v, want an error that is not an invalid token, with %q", err, tc.why)
+						continue
 					}
 					for _, secret := range []string{opaque, introSecret, url.QueryEscape(introSecret), base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(introClient) + ":" + url.QueryEscape(introSecret)))} {
 						if strings.Contains(err.Error(), secret) || strings.Contains(log.String(), secret) {

@@ -138,7 +138,7 @@ func New(o Options) (*Verifier, error) {
 		v.issuers[id] = &issuer{id: id, credit: RefreshBurst}
 	}
 	if o.Introspection != nil {
-		in, err := newIntrospector(*o.Introspection)
+		in, err := newIntrospector(*o.Introspection, o.Client)
 		if err != nil {
 			return nil, err
 		}
