@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -261,18 +262,26 @@ func (b *signalBuffer) String() string {
 // a passing test never waits out.
 func (b *signalBuffer) wait(t *testing.T, s string) {
 	t.Helper()
-	guard := time.After(time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := b.waitCtx(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitCtx waits until the buffer holds s, or ctx ends.
+func (b *signalBuffer) waitCtx(ctx context.Context, s string) error {
 	for {
 		b.mu.Lock()
 		ch, has := b.changed, strings.Contains(b.buf.String(), s)
 		b.mu.Unlock()
 		if has {
-			return
+			return nil
 		}
 		select {
 		case <-ch:
-		case <-guard:
-			t.Fatalf("no %q in the log:\n%s", s, b)
+		case <-ctx.Done():
+			return fmt.Errorf("no %q in the log:\n%s", s, b)
 		}
 	}
 }

@@ -80,7 +80,6 @@ func mcpAuth(ctx context.Context, cfg *config.Config, env Env, name string, out 
 		}
 		return nil
 	}
-	one.Timeout = max(one.CallTimeout(), mcphost.SignInTimeout+time.Minute)
 	host := mcphost.New(&mcphost.Config{Servers: []mcphost.ServerConfig{*one}}, mcphost.Options{
 		Logger: log, Version: buildVersion(), Tokens: tokens, Browser: browser,
 		Backoff: func(int) time.Duration { return time.Hour },

@@ -117,6 +117,10 @@ func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, stri
 		return nil, "", nil, nil, s.authErr
 	}
 	timeout := s.cfg.CallTimeout()
+	if s.auth != nil && s.auth.signIn != nil {
+		// The sign-in's browser step may take its whole time.
+		timeout = max(timeout, SignInTimeout+time.Minute)
+	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "gemini-mcp-server", Version: h.opts.Version}, &mcp.ClientOptions{

@@ -10,11 +10,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
@@ -55,6 +57,7 @@ type serverAuth struct {
 	now     func() time.Time
 	mu      sync.Mutex
 	tok     *Token
+	prior   *Token // with a browser: the token kept before this sign-in
 	loaded  bool
 	needs   *NeedsSignInError
 	flowTok *Token // the token the SDK's flow just obtained
@@ -109,6 +112,12 @@ func (a *serverAuth) loadLocked(ctx context.Context) error {
 		return fmt.Errorf("reading the kept OAuth token: %w", err)
 	}
 	a.loaded = true
+	if a.signIn != nil {
+		// `mcp auth` signs in anew, asking for the scopes the kept token
+		// has and those the server asked for since.
+		a.prior = t
+		return nil
+	}
 	a.setLocked(t)
 	return nil
 }
@@ -178,11 +187,13 @@ func (a *serverAuth) unauthorized(ctx context.Context, req *http.Request, res *h
 	if a.tok != nil && a.tok.AccessToken != sent {
 		return true, nil
 	}
-	if t, err := a.store.Load(ctx, a.cfg.Endpoint()); err == nil && t != nil && t.AccessToken != sent {
-		a.loaded = true
-		a.setLocked(t)
-		a.needs = nil
-		return true, nil
+	if a.signIn == nil {
+		if t, err := a.store.Load(ctx, a.cfg.Endpoint()); err == nil && t != nil && t.AccessToken != sent {
+			a.loaded = true
+			a.setLocked(t)
+			a.needs = nil
+			return true, nil
+		}
 	}
 	scope := res.StatusCode == http.StatusForbidden
 	if !scope && a.tok != nil && a.tok.RefreshToken != "" {
@@ -197,7 +208,14 @@ func (a *serverAuth) unauthorized(ctx context.Context, req *http.Request, res *h
 		io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
 		why := "the server answered 401"
 		if scope {
-			why = "the server wants more scope than the kept token has"
+			wanted := challengeScopes(res)
+			why = fmt.Sprintf("the server asks for the scopes %.200q, more than the kept token has", strings.Join(wanted, " "))
+			if a.tok != nil && len(wanted) > 0 {
+				a.tok.Wanted = union(a.tok.Wanted, wanted)
+				if err := a.store.Save(ctx, a.tok); err != nil {
+					a.log.Warn("MCP server: keeping the scopes the server asks for failed", "error", err)
+				}
+			}
 		}
 		a.needs = &NeedsSignInError{Server: a.cfg.Name, Why: why}
 		return false, a.needs
@@ -329,4 +347,47 @@ func (h *Host) waitingFor(name string) string {
 		}
 	}
 	return ""
+}
+
+// challengeScopes are the scopes a Bearer challenge of res names.
+func challengeScopes(res *http.Response) []string {
+	cs, err := oauthex.ParseWWWAuthenticate(res.Header.Values("WWW-Authenticate"))
+	if err != nil {
+		return nil
+	}
+	for _, c := range cs {
+		if c.Scheme == "bearer" && c.Params["scope"] != "" {
+			return strings.Fields(c.Params["scope"])
+		}
+	}
+	return nil
+}
+
+// union is a's scopes and then those of b it lacks, in order.
+func union(a []string, bs ...[]string) []string {
+	out := slices.Clone(a)
+	for _, b := range bs {
+		for _, s := range b {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// scopesToAsk are the scopes a sign-in asks for: oauth.scopes when set,
+// else those the server named; and in both cases the scopes of the token
+// this sign-in replaces, and those the server asked for since.
+func (a *serverAuth) scopesToAsk(discovered []string) []string {
+	base := discovered
+	if a.cfg.OAuth != nil && len(a.cfg.OAuth.Scopes) > 0 {
+		base = a.cfg.OAuth.Scopes
+	}
+	for _, t := range []*Token{a.prior, a.tok} {
+		if t != nil {
+			base = union(base, t.Scopes, t.Wanted)
+		}
+	}
+	return base
 }

@@ -181,10 +181,8 @@ func (s *signIn) authorize(ctx context.Context, a *serverAuth, req *http.Request
 				hc.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: o.ClientSecret}
 			}
 		}
-		if len(o.Scopes) > 0 {
-			hc.ScopeFilter = func([]string) []string { return o.Scopes }
-		}
 	}
+	hc.ScopeFilter = a.scopesToAsk
 	h, err := auth.NewAuthorizationCodeHandler(hc)
 	if err != nil {
 		res.Body.Close()
@@ -220,7 +218,7 @@ func (s *signIn) registration() *oauthex.ClientRegistrationMetadata {
 func (s *signIn) explicit(ctx context.Context, a *serverAuth) (*Token, error) {
 	o := s.cfg.OAuth
 	cfg := &oauth2.Config{
-		ClientID: o.ClientID, ClientSecret: o.ClientSecret, RedirectURL: s.redirect, Scopes: o.Scopes,
+		ClientID: o.ClientID, ClientSecret: o.ClientSecret, RedirectURL: s.redirect, Scopes: a.scopesToAsk(nil),
 		Endpoint: oauth2.Endpoint{AuthURL: o.AuthorizationURL, TokenURL: o.TokenURL},
 	}
 	for _, u := range []string{o.AuthorizationURL, o.TokenURL} {

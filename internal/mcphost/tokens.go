@@ -29,6 +29,9 @@ type Token struct {
 	AuthMethod string   `json:"token_endpoint_auth_method,omitempty"`
 	TokenURL   string   `json:"token_url"`
 	Scopes     []string `json:"scopes,omitempty"`
+	// Wanted are scopes the server asked for (a 403 for insufficient
+	// scope) that the token lacks: the next sign-in asks for them too.
+	Wanted []string `json:"wanted_scopes,omitempty"`
 
 	AccessToken  string    `json:"access_token"`
 	TokenType    string    `json:"token_type,omitempty"`

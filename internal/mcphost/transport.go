@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -164,14 +165,9 @@ func challenge(res *http.Response) bool {
 		return true
 	case http.StatusForbidden:
 		cs, err := oauthex.ParseWWWAuthenticate(res.Header.Values("WWW-Authenticate"))
-		if err != nil {
-			return false
-		}
-		for _, c := range cs {
-			if c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope" {
-				return true
-			}
-		}
+		return err == nil && slices.ContainsFunc(cs, func(c oauthex.Challenge) bool {
+			return c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope"
+		})
 	}
 	return false
 }
