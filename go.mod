@@ -9,6 +9,7 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/oauth2 v0.35.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/genai v1.77.0
 	modernc.org/sqlite v1.61.1
@@ -38,7 +39,6 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/crypto v0.36.0 // indirect
 	golang.org/x/net v0.38.0 // indirect
-	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.23.0 // indirect
 	golang.org/x/time v0.15.0 // indirect

@@ -71,6 +71,15 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	if os.Getenv(EnvBrowser) == "1" {
+		// This binary is $BROWSER for `mcp auth` (browser.go).
+		return browse(os.Args[len(os.Args)-1])
+	}
+	if os.Getenv(EnvConformanceClient) == "1" {
+		// This binary is the conformance suite's client command
+		// (conformanceclient_test.go).
+		return conformanceClient(os.Args[len(os.Args)-1])
+	}
 	flag.Parse()
 	if os.Getenv(EnvDir) == "" && os.Getenv(fakeapi.EnvGemini) == "" {
 		return m.Run() // every test skips (or fails, when required)

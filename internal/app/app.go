@@ -62,6 +62,8 @@ Usage:
   gemini-mcp-server --http ADDR      serve MCP over HTTP: /mcp, /sse, /healthz
   gemini-mcp-server doctor [flags]   check the backend that would run, its auth and settings
   gemini-mcp-server mcp list [flags] the MCP servers of --mcp-config: state and tools
+  gemini-mcp-server mcp auth NAME [flags]
+                                     sign in to the remote MCP server NAME (OAuth)
   gemini-mcp-server --version        print the version
 
 Tools {arguments}:
@@ -100,17 +102,21 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		version = buildVersion()
 	}
 	env := sio.env()
-	sub := ""
+	sub, authServer := "", ""
 	if len(args) > 0 {
 		switch args[0] {
 		case "doctor", "serve":
 			sub, args = args[0], args[1:]
 		case "mcp":
-			if len(args) < 2 || args[1] != "list" {
-				fmt.Fprintln(sio.Stderr, "gemini-mcp-server: the mcp subcommand has one command: mcp list [flags]")
+			switch {
+			case len(args) >= 2 && args[1] == "list":
+				sub, args = "mcp list", args[2:]
+			case len(args) >= 3 && args[1] == "auth" && !strings.HasPrefix(args[2], "-"):
+				sub, authServer, args = "mcp auth", args[2], args[3:]
+			default:
+				fmt.Fprintln(sio.Stderr, "gemini-mcp-server: the mcp subcommand has two commands: mcp list [flags], mcp auth NAME [flags]")
 				return 2
 			}
-			sub, args = "mcp list", args[2:]
 		case "version":
 			fmt.Fprintln(sio.Stdout, "gemini-mcp-server", version)
 			return 0
@@ -148,6 +154,9 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 	}
 	if sub == "mcp list" {
 		return mcpList(ctx, cfg, env, sio.Stdout, log)
+	}
+	if sub == "mcp auth" {
+		return mcpAuth(ctx, cfg, env, authServer, sio.Stdout, log)
 	}
 	serve := serveStdio
 	if cfg.HTTP.Addr != "" {

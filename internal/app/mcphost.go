@@ -41,8 +41,12 @@ func startToolHost(cfg *config.Config, env Env, log *slog.Logger) (*mcphost.Host
 	if err != nil {
 		return nil, err
 	}
+	tokens, err := tokenStore(cfg)
+	if err != nil {
+		return nil, err
+	}
 	log.Info("MCP host: connecting to the configured servers", "config", cfg.API.MCPConfig, "servers", len(mc.Servers))
-	return mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), ChildEnv: []string{childNestEnv(env.Getenv)}}), nil
+	return mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), ChildEnv: []string{childNestEnv(env.Getenv)}, Tokens: tokens}), nil
 }
 
 // loadMCPConfig reads --mcp-config, refusing a stdio server that is this
@@ -114,10 +118,15 @@ func mcpList(ctx context.Context, cfg *config.Config, env Env, out io.Writer, lo
 		}
 		longest = max(longest, mc.Servers[i].Timeout)
 	}
+	tokens, err := tokenStore(cfg)
+	if err != nil {
+		log.Error("mcp list", "err", err)
+		return 1
+	}
 	// A listing tries each server once: the retry would come after the
 	// host is closed.
 	host := mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), Backoff: func(int) time.Duration { return time.Hour },
-		ChildEnv: []string{childNestEnv(env.Getenv)}})
+		ChildEnv: []string{childNestEnv(env.Getenv)}, Tokens: tokens})
 	wctx, cancel := context.WithTimeout(ctx, longest+time.Second)
 	err = host.WaitSettled(wctx)
 	cancel()

@@ -39,7 +39,7 @@ const (
 type Config struct {
 	Servers []ServerConfig
 	// Warnings name settings the file has that this host does not use
-	// (OAuth, websockets): the server starts without them.
+	// (websockets, extensions): the server starts without them.
 	Warnings []string
 }
 
@@ -72,6 +72,14 @@ type ServerConfig struct {
 	// empty differ: an empty include list offers nothing, as in the CLI.
 	IncludeTools []string
 	ExcludeTools []string
+
+	// Remote servers' authorization: AuthProvider is authProviderType
+	// (AuthDynamicDiscovery when unset); OAuth is the oauth object, nil
+	// when absent; the targets are service_account_impersonation's.
+	AuthProvider         string
+	OAuth                *OAuthConfig
+	TargetAudience       string
+	TargetServiceAccount string
 }
 
 // Transport is how the host reaches the server, chosen in the CLI's
@@ -157,12 +165,8 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 // unusedKeys are MCPServerConfig settings of the CLI this host accepts and
 // ignores, with what the user loses.
 var unusedKeys = map[string]string{
-	"tcp":                  "websocket transport is not supported",
-	"oauth":                "OAuth is not supported: give a token in headers",
-	"authProviderType":     "Google credential providers are not supported: give a token in headers",
-	"targetAudience":       "Google credential providers are not supported",
-	"targetServiceAccount": "Google credential providers are not supported",
-	"extension":            "extension settings are ignored",
+	"tcp":       "websocket transport is not supported",
+	"extension": "extension settings are ignored",
 }
 
 func parseServer(name string, raw json.RawMessage, lookup func(string) (string, bool)) (ServerConfig, []string, error) {
@@ -228,13 +232,14 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 	for key := range fields {
 		switch key {
 		case "command", "args", "env", "cwd", "url", "httpUrl", "type", "headers",
-			"timeout", "trust", "description", "includeTools", "excludeTools":
+			"timeout", "trust", "description", "includeTools", "excludeTools",
+			"oauth", "authProviderType", "targetAudience", "targetServiceAccount":
 		default:
 			if why, ok := unusedKeys[key]; ok {
 				warns = append(warns, fmt.Sprintf("mcpServers.%s.%s: ignored (%s)", name, key, why))
 				continue
 			}
-			return s, nil, bad(key, "unknown setting; the known ones are command, args, env, cwd, url, httpUrl, type, headers, timeout, trust, description, includeTools, excludeTools")
+			return s, nil, bad(key, "unknown setting; the known ones are command, args, env, cwd, url, httpUrl, type, headers, timeout, trust, description, includeTools, excludeTools, oauth, authProviderType, targetAudience, targetServiceAccount")
 		}
 	}
 	for _, f := range []struct {
@@ -293,6 +298,9 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 	}
 	if s.Command == "" && s.URL == "" && s.HTTPURL == "" {
 		return s, nil, fmt.Errorf("mcpServers.%s: needs command (stdio), url (Streamable HTTP, or SSE with \"type\": \"sse\") or httpUrl", name)
+	}
+	if err := parseAuth(&s, fields, lookup, bad); err != nil {
+		return s, nil, err
 	}
 	if s.HTTPURL != "" && s.URL != "" {
 		warns = append(warns, fmt.Sprintf("mcpServers.%s: both httpUrl and url are set; httpUrl is used, as by the Gemini CLI", name))

@@ -23,7 +23,7 @@ func (h *Host) run(ctx context.Context, s *server) {
 			// A failed server stays failed, with its reason, while it is
 			// tried again: its status then says what is wrong rather
 			// than flickering between failed and connecting.
-			if s.state != StateFailed {
+			if s.state != StateFailed && s.state != StateNeedsSignIn {
 				s.state, s.reason = StateConnecting, ""
 			}
 		})
@@ -49,9 +49,15 @@ func (h *Host) run(ctx context.Context, s *server) {
 			}
 			err = fmt.Errorf("connection lost: %w", err)
 		}
-		log.Warn("MCP server failed", "error", err)
+		state := StateFailed
+		if ns := s.needsSignIn(); ns != nil {
+			state, err = StateNeedsSignIn, ns
+			log.Warn("MCP server needs sign-in", "error", err)
+		} else {
+			log.Warn("MCP server failed", "error", err)
+		}
 		h.update(s, func() {
-			s.state, s.reason, s.session, s.tools = StateFailed, err.Error(), nil, nil
+			s.state, s.reason, s.session, s.tools = state, err.Error(), nil, nil
 		})
 		timer := time.NewTimer(h.opts.Backoff(max(attempt, 1)))
 		select {
@@ -107,7 +113,14 @@ func (h *Host) serve(ctx context.Context, s *server, sess *mcp.ClientSession) er
 // timeout, as the CLI bounds its connect.
 func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, string, []listedTool, func(), error) {
 	s.overflow.Store(false)
+	if s.authErr != nil {
+		return nil, "", nil, nil, s.authErr
+	}
 	timeout := s.cfg.CallTimeout()
+	if s.auth != nil && s.auth.signIn != nil {
+		// The sign-in's browser step may take its whole time.
+		timeout = max(timeout, SignInTimeout+time.Minute)
+	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "gemini-mcp-server", Version: h.opts.Version}, &mcp.ClientOptions{
@@ -120,7 +133,7 @@ func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, stri
 	})
 	transport := s.cfg.Transport()
 	sess, release, err := dial(cctx, client, h.transport(s, transport))
-	if err != nil && s.cfg.SSEFallback() && ctx.Err() == nil && !isAuthError(err) {
+	if err != nil && s.cfg.SSEFallback() && ctx.Err() == nil && !isAuthError(err) && s.needsSignIn() == nil {
 		// The CLI's rule for a url without a type: Streamable HTTP first,
 		// then SSE; when both fail, the first error is the one reported.
 		if sse, rel, err2 := dial(cctx, client, h.transport(s, TransportSSE)); err2 == nil {

@@ -28,6 +28,10 @@ const (
 	StateConnecting   State = "connecting"
 	StateConnected    State = "connected"
 	StateFailed       State = "failed"
+	// StateNeedsSignIn is a remote server that asks for an OAuth sign-in
+	// the host cannot do alone: `gemini-mcp-server mcp auth <name>` does
+	// it. The host keeps trying, so a sign-in made meanwhile is used.
+	StateNeedsSignIn State = "needs-sign-in"
 )
 
 // Options tune a Host; the zero value is fine.
@@ -50,6 +54,12 @@ type Options struct {
 	// results it returns; New teaches it the configuration's secrets
 	// (Secrets). Default: the Logger's own (redact.Of), else a new one.
 	Redactor *redact.Redactor
+	// Tokens keeps the OAuth tokens of remote servers (default: in
+	// memory, for this host's life).
+	Tokens TokenStore
+	// Browser, when set, lets a 401 start the browser step of an OAuth
+	// sign-in (`mcp auth`); without it such a server needs sign-in.
+	Browser Browser
 }
 
 // DefaultBackoff doubles from one second up to a minute.
@@ -94,6 +104,11 @@ type server struct {
 	tools     []listedTool
 	settled   bool // connected or failed at least once
 
+	// auth authorizes a remote server's requests (nil for stdio, and for
+	// a server whose headers give an Authorization).
+	auth    *serverAuth
+	authErr error // the server's auth settings cannot be used
+
 	// overflow is set when the connection broke on a message over
 	// MaxMessageBytes, for the error of the call that waited for it.
 	overflow atomic.Bool
@@ -121,10 +136,14 @@ func New(cfg *Config, opts Options) *Host {
 	if redact.Of(opts.Logger.Handler()) != opts.Redactor {
 		opts.Logger = slog.New(redact.Handler(opts.Logger.Handler(), opts.Redactor))
 	}
+	if opts.Tokens == nil {
+		opts.Tokens = &MemoryTokens{}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Host{log: opts.Logger, opts: opts, red: opts.Redactor, cancel: cancel, byName: map[string]*server{}, changed: make(chan struct{})}
 	for _, c := range cfg.Servers {
 		s := &server{cfg: c, refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), state: StateDisconnected, transport: c.Transport()}
+		s.auth, s.authErr = h.newAuth(ctx, c)
 		h.servers = append(h.servers, s)
 	}
 	for _, s := range h.servers {
@@ -142,6 +161,11 @@ func New(cfg *Config, opts Options) *Host {
 func (h *Host) Close() {
 	h.cancel()
 	h.wg.Wait()
+	for _, s := range h.servers {
+		if s.auth != nil && s.auth.signIn != nil {
+			s.auth.signIn.close()
+		}
+	}
 }
 
 // Tools implements backend.ToolHost: the tools of the servers connected
@@ -169,7 +193,13 @@ func (h *Host) Call(ctx context.Context, name string, args map[string]any) (*mcp
 	}
 	h.mu.Unlock()
 	if s == nil {
+		if w := h.waitingFor(name); w != "" {
+			return nil, fmt.Errorf("no MCP tool is declared as %q now: %w", name, &NeedsSignInError{Server: w})
+		}
 		return nil, fmt.Errorf("no MCP tool is declared as %q now (its server may have gone or changed its tools)", name)
+	}
+	if state == StateNeedsSignIn {
+		return nil, &NeedsSignInError{Server: s.cfg.Name}
 	}
 	if sess == nil || state != StateConnected {
 		if reason != "" {
@@ -241,7 +271,7 @@ func (h *Host) update(s *server, f func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f()
-	if s.state == StateConnected || s.state == StateFailed {
+	if s.state == StateConnected || s.state == StateFailed || s.state == StateNeedsSignIn {
 		s.settled = true
 	}
 	var lists []listing

@@ -40,6 +40,9 @@ func Secrets(cfg *Config) []string {
 				out = append(out, s.Args[i+1])
 			}
 		}
+		if s.OAuth != nil && s.OAuth.ClientSecret != "" {
+			out = append(out, s.OAuth.ClientSecret)
+		}
 		for _, t := range texts {
 			out = append(out, redact.URLSecrets(t)...)
 		}

@@ -14,7 +14,7 @@ type ServerStatus struct {
 	Target      string       `json:"target"`    // the URL, or the command line
 	Description string       `json:"description,omitempty"`
 	Trust       bool         `json:"trust"`
-	State       State        `json:"state"`
+	State       State        `json:"state"` // disconnected, connecting, connected, failed or needs-sign-in
 	Reason      string       `json:"reason,omitempty"`
 	Tools       []ToolStatus `json:"tools"`
 	Skipped     []Skipped    `json:"skipped,omitempty"`
@@ -88,6 +88,8 @@ func WriteList(w io.Writer, servers []ServerStatus) error {
 			mark, state = "…", "Connecting"
 		case StateFailed:
 			mark, state = "✗", "Failed"
+		case StateNeedsSignIn:
+			mark, state = "⚠", "Needs sign-in"
 		}
 		fmt.Fprintf(&b, "%s %s: %s (%s) - %s\n", mark, s.Name, s.Target, s.Transport, state)
 		if s.Reason != "" {

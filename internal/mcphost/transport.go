@@ -2,12 +2,16 @@ package mcphost
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 )
@@ -60,7 +64,7 @@ func isAuthError(err error) bool {
 func (h *Host) transport(s *server, kind string) mcp.Transport {
 	cfg := s.cfg
 	client := func(streamable bool) *http.Client {
-		return &http.Client{Transport: &headerTransport{headers: cfg.Headers, origin: origin(cfg.Endpoint()), base: http.DefaultTransport, streamable: streamable, overflow: &s.overflow}}
+		return &http.Client{Transport: &headerTransport{headers: cfg.Headers, origin: origin(cfg.Endpoint()), base: http.DefaultTransport, streamable: streamable, overflow: &s.overflow, auth: s.auth}}
 	}
 	switch kind {
 	case TransportSSE:
@@ -77,27 +81,38 @@ func (h *Host) transport(s *server, kind string) mcp.Transport {
 	}
 }
 
-// headerTransport adds the configured headers to every request to the
+// headerTransport adds the configured headers, and the OAuth access token
+// when the headers give no Authorization, to every request to the
 // configured server's origin (not to another host a redirect, or an SSE
-// server's endpoint event, leads to: the headers usually carry a token)
-// and, as the CLI does, turns a 404 to the optional GET stream of
-// Streamable HTTP into the 405 that means "not offered".
+// server's endpoint event, leads to: both carry secrets); it answers a
+// 401 as auth says (a refresh, a sign-in, or "needs sign-in") and sends
+// the request once more when that gave a new token. As the CLI does, it
+// turns a 404 to the optional GET stream of Streamable HTTP into the 405
+// that means "not offered".
 type headerTransport struct {
 	headers    map[string]string
 	origin     string
 	base       http.RoundTripper
 	streamable bool
 	overflow   *atomic.Bool
+	auth       *serverAuth // nil: headers only
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 && origin(req.URL.String()) == t.origin {
+	ours := origin(req.URL.String()) == t.origin
+	if ours && len(t.headers) > 0 {
 		req = req.Clone(req.Context())
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
 		}
 	}
-	res, err := t.base.RoundTrip(req)
+	var res *http.Response
+	var err error
+	if ours && t.auth != nil && req.Header.Get("Authorization") == "" {
+		res, err = t.authorized(req)
+	} else {
+		res, err = t.base.RoundTrip(req)
+	}
 	if err == nil {
 		limitBody(res, t.overflow)
 	}
@@ -105,6 +120,56 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		res.StatusCode, res.Status = http.StatusMethodNotAllowed, "405 Method Not Allowed"
 	}
 	return res, err
+}
+
+// authorized sends req with the access token, and once more after a 401
+// (or a 403 for insufficient scope) that gave a new one.
+func (t *headerTransport) authorized(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	for try := 0; ; try++ {
+		tok, err := t.auth.current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r := req.Clone(ctx)
+		if try > 0 && req.Body != nil {
+			if req.GetBody == nil {
+				return nil, errors.New("the request cannot be sent again after the sign-in")
+			}
+			if r.Body, err = req.GetBody(); err != nil {
+				return nil, err
+			}
+		}
+		if tok != "" {
+			r.Header.Set("Authorization", "Bearer "+tok)
+		}
+		res, err := t.base.RoundTrip(r)
+		if err != nil || try > 0 || !challenge(res) {
+			return res, err
+		}
+		again, err := t.auth.unauthorized(ctx, r, res, tok)
+		if err != nil {
+			return nil, err
+		}
+		if !again {
+			return nil, fmt.Errorf("the server answered %s", res.Status)
+		}
+	}
+}
+
+// challenge reports a response an OAuth client answers: 401, or 403 with
+// error="insufficient_scope" (step-up).
+func challenge(res *http.Response) bool {
+	switch res.StatusCode {
+	case http.StatusUnauthorized:
+		return true
+	case http.StatusForbidden:
+		cs, err := oauthex.ParseWWWAuthenticate(res.Header.Values("WWW-Authenticate"))
+		return err == nil && slices.ContainsFunc(cs, func(c oauthex.Challenge) bool {
+			return c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope"
+		})
+	}
+	return false
 }
 
 // origin is a URL's scheme, host and port ("" when it has none), which

@@ -7,12 +7,19 @@
 //   clients "mcp-test" and "mcp-other" (two subjects), secrets
 //   "<client>-secret-0123456789", scopes gemini and other.
 //
-// Two test routes, outside the provider's own, drive what a provider does
+// For the MCP host's sign-in it also takes dynamic client registration
+// (RFC 7591) and the authorization code flow, in which the user
+// "user-1" is signed in and consents at once (a browser that follows the
+// redirects completes it), with refresh tokens for clients that may use
+// them, and token revocation (RFC 7009).
+//
+// Test routes, outside the provider's own, drive what a provider does
 // over time:
 //
 //   POST /test/rotate  replaces the signing key (a new kid); JWKS serves the new one
 //   POST /test/sign    signs the JSON claims of its body with the current key,
 //                      for tokens no real flow gives (expired ones)
+//   POST /test/ttl     {"ttl": seconds}: the lifetime of access tokens issued from now
 //
 // Opaque tokens and introspection (RFC 7662): the provider's introspection
 // and revocation endpoints are on; client "mcp-introspector" (secret
@@ -54,6 +61,7 @@ const extraTokenClaims = async (ctx, token) => (token.kind === 'ClientCredential
 let key; // the current private JWK
 let provider;
 let generation = 0;
+let accessTTL = 600;
 
 async function newKey() {
   const { privateKey } = await jose.generateKeyPair('RS256', { extractable: true });
@@ -78,16 +86,19 @@ function newProvider() {
     extraTokenClaims,
     scopes: ['gemini', 'other'],
     jwks: { keys: [key] },
+    issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
+    ttl: { RefreshToken: 3600, Grant: 3600, Session: 3600, Interaction: 600, AuthorizationCode: 60 },
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
       ...introspection,
+      registration: { enabled: true },
       resourceIndicators: {
         enabled: true,
         getResourceServerInfo: (ctx, resource) => ({
           scope: 'gemini other',
           audience: resource,
-          accessTokenTTL: 600,
+          accessTokenTTL: accessTTL,
           accessTokenFormat: opaqueResources.has(resource) ? 'opaque' : 'jwt',
           jwt: { sign: { alg: 'RS256' } },
         }),
@@ -111,8 +122,40 @@ function body(req) {
   });
 }
 
+// interact signs "user-1" in and grants what the client asked for, with
+// no page: the authorization request's browser is redirected on at once.
+async function interact(req, res) {
+  const details = await provider.interactionDetails(req, res);
+  const { prompt, params, session } = details;
+  if (prompt.name === 'login') {
+    await provider.interactionFinished(req, res, { login: { accountId: 'user-1' } }, { mergeWithLastSubmission: false });
+    return;
+  }
+  const grant = details.grantId
+    ? await provider.Grant.find(details.grantId)
+    : new provider.Grant({ accountId: session.accountId, clientId: params.client_id });
+  const missing = prompt.details;
+  if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+  if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+  for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+    grant.addResourceScope(indicator, scopes.join(' '));
+  }
+  const grantId = await grant.save();
+  await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+}
+
 server.on('request', async (req, res) => {
   try {
+    if (req.method === 'GET' && req.url.startsWith('/interaction/')) {
+      await interact(req, res);
+      return;
+    }
+    if (req.method === 'POST' && req.url === '/test/ttl') {
+      accessTTL = JSON.parse(await body(req)).ttl;
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ ttl: accessTTL }));
+      return;
+    }
     if (req.method === 'POST' && req.url === '/test/rotate') {
       key = await newKey();
       provider = newProvider();

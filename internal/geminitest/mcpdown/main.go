@@ -25,7 +25,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/oauth"
 )
 
 // Lines on stderr that tests wait for.
@@ -71,6 +75,8 @@ func run() error {
 	pidDir := flag.String("pid-dir", "", "write a file named after each process's pid here")
 	sleep := flag.Bool("sleep", false, "only sleep (the child of -child)")
 	selfTimeout := flag.Duration("self-timeout", 2*time.Minute, "exit after this long")
+	authIssuer := flag.String("auth-issuer", "", "sse and http: require OAuth access tokens (JWTs) of this issuer, for the printed URL as the resource, with the scope gemini")
+	authLog := flag.String("auth-log", "", "with -auth-issuer, append each accepted request's subject here, one a line")
 	flag.Parse()
 
 	time.AfterFunc(*selfTimeout, func() {
@@ -253,11 +259,46 @@ func run() error {
 			h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 		}
 		h = hostile(h, *endless, *endlessPages)
-		fmt.Printf("url http://%s/\n", ln.Addr())
+		resource := fmt.Sprintf("http://%s/", ln.Addr())
+		if *authIssuer != "" {
+			if h, err = protect(h, *authIssuer, resource, *authLog); err != nil {
+				return err
+			}
+		}
+		fmt.Printf("url %s\n", resource)
 		return http.Serve(ln, h)
 	default:
 		return fmt.Errorf("unknown transport %q", *transport)
 	}
+}
+
+// protect lets only requests with an access token of issuer for resource
+// through, with the scope gemini, and serves the protected-resource
+// metadata (RFC 9728) that names the issuer.
+func protect(next http.Handler, issuer, resource, logPath string) (http.Handler, error) {
+	v, err := oauth.New(oauth.Options{Issuers: []string{issuer}, Audience: resource})
+	if err != nil {
+		return nil, err
+	}
+	meta := resource + ".well-known/oauth-protected-resource"
+	var mu sync.Mutex
+	logged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && logPath != "" {
+			mu.Lock()
+			if f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintln(f, ti.UserID)
+				f.Close()
+			}
+			mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/.well-known/oauth-protected-resource", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource: resource, AuthorizationServers: []string{issuer}, ScopesSupported: []string{"gemini"},
+	}))
+	mux.Handle("/", auth.RequireBearerToken(v.Verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: meta, Scopes: []string{"gemini"}})(logged))
+	return mux, nil
 }
 
 // hugeText is n bytes of text: a head and a tail that tests look for,

@@ -1,0 +1,99 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/mcphost"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
+)
+
+// TokenFileName is the file, in the state directory, where the MCP host
+// keeps its OAuth tokens.
+const TokenFileName = "mcp-oauth-tokens.json"
+
+// tokenStore is where the MCP host keeps OAuth tokens: a 0600 file in the
+// state directory (--state-dir), which `mcp auth` and the server share.
+func tokenStore(cfg *config.Config) (mcphost.TokenStore, error) {
+	dir, err := stateDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &mcphost.TokenFile{Path: filepath.Join(dir, TokenFileName)}, nil
+}
+
+// mcpAuth is `gemini-mcp-server mcp auth NAME`: it connects to the remote
+// server NAME of --mcp-config; when the server asks for a sign-in it
+// prints the authorization URL (and runs $BROWSER on it when set),
+// waits for the browser to come back to a loopback callback, keeps the
+// tokens where the server finds them, and lists the server's tools.
+func mcpAuth(ctx context.Context, cfg *config.Config, env Env, name string, out io.Writer, log *slog.Logger) int {
+	if cfg.API.MCPConfig == "" {
+		log.Error("mcp auth: give --mcp-config FILE (or GEMINI_MCP_CONFIG), the configuration that names the server")
+		return 2
+	}
+	mc, err := loadMCPConfig(cfg, env, log)
+	if err != nil {
+		log.Error("mcp auth", "err", err)
+		return 1
+	}
+	var names []string
+	var one *mcphost.ServerConfig
+	for i := range mc.Servers {
+		names = append(names, mc.Servers[i].Name)
+		if mc.Servers[i].Name == name {
+			one = &mc.Servers[i]
+		}
+	}
+	switch {
+	case one == nil:
+		log.Error(fmt.Sprintf("mcp auth: no server %q in %s (it has: %s)", name, cfg.API.MCPConfig, strings.Join(names, ", ")))
+		return 2
+	case one.Endpoint() == "":
+		log.Error(fmt.Sprintf("mcp auth: %q is a stdio server: only remote (url, httpUrl) servers sign in", name))
+		return 2
+	}
+	tokens, err := tokenStore(cfg)
+	if err != nil {
+		log.Error("mcp auth", "err", err)
+		return 1
+	}
+	browser := func(ctx context.Context, authURL string) error {
+		fmt.Fprintf(out, "To sign in to %s, open this URL in a browser:\n\n  %s\n\nWaiting for the browser to come back (at most %s)…\n", name, authURL, mcphost.SignInTimeout)
+		if b := strings.Fields(env.Getenv("BROWSER")); len(b) > 0 {
+			// The browser may stay open after the sign-in: it is not
+			// waited for, nor stopped when the sign-in ends.
+			go func() {
+				res, err := proc.Run(context.WithoutCancel(ctx), proc.Spec{Path: b[0], Args: append(b[1:], authURL), Timeout: mcphost.SignInTimeout})
+				if err != nil {
+					log.Warn("mcp auth: $BROWSER did not run; open the URL yourself", "err", err)
+				} else if res.Exit != 0 {
+					log.Warn("mcp auth: $BROWSER failed; open the URL yourself", "exit", res.Exit, "stderr", res.Stderr)
+				}
+			}()
+		}
+		return nil
+	}
+	host := mcphost.New(&mcphost.Config{Servers: []mcphost.ServerConfig{*one}}, mcphost.Options{
+		Logger: log, Version: buildVersion(), Tokens: tokens, Browser: browser,
+		Backoff: func(int) time.Duration { return time.Hour },
+	})
+	defer host.Close()
+	if err := host.WaitSettled(ctx); err != nil {
+		log.Error("mcp auth", "err", err)
+		return 1
+	}
+	st := host.Status()[0]
+	if st.State != mcphost.StateConnected {
+		log.Error(fmt.Sprintf("mcp auth: %s: %s", name, st.Reason))
+		return 1
+	}
+	fmt.Fprintf(out, "Signed in to %s (%s): %d tools.\n", name, st.Target, len(st.Tools))
+	return 0
+}

@@ -1,0 +1,393 @@
+package mcphost
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
+)
+
+// expiryMargin is how long before its expiry an access token is
+// refreshed, so that it does not expire on the way.
+const expiryMargin = time.Minute
+
+// NeedsSignInError says that a server asks for a sign-in that only a user
+// at a browser can give: `gemini-mcp-server mcp auth <name>`.
+type NeedsSignInError struct {
+	Server string
+	Why    string
+}
+
+func (e *NeedsSignInError) Error() string {
+	s := fmt.Sprintf("MCP server %q needs sign-in: run `%s`", e.Server, SignInCommand(e.Server))
+	if e.Why != "" {
+		s += " (" + e.Why + ")"
+	}
+	return s
+}
+
+// serverAuth authorizes the requests of one remote server. Without a
+// browser (the running server) it sends the token kept for the server,
+// refreshes it, and otherwise reports that the server needs a sign-in;
+// with one (`mcp auth`) a 401 starts the authorization code flow.
+type serverAuth struct {
+	cfg     ServerConfig
+	store   TokenStore
+	oc      *oauthClient
+	http    *http.Client
+	red     *redact.Redactor
+	log     *slog.Logger
+	signIn  *signIn            // nil without a browser
+	source  oauth2.TokenSource // the Google providers' tokens
+	now     func() time.Time
+	mu      sync.Mutex
+	tok     *Token
+	prior   *Token // with a browser: the token kept before this sign-in
+	loaded  bool
+	needs   *NeedsSignInError
+	flowTok *Token // the token the SDK's flow just obtained
+}
+
+func newServerAuth(cfg ServerConfig, store TokenStore, red *redact.Redactor, log *slog.Logger) *serverAuth {
+	oc := newOAuthClient(cfg.Endpoint())
+	return &serverAuth{cfg: cfg, store: store, oc: oc, http: oc.HTTP(), red: red, log: log, now: time.Now}
+}
+
+// needsSignIn is the reason the server waits for a sign-in, or nil.
+func (a *serverAuth) needsSignIn() *NeedsSignInError {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.needs
+}
+
+// current returns the access token to send ("" for none).
+func (a *serverAuth) current(ctx context.Context) (string, error) {
+	if a.source != nil {
+		t, err := a.source.Token()
+		if err != nil {
+			return "", fmt.Errorf("%s credentials: %w", a.cfg.AuthProvider, err)
+		}
+		a.red.Add(t.AccessToken)
+		return t.AccessToken, nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.loadLocked(ctx); err != nil {
+		return "", err
+	}
+	if a.tok == nil {
+		return "", nil
+	}
+	if !a.tok.Expiry.IsZero() && a.now().Add(expiryMargin).After(a.tok.Expiry) && a.tok.RefreshToken != "" {
+		if err := a.refreshLocked(ctx); err != nil {
+			return "", err
+		}
+	}
+	return a.tok.AccessToken, nil
+}
+
+// loadLocked reads the kept token once; a token another process keeps
+// later (a sign-in) is read when the server answers 401.
+func (a *serverAuth) loadLocked(ctx context.Context) error {
+	if a.loaded {
+		return nil
+	}
+	t, err := a.store.Load(ctx, a.cfg.Endpoint())
+	if err != nil {
+		return fmt.Errorf("reading the kept OAuth token: %w", err)
+	}
+	a.loaded = true
+	if a.signIn != nil {
+		// `mcp auth` signs in anew, asking for the scopes the kept token
+		// has and those the server asked for since.
+		a.prior = t
+		return nil
+	}
+	a.setLocked(t)
+	return nil
+}
+
+func (a *serverAuth) setLocked(t *Token) {
+	a.tok = t
+	if t != nil {
+		a.red.Add(t.AccessToken, t.RefreshToken, t.ClientSecret)
+	}
+}
+
+// refreshLocked trades the refresh token for a new access token and keeps
+// it. A refused refresh token is forgotten: the server then needs a new
+// sign-in.
+func (a *serverAuth) refreshLocked(ctx context.Context) error {
+	t := a.tok
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {t.RefreshToken}, "resource": {t.Server}}
+	user, pass := "", ""
+	if t.AuthMethod == "client_secret_basic" {
+		user, pass = t.ClientID, t.ClientSecret
+	} else {
+		form.Set("client_id", t.ClientID)
+		if t.ClientSecret != "" && t.AuthMethod != "none" {
+			form.Set("client_secret", t.ClientSecret)
+		}
+	}
+	var ans tokenAnswer
+	err := postForm(ctx, a.http, t.TokenURL, form, user, pass, &ans)
+	if err == nil {
+		err = ans.check()
+	}
+	if err != nil {
+		if grantRevoked(err) {
+			a.log.Warn("MCP server: the refresh token was refused; a new sign-in is needed", "error", a.red.String(err.Error()))
+			if derr := a.store.Delete(ctx, t.Server, t.Issuer); derr != nil {
+				a.log.Warn("MCP server: forgetting the refused token failed", "error", derr)
+			}
+			a.tok = nil
+			a.needs = &NeedsSignInError{Server: a.cfg.Name, Why: "the authorization server refused the refresh token"}
+			return a.needs
+		}
+		return fmt.Errorf("refreshing the OAuth token: %s", a.red.String(err.Error()))
+	}
+	n := *t
+	ans.apply(&n, a.now())
+	a.setLocked(&n)
+	if err := a.store.Save(ctx, &n); err != nil {
+		a.log.Warn("MCP server: keeping the refreshed OAuth token failed", "error", err)
+	}
+	a.log.Info("MCP server: OAuth token refreshed")
+	return nil
+}
+
+// unauthorized handles a 401, or a 403 for insufficient scope, to a
+// request sent with the access token sent; it closes res. It returns
+// whether to send the request again (with current's token).
+func (a *serverAuth) unauthorized(ctx context.Context, req *http.Request, res *http.Response, sent string) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	defer res.Body.Close()
+	if a.source != nil {
+		io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
+		return false, fmt.Errorf("the server refused the %s token (HTTP %d)", a.cfg.AuthProvider, res.StatusCode)
+	}
+	// A token kept since (by another request, or by `mcp auth` in another
+	// process) may be the answer.
+	if a.tok != nil && a.tok.AccessToken != sent {
+		return true, nil
+	}
+	if a.signIn == nil {
+		if t, err := a.store.Load(ctx, a.cfg.Endpoint()); err == nil && t != nil && t.AccessToken != sent {
+			a.loaded = true
+			a.setLocked(t)
+			a.needs = nil
+			return true, nil
+		}
+	}
+	scope := res.StatusCode == http.StatusForbidden
+	if !scope && a.tok != nil && a.tok.RefreshToken != "" {
+		// The access token may have been revoked alone.
+		if err := a.refreshLocked(ctx); err == nil {
+			return true, nil
+		} else if a.needs == nil {
+			return false, err
+		}
+	}
+	if a.signIn == nil {
+		io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
+		why := "the server answered 401"
+		if scope {
+			wanted := challengeScopes(res)
+			why = fmt.Sprintf("the server asks for the scopes %.200q, more than the kept token has", strings.Join(wanted, " "))
+			if a.tok != nil && len(wanted) > 0 {
+				a.tok.Wanted = union(a.tok.Wanted, wanted)
+				if err := a.store.Save(ctx, a.tok); err != nil {
+					a.log.Warn("MCP server: keeping the scopes the server asks for failed", "error", err)
+				}
+			}
+		}
+		a.needs = &NeedsSignInError{Server: a.cfg.Name, Why: why}
+		return false, a.needs
+	}
+	t, err := a.signIn.authorize(ctx, a, req, res)
+	if err != nil {
+		return false, err
+	}
+	if err := a.store.Save(ctx, t); err != nil {
+		return false, fmt.Errorf("keeping the OAuth token: %w", err)
+	}
+	a.loaded = true
+	a.setLocked(t)
+	a.needs = nil
+	return true, nil
+}
+
+// tokenAnswer is a token endpoint's answer (RFC 6749 §5.1).
+type tokenAnswer struct {
+	AccessToken  string          `json:"access_token"`
+	TokenType    string          `json:"token_type"`
+	ExpiresIn    json.RawMessage `json:"expires_in"`
+	RefreshToken string          `json:"refresh_token"`
+	Scope        string          `json:"scope"`
+}
+
+func (t *tokenAnswer) check() error {
+	if t.AccessToken == "" {
+		return errors.New("the token endpoint's answer has no access_token")
+	}
+	if t.TokenType != "" && !strings.EqualFold(t.TokenType, "bearer") {
+		return fmt.Errorf("the token endpoint gave a %.20q token; only bearer tokens are used", t.TokenType)
+	}
+	return nil
+}
+
+// apply puts the answer into t: a refresh answer without a refresh token
+// keeps the old one (RFC 6749 §6).
+func (t *tokenAnswer) apply(dst *Token, now time.Time) {
+	dst.AccessToken, dst.TokenType = t.AccessToken, "Bearer"
+	if t.RefreshToken != "" {
+		dst.RefreshToken = t.RefreshToken
+	}
+	if t.Scope != "" {
+		dst.Scopes = strings.Fields(t.Scope)
+	}
+	dst.Expiry = time.Time{}
+	if s := strings.Trim(string(t.ExpiresIn), `"`); s != "" {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 && n < 10*365*24*3600 {
+			dst.Expiry = now.Add(time.Duration(n) * time.Second)
+		}
+	}
+	dst.Updated = now
+}
+
+// tokenFromOAuth2 is the kept form of a token the SDK's flow obtained.
+func tokenFromOAuth2(server, issuer string, cfg *oauth2.Config, t *oauth2.Token, now time.Time) *Token {
+	method := "none"
+	switch {
+	case cfg.ClientSecret == "":
+	case cfg.Endpoint.AuthStyle == oauth2.AuthStyleInParams:
+		method = "client_secret_post"
+	default:
+		method = "client_secret_basic"
+	}
+	out := &Token{
+		Server: server, Issuer: issuer,
+		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, AuthMethod: method, TokenURL: cfg.Endpoint.TokenURL,
+		Scopes:      cfg.Scopes,
+		AccessToken: t.AccessToken, TokenType: "Bearer", RefreshToken: t.RefreshToken, Expiry: t.Expiry, Updated: now,
+	}
+	if s, ok := t.Extra("scope").(string); ok && s != "" {
+		out.Scopes = strings.Fields(s)
+	}
+	return out
+}
+
+// randomState is an unguessable state for an authorization request.
+func randomState() string { return rand.Text() }
+
+// newAuth is how the host authorizes a server's requests: nil for stdio
+// and for a server whose headers hold an Authorization. A configuration
+// the provider cannot use is the server's failure, not the host's.
+func (h *Host) newAuth(ctx context.Context, c ServerConfig) (*serverAuth, error) {
+	if c.Endpoint() == "" {
+		return nil, nil
+	}
+	for k := range c.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return nil, nil
+		}
+	}
+	a := newServerAuth(c, h.opts.Tokens, h.red, h.log.With("mcp_server", c.Name))
+	switch c.AuthProvider {
+	case AuthGoogleCredentials, AuthServiceAccountImpersonation:
+		src, err := googleSource(ctx, c)
+		if err != nil {
+			return a, err
+		}
+		a.source = src
+		return a, nil
+	}
+	if h.opts.Browser != nil {
+		si, err := newSignIn(c, h.opts.Browser)
+		if err != nil {
+			return a, err
+		}
+		a.signIn = si
+	}
+	return a, nil
+}
+
+// needsSignIn is why the server waits for a sign-in, or nil.
+func (s *server) needsSignIn() *NeedsSignInError {
+	if s.auth == nil {
+		return nil
+	}
+	return s.auth.needsSignIn()
+}
+
+// waitingFor names the server waiting for a sign-in whose tools the
+// name would be one of (mcp_<server>_<tool>), or "".
+func (h *Host) waitingFor(name string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.servers {
+		if s.state == StateNeedsSignIn && strings.HasPrefix(name, ToolName(s.cfg.Name, "")) {
+			return s.cfg.Name
+		}
+	}
+	return ""
+}
+
+// challengeScopes are the scopes a Bearer challenge of res names.
+func challengeScopes(res *http.Response) []string {
+	cs, err := oauthex.ParseWWWAuthenticate(res.Header.Values("WWW-Authenticate"))
+	if err != nil {
+		return nil
+	}
+	for _, c := range cs {
+		if c.Scheme == "bearer" && c.Params["scope"] != "" {
+			return strings.Fields(c.Params["scope"])
+		}
+	}
+	return nil
+}
+
+// union is a's scopes and then those of b it lacks, in order.
+func union(a []string, bs ...[]string) []string {
+	out := slices.Clone(a)
+	for _, b := range bs {
+		for _, s := range b {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// scopesToAsk are the scopes a sign-in asks for: oauth.scopes when set,
+// else those the server named; and in both cases the scopes of the token
+// this sign-in replaces, and those the server asked for since.
+func (a *serverAuth) scopesToAsk(discovered []string) []string {
+	base := discovered
+	if a.cfg.OAuth != nil && len(a.cfg.OAuth.Scopes) > 0 {
+		base = a.cfg.OAuth.Scopes
+	}
+	for _, t := range []*Token{a.prior, a.tok} {
+		if t != nil {
+			base = union(base, t.Scopes, t.Wanted)
+		}
+	}
+	return base
+}
