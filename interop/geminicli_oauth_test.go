@@ -195,7 +195,10 @@ func TestGeminiCLIOAuth(t *testing.T) {
 	cli := fakeapi.RealCLI(t)
 	needServer(t)
 	t.Parallel()
-	idp := startProvider(t, tools(t))
+	// Without dynamic registration: with it, the CLI's automatic sign-in
+	// on a 401 asks "Do you want to continue? [Y/n]" on a headless run and
+	// waits for an answer that never comes (stdin at /dev/null).
+	idp := startProvider(t, tools(t), "OIDC_REGISTRATION=off")
 	const tool = "mcp_gemini_chat"
 
 	// setUp gives a CLI home the server as "gemini", trusted so that the

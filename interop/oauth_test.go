@@ -40,8 +40,8 @@ type oidcProvider struct {
 }
 
 // startProvider starts one provider for the test, and stops it when the
-// test ends.
-func startProvider(t *testing.T, n npmTools) *oidcProvider {
+// test ends; env is added to its environment.
+func startProvider(t *testing.T, n npmTools, env ...string) *oidcProvider {
 	t.Helper()
 	if _, err := os.Stat(n.path("oidc-provider", "package.json")); err != nil {
 		msg := "npm oidc-provider is not installed under " + n.dir + " (install interop/npm's lock again)"
@@ -55,7 +55,7 @@ func startProvider(t *testing.T, n npmTools) *oidcProvider {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(n.node, script)
-	cmd.Env = append(n.env(t), "NODE_PATH="+filepath.Join(n.dir, "node_modules"))
+	cmd.Env = append(append(n.env(t), "NODE_PATH="+filepath.Join(n.dir, "node_modules")), env...)
 	setProcessGroup(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -8,7 +8,7 @@
 //   "<client>-secret-0123456789", scopes gemini and other.
 //
 // For the MCP host's sign-in it also takes dynamic client registration
-// (RFC 7591) and the authorization code flow, in which the user
+// (RFC 7591; off with OIDC_REGISTRATION=off) and the authorization code flow, in which the user
 // "user-1" is signed in and consents at once (a browser that follows the
 // redirects completes it), with refresh tokens for clients that may use
 // them, and token revocation (RFC 7009).
@@ -92,7 +92,7 @@ function newProvider() {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
       ...introspection,
-      registration: { enabled: true },
+      registration: { enabled: process.env.OIDC_REGISTRATION !== 'off' },
       resourceIndicators: {
         enabled: true,
         getResourceServerInfo: (ctx, resource) => ({
