@@ -65,6 +65,9 @@ type serverAuth struct {
 
 func newServerAuth(cfg ServerConfig, store TokenStore, red *redact.Redactor, log *slog.Logger) *serverAuth {
 	oc := newOAuthClient(cfg.Endpoint())
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &serverAuth{cfg: cfg, store: store, oc: oc, http: oc.HTTP(), red: red, log: log, now: time.Now}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
@@ -46,6 +47,9 @@ type OAuthConfig struct {
 	RegistrationURL string `json:"registrationUrl"`
 }
 
+// oauthKeys are the keys of mcpServers.<name>.oauth.
+var oauthKeys = []string{"enabled", "clientId", "clientSecret", "authorizationUrl", "tokenUrl", "scopes", "audiences", "redirectUri", "registrationUrl"}
+
 // googleHosts are the hosts Google credentials are sent to, as in the
 // Gemini CLI: a token of the user's Google account goes to Google only.
 var googleHosts = []*regexp.Regexp{regexp.MustCompile(`^.+\.googleapis\.com$`), regexp.MustCompile(`^(.*\.)?luci\.app$`)}
@@ -71,11 +75,20 @@ func parseAuth(s *ServerConfig, fields map[string]json.RawMessage, lookup func(s
 		}
 	}
 	if v, ok := fields["oauth"]; ok && strings.TrimSpace(string(v)) != "null" {
-		dec := json.NewDecoder(strings.NewReader(string(v)))
-		dec.DisallowUnknownFields()
+		// Keys are matched exactly, as JavaScript reads them (Go's JSON
+		// decoding would take "clientID" for clientId).
+		var keys map[string]json.RawMessage
 		var o OAuthConfig
-		if err := dec.Decode(&o); err != nil {
-			return bad("oauth", "must be an object of enabled, clientId, clientSecret, authorizationUrl, tokenUrl, scopes, audiences, redirectUri, registrationUrl (%v)", err)
+		if err := json.Unmarshal(v, &keys); err != nil || keys == nil {
+			return bad("oauth", "must be an object of %s", strings.Join(oauthKeys, ", "))
+		}
+		for k := range keys {
+			if !slices.Contains(oauthKeys, k) {
+				return bad("oauth", "must be an object of %s; %q is none of them", strings.Join(oauthKeys, ", "), k)
+			}
+		}
+		if err := json.Unmarshal(v, &o); err != nil {
+			return bad("oauth", "must be an object of %s (%v)", strings.Join(oauthKeys, ", "), err)
 		}
 		// The CLI expands $VAR in the whole settings file.
 		for _, p := range []*string{&o.ClientID, &o.ClientSecret, &o.AuthorizationURL, &o.TokenURL, &o.RedirectURI, &o.RegistrationURL} {
