@@ -307,4 +307,3 @@ func TestTokenStaysWithItsServer(t *testing.T) {
 		t.Errorf("own origin got %q, another got %q", a, b)
 	}
 }
-
