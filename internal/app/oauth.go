@@ -17,15 +17,20 @@ func oauthOptions(cfg *config.Config, addr string, log *slog.Logger) (*server.OA
 		return nil, nil
 	}
 	resource := cfg.HTTP.Resource(addr)
-	o := oauth.Options{Issuers: cfg.HTTP.AuthIssuers, Audience: resource, Log: log}
-	if h := cfg.HTTP; h.AuthIntrospectionURL != "" {
-		o.Introspection = &oauth.Introspection{URL: h.AuthIntrospectionURL, ClientID: h.AuthClientID, ClientSecret: h.AuthClientSecret}
-	}
-	v, err := oauth.New(o)
+	v, err := oauth.New(oauth.Options{Issuers: cfg.HTTP.AuthIssuers, Audience: resource, Log: log, Introspection: introspection(cfg.HTTP)})
 	if err != nil {
 		return nil, err
 	}
 	log.Info("accepting OAuth access tokens", "issuers", strings.Join(cfg.HTTP.AuthIssuers, ","), "resource", resource, "scopes", strings.Join(cfg.HTTP.AuthScopes, " "),
 		"introspection", cfg.HTTP.AuthIntrospectionURL, "introspectionClient", cfg.HTTP.AuthClientID)
 	return &server.OAuthOptions{Verify: v.Verify, Resource: resource, Issuers: cfg.HTTP.AuthIssuers, Scopes: cfg.HTTP.AuthScopes}, nil
+}
+
+// introspection is the introspection endpoint of h, nil when it names
+// none.
+func introspection(h config.HTTP) *oauth.Introspection {
+	if h.AuthIntrospectionURL == "" {
+		return nil
+	}
+	return &oauth.Introspection{URL: h.AuthIntrospectionURL, ClientID: h.AuthClientID, ClientSecret: h.AuthClientSecret}
 }
