@@ -343,7 +343,7 @@ func (r *Runner) newestSession(ctx context.Context, cmd Command, dir string, env
 	return s.ID, nil
 }
 
-// ChildEnv is the CLI's environment: the server's own, the configured
+// ChildEnv is the CLI's environment: the server's own less its GEMINI_MCP_* settings, the configured
 // additions (extra), and GEMINI_CLI_NO_RELAUNCH=true unless either sets it. Without
 // it the CLI re-spawns itself at every start, only to raise Node's heap
 // limit to half the machine's memory (and, in interactive use, to restart
@@ -351,7 +351,17 @@ func (r *Runner) newestSession(ctx context.Context, cmd Command, dir string, env
 // and a grandchild that ignores SIGINT. A one-shot headless call fits the
 // default heap.
 func ChildEnv(extra []string) []string {
-	env := append(os.Environ(), extra...)
+	var env []string
+	for _, kv := range os.Environ() {
+		// This server's own settings are of no use to the CLI, and some
+		// are secrets (GEMINI_MCP_TOKENS, GEMINI_MCP_AUTH_CLIENT_SECRET,
+		// a store URL with a password) that the model's shell tools
+		// could read there.
+		if !strings.HasPrefix(strings.ToUpper(kv), "GEMINI_MCP_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, extra...)
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "GEMINI_CLI_NO_RELAUNCH=") {
 			return env

@@ -382,3 +382,24 @@ func TestRunUsageAndNotApplied(t *testing.T) {
 		t.Errorf("untuned turn: %v %q", err, res.NotApplied)
 	}
 }
+
+// TestChildEnvWithholdsServerSettings: the CLI, whose model may run shell
+// tools, does not inherit this server's settings, some of which are
+// secrets; its own variables and the additions pass.
+func TestChildEnvWithholdsServerSettings(t *testing.T) {
+	t.Setenv("GEMINI_MCP_TOKENS", "client-token-0123456789")
+	t.Setenv("GEMINI_MCP_AUTH_CLIENT_SECRET", "client-secret-0123456789")
+	t.Setenv("gemini_mcp_store", "redis://:pw@h:6379")
+	t.Setenv("GEMINI_API_KEY", "key")
+	env := strings.Join(ChildEnv([]string{"GEMINI_CLI_UNDER_GEMINI_MCP_SERVER=1"}), "\n")
+	for _, secret := range []string{"client-token-0123456789", "client-secret-0123456789", "redis://:pw@h"} {
+		if strings.Contains(env, secret) {
+			t.Errorf("the CLI's environment holds %s", secret)
+		}
+	}
+	for _, want := range []string{"GEMINI_API_KEY=key", "GEMINI_CLI_UNDER_GEMINI_MCP_SERVER=1", "GEMINI_CLI_NO_RELAUNCH=true"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("the CLI's environment lacks %s", want)
+		}
+	}
+}
