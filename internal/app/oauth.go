@@ -23,7 +23,7 @@ func oauthOptions(cfg *config.Config, addr string, log *slog.Logger) (*server.OA
 	}
 	log.Info("accepting OAuth access tokens", "issuers", strings.Join(cfg.HTTP.AuthIssuers, ","), "resource", resource, "scopes", strings.Join(cfg.HTTP.AuthScopes, " "),
 		"introspection", cfg.HTTP.AuthIntrospectionURL, "introspectionClient", cfg.HTTP.AuthClientID)
-	return &server.OAuthOptions{Verify: v.Verify, Resource: resource, Issuers: cfg.HTTP.AuthIssuers, Scopes: cfg.HTTP.AuthScopes}, nil
+	return &server.OAuthOptions{Verify: v.Verify, Resource: resource, Issuers: cfg.HTTP.AuthIssuers, Scopes: cfg.HTTP.AuthScopes, ClockSkew: oauth.ClockSkew}, nil
 }
 
 // introspection is the introspection endpoint of h, nil when it names

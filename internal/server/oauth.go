@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -26,6 +27,8 @@ type OAuthOptions struct {
 	Issuers []string
 	// Scopes are the scopes every token must hold.
 	Scopes []string
+	// ClockSkew is the tolerance on a token's expiry, as Verify's.
+	ClockSkew time.Duration
 }
 
 // Paths of the protected-resource metadata (RFC 9728).
@@ -61,6 +64,7 @@ func (o *OAuthOptions) oauthCheck(next http.Handler) http.Handler {
 	require := auth.RequireBearerToken(o.Verify, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: o.MetadataURL(),
 		Scopes:              o.Scopes,
+		ClockSkew:           o.ClockSkew,
 	})
 	inner := require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if cw, ok := w.(*challengeWriter); ok {

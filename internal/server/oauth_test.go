@@ -24,13 +24,17 @@ func TestOAuthGuard(t *testing.T) {
 		switch token {
 		case "jwt-alice", "jwt-bob":
 			return info, nil
+		case "jwt-just-expired":
+			// Expired within the skew the verifier allows.
+			info.Expiration = time.Now().Add(-10 * time.Second)
+			return info, nil
 		case "jwt-noscope":
 			info.Scopes = []string{"other"}
 			return info, nil
 		}
 		return nil, auth.ErrInvalidToken
 	}
-	o := &OAuthOptions{Verify: verify, Resource: "https://mcp.example.com/mcp", Issuers: []string{"https://idp.example.com"}, Scopes: []string{"gemini"}}
+	o := &OAuthOptions{Verify: verify, Resource: "https://mcp.example.com/mcp", Issuers: []string{"https://idp.example.com"}, Scopes: []string{"gemini"}, ClockSkew: 30 * time.Second}
 	h := newHTTPHarness(t, HTTPOptions{Tokens: []string{testToken}, OAuth: o})
 	if got, want := o.MetadataURL(), "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"; got != want {
 		t.Errorf("MetadataURL() = %q, want %q", got, want)
@@ -68,6 +72,9 @@ func TestOAuthGuard(t *testing.T) {
 		if _, err := h.connect(t, transport, "jwt-alice", nil); err != nil {
 			t.Errorf("%s with an access token: %v", transport, err)
 		}
+	}
+	if _, err := h.connect(t, "streamable", "jwt-just-expired", nil); err != nil {
+		t.Errorf("a token expired within the clock skew: %v", err)
 	}
 	for _, path := range []string{PathResourceMetadata, PathResourceMetadata + PathMCP} {
 		resp, err := http.Get(h.url + path)
