@@ -26,6 +26,16 @@ import (
 // refreshed, so that it does not expire on the way.
 const expiryMargin = time.Minute
 
+// forcedRefreshInterval is the least time between two refreshes that 401s
+// ask for.
+const forcedRefreshInterval = time.Minute
+
+// Caps of the scopes a server's challenge may add to the next sign-in.
+const (
+	maxWantedScopes = 32
+	maxScopeBytes   = 256
+)
+
 // NeedsSignInError says that a server asks for a sign-in that only a user
 // at a browser can give: `gemini-mcp-server mcp auth <name>`.
 type NeedsSignInError struct {
@@ -60,7 +70,8 @@ type serverAuth struct {
 	prior   *Token // with a browser: the token kept before this sign-in
 	loaded  bool
 	needs   *NeedsSignInError
-	flowTok *Token // the token the SDK's flow just obtained
+	forced  time.Time // the last refresh a 401 asked for
+	flowTok *Token    // the token the SDK's flow just obtained
 }
 
 func newServerAuth(cfg ServerConfig, store TokenStore, red *redact.Redactor, log *slog.Logger) *serverAuth {
@@ -199,8 +210,11 @@ func (a *serverAuth) unauthorized(ctx context.Context, req *http.Request, res *h
 		}
 	}
 	scope := res.StatusCode == http.StatusForbidden
-	if !scope && a.tok != nil && a.tok.RefreshToken != "" {
-		// The access token may have been revoked alone.
+	if !scope && a.tok != nil && a.tok.RefreshToken != "" && a.now().Sub(a.forced) >= forcedRefreshInterval {
+		// The access token may have been revoked alone. A server that
+		// refuses fresh tokens too gets no more than one refresh a
+		// minute, not one for each request.
+		a.forced = a.now()
 		if err := a.refreshLocked(ctx); err == nil {
 			return true, nil
 		} else if a.needs == nil {
@@ -215,6 +229,7 @@ func (a *serverAuth) unauthorized(ctx context.Context, req *http.Request, res *h
 			why = fmt.Sprintf("the server asks for the scopes %.200q, more than the kept token has", strings.Join(wanted, " "))
 			if a.tok != nil && len(wanted) > 0 {
 				a.tok.Wanted = union(a.tok.Wanted, wanted)
+				a.tok.Wanted = a.tok.Wanted[:min(len(a.tok.Wanted), maxWantedScopes)]
 				if err := a.store.Save(ctx, a.tok); err != nil {
 					a.log.Warn("MCP server: keeping the scopes the server asks for failed", "error", err)
 				}
@@ -360,7 +375,13 @@ func challengeScopes(res *http.Response) []string {
 	}
 	for _, c := range cs {
 		if c.Scheme == "bearer" && c.Params["scope"] != "" {
-			return strings.Fields(c.Params["scope"])
+			var out []string
+			for _, s := range strings.Fields(c.Params["scope"]) {
+				if len(s) <= maxScopeBytes && len(out) < maxWantedScopes {
+					out = append(out, s)
+				}
+			}
+			return out
 		}
 	}
 	return nil

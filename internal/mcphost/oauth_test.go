@@ -307,3 +307,34 @@ func TestTokenStaysWithItsServer(t *testing.T) {
 		t.Errorf("own origin got %q, another got %q", a, b)
 	}
 }
+
+// TestServerRefusingFreshTokens: a server that answers 401 to every token
+// gets one refresh a minute, not one per request, and then needs a
+// sign-in.
+func TestServerRefusingFreshTokens(t *testing.T) {
+	ctx := context.Background()
+	srv, calls := tokenServer(t, http.StatusOK, `{"access_token":"fresh","token_type":"Bearer","expires_in":3600}`)
+	a := testAuth(t, srv.URL, &MemoryTokens{})
+	if _, err := a.current(ctx); err != nil || calls.Load() != 1 {
+		t.Fatalf("first refresh: %v (%d calls)", err, calls.Load())
+	}
+	refuse := func() (bool, error) {
+		res := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody}
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/mcp", nil)
+		return a.unauthorized(ctx, req, res, "fresh")
+	}
+	if again, err := refuse(); !again || err != nil || calls.Load() != 2 {
+		t.Fatalf("the first 401: again=%v %v (%d calls)", again, err, calls.Load())
+	}
+	for range 5 {
+		if again, err := refuse(); again || err == nil {
+			t.Fatalf("a 401 within the minute: again=%v %v", again, err)
+		}
+	}
+	if calls.Load() != 2 {
+		t.Errorf("%d refreshes for 7 refusals in a minute, want 2", calls.Load())
+	}
+	if a.needsSignIn() == nil {
+		t.Errorf("the server is not marked as needing a sign-in")
+	}
+}
