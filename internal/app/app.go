@@ -156,7 +156,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		return mcpList(ctx, cfg, env, sio.Stdout, log)
 	}
 	if sub == "mcp auth" {
-		return mcpAuth(ctx, cfg, env, authServer, sio.Stdout, log)
+		return mcpAuth(ctx, cfg, env, authServer, sio.Stdout, sio.Stderr, log)
 	}
 	serve := serveStdio
 	if cfg.HTTP.Addr != "" {

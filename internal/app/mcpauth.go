@@ -33,15 +33,17 @@ func tokenStore(cfg *config.Config) (mcphost.TokenStore, error) {
 // prints the authorization URL (and runs $BROWSER on it when set),
 // waits for the browser to come back to a loopback callback, keeps the
 // tokens where the server finds them, and lists the server's tools.
-func mcpAuth(ctx context.Context, cfg *config.Config, env Env, name string, out io.Writer, log *slog.Logger) int {
+func mcpAuth(ctx context.Context, cfg *config.Config, env Env, name string, out, errOut io.Writer, log *slog.Logger) int {
+	fail := func(code int, format string, args ...any) int {
+		fmt.Fprintf(errOut, "gemini-mcp-server mcp auth: "+format+"\n", args...)
+		return code
+	}
 	if cfg.API.MCPConfig == "" {
-		log.Error("mcp auth: give --mcp-config FILE (or GEMINI_MCP_CONFIG), the configuration that names the server")
-		return 2
+		return fail(2, "give --mcp-config FILE (or GEMINI_MCP_CONFIG), the configuration that names the server")
 	}
 	mc, err := loadMCPConfig(cfg, env, log)
 	if err != nil {
-		log.Error("mcp auth", "err", err)
-		return 1
+		return fail(1, "%v", err)
 	}
 	var names []string
 	var one *mcphost.ServerConfig
@@ -53,16 +55,13 @@ func mcpAuth(ctx context.Context, cfg *config.Config, env Env, name string, out 
 	}
 	switch {
 	case one == nil:
-		log.Error(fmt.Sprintf("mcp auth: no server %q in %s (it has: %s)", name, cfg.API.MCPConfig, strings.Join(names, ", ")))
-		return 2
+		return fail(2, "no server %q in %s (it has: %s)", name, cfg.API.MCPConfig, strings.Join(names, ", "))
 	case one.Endpoint() == "":
-		log.Error(fmt.Sprintf("mcp auth: %q is a stdio server: only remote (url, httpUrl) servers sign in", name))
-		return 2
+		return fail(2, "%q is a stdio server: only remote (url, httpUrl) servers sign in", name)
 	}
 	tokens, err := tokenStore(cfg)
 	if err != nil {
-		log.Error("mcp auth", "err", err)
-		return 1
+		return fail(1, "%v", err)
 	}
 	browser := func(ctx context.Context, authURL string) error {
 		fmt.Fprintf(out, "To sign in to %s, open this URL in a browser:\n\n  %s\n\nWaiting for the browser to come back (at most %s)…\n", name, authURL, mcphost.SignInTimeout)
@@ -86,13 +85,11 @@ func mcpAuth(ctx context.Context, cfg *config.Config, env Env, name string, out 
 	})
 	defer host.Close()
 	if err := host.WaitSettled(ctx); err != nil {
-		log.Error("mcp auth", "err", err)
-		return 1
+		return fail(1, "%v", err)
 	}
 	st := host.Status()[0]
 	if st.State != mcphost.StateConnected {
-		log.Error(fmt.Sprintf("mcp auth: %s: %s", name, st.Reason))
-		return 1
+		return fail(1, "%s: %s", name, st.Reason)
 	}
 	fmt.Fprintf(out, "Signed in to %s (%s): %d tools.\n", name, st.Target, len(st.Tools))
 	return 0

@@ -143,3 +143,30 @@ func TestAPIBackendGetsToolHost(t *testing.T) {
 		t.Errorf("after Close: %+v", st[0])
 	}
 }
+
+// TestMCPAuthRefuses: `mcp auth` without a name, without a configuration,
+// for a server the configuration lacks or a stdio server exits 2 with a
+// clear error, and writes no token file.
+func TestMCPAuthRefuses(t *testing.T) {
+	path := mcpConfig(t)
+	state := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp", "auth"}, "mcp auth NAME [flags]"},
+		{[]string{"mcp", "auth", "--mcp-config", path}, "mcp auth NAME [flags]"},
+		{[]string{"mcp", "auth", "good", "--state-dir", state}, "give --mcp-config FILE"},
+		{[]string{"mcp", "auth", "nope", "--mcp-config", path, "--state-dir", state}, `no server "nope" in ` + path + " (it has: good, gone)"},
+		{[]string{"mcp", "auth", "good", "--mcp-config", path, "--state-dir", state}, `"good" is a stdio server: only remote (url, httpUrl) servers sign in`},
+	} {
+		var out, errs strings.Builder
+		code := Run(context.Background(), "test", tc.args, IO{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }})
+		if code != 2 || !strings.Contains(errs.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs.String(), tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Errorf("the state directory got %v", entries)
+	}
+}
