@@ -56,22 +56,21 @@ func (e *NeedsSignInError) Error() string {
 // refreshes it, and otherwise reports that the server needs a sign-in;
 // with one (`mcp auth`) a 401 starts the authorization code flow.
 type serverAuth struct {
-	cfg     ServerConfig
-	store   TokenStore
-	oc      *oauthClient
-	http    *http.Client
-	red     *redact.Redactor
-	log     *slog.Logger
-	signIn  *signIn            // nil without a browser
-	source  oauth2.TokenSource // the Google providers' tokens
-	now     func() time.Time
-	mu      sync.Mutex
-	tok     *Token
-	prior   *Token // with a browser: the token kept before this sign-in
-	loaded  bool
-	needs   *NeedsSignInError
-	forced  time.Time // the last refresh a 401 asked for
-	flowTok *Token    // the token the SDK's flow just obtained
+	cfg    ServerConfig
+	store  TokenStore
+	oc     *oauthClient
+	http   *http.Client
+	red    *redact.Redactor
+	log    *slog.Logger
+	signIn *signIn            // nil without a browser
+	source oauth2.TokenSource // the Google providers' tokens
+	now    func() time.Time
+	mu     sync.Mutex
+	tok    *Token
+	prior  *Token // with a browser: the token kept before this sign-in
+	loaded bool
+	needs  *NeedsSignInError
+	forced time.Time // the last refresh a 401 asked for
 }
 
 func newServerAuth(cfg ServerConfig, store TokenStore, red *redact.Redactor, log *slog.Logger) *serverAuth {
