@@ -162,6 +162,41 @@ func TestHostSignsIn(t *testing.T) {
 				t.Fatalf("mcp list before the sign-in (exit %d):\n%s\n%s", list.code, list.stdout, list.stderr)
 			}
 
+			// serve starts the server (API backend) over stdio, with the
+			// host on the configuration, and returns a chat that asks
+			// Gemini to call the downstream tool.
+			serve := func() (*mcp.ClientSession, *signalBuffer, func(string) string) {
+				stderr := newSignalBuffer()
+				cmd := exec.Command(serverBin, "--backend", "api", "--mcp-config", cfg, "--log-level", "debug")
+				cmd.Env, cmd.Dir, cmd.Stderr = env, dir, stderr
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: "oauth-host-test", Version: "1"}, nil).
+					Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cs.Close() })
+				call := func(text string) string {
+					t.Helper()
+					ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+					defer cancel()
+					prompt := `[[call:mcp_down_echo:{"text":"` + text + `"}]]`
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": prompt}})
+					if err != nil {
+						t.Fatalf("chat: %v\n%s", err, stderr)
+					}
+					return res.Content[0].(*mcp.TextContent).Text
+				}
+				return cs, stderr, call
+			}
+
+			// Before the sign-in, a call Gemini makes of the server's tool
+			// is answered with the command that signs in.
+			cs, stderr, call := serve()
+			stderr.wait(t, `msg="MCP server needs sign-in"`)
+			if out := call("too early"); !strings.Contains(out, "needs sign-in: run `gemini-mcp-server mcp auth down`") {
+				t.Errorf("before the sign-in the answer is %q, want the error naming mcp auth", out)
+			}
+
 			// Access tokens that live 2 s, less than the host's margin:
 			// every use refreshes.
 			p.setTTL(t, 2)
@@ -180,29 +215,9 @@ func TestHostSignsIn(t *testing.T) {
 				}
 			}
 
-			stderr := newSignalBuffer()
-			cmd := exec.Command(serverBin, "--backend", "api", "--mcp-config", cfg, "--log-level", "debug")
-			cmd.Env, cmd.Dir, cmd.Stderr = env, dir, stderr
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "oauth-host-test", Version: "1"}, nil).
-				Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
-			// The host connects in the background: until it has, Gemini
-			// is offered no tool.
+			// The running server takes the sign-in up at its next try of
+			// the server, without a restart.
 			stderr.wait(t, `msg="MCP server connected"`)
-			call := func(text string) string {
-				t.Helper()
-				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-				defer cancel()
-				prompt := `[[call:mcp_down_echo:{"text":"` + text + `"}]]`
-				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": prompt}})
-				if err != nil {
-					t.Fatalf("chat: %v\n%s", err, stderr)
-				}
-				return res.Content[0].(*mcp.TextContent).Text
-			}
 			if out := call("signed in"); !strings.Contains(out, `echo {\"text\":\"signed in\"}`) {
 				t.Fatalf("answer %q does not hold the tool's result\n%s", out, stderr)
 			}

@@ -25,6 +25,13 @@ type ToolHost interface {
 	Call(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error)
 }
 
+// ToolExplainer is a ToolHost that can say why a tool Gemini asks for is
+// not declared now (its server waits for a sign-in, say); nil when it
+// cannot tell.
+type ToolExplainer interface {
+	Unavailable(name string) error
+}
+
 // HostTool is one downstream tool as declared to Gemini.
 type HostTool struct {
 	Name        string         // as declared to Gemini: mcp_<server>_<tool>, sanitized

@@ -89,7 +89,10 @@ type Host struct {
 	changed chan struct{} // closed and replaced on every change
 }
 
-var _ backend.ToolHost = (*Host)(nil)
+var (
+	_ backend.ToolHost      = (*Host)(nil)
+	_ backend.ToolExplainer = (*Host)(nil)
+)
 
 type server struct {
 	cfg     ServerConfig

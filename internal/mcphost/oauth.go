@@ -353,6 +353,15 @@ func (s *server) needsSignIn() *NeedsSignInError {
 	return s.auth.needsSignIn()
 }
 
+// Unavailable implements backend.ToolExplainer: a tool of a server that
+// waits for a sign-in is unavailable until `mcp auth` signs it in.
+func (h *Host) Unavailable(name string) error {
+	if w := h.waitingFor(name); w != "" {
+		return &NeedsSignInError{Server: w}
+	}
+	return nil
+}
+
 // waitingFor names the server waiting for a sign-in whose tools the
 // name would be one of (mcp_<server>_<tool>), or "".
 func (h *Host) waitingFor(name string) string {

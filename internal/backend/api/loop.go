@@ -113,8 +113,14 @@ func (b *Backend) runCalls(ctx context.Context, id string, t backend.Turn, model
 	for i, fc := range calls {
 		ht, ok := tools[fc.Name]
 		if !ok {
-			out[i] = []*genai.Part{errorPart(fc, fmt.Sprintf("Tool %q not found: it is none of the tools this "+
-				"server declared. Tools must use the exact names that are declared.", fc.Name))}
+			why := fmt.Sprintf("Tool %q not found: it is none of the tools this "+
+				"server declared. Tools must use the exact names that are declared.", fc.Name)
+			if ex, ok := b.tools.(backend.ToolExplainer); ok {
+				if err := ex.Unavailable(fc.Name); err != nil {
+					why = fmt.Sprintf("Tool %q is not available now: %v", fc.Name, err)
+				}
+			}
+			out[i] = []*genai.Part{errorPart(fc, why)}
 			continue
 		}
 		if why := b.permit(ctx, t, ht, fc.Args); why != "" {
