@@ -80,7 +80,7 @@ func mcpAuth(ctx context.Context, cfg *config.Config, env Env, name string, out,
 		return nil
 	}
 	host := mcphost.New(&mcphost.Config{Servers: []mcphost.ServerConfig{*one}}, mcphost.Options{
-		Logger: log, Version: buildVersion(), Tokens: tokens, Browser: browser,
+		Logger: log, Version: buildVersion(), Tokens: tokens, Browser: browser, ClientMetadataURL: cfg.API.MCPClientMetadataURL,
 		Backoff: func(int) time.Duration { return time.Hour },
 	})
 	defer host.Close()

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -73,9 +74,11 @@ type Warm struct {
 
 // API is the API backend as an MCP host.
 type API struct {
-	MCPConfig     string // mcpServers whose tools Gemini may call
-	MaxToolRounds int
-	AllowMCPTools []string
+	MCPConfig string // mcpServers whose tools Gemini may call
+	// MCPClientMetadataURL is the host's Client ID Metadata Document.
+	MCPClientMetadataURL string
+	MaxToolRounds        int
+	AllowMCPTools        []string
 }
 
 // HTTP is the HTTP transport; Addr "" serves stdio instead.
@@ -255,6 +258,11 @@ func (c *Config) validate(rules Rules) error {
 	} else if h.MaxBodyBytes < need {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("--max-body-bytes %d is below the %d bytes a call with a prompt and a system prompt of --max-prompt-bytes can take once JSON-escaped: "+
 			"such calls get HTTP 413; raise --max-body-bytes or leave it unset to size it from --max-prompt-bytes", h.MaxBodyBytes, need))
+	}
+	if u := c.API.MCPClientMetadataURL; u != "" {
+		if p, err := url.Parse(u); err != nil || p.Scheme != "https" || p.Host == "" || strings.Trim(p.Path, "/") == "" || p.Fragment != "" {
+			return fmt.Errorf("--mcp-client-metadata-url %q: must be an https:// URL with a path (where the Client ID Metadata Document is served), e.g. https://example.com/oauth/client.json", u)
+		}
 	}
 	if len(h.AuthIssuers) > 0 {
 		if err := checkAuth(h); err != nil {

@@ -60,6 +60,8 @@ func TestInvalid(t *testing.T) {
 		want string
 	}{
 		{[]string{"--approval-mode", "always"}, nil, "approval-mode"},
+		{[]string{"--mcp-client-metadata-url", "http://example.com/client.json"}, nil, "must be an https:// URL with a path"},
+		{nil, map[string]string{"GEMINI_MCP_CLIENT_METADATA_URL": "https://example.com/"}, "must be an https:// URL with a path"},
 		{nil, map[string]string{"GEMINI_MCP_SANDBOX": "maybe"}, "GEMINI_MCP_SANDBOX"},
 		{nil, map[string]string{"GEMINI_MCP_TIMEOUT": "soon"}, "GEMINI_MCP_TIMEOUT"},
 		{[]string{"--max-prompt-bytes", "0"}, nil, "max-prompt-bytes"},

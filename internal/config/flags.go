@@ -36,6 +36,8 @@ var flags = []spec{
 		func(c *Config) *[]string { return &c.CLI.AllowedMCPServerNames }),
 	str("mcp-config", "GEMINI_MCP_CONFIG", "", "API backend: a JSON `file` of mcpServers in the Gemini CLI's format (a settings.json will do) whose tools Gemini may call; the CLI backends ignore it, as the Gemini CLI reads its own mcpServers from ~/.gemini/settings.json",
 		func(c *Config) *string { return &c.API.MCPConfig }),
+	str("mcp-client-metadata-url", "GEMINI_MCP_CLIENT_METADATA_URL", "", "API backend, mcp auth: the https `URL` of a Client ID Metadata Document that describes this host as an OAuth client, used as its client ID by authorization servers that accept one (otherwise the host registers itself)",
+		func(c *Config) *string { return &c.API.MCPClientMetadataURL }),
 	boolean("allow-nested", "GEMINI_MCP_ALLOW_NESTED", false, "serve the tools also when started by one of this server's own Gemini CLI processes (by default such a copy serves none, so that a chat cannot call itself)",
 		func(c *Config) *bool { return &c.CLI.AllowNested }),
 	duration("timeout", "GEMINI_MCP_TIMEOUT", DefaultTimeout, "per-call limit, 0 for none",

@@ -60,6 +60,10 @@ type Options struct {
 	// Browser, when set, lets a 401 start the browser step of an OAuth
 	// sign-in (`mcp auth`); without it such a server needs sign-in.
 	Browser Browser
+	// ClientMetadataURL is the https URL of a Client ID Metadata Document
+	// describing the host, its client ID with the authorization servers
+	// that accept one; "" to register dynamically.
+	ClientMetadataURL string
 }
 
 // DefaultBackoff doubles from one second up to a minute.

@@ -336,7 +336,7 @@ func (h *Host) newAuth(ctx context.Context, c ServerConfig) (*serverAuth, error)
 		return a, nil
 	}
 	if h.opts.Browser != nil {
-		si, err := newSignIn(c, h.opts.Browser)
+		si, err := newSignIn(c, h.opts.Browser, h.opts.ClientMetadataURL)
 		if err != nil {
 			return a, err
 		}

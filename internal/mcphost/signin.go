@@ -37,6 +37,7 @@ type Browser func(ctx context.Context, authURL string) error
 // listening from the start of `mcp auth` until the host closes.
 type signIn struct {
 	cfg      ServerConfig
+	metadata string // the Client ID Metadata Document's URL, or ""
 	browser  Browser
 	redirect string
 	srv      *http.Server
@@ -51,7 +52,7 @@ type callbackResult struct {
 
 // newSignIn listens on the callback: the port and path of
 // oauth.redirectUri, else a free port on 127.0.0.1.
-func newSignIn(cfg ServerConfig, browser Browser) (*signIn, error) {
+func newSignIn(cfg ServerConfig, browser Browser, metadata string) (*signIn, error) {
 	host, port, path := "127.0.0.1", "0", DefaultCallbackPath
 	if cfg.OAuth != nil && cfg.OAuth.RedirectURI != "" {
 		u, err := url.Parse(cfg.OAuth.RedirectURI)
@@ -82,7 +83,7 @@ func newSignIn(cfg ServerConfig, browser Browser) (*signIn, error) {
 		u.Host = net.JoinHostPort(u.Hostname(), actualPort)
 		redirect = u.String()
 	}
-	s := &signIn{cfg: cfg, browser: browser, redirect: redirect, results: make(chan callbackResult, 1)}
+	s := &signIn{cfg: cfg, metadata: metadata, browser: browser, redirect: redirect, results: make(chan callbackResult, 1)}
 	mux := http.NewServeMux()
 	mux.HandleFunc(path, s.callback)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
@@ -173,6 +174,9 @@ func (s *signIn) authorize(ctx context.Context, a *serverAuth, req *http.Request
 			got = tokenFromOAuth2(a.cfg.Endpoint(), issuer, cfg, t, a.now())
 			return oauth2.StaticTokenSource(t), nil
 		},
+	}
+	if s.metadata != "" {
+		hc.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: s.metadata}
 	}
 	if o := s.cfg.OAuth; o != nil {
 		if o.ClientID != "" {
