@@ -150,38 +150,69 @@ func (a *adapter) callTools(ctx context.Context) (bool, error) {
 	return needs, nil
 }
 
-// authSkipped are the client auth scenarios of the pinned suite the host
-// does not take part in, with why; the go-sdk's conformance baseline
-// skips the same (client credentials and enterprise-managed
-// authorization are machine-to-machine grants, outside what a user signs
-// in with).
-var authSkipped = map[string]string{
-	"auth/client-credentials-jwt":         "client credentials grant (machine to machine): not a user sign-in; the go-sdk's baseline skips it",
-	"auth/client-credentials-basic":       "client credentials grant (machine to machine): not a user sign-in; the go-sdk's baseline skips it",
-	"auth/cross-app-access-complete-flow": "enterprise-managed authorization (ID-JAG token exchange): the go-sdk's baseline skips it",
+// clientSuite is one version of the conformance suite whose client
+// scenarios auth/* run against the host.
+type clientSuite struct {
+	name    string // the test's name for it
+	pkg     string // its directory under node_modules
+	skipped map[string]string
+	refused map[string]*regexp.Regexp
 }
 
-// authWarned are scenarios that may end with one WARNING check, and why
-// (none now: the map stays for the suite's next version).
-var authWarned = map[string]struct{ check, why string }{}
+// machineToMachine is why the scenarios of grants no user signs in with
+// are not run; the go-sdk's conformance baseline skips the same.
+const machineToMachine = "a grant for machines, not a user's sign-in (client credentials, enterprise-managed authorization, DPoP, workload identity): the go-sdk's own conformance baseline skips it"
 
-// authRefused are scenarios whose server the host refuses, and the
-// refusal the adapter must print.
-var authRefused = map[string]*regexp.Regexp{
-	// The scenario serves authorization server metadata at the root whose
-	// issuer is <root>/oauth; the go-sdk refuses metadata whose issuer is
-	// not the URL it was fetched for (RFC 8414 §3.3), before registering.
-	"auth/2025-03-26-oauth-metadata-backcompat": regexp.MustCompile(`metadata issuer \\?"http://localhost:\d+/oauth\\?" does not match`),
+var clientSuites = []clientSuite{
+	{
+		// The pinned suite of the server's own conformance test.
+		name: "0.1.16", pkg: "@modelcontextprotocol/conformance",
+		skipped: map[string]string{
+			"auth/client-credentials-jwt":         machineToMachine,
+			"auth/client-credentials-basic":       machineToMachine,
+			"auth/cross-app-access-complete-flow": machineToMachine,
+		},
+		refused: map[string]*regexp.Regexp{
+			// This version serves authorization server metadata at the
+			// root whose issuer is <root>/oauth; the go-sdk refuses
+			// metadata whose issuer is not the URL it was fetched for
+			// (RFC 8414 §3.3), before registering. The next version's
+			// scenario serves a matching issuer, and passes.
+			"auth/2025-03-26-oauth-metadata-backcompat": regexp.MustCompile(`metadata issuer \\?"http://localhost:\d+/oauth\\?" does not match`),
+		},
+	},
+	{
+		// The version the go-sdk v1.8.0 runs its own client against
+		// (npm alias conformance-next).
+		name: "0.2.0-alpha.11", pkg: "conformance-next",
+		skipped: map[string]string{
+			"auth/client-credentials-jwt":           machineToMachine,
+			"auth/client-credentials-basic":         machineToMachine,
+			"auth/enterprise-managed-authorization": machineToMachine,
+			"auth/dpop":                             machineToMachine,
+			"auth/dpop-nonce":                       machineToMachine,
+			"auth/wif-jwt-bearer":                   machineToMachine,
+		},
+	},
 }
 
 // TestConformanceClientAuth runs every client scenario auth/* of the
-// official conformance suite against the MCP host (through the adapter
-// above): each must pass with every check a SUCCESS, but those listed in
-// authSkipped.
+// official conformance suite, in two versions, against the MCP host
+// (through the adapter above): each must pass with every check a
+// SUCCESS, but those the suite lists as skipped or refused.
 func TestConformanceClientAuth(t *testing.T) {
 	tl := tools(t)
 	t.Parallel()
-	index := tl.path("@modelcontextprotocol", "conformance", "dist", "index.js")
+	for _, suite := range clientSuites {
+		t.Run(suite.name, func(t *testing.T) {
+			t.Parallel()
+			runClientSuite(t, tl, suite)
+		})
+	}
+}
+
+func runClientSuite(t *testing.T, tl npmTools, suite clientSuite) {
+	index := tl.path(suite.pkg, "dist", "index.js")
 	list := run(t, time.Minute, tl.env(t), t.TempDir(), tl.node, index, "list")
 	var scenarios []string
 	for line := range strings.Lines(list.stdout) {
@@ -193,14 +224,14 @@ func TestConformanceClientAuth(t *testing.T) {
 	if len(scenarios) < 15 {
 		t.Fatalf("the suite lists %d auth scenarios:\n%s", len(scenarios), list.stdout)
 	}
-	for name := range authSkipped {
+	for name := range suite.skipped {
 		if !slices.Contains(scenarios, name) {
-			t.Errorf("authSkipped names %s, which the suite does not have", name)
+			t.Errorf("skipped names %s, which the suite does not have", name)
 		}
 	}
 	env := append(tl.env(t), EnvConformanceClient+"=1", EnvServerBin+"="+serverBin)
 	for _, name := range scenarios {
-		if _, skip := authSkipped[name]; skip {
+		if _, skip := suite.skipped[name]; skip {
 			continue
 		}
 		t.Run(strings.TrimPrefix(name, "auth/"), func(t *testing.T) {
@@ -216,7 +247,7 @@ func TestConformanceClientAuth(t *testing.T) {
 			if len(matches) == 1 {
 				adapterErr, _ = os.ReadFile(matches[0])
 			}
-			if re, refused := authRefused[name]; refused {
+			if re, refused := suite.refused[name]; refused {
 				if !re.Match(adapterErr) {
 					t.Errorf("the host did not refuse the server as expected (%s)", re)
 				}
@@ -228,15 +259,14 @@ func TestConformanceClientAuth(t *testing.T) {
 			} else {
 				passed := 0
 				for _, c := range checks {
-					switch {
-					case c.Status == "SUCCESS":
+					switch c.Status {
+					case "SUCCESS":
 						passed++
-					case c.Status == "WARNING" && authWarned[name].check == c.ID:
-					case c.Status == "FAILURE" || c.Status == "WARNING":
+					case "FAILURE", "WARNING":
 						t.Errorf("%s: %s %s: %s", c.Status, c.ID, c.Description, c.ErrorMessage)
 					}
 				}
-				if passed == 0 || (res.code != 0 && authWarned[name].check == "") {
+				if passed == 0 || res.code != 0 {
 					t.Errorf("%d checks passed, exit %d\n%s\n%s", passed, res.code, res.stdout, res.stderr)
 				}
 			}

@@ -23,13 +23,15 @@ func TestNPMPins(t *testing.T) {
 		"@modelcontextprotocol/sdk":         "1.32.2",
 		"mcp-remote":                        "0.15.1",
 		"oidc-provider":                     "9.13.3",
+		// The version the go-sdk runs its client conformance against.
+		"conformance-next": "npm:@modelcontextprotocol/conformance@0.2.0-alpha.11",
 	}
 	for name, v := range want {
 		if pkg.Dependencies[name] != v {
 			t.Errorf("npm/package.json: %s is %q, want %q", name, pkg.Dependencies[name], v)
 		}
 	}
-	exact := regexp.MustCompile(`^\d+\.\d+\.\d+$`)
+	exact := regexp.MustCompile(`^(npm:[@a-z0-9/.-]+@)?\d+\.\d+\.\d+(-[a-z]+\.\d+)?$`)
 	var lock struct {
 		LockfileVersion int
 		Packages        map[string]struct{ Version string }
@@ -42,6 +44,9 @@ func TestNPMPins(t *testing.T) {
 		for name, v := range deps {
 			if !exact.MatchString(v) {
 				t.Errorf("npm/package.json: %s@%s is not an exact version", name, v)
+			}
+			if aliased, ok := strings.CutPrefix(v, "npm:"); ok {
+				v = aliased[strings.LastIndex(aliased, "@")+1:] // an alias pins the aliased package's version
 			}
 			if got := lock.Packages["node_modules/"+name].Version; got != v {
 				t.Errorf("npm/package-lock.json: %s is %q, package.json pins %q (run npm install --package-lock-only in interop/npm)", name, got, v)
