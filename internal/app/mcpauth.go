@@ -44,7 +44,7 @@ func mcpAuth(ctx context.Context, cfg *config.Config, env Env, name string, out,
 	case one.Endpoint() == "":
 		return fail(2, "%q is a stdio server: only remote (url, httpUrl) servers sign in", name)
 	}
-	tokens, closeTokens, err := tokenStore(ctx, cfg)
+	tokens, closeTokens, err := tokenStore(cfg)
 	if err != nil {
 		return fail(1, "%v", err)
 	}

@@ -120,7 +120,7 @@ func mcpList(ctx context.Context, cfg *config.Config, env Env, out io.Writer, lo
 		}
 		longest = max(longest, mc.Servers[i].Timeout)
 	}
-	tokens, closeTokens, err := tokenStore(ctx, cfg)
+	tokens, closeTokens, err := tokenStore(cfg)
 	if err != nil {
 		log.Error("mcp list", "err", err)
 		return 1

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/mcphost"
@@ -36,24 +37,85 @@ func sharesTokens(storeURL string) bool {
 }
 
 // tokenStore is where `mcp auth` and `mcp list` find the MCP host's OAuth
-// tokens: in the Redis session store when --store is one (opened here;
-// close closes it), else in a 0600 file in the state directory, which
-// they share with the server.
-func tokenStore(ctx context.Context, cfg *config.Config) (tokens mcphost.TokenStore, close func(), err error) {
+// tokens: in the Redis session store when --store is one, else in a 0600
+// file in the state directory, which they share with the server. The
+// store is opened when a token is first needed, so that a listing of
+// servers that need none does not need Redis; close closes it.
+func tokenStore(cfg *config.Config) (tokens mcphost.TokenStore, close func(), err error) {
 	if !sharesTokens(cfg.Store.URL) {
 		t, err := tokenFile(cfg)
 		return t, func() {}, err
 	}
-	st, where, err := openStore(ctx, cfg)
+	l := &lazyTokens{cfg: cfg}
+	return l, l.close, nil
+}
+
+// lazyTokens is the session store's tokens, opened by the first call that
+// needs them (again by the next call when that fails).
+type lazyTokens struct {
+	cfg    *config.Config
+	mu     sync.Mutex
+	st     session.Store
+	tokens *storeTokens
+	closed bool
+}
+
+func (l *lazyTokens) open(ctx context.Context) (*storeTokens, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return nil, fmt.Errorf("the session store %s is closed", redactStore(l.cfg.Store.URL))
+	case l.tokens != nil:
+		return l.tokens, nil
+	}
+	st, where, err := openStore(ctx, l.cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	b, ok := st.(oauthTokenBytes)
 	if !ok {
 		st.Close()
-		return nil, nil, fmt.Errorf("the session store %s cannot keep OAuth tokens", where)
+		return nil, fmt.Errorf("the session store %s cannot keep OAuth tokens", where)
 	}
-	return &storeTokens{st: b, where: where}, func() { st.Close() }, nil
+	l.st, l.tokens = st, &storeTokens{st: b, where: where}
+	return l.tokens, nil
+}
+
+func (l *lazyTokens) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.st != nil {
+		l.st.Close()
+	}
+}
+
+// Load implements mcphost.TokenStore.
+func (l *lazyTokens) Load(ctx context.Context, server string) (*mcphost.Token, error) {
+	t, err := l.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t.Load(ctx, server)
+}
+
+// Save implements mcphost.TokenStore.
+func (l *lazyTokens) Save(ctx context.Context, tok *mcphost.Token) error {
+	t, err := l.open(ctx)
+	if err != nil {
+		return err
+	}
+	return t.Save(ctx, tok)
+}
+
+// Delete implements mcphost.TokenStore.
+func (l *lazyTokens) Delete(ctx context.Context, server, issuer string) error {
+	t, err := l.open(ctx)
+	if err != nil {
+		return err
+	}
+	return t.Delete(ctx, server, issuer)
 }
 
 // serverTokens is where the running server's MCP host keeps OAuth tokens:

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,12 +24,12 @@ func TestTokenStoreRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := t.Context()
 	cfgA := parseStore(t, "--store", srv.URL(0), "--store-prefix", "gm:")
-	a, closeA, err := tokenStore(ctx, cfgA)
+	a, closeA, err := tokenStore(cfgA)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeA()
-	if _, ok := a.(*storeTokens); !ok {
+	if _, ok := a.(*lazyTokens); !ok {
 		t.Fatalf("tokenStore is a %T, want the session store's", a)
 	}
 	const server = "https://mcp.example.com/mcp"
@@ -49,7 +50,7 @@ func TestTokenStoreRedis(t *testing.T) {
 
 	// Another process: another state directory, the same store.
 	cfgB := parseStore(t, "--store", srv.URL(0), "--store-prefix", "gm:")
-	b, closeB, err := tokenStore(ctx, cfgB)
+	b, closeB, err := tokenStore(cfgB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestTokenStoreRedis(t *testing.T) {
 func TestTokenStoreFile(t *testing.T) {
 	for _, store := range []string{"", "memory:", "sqlite:" + filepath.Join(t.TempDir(), "s.db")} {
 		cfg := parseStore(t, "--store", store)
-		tok, closeTok, err := tokenStore(t.Context(), cfg)
+		tok, closeTok, err := tokenStore(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +130,7 @@ func TestTokenStoreRedisErrors(t *testing.T) {
 	defer c.Close()
 	url := strings.Replace(srv.URL(0), "redis://", "redis://:pw-s3cret@", 1)
 	cfg := parseStore(t, "--store", url)
-	tokens, closeTokens, err := tokenStore(ctx, cfg)
+	tokens, closeTokens, err := tokenStore(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,8 +157,14 @@ func TestTokenStoreRedisErrors(t *testing.T) {
 		}
 	}
 
-	bad := parseStore(t, "--store", strings.Replace(url, "pw-s3cret", "pw-wrong", 1))
-	if _, _, err := tokenStore(ctx, bad); err == nil || strings.Contains(err.Error(), "pw-wrong") || !strings.Contains(err.Error(), srv.Addr()) {
+	// The store opens with the first call that needs it: a wrong
+	// password is that call's error.
+	wrong, closeWrong, err := tokenStore(parseStore(t, "--store", strings.Replace(url, "pw-s3cret", "pw-wrong", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeWrong()
+	if _, err := wrong.Load(ctx, server); err == nil || strings.Contains(err.Error(), "pw-wrong") || !strings.Contains(err.Error(), "xxxxx@"+srv.Addr()) {
 		t.Errorf("a wrong password: %v", err)
 	}
 	srv.Kill()
@@ -172,4 +179,23 @@ func plainRedis(t *testing.T, srv *redistest.Server) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestTokenStoreOpensOnUse: `mcp list` and `mcp auth` need Redis only for
+// a server that needs a token: an unreachable Redis is the error of the
+// first call that does, naming the store without its password; after
+// close, calls fail.
+func TestTokenStoreOpensOnUse(t *testing.T) {
+	tokens, closeTokens, err := tokenStore(parseStore(t, "--store", "redis://:pw-s3cret@127.0.0.1:1/0"))
+	if err != nil {
+		t.Fatalf("tokenStore dialled Redis: %v", err)
+	}
+	_, err = tokens.Load(t.Context(), "https://mcp.example.com/mcp")
+	if !errors.Is(err, session.ErrUnavailable) || strings.Contains(err.Error(), "pw-s3cret") || !strings.Contains(err.Error(), "redis://:xxxxx@127.0.0.1:1/0") {
+		t.Errorf("Load with Redis unreachable: %v", err)
+	}
+	closeTokens()
+	if err := tokens.Save(t.Context(), &mcphost.Token{Server: "https://mcp.example.com/mcp", Issuer: "https://idp.example.com"}); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Save after close: %v", err)
+	}
 }
