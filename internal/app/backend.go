@@ -67,7 +67,7 @@ func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logg
 		if newAPIBackend == nil {
 			return nil, errNoAPIBackend
 		}
-		host, err := startToolHost(cfg, env, log)
+		host, err := startToolHost(cfg, env, store, log)
 		if err != nil {
 			return nil, err
 		}

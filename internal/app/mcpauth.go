@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,20 +12,6 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/mcphost"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 )
-
-// TokenFileName is the file, in the state directory, where the MCP host
-// keeps its OAuth tokens.
-const TokenFileName = "mcp-oauth-tokens.json"
-
-// tokenStore is where the MCP host keeps OAuth tokens: a 0600 file in the
-// state directory (--state-dir), which `mcp auth` and the server share.
-func tokenStore(cfg *config.Config) (mcphost.TokenStore, error) {
-	dir, err := stateDir(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &mcphost.TokenFile{Path: filepath.Join(dir, TokenFileName)}, nil
-}
 
 // mcpAuth is `gemini-mcp-server mcp auth NAME`: it connects to the remote
 // server NAME of --mcp-config; when the server asks for a sign-in it
@@ -59,10 +44,11 @@ func mcpAuth(ctx context.Context, cfg *config.Config, env Env, name string, out,
 	case one.Endpoint() == "":
 		return fail(2, "%q is a stdio server: only remote (url, httpUrl) servers sign in", name)
 	}
-	tokens, err := tokenStore(cfg)
+	tokens, closeTokens, err := tokenStore(cfg)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
+	defer closeTokens()
 	browser := func(ctx context.Context, authURL string) error {
 		fmt.Fprintf(out, "To sign in to %s, open this URL in a browser:\n\n  %s\n\nWaiting for the browser to come back (at most %s)…\n", name, authURL, mcphost.SignInTimeout)
 		if b := strings.Fields(env.Getenv("BROWSER")); len(b) > 0 {

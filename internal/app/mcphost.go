@@ -15,6 +15,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/mcphost"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // MCPServersURI is the resource that shows the MCP host's servers, their
@@ -29,7 +30,8 @@ const listTimeout = 5 * time.Second
 // the API backend: it returns nil without a configuration. The host
 // connects in the background, so the server's own start and initialize
 // never wait for a downstream server; a bad configuration is an error.
-func startToolHost(cfg *config.Config, env Env, log *slog.Logger) (*mcphost.Host, error) {
+// Its OAuth tokens are kept in store when that is Redis (serverTokens).
+func startToolHost(cfg *config.Config, env Env, store session.Store, log *slog.Logger) (*mcphost.Host, error) {
 	if cfg.API.MCPConfig == "" {
 		return nil, nil
 	}
@@ -41,7 +43,7 @@ func startToolHost(cfg *config.Config, env Env, log *slog.Logger) (*mcphost.Host
 	if err != nil {
 		return nil, err
 	}
-	tokens, err := tokenStore(cfg)
+	tokens, err := serverTokens(cfg, store)
 	if err != nil {
 		return nil, err
 	}
@@ -118,11 +120,12 @@ func mcpList(ctx context.Context, cfg *config.Config, env Env, out io.Writer, lo
 		}
 		longest = max(longest, mc.Servers[i].Timeout)
 	}
-	tokens, err := tokenStore(cfg)
+	tokens, closeTokens, err := tokenStore(cfg)
 	if err != nil {
 		log.Error("mcp list", "err", err)
 		return 1
 	}
+	defer closeTokens()
 	// A listing tries each server once: the retry would come after the
 	// host is closed.
 	host := mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), Backoff: func(int) time.Duration { return time.Hour },

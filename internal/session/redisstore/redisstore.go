@@ -22,6 +22,9 @@
 //	P pagesizes    each kept answer's bytes and session
 //	P pagebytes    the bytes of all kept answers
 //	P pageseq      the counter ordering P pages
+//	P oauth:URL    the MCP host's OAuth tokens for the server URL, a hash:
+//	               issuer → token (JSON, as the host gives it), expiring
+//	               OAuthTokenTTL after the last save
 //
 // Every key of a session carries the session's TTL, restarted on every
 // Touch and AppendTurn for all of them at once; Redis drops an expired
