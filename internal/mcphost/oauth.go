@@ -147,6 +147,17 @@ func (a *serverAuth) setLocked(t *Token) {
 // sign-in.
 func (a *serverAuth) refreshLocked(ctx context.Context) error {
 	t := a.tok
+	// Another process sharing the store (a replica, `mcp auth`) may have
+	// refreshed or replaced the token since this one read it: its
+	// refresh token may be the only valid one now (authorization servers
+	// rotate them).
+	if kept := a.keptOther(ctx, t); kept != nil {
+		a.setLocked(kept)
+		if kept.Expiry.IsZero() || a.now().Add(expiryMargin).Before(kept.Expiry) || kept.RefreshToken == "" {
+			return nil
+		}
+		t = kept
+	}
 	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {t.RefreshToken}, "resource": {t.Server}}
 	user, pass := "", ""
 	if t.AuthMethod == "client_secret_basic" {
@@ -164,6 +175,11 @@ func (a *serverAuth) refreshLocked(ctx context.Context) error {
 	}
 	if err != nil {
 		if grantRevoked(err) {
+			if kept := a.keptOther(ctx, t); kept != nil && kept.RefreshToken != t.RefreshToken {
+				// Refreshed elsewhere meanwhile: that token is the one.
+				a.setLocked(kept)
+				return nil
+			}
 			a.log.Warn("MCP server: the refresh token was refused; a new sign-in is needed", "error", a.red.String(err.Error()))
 			if derr := a.store.Delete(ctx, t.Server, t.Issuer); derr != nil {
 				a.log.Warn("MCP server: forgetting the refused token failed", "error", derr)
@@ -182,6 +198,16 @@ func (a *serverAuth) refreshLocked(ctx context.Context) error {
 	}
 	a.log.Info("MCP server: OAuth token refreshed")
 	return nil
+}
+
+// keptOther is the token the store keeps for the server when it is not t
+// (nil when it is, or the store cannot be read).
+func (a *serverAuth) keptOther(ctx context.Context, t *Token) *Token {
+	kept, err := a.store.Load(ctx, t.Server)
+	if err != nil || kept == nil || (kept.AccessToken == t.AccessToken && kept.RefreshToken == t.RefreshToken) {
+		return nil
+	}
+	return kept
 }
 
 // unauthorized handles a 401, or a 403 for insufficient scope, to a

@@ -338,3 +338,52 @@ func TestServerRefusingFreshTokens(t *testing.T) {
 		t.Errorf("the server is not marked as needing a sign-in")
 	}
 }
+
+// TestRefreshSharedWithAReplica: two hosts share the store (replicas on
+// Redis, or `mcp auth` and the server). The authorization server rotates
+// refresh tokens, so once one host has refreshed, the other's refresh
+// token is refused: it takes the kept token up instead of refreshing
+// with its stale one, and never forgets the grant the first one keeps.
+func TestRefreshSharedWithAReplica(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	current, n := "refresh-1", 0
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		r.ParseForm()
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Form.Get("refresh_token") != current {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":"invalid_grant"}`)
+			return
+		}
+		n++
+		current = fmt.Sprintf("refresh-%d", n+1)
+		fmt.Fprintf(w, `{"access_token":"access-%d","token_type":"Bearer","expires_in":3600,"refresh_token":%q}`, n, current)
+	}))
+	defer srv.Close()
+	store := &MemoryTokens{}
+	a := testAuth(t, srv.URL, store)
+	// b read the token before a refreshed it.
+	b := newServerAuth(a.cfg, store, redact.New(), nil)
+	stale, _ := store.Load(ctx, a.cfg.HTTPURL)
+	b.loaded, b.tok = true, stale
+	if tok, err := a.current(ctx); err != nil || tok != "access-1" {
+		t.Fatalf("a: %q %v", tok, err)
+	}
+	if tok, err := b.current(ctx); err != nil || tok != "access-1" {
+		t.Fatalf("b after a's refresh: %q %v", tok, err)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("%d refreshes, want a's one", calls.Load())
+	}
+	if kept, _ := store.Load(ctx, a.cfg.HTTPURL); kept == nil || kept.RefreshToken != "refresh-2" {
+		t.Errorf("kept %+v, want a's refreshed token", kept)
+	}
+	if b.needsSignIn() != nil {
+		t.Error("b asks for a sign-in")
+	}
+}
