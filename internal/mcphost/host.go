@@ -150,7 +150,7 @@ func New(cfg *Config, opts Options) *Host {
 	h := &Host{log: opts.Logger, opts: opts, red: opts.Redactor, cancel: cancel, byName: map[string]*server{}, changed: make(chan struct{})}
 	for _, c := range cfg.Servers {
 		s := &server{cfg: c, refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), state: StateDisconnected, transport: c.Transport()}
-		s.auth, s.authErr = h.newAuth(ctx, c)
+		s.auth, s.authErr = h.newAuth(c)
 		h.servers = append(h.servers, s)
 	}
 	for _, s := range h.servers {

@@ -90,8 +90,12 @@ func (a *serverAuth) needsSignIn() *NeedsSignInError {
 
 // current returns the access token to send ("" for none).
 func (a *serverAuth) current(ctx context.Context) (string, error) {
-	if a.source != nil {
-		t, err := a.source.Token()
+	if a.google() {
+		src, err := a.googleSource(ctx)
+		if err != nil {
+			return "", err
+		}
+		t, err := src.Token()
 		if err != nil {
 			return "", fmt.Errorf("%s credentials: %w", a.cfg.AuthProvider, err)
 		}
@@ -217,7 +221,7 @@ func (a *serverAuth) unauthorized(ctx context.Context, req *http.Request, res *h
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	defer res.Body.Close()
-	if a.source != nil {
+	if a.google() {
 		io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
 		return false, fmt.Errorf("the server refused the %s token (HTTP %d)", a.cfg.AuthProvider, res.StatusCode)
 	}
@@ -342,7 +346,7 @@ func randomState() string { return rand.Text() }
 // newAuth is how the host authorizes a server's requests: nil for stdio
 // and for a server whose headers hold an Authorization. A configuration
 // the provider cannot use is the server's failure, not the host's.
-func (h *Host) newAuth(ctx context.Context, c ServerConfig) (*serverAuth, error) {
+func (h *Host) newAuth(c ServerConfig) (*serverAuth, error) {
 	if c.Endpoint() == "" {
 		return nil, nil
 	}
@@ -352,13 +356,7 @@ func (h *Host) newAuth(ctx context.Context, c ServerConfig) (*serverAuth, error)
 		}
 	}
 	a := newServerAuth(c, h.opts.Tokens, h.red, h.log.With("mcp_server", c.Name))
-	switch c.AuthProvider {
-	case AuthGoogleCredentials, AuthServiceAccountImpersonation:
-		src, err := googleSource(ctx, c)
-		if err != nil {
-			return a, err
-		}
-		a.source = src
+	if a.google() {
 		return a, nil
 	}
 	if h.opts.Browser != nil {
@@ -369,6 +367,28 @@ func (h *Host) newAuth(ctx context.Context, c ServerConfig) (*serverAuth, error)
 		a.signIn = si
 	}
 	return a, nil
+}
+
+// google reports a Google provider, whose tokens come from the
+// Application Default Credentials rather than a sign-in.
+func (a *serverAuth) google() bool {
+	return a.cfg.AuthProvider == AuthGoogleCredentials || a.cfg.AuthProvider == AuthServiceAccountImpersonation
+}
+
+// googleSource is the Google provider's token source, found on first use
+// (in the background, not while the host starts: finding the credentials
+// may ask the cloud metadata server).
+func (a *serverAuth) googleSource(ctx context.Context) (oauth2.TokenSource, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.source == nil {
+		src, err := googleSource(ctx, a.cfg)
+		if err != nil {
+			return nil, err
+		}
+		a.source = src
+	}
+	return a.source, nil
 }
 
 // needsSignIn is why the server waits for a sign-in, or nil.
