@@ -158,10 +158,20 @@ if [ "$fuzztime" != "0" ]; then
 	for pkg in $(go list ./...); do
 		for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
 			echo "$pkg $target"
-			if ! out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" 2>&1); then
-				echo "$out" >&2
-				exit 1
-			fi
+			# A burst that fails with "context deadline exceeded" and no
+			# failing input is Go's fuzzing coordinator racing its own
+			# -fuzztime deadline on a busy machine, not a finding: it is
+			# run again (twice at most). A failing input always fails.
+			for try in 1 2 3; do
+				if out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" 2>&1); then
+					break
+				fi
+				if [ "$try" = 3 ] || grep -q 'Failing input written to' <<<"$out" || ! grep -qx '    context deadline exceeded' <<<"$out"; then
+					echo "$out" >&2
+					exit 1
+				fi
+				echo "$pkg $target: the fuzzing coordinator's deadline race (no input failed); again" >&2
+			done
 		done
 	done
 fi
