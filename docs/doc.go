@@ -2,5 +2,7 @@
 // reader and topic. It has no code: its tests check that every relative
 // link and anchor of every markdown file in the repository resolves, that
 // the package map of architecture.md names exactly the packages of
-// `go list ./...`, and that the README stays a front page.
+// `go list ./...`, that the README stays a front page, and that
+// THIRD_PARTY_NOTICES.md lists every module linked into the binary with
+// its current version and an allowed licence.
 package docs
