@@ -17,7 +17,7 @@ func oauthOptions(cfg *config.Config, addr string, log *slog.Logger) (*server.OA
 		return nil, nil
 	}
 	resource := cfg.HTTP.Resource(addr)
-	v, err := oauth.New(oauth.Options{Issuers: cfg.HTTP.AuthIssuers, Audience: resource, Log: log, Introspection: introspection(cfg.HTTP)})
+	v, err := oauth.New(oauth.Options{Issuers: cfg.HTTP.AuthIssuers, Audience: resource, AlsoAudiences: cfg.HTTP.AuthAcceptAudiences, Log: log, Introspection: introspection(cfg.HTTP)})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"unicode"
 )
 
 // checkAuth checks the OAuth flags: the issuers and the audience are
@@ -26,6 +27,11 @@ func checkAuth(h *HTTP) error {
 		}
 	} else if host, _, err := net.SplitHostPort(h.Addr); err == nil && !IsLoopbackHost(host) {
 		return fmt.Errorf("--auth-issuer with --http %s needs --auth-audience: the URL clients reach this server at, e.g. https://mcp.example.com/mcp", h.Addr)
+	}
+	for _, a := range h.AuthAcceptAudiences {
+		if strings.ContainsFunc(a, unicode.IsSpace) || len(a) > 512 {
+			return fmt.Errorf("--auth-accept-audiences %.60q: an audience is one value without spaces, at most 512 bytes", a)
+		}
 	}
 	if len(h.AuthScopes) == 0 {
 		return errors.New("--auth-scopes must name at least one scope")

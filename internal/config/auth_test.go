@@ -43,6 +43,8 @@ func TestAuthFlagsInvalid(t *testing.T) {
 		{[]string{"--http", "0.0.0.0:8080", "--auth-issuer", "https://a.example.com"}, "needs --auth-audience"},
 		{[]string{"--http", "127.0.0.1:0", "--auth-issuer", "https://a.example.com", "--auth-audience", "mcp.example.com"}, "--auth-audience"},
 		{[]string{"--http", "127.0.0.1:0", "--auth-issuer", "https://a.example.com", "--auth-scopes", " , "}, "--auth-scopes"},
+		{[]string{"--http", "127.0.0.1:0", "--auth-accept-audiences", "client-id"}, "--auth-accept-audiences needs --auth-issuer"},
+		{[]string{"--http", "127.0.0.1:0", "--auth-issuer", "https://a.example.com", "--auth-accept-audiences", "two words"}, "one value without spaces"},
 	} {
 		_, err := Parse("x", "", c.args, envOf(nil), io.Discard, Rules{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -99,7 +99,9 @@ type HTTP struct {
 	// Addr) and the scopes a token must hold.
 	AuthIssuers  []string
 	AuthAudience string
-	AuthScopes   []string
+	// AuthAcceptAudiences are other aud values a token may carry.
+	AuthAcceptAudiences []string
+	AuthScopes          []string
 	// Opaque tokens: the introspection endpoint (RFC 7662) and this
 	// server's client there ("": no introspection).
 	AuthIntrospectionURL string
@@ -268,6 +270,8 @@ func (c *Config) validate(rules Rules) error {
 		if err := checkAuth(h); err != nil {
 			return err
 		}
+	} else if len(h.AuthAcceptAudiences) > 0 {
+		return errors.New("--auth-accept-audiences needs --auth-issuer: the issuer whose tokens carry those audiences")
 	} else if h.AuthIntrospectionURL != "" || h.AuthClientID != "" || h.AuthClientSecret != "" {
 		return errors.New("--auth-introspection-url, --auth-client-id and GEMINI_MCP_AUTH_CLIENT_SECRET need --auth-issuer: the issuer whose tokens are introspected")
 	}

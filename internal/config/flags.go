@@ -106,6 +106,9 @@ var flags = []spec{
 	str("auth-audience", "GEMINI_MCP_AUTH_AUDIENCE", "", "HTTP with --auth-issuer: this server's resource URI, which a token's aud must hold, as clients reach it, e.g. https://mcp.example.com/mcp "+
 		"(default: http://ADDRESS/mcp from --http, allowed only on a loopback address)",
 		func(c *Config) *string { return &c.HTTP.AuthAudience }),
+	list("auth-accept-audiences", "GEMINI_MCP_AUTH_ACCEPT_AUDIENCES", "HTTP with --auth-issuer: other aud values a token may carry instead of the resource URI, "+
+		"such as the API's client id in Microsoft Entra ID v2.0 tokens",
+		func(c *Config) *[]string { return &c.HTTP.AuthAcceptAudiences }),
 	listDefault("auth-scopes", "GEMINI_MCP_AUTH_SCOPES", DefaultAuthScopes, "HTTP with --auth-issuer: the scopes an access token must hold",
 		func(c *Config) *[]string { return &c.HTTP.AuthScopes }),
 	str("auth-introspection-url", "GEMINI_MCP_AUTH_INTROSPECTION_URL", "", "HTTP with --auth-issuer: the authorization server's token introspection endpoint (RFC 7662), where access tokens that are not JWTs are checked; "+

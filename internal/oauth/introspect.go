@@ -278,7 +278,7 @@ func (in *introspector) check(v *Verifier, r *response, now time.Time) (*auth.To
 		}
 		aud = []string{one}
 	}
-	if !slices.Contains(aud, v.o.Audience) {
+	if !slices.ContainsFunc(aud, func(a string) bool { return slices.Contains(v.audiences(), a) }) {
 		return nil, invalid("token not meant for this server (aud)")
 	}
 	if r.Exp == nil {

@@ -63,8 +63,11 @@ type Options struct {
 	// Issuers are the trusted issuers' identifiers (URLs), exactly as
 	// their tokens' iss claims spell them.
 	Issuers []string
-	// Audience is this server's resource URI; a token's aud must hold it.
-	Audience string
+	// Audience is this server's resource URI; a token's aud must hold it,
+	// or one of AlsoAudiences (such as an API's client id, which Entra ID
+	// v2.0 tokens carry instead).
+	Audience      string
+	AlsoAudiences []string
 	// Client makes the requests to the issuers; nil means one with
 	// FetchTimeout.
 	Client *http.Client
@@ -194,7 +197,7 @@ func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*
 	if std.Subject == "" {
 		return nil, invalid("no sub")
 	}
-	exp := jwt.Expected{Issuer: iss.id, AnyAudience: jwt.Audience{v.o.Audience}, Time: v.o.Now()}
+	exp := jwt.Expected{Issuer: iss.id, AnyAudience: v.audiences(), Time: v.o.Now()}
 	if err := std.ValidateWithLeeway(exp, ClockSkew); err != nil {
 		switch {
 		case errors.Is(err, jwt.ErrExpired):
@@ -210,6 +213,11 @@ func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*
 		UserID:     Subject(iss.id, std.Subject),
 		Extra:      map[string]any{"iss": iss.id, "sub": std.Subject},
 	}, nil
+}
+
+// audiences are the aud values a token may carry.
+func (v *Verifier) audiences() jwt.Audience {
+	return append(jwt.Audience{v.o.Audience}, v.o.AlsoAudiences...)
 }
 
 // Subject is the one name of a token's holder: its issuer and subject.

@@ -254,3 +254,29 @@ func TestNewChecksIssuers(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestAlsoAudiences: a token whose aud is one of AlsoAudiences (an Entra
+// ID v2.0 token names the API's client id) is accepted; without it, or
+// with another value, it is refused.
+func TestAlsoAudiences(t *testing.T) {
+	f := newFakeIssuer(t, "")
+	s := f.signer(t, jose.ES256, "k", true)
+	const clientID = "9f1c2d4e-0000-4000-8000-123456789abc"
+	token := sign(t, s, f.claims(map[string]any{"aud": clientID}))
+	if _, err := newVerifier(t, nil, f.id).Verify(context.Background(), token, nil); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("a client id audience without AlsoAudiences: %v, want ErrInvalidToken", err)
+	}
+	v, err := New(Options{Issuers: []string{f.id}, Audience: audience, AlsoAudiences: []string{clientID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(context.Background(), token, nil); err != nil {
+		t.Errorf("a client id audience in AlsoAudiences: %v", err)
+	}
+	if _, err := v.Verify(context.Background(), sign(t, s, f.claims(map[string]any{"aud": "another-client"})), nil); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("another audience: %v, want ErrInvalidToken", err)
+	}
+	if _, err := v.Verify(context.Background(), sign(t, s, f.claims(nil)), nil); err != nil {
+		t.Errorf("the resource URI still: %v", err)
+	}
+}
