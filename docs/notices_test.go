@@ -23,7 +23,8 @@ const (
 )
 
 // releasePlatforms are the GOOS/GOARCH pairs the project's binaries are
-// built for. A module linked on any of them is distributed.
+// built for: the targets of .goreleaser.yaml (TestReleaseConfig checks
+// that they agree). A module linked on any of them is distributed.
 var releasePlatforms = []string{
 	"linux/amd64", "linux/arm64",
 	"darwin/amd64", "darwin/arm64",
