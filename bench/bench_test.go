@@ -83,6 +83,9 @@ func TestQuick(t *testing.T) {
 	if strings.Contains(report, "FAILED") {
 		t.Errorf("a section failed:\n%s", report)
 	}
+	if os.Getenv("GEMINI_MCP_E2E_GEMINI") != "" && !strings.Contains(report, "| `--warm-on-connect=false` |") {
+		t.Error("the first-chat section did not run although GEMINI_MCP_E2E_GEMINI is set")
+	}
 	if os.Getenv("GEMINI_MCP_E2E_GEMINI") != "" && strings.Contains(report, "skipped: no real Gemini CLI") {
 		t.Error("the end-to-end section skipped although GEMINI_MCP_E2E_GEMINI is set")
 	}

@@ -7,7 +7,7 @@
 // the report gives medians with min–max over rounds and ratios against
 // ours.
 //
-//	go run ./bench [-rounds N] [-calls N] [-only overhead,cold,memory,parallel,http,e2e,api] [-out FILE] [-quick] [-peers=false]
+//	go run ./bench [-rounds N] [-calls N] [-only overhead,cold,memory,parallel,http,e2e,api,warm,first] [-out FILE] [-quick] [-peers=false]
 //
 // See docs/contributing.md, "Benchmarks", for what each number means.
 package main
@@ -40,9 +40,10 @@ const (
 	secE2E      = "e2e"
 	secAPI      = "api"
 	secWarm     = "warm"
+	secFirst    = "first"
 )
 
-var allSections = []string{secOverhead, secCold, secMemory, secParallel, secHTTP, secE2E, secAPI, secWarm}
+var allSections = []string{secOverhead, secCold, secMemory, secParallel, secHTTP, secE2E, secAPI, secWarm, secFirst}
 
 type config struct {
 	warmCalls   int           // calls per row of the warm series
@@ -229,6 +230,7 @@ func run(ctx context.Context, cfg *config, stdout, log io.Writer) (err error) {
 		{secE2E, b.e2e},
 		{secAPI, b.apiBackend},
 		{secWarm, b.warmSeries},
+		{secFirst, b.firstChat},
 	}
 	var failed []string
 	for _, r := range runners {
@@ -325,7 +327,7 @@ func (b *bench) setup(ctx context.Context) error {
 			b.peers = append(b.peers, t)
 		}
 	}
-	if cfg.wants(secE2E) || cfg.wants(secWarm) {
+	if cfg.wants(secE2E) || cfg.wants(secWarm) || cfg.wants(secFirst) {
 		b.realCLI, b.realWhy = findRealCLI(ctx, cfg, b.root, b.log)
 		if b.realCLI != "" {
 			b.realDir = filepath.Join(b.tmp, "real")

@@ -89,6 +89,29 @@ type Backend interface {
 	Close()
 }
 
+// Preparer is a backend that can get ready for a client's first chat
+// before it comes (the warm backend starts a process). Prepare returns at
+// once; the work goes on in the background, and Close waits for it.
+type Preparer interface {
+	Prepare(dir string)
+}
+
+// Prepare tells b, or the backend b wraps, to get ready for a new chat in
+// dir, if it can.
+func Prepare(b Backend, dir string) {
+	for b != nil {
+		if p, ok := b.(Preparer); ok {
+			p.Prepare(dir)
+			return
+		}
+		u, ok := b.(interface{ Unwrap() Backend })
+		if !ok {
+			return
+		}
+		b = u.Unwrap()
+	}
+}
+
 // TokenCounter is a backend that can count the tokens of a text as its
 // default model reads them (the API backend, through countTokens). The
 // file context counts with it where it can, and estimates otherwise.

@@ -88,3 +88,26 @@ func TestLimitRecoversPanic(t *testing.T) {
 		}
 	}
 }
+
+// preparing is a backend that records the directories it is told to get
+// ready for.
+type preparing struct {
+	blocking
+	dirs []string
+}
+
+func (p *preparing) Prepare(dir string) { p.dirs = append(p.dirs, dir) }
+
+// TestPrepareReachesTheWrappedBackend: Prepare finds a Preparer under the
+// limit the server wraps every backend in, and leaves a backend that is
+// not one alone.
+func TestPrepareReachesTheWrappedBackend(t *testing.T) {
+	t.Parallel()
+	p := &preparing{}
+	Prepare(Limit(p, 1), "/work")
+	if len(p.dirs) != 1 || p.dirs[0] != "/work" {
+		t.Fatalf("Prepare through Limit: %v", p.dirs)
+	}
+	Prepare(Limit(&blocking{}, 1), "/work") // no Preparer: nothing to do
+	Prepare(nil, "/work")
+}

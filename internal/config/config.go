@@ -70,6 +70,9 @@ type Warm struct {
 	IdleTimeout time.Duration
 	SpareAge    time.Duration // 0: no spare sessions
 	MaxSessions int
+	// OnConnect starts a process and its spare session when a client
+	// connects, ahead of its first chat.
+	OnConnect bool
 }
 
 // API is the API backend as an MCP host.

@@ -114,6 +114,17 @@ func (s *Service) Backend() backend.Backend { return s.o.Backend }
 // Store is the session store.
 func (s *Service) Store() session.Store { return s.o.Store }
 
+// Prepare tells the backend that a client has connected, so that it can
+// get ready for a chat in the default directory before one comes (the warm
+// backend starts a process). It returns at once.
+func (s *Service) Prepare() {
+	dir, err := s.ResolveDir("")
+	if err != nil {
+		return // the first call reports it
+	}
+	backend.Prepare(s.o.Backend, dir)
+}
+
 // DefaultCwd is where calls without cwd run.
 func (s *Service) DefaultCwd() string { return s.o.DefaultCwd }
 

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
@@ -31,8 +32,28 @@ func instructions() string {
 func New(version string, f Families, log *slog.Logger) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "Gemini (via the Gemini CLI)", Version: version},
 		&mcp.ServerOptions{Instructions: instructions(), Logger: log})
+	if f.Chat != nil && f.Chat.Conv != nil {
+		s.AddReceivingMiddleware(prepareOnConnect(f.Chat.Conv.Prepare))
+	}
 	register(s, f)
 	return s
+}
+
+// prepareOnConnect calls prepare once the server has answered a client's
+// handshake (initialize, or server/discover for clients of the stateless
+// protocol, which send no initialize): a client that has connected chats
+// soon, and the backend getting ready now (the warm backend starts a
+// process) overlaps the client's own start-up. prepare returns at once.
+func prepareOnConnect(prepare func()) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if err == nil && (method == "initialize" || method == "server/discover") {
+				prepare()
+			}
+			return res, err
+		}
+	}
 }
 
 // clientID names the holder of a bearer token in logs and session records

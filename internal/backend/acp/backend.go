@@ -71,6 +71,23 @@ func New(opts Options, log *slog.Logger) *Backend {
 // Name is the backend's name as --backend spells it.
 func (b *Backend) Name() string { return string(config.BackendWarm) }
 
+// Prepare starts, in the background, a process for chats without a system
+// prompt and its spare session in dir, unless one runs already or the pool
+// is full: a client that has just connected finds its first chat ready.
+// It returns at once.
+func (b *Backend) Prepare(dir string) { b.prepare(dir) }
+
+// prepare is Prepare, returning a channel closed once its work is done.
+func (b *Backend) prepare(dir string) <-chan struct{} {
+	cmd, err := b.opts.Command()
+	if b.opts.Warm.NotOnConnect || err != nil { // an error: the first call reports it
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return b.pool.prepare(cmd, dir)
+}
+
 // Close stops the warm processes and waits for them.
 func (b *Backend) Close() { b.pool.close() }
 

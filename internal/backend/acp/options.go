@@ -25,6 +25,9 @@ type WarmOptions struct {
 	// (session/new slows down with every session a process holds); 0 means
 	// config.DefaultWarmMaxSessions.
 	MaxSessions int
+	// NotOnConnect makes Prepare do nothing: a process starts at the
+	// first call instead of when a client connects.
+	NotOnConnect bool
 }
 
 // withDefaults is o with every unset field at its default.

@@ -140,7 +140,7 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 		}
 		// Once the call ends the process may be idle: the time to make
 		// the next chat's spare session.
-		defer pl.refill(p, c.Dir)
+		defer pl.refill(p, c.Dir, false)
 		defer pl.leave(p)
 		if id, err = pl.session(ctx, p, c.Dir); err != nil {
 			return nil, pl.errs.of(err)
@@ -277,6 +277,53 @@ func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt 
 			return nil, nil
 		}
 	}
+}
+
+// prepare gets the pool ready for a new chat without a system prompt in
+// dir, in the background: it starts a process for such chats unless one
+// runs or is starting, or the pool is full, and makes its spare session in
+// dir. A client that has just connected finds its first chat served in
+// milliseconds instead of waiting for the CLI's start (about 2 s). The
+// spare is renewed on expiry until the process's idle stop gives the
+// memory back (--warm-idle-timeout).
+// The channel it returns is closed once that is done (the spare being
+// made), or found not to be needed.
+func (pl *pool) prepare(cmd cli.Command, dir string) <-chan struct{} {
+	done := make(chan struct{})
+	if !pl.background(func() {
+		defer close(done)
+		pl.mu.Lock()
+		var have *acpProc
+		for _, p := range pl.procs {
+			if p.alive() && p.key == "" && !p.isDraining() {
+				have = p
+				break
+			}
+		}
+		busy := pl.starting[""] != nil || pl.liveCount()+len(pl.starting) >= pl.opts.Processes ||
+			pl.clock.Now().Before(pl.noStartUntil)
+		pl.mu.Unlock()
+		if have != nil {
+			pl.refill(have, dir, true)
+			return
+		}
+		if busy {
+			return
+		}
+		p, err := pl.process(pl.bgCtx, cmd, "", "")
+		if p == nil {
+			if err != nil && pl.bgCtx.Err() == nil {
+				pl.log.Debug("could not prepare a warm process", "err", err)
+			}
+			return
+		}
+		pl.log.Info("a warm gemini process is ready for the first chat", "pid", p.cmd.Process.Pid, "dir", dir)
+		pl.leave(p)
+		pl.refill(p, dir, true)
+	}) {
+		close(done)
+	}
+	return done
 }
 
 // liveCount counts the processes still running; pl.mu must be held.

@@ -215,7 +215,7 @@ func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 	other := geminitest.WorkDir(t)
 	news := countMethod(t, acpLog, "session/new")
 	p.newMu.Lock()
-	s := poolOf(r).refill(p, other)
+	s := poolOf(r).refill(p, other, false)
 	select {
 	case <-s.ready:
 		p.newMu.Unlock()

@@ -13,7 +13,11 @@ import (
 // within SpareAge, and its file is removed when it is discarded unused.
 type spare struct {
 	dir   string
-	calls int           // the process's calls when it was asked for
+	calls int // the process's calls when it was asked for
+	// kept: made for a client that connected and has not chatted yet
+	// (see pool.prepare), so it is renewed when it expires even though no
+	// call came, until the process's idle stop.
+	kept  bool
 	ready chan struct{} // closed once session/new has answered
 	// Set before ready is closed.
 	id   string
@@ -67,8 +71,9 @@ func (pl *pool) session(ctx context.Context, p *acpProc, dir string) (string, er
 
 // refill makes a spare session for dir in p, if p is idle (so that making
 // it competes with no call), has none for dir, and is not on its way out.
-// It returns the spare being made, or nil.
-func (pl *pool) refill(p *acpProc, dir string) *spare {
+// It returns the spare being made, or nil. kept marks a spare renewed on
+// expiry while no call comes (see spare.kept).
+func (pl *pool) refill(p *acpProc, dir string, kept bool) *spare {
 	if pl.opts.SpareAge < 0 {
 		return nil
 	}
@@ -76,7 +81,7 @@ func (pl *pool) refill(p *acpProc, dir string) *spare {
 	ok := p.inflight == 0 && !p.draining && !p.replacing && p.alive() && p.spares[dir] == nil && p.sessions < pl.opts.MaxSessions
 	var s *spare
 	if ok {
-		s = &spare{dir: dir, calls: p.calls, ready: make(chan struct{})}
+		s = &spare{dir: dir, calls: p.calls, kept: kept, ready: make(chan struct{})}
 		p.spares[dir] = s
 	}
 	p.mu.Unlock()
@@ -134,7 +139,8 @@ func (pl *pool) fill(p *acpProc, s *spare) {
 
 // expireSpares discards p's spares older than SpareAge, and makes a new
 // one for each dir p served a call in since (an idle process keeps no
-// fresh spare for long: it makes at most one more).
+// fresh spare for long: it makes at most one more), and for each kept one
+// while p has served no call since it was made.
 func (pl *pool) expireSpares(p *acpProc) {
 	now := pl.clock.Now()
 	var old []*spare
@@ -154,8 +160,11 @@ func (pl *pool) expireSpares(p *acpProc) {
 	p.mu.Unlock()
 	for _, s := range old {
 		pl.discard(p, s)
-		if calls > s.calls {
-			pl.refill(p, s.dir)
+		switch {
+		case calls > s.calls:
+			pl.refill(p, s.dir, false)
+		case s.kept:
+			pl.refill(p, s.dir, true)
 		}
 	}
 }
