@@ -216,6 +216,8 @@ type Server struct {
 	models  []Model
 	failed  map[string]int // [[fail]] answers given, by last user text
 	key     string         // the API key required, "" for any
+	// noSearch are the models refused googleSearch (DenySearch).
+	noSearch map[string]bool
 
 	closeOnce sync.Once
 }
