@@ -2,8 +2,13 @@ package backend
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 )
+
+// ErrNoBuiltins is the cause of a backend's refusal of a turn that asks
+// for a built-in tool of the Gemini API it does not have (see Refuse).
+var ErrNoBuiltins = errors.New("the backend has none of the Gemini API's built-in tools")
 
 // MaxURLs is the most URLs one turn may ask Gemini to read: the Gemini
 // API's URL context tool reads at most 20 per request.
@@ -48,7 +53,7 @@ func (b Builtins) Refuse(name string) error {
 	default:
 		return nil
 	}
-	return &Error{Kind: KindInput, Reason: fmt.Sprintf("%s: the %s backend cannot do this: %s. "+
+	return &Error{Kind: KindInput, Err: ErrNoBuiltins, Reason: fmt.Sprintf("%s: the %s backend cannot do this: %s. "+
 		"The server's operator can run it with --backend api, or leave %s out", what, name, why, what)}
 }
 

@@ -57,6 +57,9 @@ var (
 	temperature = prop{name: "temperature", kind: "number", min: ptr(backend.MinTemperature), max: ptr(backend.MaxTemperature),
 		desc: "Optional: the sampling temperature, from 0 to 2. Omit it for the model's default. Applied by the Gemini API backend; " +
 			"the Gemini CLI backends answer without it and say so in _meta.notApplied."}
+	googleSearch = prop{name: "google_search", kind: "boolean", def: false,
+		desc: "Optional: ground the answer in a Google Search that Gemini runs itself (Gemini API backend only; the Gemini CLI backends refuse it). " +
+			"The sources follow the answer as a numbered list and as resource_link items, with the queries and the search suggestions in _meta.grounding."}
 	reviewType = prop{name: "review_type", kind: "string", enum: []string{"full", "security", "performance", "quick"}, def: "full",
 		desc: "The kind of review: full, security, performance or quick.", label: "Review type"}
 )
