@@ -106,6 +106,10 @@ func inputSchema[T any]() *jsonschema.Schema {
 		if len(p.Types) == 2 && p.Types[0] == "null" {
 			p.Type, p.Types = p.Types[1], nil
 		}
+		// An object argument (response_schema) is any object: the
+		// generator's additionalProperties, which the sanitizer strips,
+		// says no more.
+		p.AdditionalProperties = nil
 	}
 	return s
 }
