@@ -3,10 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -251,5 +254,63 @@ func TestCLIBackendRefusesBuiltins(t *testing.T) {
 	_, err := callTool(cs, "debug", map[string]any{"error_description": "boom", "google_search": true})
 	if we := wireError(t, err); we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(we.Message, "google_search: the oneshot backend") {
 		t.Errorf("debug with google_search on the CLI backend: %v", err)
+	}
+}
+
+// TestExpertOutputSchemas: precommit and codereview declare an
+// outputSchema, and their results' structuredContent conforms to the
+// schema the server lists, verdict and issues included.
+func TestExpertOutputSchemas(t *testing.T) {
+	e := newExpertEnv(t)
+	e.repo(t, "util.go", "package app\n")
+	key := "AKIA" + strings.Repeat("Q7", 8)
+	e.write(t, "repo/config.go", "package app\n\nconst awsKey = \""+key+"\"\n")
+	cs := e.stdio(t)
+	tools, err := cs.ListTools(guardCtx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := map[string]*jsonschema.Resolved{}
+	for _, tool := range tools.Tools {
+		if tool.OutputSchema == nil {
+			continue
+		}
+		raw, _ := json.Marshal(tool.OutputSchema)
+		var s jsonschema.Schema
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := s.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s's outputSchema: %v", tool.Name, err)
+		}
+		schemas[tool.Name] = rs
+	}
+	if schemas["precommit"] == nil || schemas["codereview"] == nil || schemas["thinkdeep"] != nil || schemas["chat"] != nil {
+		t.Fatalf("tools with an outputSchema: %v, want precommit and codereview among them, not thinkdeep or chat", slices.Sorted(maps.Keys(schemas)))
+	}
+	check := func(tool string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := callExpert(t, cs, tool, args)
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", tool, err, res)
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		var v map[string]any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatalf("%s's structuredContent %s: %v", tool, raw, err)
+		}
+		if err := schemas[tool].Validate(v); err != nil {
+			t.Errorf("%s's structuredContent %s does not conform: %v", tool, raw, err)
+		}
+		return v
+	}
+	p := check("precommit", map[string]any{"path": "repo"})
+	if p["verdict"] != "no-go" || p["verdictBy"] != "server" || len(p["secrets"].([]any)) != 1 || strings.Contains(fmt.Sprint(p), key) {
+		t.Errorf("precommit's structured content %v", p)
+	}
+	c := check("codereview", map[string]any{"files": []any{"repo/util.go"}, "context": "a helper"})
+	if a, _ := c["answer"].(string); !strings.HasPrefix(a, "fake-api answer:") {
+		t.Errorf("codereview's structured answer %q", a)
 	}
 }

@@ -170,6 +170,9 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 		processed: m.files.Processed, skipped: m.files.Skipped, elapsed: elapsed, secrets: m.secrets,
 	}
 	res = out.result()
+	if t.structured != nil {
+		res.StructuredContent = t.structured(out)
+	}
 	conversation.AddUnsaved(res, unsaved)
 	return res, nil
 }

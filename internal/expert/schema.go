@@ -37,6 +37,10 @@ type Tool struct {
 	// input returns a new input struct of the tool, which its arguments
 	// are decoded into.
 	input func() input
+	// output, for a tool whose answers have one shape, is its
+	// outputSchema, and structured the structuredContent of a result.
+	output     func() *jsonschema.Schema
+	structured func(o *output) map[string]any
 }
 
 // The arguments shared by every expert tool. continuation_id is written in
@@ -105,13 +109,17 @@ func (s *Tool) schema() *jsonschema.Schema {
 
 // tool is the MCP tool the spec describes.
 func (s *Tool) tool() *mcp.Tool {
-	return &mcp.Tool{
+	t := &mcp.Tool{
 		Name: s.name,
 		Description: s.description + " The result ends with ## Metadata, ## Files Processed and ## Continuation ID sections; " +
 			"pass the continuation ID to any of this server's tools to continue the conversation.",
 		InputSchema: s.schema(),
 		Annotations: &mcp.ToolAnnotations{Title: s.title, ReadOnlyHint: true, OpenWorldHint: ptr(true)},
 	}
+	if s.output != nil {
+		t.OutputSchema = s.output()
+	}
+	return t
 }
 
 func ptr[T any](v T) *T { return &v }
