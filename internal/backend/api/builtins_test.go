@@ -76,7 +76,7 @@ func TestURLContext(t *testing.T) {
 
 func TestResponseSchemaSent(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Options{})
+	f := newFixture(t, Options{Tools: newTestHost(t, true)})
 	schema := json.RawMessage(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`)
 	a := f.mustRun(backend.Turn{Prompt: "count", Builtins: backend.Builtins{ResponseSchema: schema}})
 	sc, mime := f.streams()[0].ResponseSchema()
@@ -85,6 +85,9 @@ func TestResponseSchemaSent(t *testing.T) {
 	_ = json.Unmarshal(schema, &want)
 	if mime != "application/json" || !reflect.DeepEqual(got, want) {
 		t.Errorf("sent responseJsonSchema %s, responseMimeType %q", sc, mime)
+	}
+	if tools := f.streams()[0].Tools; len(tools) != 0 {
+		t.Errorf("the MCP host's tools %q were declared beside a response schema", tools)
 	}
 	if a.Text != `{"n":0}` {
 		t.Errorf("answer %q", a.Text)
