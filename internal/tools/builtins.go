@@ -111,5 +111,13 @@ func checkStructured(res *backend.Answer, raw json.RawMessage) (map[string]any, 
 	if res.SessionID != "" {
 		kept = fmt.Sprintf("; the turn is kept in session %s, so chat-reply can ask Gemini to correct it.", res.SessionID)
 	}
-	return nil, fmt.Errorf("the answer does not satisfy response_schema: %v%s\nThe answer:\n%s", err, kept, res.Text)
+	text := res.Text
+	if len(text) > maxKeptAnswer {
+		text = msg.Clip(text, maxKeptAnswer) + fmt.Sprintf("\n[gemini-mcp-server: the answer is %d bytes; the first %d are shown]", len(res.Text), maxKeptAnswer)
+	}
+	return nil, fmt.Errorf("the answer does not satisfy response_schema: %v%s\nThe answer:\n%s", err, kept, text)
 }
+
+// maxKeptAnswer bounds the answer an error for an answer that does not
+// satisfy the response schema shows.
+const maxKeptAnswer = 64 << 10
