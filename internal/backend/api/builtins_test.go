@@ -93,3 +93,15 @@ func TestResponseSchemaSent(t *testing.T) {
 		t.Errorf("answer %q", a.Text)
 	}
 }
+
+func TestGroundingBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	a := f.mustRun(backend.Turn{Prompt: "many [[sources:200]]", Builtins: backend.Builtins{GoogleSearch: true}})
+	if a.Grounding == nil || len(a.Grounding.Sources) != maxSources {
+		t.Fatalf("kept %v sources of 200, want %d", a.Grounding, maxSources)
+	}
+	if _, uri := fakeapi.SearchSource(maxSources); a.Grounding.Sources[maxSources-1].URI != uri {
+		t.Errorf("the last source kept is %+v, want the %dth", a.Grounding.Sources[maxSources-1], maxSources)
+	}
+}
