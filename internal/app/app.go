@@ -68,21 +68,23 @@ Usage:
 
 Tools {arguments}:
   chat {prompt, model, systemPrompt, cwd, files, continuation_id,
-    temperature, thinking_mode} starts a Gemini session
+    temperature, thinking_mode, google_search, urls, response_schema}
+    starts a Gemini session
   chat-reply {prompt, sessionId, continuation_id, model, systemPrompt, cwd,
-    files, temperature, thinking_mode} continues one
+    files, temperature, thinking_mode, google_search, urls} continues one
   chat-page {answerId, page} the next page of an answer too long for one result
   sessions {limit, cursor, cwd} lists this client's sessions
 Expert tools (seed 002) send files under --project-root (or a git
 repository's changes) to Gemini:
   thinkdeep {current_analysis, problem_context, focus_areas, files,
-    continuation_id, temperature, thinking_mode}
+    continuation_id, temperature, thinking_mode, google_search}
   analyze {files, question, analysis_type, continuation_id, temperature,
     thinking_mode}
   codereview {files, context, review_type, severity_filter, standards,
     continuation_id, temperature, thinking_mode}
   debug {error_description, error_context, files, runtime_info,
-    previous_attempts, continuation_id, temperature, thinking_mode}
+    previous_attempts, continuation_id, temperature, thinking_mode,
+    google_search}
   precommit {path, original_request, review_type, include_staged,
     include_unstaged, continuation_id, temperature, thinking_mode}
 --backend auto (the default) runs the Gemini CLI when a gemini executable is

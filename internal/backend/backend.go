@@ -30,6 +30,9 @@ type Turn struct {
 	// Confirm asks the user before an untrusted downstream tool runs (API
 	// backend with a ToolHost only); nil when the client cannot be asked.
 	Confirm Confirm
+	// Builtins asks for the Gemini API's own tools and structured output
+	// (API backend only; the CLI backends refuse a turn that sets any).
+	Builtins
 }
 
 // Observer hears what a turn is doing, for progress reports. Its methods
@@ -76,6 +79,12 @@ type Answer struct {
 	// in sentences for the caller; such a turn is not recorded in its
 	// session (SessionID is then "" for a new conversation).
 	Incomplete string
+	// Grounding is what Google Search gave the answer (Turn.GoogleSearch),
+	// nil when the turn did not ask for it or the API reported none.
+	Grounding *Grounding
+	// URLs are the retrieval status of each URL the API read for the
+	// answer (Turn.URLs), in the API's order.
+	URLs []URLStatus
 }
 
 // Backend runs turns. It is safe for concurrent use. Run's error is always

@@ -45,6 +45,7 @@ func (d *Service) Result(ctx context.Context, res *backend.Answer, unsaved strin
 		}
 		out.Meta["incomplete"] = true
 	}
+	AddBuiltins(out, res)
 	AddUnsaved(out, unsaved)
 	return out
 }

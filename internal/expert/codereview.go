@@ -9,8 +9,10 @@ var Codereview = &Tool{
 	description: "Code quality, security, bug detection: Gemini reviews the given files and lists issues from critical to low, with concrete fixes by line number.",
 	role: "You are an expert code reviewer. Review the code you are given for bugs, security vulnerabilities, performance problems and quality. " +
 		"List the issues from most to least severe (Critical, High, Medium, Low), each with its file and line numbers and a concrete fix. " +
-		"Report only issues at or above the requested severity.",
-	input: func() input { return new(CodereviewInput) },
+		"Report only issues at or above the requested severity. " + issueFormat,
+	input:      func() input { return new(CodereviewInput) },
+	output:     codereviewOutput,
+	structured: codereviewStructured,
 	props: []prop{
 		{name: "files", kind: "array", required: true, desc: "Files or directories to review."},
 		{name: "context", kind: "string", required: true, label: "Context",

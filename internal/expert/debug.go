@@ -24,6 +24,7 @@ var Debug = &Tool{
 		thinkingMode("medium"),
 		continuationID,
 		temperature,
+		googleSearch,
 	},
 }
 
@@ -35,6 +36,7 @@ type DebugInput struct {
 	PreviousAttempts string   `json:"previous_attempts,omitempty"`
 	RuntimeInfo      string   `json:"runtime_info,omitempty"`
 	Common
+	Search
 }
 
 func (in *DebugInput) headline() string { return in.ErrorDescription }

@@ -3,6 +3,7 @@ package expert
 import (
 	"errors"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
@@ -16,6 +17,10 @@ func turnError(err error) error {
 	switch {
 	case errors.Is(err, conversation.ErrWaitCancelled):
 		return &conversation.Error{Category: conversation.ToolFailure, Msg: err.Error() + "; nothing was sent to Gemini. Call the tool again.", Err: err}
+	case errors.Is(err, backend.ErrNoBuiltins):
+		// An argument this server's backend cannot honour: the caller's
+		// to change, not a failure of Gemini's.
+		return &conversation.Error{Category: conversation.Validation, Field: "google_search", Msg: err.Error(), Err: err}
 	case errors.Is(err, conversation.ErrTurnLimit):
 		return &conversation.Error{Category: conversation.ToolFailure, Field: "continuation_id", Msg: err.Error() +
 			". Start a new thread (omit continuation_id), giving it what it needs of this one.", Err: err}

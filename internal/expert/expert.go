@@ -131,6 +131,9 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 	c := d.Turns.CallOf(ctx, req)
 	common := in.common()
 	turn := backend.Turn{SystemPrompt: t.role, ThinkingMode: common.ThinkingMode, Temperature: common.Temperature}
+	if s, ok := in.(searcher); ok {
+		turn.GoogleSearch = s.search()
+	}
 	id := common.ContinuationID
 	if id != "" {
 		if err := d.Turns.Continue(ctx, c.Who, &turn, id); err != nil {
@@ -167,6 +170,9 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 		processed: m.files.Processed, skipped: m.files.Skipped, elapsed: elapsed, secrets: m.secrets,
 	}
 	res = out.result()
+	if t.structured != nil {
+		res.StructuredContent = t.structured(out)
+	}
 	conversation.AddUnsaved(res, unsaved)
 	return res, nil
 }
@@ -308,7 +314,9 @@ func (o *output) result() *mcp.CallToolResult {
 		meta["secrets"] = o.secrets
 		meta["verdict"] = "no-go"
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: o.text()}}, Meta: meta}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: o.text()}}, Meta: meta}
+	conversation.AddBuiltins(res, o.answer)
+	return res
 }
 
 // notes is never nil, so that _meta always has the lists.

@@ -15,6 +15,17 @@ type Common struct {
 	Temperature    *float64 `json:"temperature,omitempty"`
 }
 
+// Search is the google_search argument of the tools that take it
+// (thinkdeep, debug), embedded in their input structs.
+type Search struct {
+	GoogleSearch bool `json:"google_search"`
+}
+
+func (s *Search) search() bool { return s.GoogleSearch }
+
+// searcher is an input struct with Search.
+type searcher interface{ search() bool }
+
 func (c *Common) common() *Common { return c }
 
 // input is a tool's input struct, decoded from its arguments once they

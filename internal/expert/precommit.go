@@ -15,8 +15,11 @@ var Precommit = &Tool{
 	description: "Automated quality gate before a commit: Gemini reviews the staged and unstaged changes of the git repository at path, checks for secrets, and ends with a go / no-go.",
 	role: "You are a meticulous pre-commit reviewer. Review the changes you are given against the stated intent: " +
 		"bugs, security issues and committed secrets, missing tests, documentation that no longer matches the code. " +
-		"List the issues by severity with file and line, then end with a clear verdict line: GO or NO-GO, with the reason.",
-	input: func() input { return new(PrecommitInput) },
+		"List the issues by severity with file and line. " + issueFormat + " " +
+		"End with the verdict on a line of its own, `VERDICT: GO` or `VERDICT: NO-GO`, followed by the reason.",
+	input:      func() input { return new(PrecommitInput) },
+	output:     precommitOutput,
+	structured: precommitStructured,
 	props: []prop{
 		{name: "path", kind: "string", required: true, desc: "The root of the git repository whose changes to check, inside the project root."},
 		{name: "include_staged", kind: "boolean", def: true, desc: "Include the staged changes."},

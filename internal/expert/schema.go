@@ -37,6 +37,10 @@ type Tool struct {
 	// input returns a new input struct of the tool, which its arguments
 	// are decoded into.
 	input func() input
+	// output, for a tool whose answers have one shape, is its
+	// outputSchema, and structured the structuredContent of a result.
+	output     func() *jsonschema.Schema
+	structured func(o *output) map[string]any
 }
 
 // The arguments shared by every expert tool. continuation_id is written in
@@ -57,6 +61,9 @@ var (
 	temperature = prop{name: "temperature", kind: "number", min: ptr(backend.MinTemperature), max: ptr(backend.MaxTemperature),
 		desc: "Optional: the sampling temperature, from 0 to 2. Omit it for the model's default. Applied by the Gemini API backend; " +
 			"the Gemini CLI backends answer without it and say so in _meta.notApplied."}
+	googleSearch = prop{name: "google_search", kind: "boolean", def: false,
+		desc: "Optional: ground the answer in a Google Search that Gemini runs itself (Gemini API backend only; the Gemini CLI backends refuse it). " +
+			"The sources follow the answer as a numbered list and as resource_link items, with the queries and the search suggestions in _meta.grounding."}
 	reviewType = prop{name: "review_type", kind: "string", enum: []string{"full", "security", "performance", "quick"}, def: "full",
 		desc: "The kind of review: full, security, performance or quick.", label: "Review type"}
 )
@@ -102,13 +109,17 @@ func (s *Tool) schema() *jsonschema.Schema {
 
 // tool is the MCP tool the spec describes.
 func (s *Tool) tool() *mcp.Tool {
-	return &mcp.Tool{
+	t := &mcp.Tool{
 		Name: s.name,
 		Description: s.description + " The result ends with ## Metadata, ## Files Processed and ## Continuation ID sections; " +
 			"pass the continuation ID to any of this server's tools to continue the conversation.",
 		InputSchema: s.schema(),
 		Annotations: &mcp.ToolAnnotations{Title: s.title, ReadOnlyHint: true, OpenWorldHint: ptr(true)},
 	}
+	if s.output != nil {
+		t.OutputSchema = s.output()
+	}
+	return t
 }
 
 func ptr[T any](v T) *T { return &v }

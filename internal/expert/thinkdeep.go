@@ -23,6 +23,7 @@ var Thinkdeep = &Tool{
 			desc: "Optional: files or directories inside the project root to give Gemini as context."},
 		continuationID,
 		temperature,
+		googleSearch,
 	},
 }
 
@@ -33,6 +34,7 @@ type ThinkdeepInput struct {
 	FocusAreas      []string `json:"focus_areas,omitempty"`
 	Files           []string `json:"files,omitempty"`
 	Common
+	Search
 }
 
 func (in *ThinkdeepInput) headline() string { return in.CurrentAnalysis }

@@ -106,6 +106,10 @@ func inputSchema[T any]() *jsonschema.Schema {
 		if len(p.Types) == 2 && p.Types[0] == "null" {
 			p.Type, p.Types = p.Types[1], nil
 		}
+		// An object argument (response_schema) is any object: the
+		// generator's additionalProperties, which the sanitizer strips,
+		// says no more.
+		p.AdditionalProperties = nil
 	}
 	return s
 }
@@ -121,6 +125,8 @@ type ChatInput struct {
 	Files          []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root to send with the prompt, with line numbers (as the expert tools do)."`
 	ContinuationID string   `json:"continuation_id,omitempty" jsonschema:"Optional: continue this thread (a continuation_id or sessionId of an earlier result of any tool) instead of starting a new one."`
 	Tuning
+	Grounding
+	ResponseSchema map[string]any `json:"response_schema,omitempty" jsonschema:"Optional: a JSON Schema (draft 2020-12) of a JSON object that the answer must be (Gemini API backend only). The answer is checked against it and returned as structuredContent, and as JSON text; an answer that does not satisfy it is an error that keeps the answer's text."`
 }
 
 // ReplyInput is chat-reply's arguments; its tags are chat-reply's input
@@ -134,6 +140,7 @@ type ReplyInput struct {
 	Files          []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root to send with the prompt, with line numbers; files this thread was already sent are not sent again."`
 	ContinuationID string   `json:"continuation_id,omitempty" jsonschema:"Optional: another name for sessionId (seed 002's), e.g. the continuation_id of an expert tool's result."`
 	Tuning
+	Grounding
 }
 
 func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput) (*mcp.CallToolResult, any, error) {
@@ -143,9 +150,19 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return conversation.Failure(err), nil, nil
 	}
-	c := d.Conv.CallOf(ctx, req)
 	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
-	in.apply(&call)
+	in.Tuning.apply(&call)
+	if err := in.Grounding.apply(&call); err != nil {
+		return conversation.Failure(err), nil, nil
+	}
+	if in.ResponseSchema != nil {
+		raw, _, err := responseSchema(in.ResponseSchema)
+		if err != nil {
+			return conversation.Failure(err), nil, nil
+		}
+		call.ResponseSchema = raw
+	}
+	c := d.Conv.CallOf(ctx, req)
 	if in.ContinuationID != "" {
 		// Seed 002: any tool given a continuation id continues that
 		// thread, as chat-reply does. A blank one is refused there.
@@ -179,9 +196,12 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 	if err != nil {
 		return conversation.Failure(err), nil, nil
 	}
-	c := d.Conv.CallOf(ctx, req)
 	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
-	in.apply(&call)
+	in.Tuning.apply(&call)
+	if err := in.Grounding.apply(&call); err != nil {
+		return conversation.Failure(err), nil, nil
+	}
+	c := d.Conv.CallOf(ctx, req)
 	if err := d.Conv.Target(ctx, &call, id, in.Cwd, c.Who); err != nil {
 		return conversation.Failure(err), nil, nil
 	}
@@ -251,7 +271,17 @@ func (d *Deps) runTurn(ctx context.Context, c conversation.Call, call backend.Tu
 	case err != nil:
 		return failed(err)
 	}
-	return outcome{res: d.Conv.Result(ctx, res, unsaved), session: res.SessionID}
+	var structured map[string]any
+	if len(call.ResponseSchema) > 0 && res.Incomplete == "" {
+		if structured, err = checkStructured(res, call.ResponseSchema); err != nil {
+			return failed(err)
+		}
+	}
+	out := d.Conv.Result(ctx, res, unsaved)
+	if structured != nil {
+		out.StructuredContent = structured
+	}
+	return outcome{res: out, session: res.SessionID}
 }
 
 // checkArgs refuses arguments the tool does not define. The schema leaves

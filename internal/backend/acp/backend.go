@@ -93,6 +93,9 @@ func (b *Backend) Close() { b.pool.close() }
 
 // Run serves t warm where it can, and through the fallback otherwise.
 func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, error) {
+	if err := t.Refuse(b.Name()); err != nil {
+		return nil, err
+	}
 	cmd, err := b.opts.Command()
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -251,7 +252,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 			return nil, err
 		}
 	}
-	user := genai.NewContentFromText(t.Prompt, genai.RoleUser)
+	user := genai.NewContentFromText(withURLs(t.Prompt, t.URLs), genai.RoleUser)
 	contents = append(contents, user)
 
 	model := shortName(t.Model)
@@ -284,6 +285,10 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	if t.Temperature != nil {
 		cfg.Temperature = genai.Ptr(float32(*t.Temperature))
 	}
+	if len(t.ResponseSchema) > 0 {
+		cfg.ResponseMIMEType = "application/json"
+		cfg.ResponseJsonSchema = t.ResponseSchema
+	}
 	var notApplied []string
 	if t.ThinkingMode != "" {
 		tc, note, err := thinkingConfig(t.ThinkingMode, model, mi, known)
@@ -305,10 +310,15 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	obs.Started()
 	res, exchange, notes, err := b.converse(parent, withBudget(ctx, b.maxOut), id, t, model, contents, cfg, obs)
 	if err != nil {
-		return nil, err
+		return nil, builtinError(err, t.Builtins, model)
 	}
 
-	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Via: "api"}
+	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Via: "api",
+		Grounding: res.meta.grounding, URLs: res.meta.urls}
+	if res.meta.dropped {
+		ans.NotApplied = append(ans.NotApplied, fmt.Sprintf("google_search: the search suggestions' HTML was over %d bytes, "+
+			"this server's cap, and was left out of _meta.grounding", maxRenderedBytes))
+	}
 	if res.incomplete {
 		// What came may be any part of the answer: it is given, said to
 		// be cut, and kept out of the conversation, which a next turn

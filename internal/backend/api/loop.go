@@ -23,9 +23,24 @@ func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Tur
 	cfg *genai.GenerateContentConfig, obs backend.Observer) (res *streamResult, exchange []*genai.Content, notes []string, err error) {
 	var usage *backend.Usage // of all the rounds' requests
 	calls := 0               // of all the rounds
+	builtins := builtinTools(t.Builtins)
+	hostTools := b.tools != nil
+	if builtins != nil || len(t.ResponseSchema) > 0 {
+		// The Gemini API takes its built-in tools beside function
+		// declarations only for Gemini 3 models, and only with server-side
+		// tool invocations turned on; function calling with a JSON
+		// response it refuses on models before Gemini 3. Such a turn goes
+		// without the MCP host's tools.
+		cfg.Tools = builtins
+		if hostTools && len(b.tools.Tools()) > 0 {
+			notes = append(notes, "tools: the MCP servers' tools were not offered to Gemini on this turn: "+
+				"the Gemini API does not take them together with google_search, urls or response_schema on every model")
+		}
+		hostTools = false
+	}
 	for round := 0; ; round++ {
 		var tools map[string]backend.HostTool
-		if b.tools != nil {
+		if hostTools {
 			tools = declare(b.tools.Tools(), cfg)
 			if round >= b.maxRounds && cfg.Tools != nil {
 				cfg.ToolConfig = &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeNone}}

@@ -28,6 +28,8 @@ type streamResult struct {
 	// incomplete says the stream ended cleanly but with no finish reason:
 	// the answer may be cut short.
 	incomplete bool
+	// meta is the grounding and URL context metadata of the answer.
+	meta metadata
 }
 
 // streamWithRetries streams the answer, trying again after a 429 or 5xx
@@ -104,6 +106,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 	var usage *genai.GenerateContentResponseUsageMetadata
 	var finish genai.FinishReason
 	var lastReport time.Time
+	var meta metadata
 	for chunk, err := range b.client.Models.GenerateContentStream(ctx, model, contents, cfg) {
 		if err != nil {
 			return nil, received, err
@@ -130,6 +133,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		if c.FinishReason != "" {
 			finish = c.FinishReason
 		}
+		meta.add(c)
 		if c.Content != nil {
 			if parts += len(c.Content.Parts); parts > maxPartsPerAnswer {
 				return nil, received, newError(backend.KindOutputTooBig, nil, "the Gemini API's answer had more than %d "+
@@ -174,7 +178,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		}
 		return nil, received, newError(backend.KindEmpty, nil, "the Gemini API answered no text (finish reason %s); try again", reason)
 	}
-	res = &streamResult{text: text.String(), incomplete: finish == ""}
+	res = &streamResult{text: text.String(), incomplete: finish == "", meta: meta}
 	if len(callParts) > 0 {
 		if text.Len() > 0 {
 			res.parts = append(res.parts, genai.NewPartFromText(text.String()))

@@ -113,6 +113,9 @@ func (r *Runner) Command() (Command, error) {
 // Run runs the turn as one CLI process. A failure is always an
 // *backend.Error.
 func (r *Runner) Run(ctx context.Context, t backend.Turn) (*backend.Answer, error) {
+	if err := t.Refuse(string(config.BackendOneshot)); err != nil {
+		return nil, err
+	}
 	cmd, err := r.Command()
 	if err != nil {
 		return nil, err

@@ -95,6 +95,11 @@
 // it, and none when the request's toolConfig sets function calling mode
 // NONE (the model may not call functions).
 //
+// Requests for the API's built-in tools (googleSearch, urlContext) are
+// answered with their grounding and URL context metadata, and requests
+// with a responseJsonSchema with JSON, as grounding.go describes; see
+// [Server.DenySearch] and [Request.GoogleSearch].
+//
 // [Home] prepares a throwaway home directory in which the CLI talks to a
 // Server and to nothing else, and [RealCLI] finds the real CLI for tests
 // that need it.
@@ -216,6 +221,8 @@ type Server struct {
 	models  []Model
 	failed  map[string]int // [[fail]] answers given, by last user text
 	key     string         // the API key required, "" for any
+	// noSearch are the models refused googleSearch (DenySearch).
+	noSearch map[string]bool
 
 	closeOnce sync.Once
 }

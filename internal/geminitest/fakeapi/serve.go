@@ -160,6 +160,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if s.refuseBuiltins(w, rec) {
+		return
+	}
+
 	if len(rec.FunctionResponses) > 0 {
 		if rec.ToolMode != "NONE" {
 			var next *FunctionCall
@@ -279,6 +283,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(bm[1])
 		rec.Answer = LongAnswer(rec.Answer, n)
 	}
+	rec.Answer = structured(rec.Answer, rec)
 	usage := map[string]any{"promptTokenCount": countContents(req.Contents), "candidatesTokenCount": CountTokens(rec.Answer)}
 	if wantsThinking(req.GenerationConfig) {
 		usage["thoughtsTokenCount"] = ThoughtTokens
@@ -317,6 +322,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			u = usage
 		}
 		frames[i] = textJSON(p, u)
+		if u != nil {
+			frames[i] = withMetadata(frames[i], rec, rec.Answer)
+		}
 		if u != nil && cut {
 			// The same last event, without its finishReason.
 			var m map[string]any

@@ -1,0 +1,122 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
+)
+
+// Bounds on the grounding and URL context metadata kept of one answer.
+const (
+	maxSources       = 64
+	maxQueries       = 32
+	maxSourceBytes   = 2048     // a source's title, and its URI
+	maxRenderedBytes = 64 << 10 // the search suggestions' HTML
+	maxURLStatuses   = 2 * backend.MaxURLs
+)
+
+// builtinTools are the Gemini API's own tools a turn asks for: Google
+// Search, URL context. Each is a Tool entry of its own, as the API's
+// examples send them.
+func builtinTools(b backend.Builtins) []*genai.Tool {
+	var tools []*genai.Tool
+	if b.GoogleSearch {
+		tools = append(tools, &genai.Tool{GoogleSearch: &genai.GoogleSearch{}})
+	}
+	if len(b.URLs) > 0 {
+		tools = append(tools, &genai.Tool{URLContext: &genai.URLContext{}})
+	}
+	return tools
+}
+
+// withURLs is the prompt with the URLs Gemini is to read: the URL context
+// tool reads the URLs the prompt's text names.
+func withURLs(prompt string, urls []string) string {
+	if len(urls) == 0 {
+		return prompt
+	}
+	return prompt + "\n\nURLs:\n" + strings.Join(urls, "\n")
+}
+
+// metadata gathers the grounding and URL context metadata of an answer's
+// stream, each event's added to the last's, bounded.
+type metadata struct {
+	grounding *backend.Grounding
+	urls      []backend.URLStatus
+	dropped   bool // the rendered suggestions were over maxRenderedBytes
+}
+
+func (m *metadata) add(c *genai.Candidate) {
+	if gm := c.GroundingMetadata; gm != nil {
+		if m.grounding == nil {
+			m.grounding = &backend.Grounding{}
+		}
+		g := m.grounding
+		for _, q := range gm.WebSearchQueries {
+			if q = msg.Clip(q, maxSourceBytes); q != "" && len(g.Queries) < maxQueries && !slices.Contains(g.Queries, q) {
+				g.Queries = append(g.Queries, q)
+			}
+		}
+		for _, ch := range gm.GroundingChunks {
+			if ch == nil || ch.Web == nil || ch.Web.URI == "" || len(ch.Web.URI) > maxSourceBytes || len(g.Sources) == maxSources {
+				continue
+			}
+			if slices.ContainsFunc(g.Sources, func(s backend.Source) bool { return s.URI == ch.Web.URI }) {
+				continue
+			}
+			g.Sources = append(g.Sources, backend.Source{Title: msg.Clip(ch.Web.Title, maxSourceBytes), URI: ch.Web.URI})
+		}
+		if ep := gm.SearchEntryPoint; ep != nil && ep.RenderedContent != "" {
+			if len(ep.RenderedContent) > maxRenderedBytes {
+				m.dropped = true
+			} else {
+				g.RenderedContent = ep.RenderedContent
+			}
+		}
+	}
+	if um := c.URLContextMetadata; um != nil {
+		for _, u := range um.URLMetadata {
+			if u == nil || u.RetrievedURL == "" || len(m.urls) == maxURLStatuses {
+				continue
+			}
+			st := backend.URLStatus{URL: msg.Clip(u.RetrievedURL, maxSourceBytes), Status: string(u.URLRetrievalStatus)}
+			if st.Status == "" {
+				st.Status = string(genai.URLRetrievalStatusUnspecified)
+			}
+			if i := slices.IndexFunc(m.urls, func(s backend.URLStatus) bool { return s.URL == st.URL }); i >= 0 {
+				m.urls[i] = st
+				continue
+			}
+			m.urls = append(m.urls, st)
+		}
+	}
+}
+
+// builtinError adds to a refusal of the API (400) what the turn's
+// built-in tools or schema may have to do with it.
+func builtinError(err error, b backend.Builtins, model string) error {
+	var be *backend.Error
+	if !b.Any() || !errors.As(err, &be) || be.Kind != backend.KindAPI || be.Status != 400 {
+		return err
+	}
+	var asked []string
+	if b.GoogleSearch {
+		asked = append(asked, "google_search (Grounding with Google Search)")
+	}
+	if len(b.URLs) > 0 {
+		asked = append(asked, "urls (URL context)")
+	}
+	if len(b.ResponseSchema) > 0 {
+		asked = append(asked, "response_schema (structured output)")
+	}
+	e := *be
+	e.Reason = fmt.Sprintf("%s. The call asked for %s, which model %q may not support, or not together: "+
+		"try another model (e.g. %s), or leave it out", strings.TrimSuffix(be.Reason, "."), strings.Join(asked, " and "), model, DefaultModel)
+	return &e
+}

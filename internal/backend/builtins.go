@@ -1,0 +1,85 @@
+package backend
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ErrNoBuiltins is the cause of a backend's refusal of a turn that asks
+// for a built-in tool of the Gemini API it does not have (see Refuse).
+var ErrNoBuiltins = errors.New("the backend has none of the Gemini API's built-in tools")
+
+// MaxURLs is the most URLs one turn may ask Gemini to read: the Gemini
+// API's URL context tool reads at most 20 per request.
+const MaxURLs = 20
+
+// Builtins are the Gemini API's built-in tools and structured output a
+// turn asks for. Only the API backend has them; the CLI backends refuse a
+// turn that sets any (see Refuse).
+type Builtins struct {
+	// GoogleSearch grounds the answer in a Google Search the model runs
+	// itself (the API's googleSearch tool).
+	GoogleSearch bool
+	// URLs are public web pages the model reads itself (the API's
+	// urlContext tool); they are checked before (see
+	// validate.PublicURL) and never fetched by this server.
+	URLs []string
+	// ResponseSchema, when set, is a JSON Schema the answer must be JSON
+	// of (the API's responseJsonSchema, with responseMimeType
+	// application/json).
+	ResponseSchema json.RawMessage
+}
+
+// Any says whether b asks for anything.
+func (b Builtins) Any() bool {
+	return b.GoogleSearch || len(b.URLs) > 0 || len(b.ResponseSchema) > 0
+}
+
+// Refuse is the error of a backend named name (as --backend spells it)
+// that has none of the Gemini API's built-in tools, for a turn that asks
+// for one; nil when it asks for none.
+func (b Builtins) Refuse(name string) error {
+	var what, why string
+	switch {
+	case b.GoogleSearch:
+		what, why = "google_search", "the Gemini CLI has no per-request switch for Grounding with Google Search "+
+			"(its model may use its own google_web_search tool by itself when the prompt asks for a search)"
+	case len(b.URLs) > 0:
+		what, why = "urls", "the Gemini CLI has no per-request URL context "+
+			"(its model may use its own web_fetch tool by itself when the prompt names the URLs)"
+	case len(b.ResponseSchema) > 0:
+		what, why = "response_schema", "the Gemini CLI takes no response schema per request"
+	default:
+		return nil
+	}
+	return &Error{Kind: KindInput, Err: ErrNoBuiltins, Reason: fmt.Sprintf("%s: the %s backend cannot do this: %s. "+
+		"The server's operator can run it with --backend api, or leave %s out", what, name, why, what)}
+}
+
+// Grounding is the grounding metadata of an answer grounded in Google
+// Search, as the tools report it in _meta.grounding.
+type Grounding struct {
+	// Queries are the web searches the model ran (webSearchQueries).
+	Queries []string `json:"webSearchQueries,omitempty"`
+	// Sources are the web pages the answer is grounded in
+	// (groundingChunks[].web), numbered from 1 in this order.
+	Sources []Source `json:"sources,omitempty"`
+	// RenderedContent is the search suggestions' HTML
+	// (searchEntryPoint.renderedContent), which Google's terms require
+	// to be shown to the end user with a grounded answer.
+	RenderedContent string `json:"renderedContent,omitempty"`
+}
+
+// Source is one web page a grounded answer cites.
+type Source struct {
+	Title string `json:"title,omitempty"`
+	URI   string `json:"uri"`
+}
+
+// URLStatus is how the API's retrieval of one URL went: its
+// urlRetrievalStatus, e.g. URL_RETRIEVAL_STATUS_SUCCESS.
+type URLStatus struct {
+	URL    string `json:"url"`
+	Status string `json:"status"`
+}

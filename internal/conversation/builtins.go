@@ -1,0 +1,69 @@
+package conversation
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+)
+
+// AddBuiltins adds to out, a result of every tool, what the Gemini API's
+// built-in tools gave the answer res:
+//
+//   - for an answer grounded in Google Search, a text item after the
+//     answer, "Sources:" and a numbered line per source ([1] title: URI),
+//     a resource_link item per source (its URI, its title as name), and
+//     _meta.grounding (the queries run, the sources, and the search
+//     suggestions' renderedContent);
+//   - for an answer that read URLs, _meta.urls (each URL's retrieval
+//     status), and a text item naming the URLs that could not be read.
+func AddBuiltins(out *mcp.CallToolResult, res *backend.Answer) {
+	if g := res.Grounding; g != nil {
+		if out.Meta == nil {
+			out.Meta = mcp.Meta{}
+		}
+		out.Meta["grounding"] = g
+		if len(g.Sources) > 0 {
+			var b strings.Builder
+			b.WriteString("Sources:")
+			for i, s := range g.Sources {
+				title := s.Title
+				if title == "" {
+					title = s.URI
+				}
+				fmt.Fprintf(&b, "\n[%d] %s: %s", i+1, oneLine(title), s.URI)
+			}
+			out.Content = append(out.Content, &mcp.TextContent{Text: b.String()})
+			for _, s := range g.Sources {
+				name := s.Title
+				if name == "" {
+					name = s.URI
+				}
+				out.Content = append(out.Content, &mcp.ResourceLink{URI: s.URI, Name: name})
+			}
+		}
+	}
+	if len(res.URLs) > 0 {
+		if out.Meta == nil {
+			out.Meta = mcp.Meta{}
+		}
+		out.Meta["urls"] = res.URLs
+		var failed []string
+		for _, u := range res.URLs {
+			if u.Status != "URL_RETRIEVAL_STATUS_SUCCESS" {
+				failed = append(failed, fmt.Sprintf("%s (%s)", u.URL, strings.TrimPrefix(u.Status, "URL_RETRIEVAL_STATUS_")))
+			}
+		}
+		if len(failed) > 0 {
+			out.Content = append(out.Content, &mcp.TextContent{Text: "[gemini-mcp-server: the Gemini API could not read " +
+				strings.Join(failed, ", ") + "; the answer does not draw on it]"})
+		}
+	}
+}
+
+// oneLine keeps a title on its line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
