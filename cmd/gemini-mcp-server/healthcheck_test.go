@@ -14,9 +14,15 @@ import (
 // its exit code and output.
 func runHealthcheck(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runHealthcheckEnv(t, "", args...)
+}
+
+// runHealthcheckEnv is runHealthcheck with GEMINI_MCP_HTTP=httpAddr.
+func runHealthcheckEnv(t *testing.T, httpAddr string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	cmd := exec.Command(serverBin, append([]string{"healthcheck"}, args...)...)
-	// Nothing of the server's configuration is needed, nor read.
-	cmd.Env = []string{"PATH=/nonexistent", "GEMINI_MCP_TOKENS=", "GEMINI_MCP_BACKEND=nonsense"}
+	// Nothing else of the server's configuration is needed, nor read.
+	cmd.Env = []string{"PATH=/nonexistent", "GEMINI_MCP_TOKENS=", "GEMINI_MCP_BACKEND=nonsense", "GEMINI_MCP_HTTP=" + httpAddr}
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -30,13 +36,20 @@ func runHealthcheck(t *testing.T, args ...string) (code int, stdout, stderr stri
 // image's HEALTHCHECK, which has no shell or curl) exits 0 against a
 // running server's /healthz and 1, saying why, against a closed port, an
 // error status, an answer that is not the server's, or a server that
-// never answers; 2 on a usage error.
+// never answers; 2 on a usage error. Without --url it asks the server
+// GEMINI_MCP_HTTP names, as the image's health check does.
 func TestHealthcheckCommand(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	addr, _ := startHTTP(t, e)
 	if code, stdout, stderr := runHealthcheck(t, "--url", "http://"+addr+"/healthz"); code != 0 || !strings.Contains(stdout, "ok") {
 		t.Fatalf("healthy server: exit %d\n%s%s", code, stdout, stderr)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	for _, listen := range []string{addr, "0.0.0.0:" + port, ":" + port} {
+		if code, stdout, stderr := runHealthcheckEnv(t, listen); code != 0 || !strings.Contains(stdout, "http://127.0.0.1:"+port+"/healthz ok") {
+			t.Errorf("GEMINI_MCP_HTTP=%s: exit %d\n%s%s", listen, code, stdout, stderr)
+		}
 	}
 
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
@@ -85,5 +98,15 @@ func TestHealthcheckCommand(t *testing.T) {
 		if code != 2 || strings.Contains(stderr+stdout, "secret") {
 			t.Errorf("healthcheck %q: exit %d, want 2 (and no password shown)\n%s%s", args, code, stdout, stderr)
 		}
+	}
+	for _, listen := range []string{"127.0.0.1:0", "127.0.0.1", "[::1]:http"} {
+		code, stdout, stderr := runHealthcheckEnv(t, listen)
+		if code != 2 || !strings.Contains(stderr, "GEMINI_MCP_HTTP") {
+			t.Errorf("GEMINI_MCP_HTTP=%s: exit %d, want 2\n%s%s", listen, code, stdout, stderr)
+		}
+	}
+	// --url wins over the variable.
+	if code, stdout, stderr := runHealthcheckEnv(t, "127.0.0.1:0", "--url", "http://"+addr+"/healthz"); code != 0 {
+		t.Errorf("--url with GEMINI_MCP_HTTP unusable: exit %d\n%s%s", code, stdout, stderr)
 	}
 }

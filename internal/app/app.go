@@ -65,7 +65,7 @@ Usage:
   gemini-mcp-server mcp auth NAME [flags]
                                      sign in to the remote MCP server NAME (OAuth)
   gemini-mcp-server healthcheck [--url URL]
-                                     exit 0 when an HTTP server's /healthz answers ok
+                                     exit 0 when the HTTP server's /healthz answers ok
   gemini-mcp-server --version        print the version
 
 Tools {arguments}:
@@ -120,7 +120,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 				return 2
 			}
 		case "healthcheck":
-			return Healthcheck(ctx, args[1:], sio.Stdout, sio.Stderr)
+			return Healthcheck(ctx, args[1:], env.Getenv, sio.Stdout, sio.Stderr)
 		case "version":
 			fmt.Fprintln(sio.Stdout, "gemini-mcp-server", version)
 			return 0

@@ -7,15 +7,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 )
 
 const (
-	// DefaultHealthURL is what `healthcheck` asks by default: the /healthz
-	// of a server started with --http 0.0.0.0:8080 (the container image's
-	// command), from inside its host or container.
+	// DefaultHealthURL is what `healthcheck` asks when neither --url nor
+	// GEMINI_MCP_HTTP says otherwise: the /healthz of a server on port
+	// 8080 (the container image's), from inside its host or container.
 	DefaultHealthURL = "http://127.0.0.1:8080/healthz"
 	// DefaultHealthTimeout bounds the whole check: connecting, the answer
 	// and its body.
@@ -30,16 +34,19 @@ const healthcheckUsage = `Usage: gemini-mcp-server healthcheck [--url URL] [--ti
 Asks a running HTTP server's /healthz and exits 0 when it answers 200 with
 {"status":"ok"}, 1 when it does not (the reason on stderr), 2 on a usage
 error. Made for container health checks: the image has no shell or curl.
+Without --url it asks the server GEMINI_MCP_HTTP names (the address
+the server in the same environment listens on; a wildcard host such as
+0.0.0.0 is asked on 127.0.0.1), else ` + DefaultHealthURL + `.
 
 Flags:
 `
 
 // Healthcheck is the healthcheck subcommand: args are its flags. It
 // returns the exit code.
-func Healthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func Healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gemini-mcp-server healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	rawURL := fs.String("url", DefaultHealthURL, "the server's /healthz `URL` (http or https)")
+	rawURL := fs.String("url", "", "the server's /healthz `URL`, http or https (default: from GEMINI_MCP_HTTP, else "+DefaultHealthURL+")")
 	timeout := fs.Duration("timeout", DefaultHealthTimeout, "limit of the whole check")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), healthcheckUsage)
@@ -56,6 +63,14 @@ func Healthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "gemini-mcp-server healthcheck: unexpected argument %q\n", fs.Arg(0))
 		return 2
+	}
+	if *rawURL == "" {
+		def, err := healthURLFromAddr(getenv("GEMINI_MCP_HTTP"))
+		if err != nil {
+			fmt.Fprintf(stderr, "gemini-mcp-server healthcheck: %v; give --url\n", err)
+			return 2
+		}
+		*rawURL = def
 	}
 	u, err := url.Parse(*rawURL)
 	switch {
@@ -80,6 +95,26 @@ func Healthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	fmt.Fprintf(stdout, "gemini-mcp-server healthcheck: %s ok\n", u)
 	return 0
+}
+
+// healthURLFromAddr is the /healthz URL of a server listening on addr,
+// the --http address; DefaultHealthURL when addr is "".
+func healthURLFromAddr(addr string) (string, error) {
+	if addr == "" {
+		return DefaultHealthURL, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("GEMINI_MCP_HTTP=%q is not a host:port address", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+		return "", fmt.Errorf("GEMINI_MCP_HTTP=%q names no fixed port", addr)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		// A wildcard address listens on loopback too.
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + server.PathHealthz, nil
 }
 
 // checkHealth asks target once, within timeout, without proxies or
