@@ -72,9 +72,9 @@ CONF
 export CONTAINERS_STORAGE_CONF="$work/storage.conf" CONTAINERS_CONF="$work/containers.conf" TMPDIR="$work/tmp"
 
 ctx="$work/context"
-mkdir -p "$ctx/data" "$ctx/workspace" "$ctx/tmp"
-chmod 0755 "$ctx/data" "$ctx/workspace"
-chmod 1777 "$ctx/tmp"
+mkdir -p "$ctx/data" "$ctx/rootfs/workspace" "$ctx/rootfs/tmp"
+chmod 0755 "$ctx/data" "$ctx/rootfs" "$ctx/rootfs/workspace"
+chmod 1777 "$ctx/rootfs/tmp"
 cp "$bin" "$ctx/gemini-mcp-server"
 cp "$ca" "$ctx/ca-certificates.crt"
 cp LICENSE NOTICE THIRD_PARTY_NOTICES.md THIRD_PARTY_LICENSES.txt "$ctx/"
