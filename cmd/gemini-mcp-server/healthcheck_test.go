@@ -105,6 +105,9 @@ func TestHealthcheckCommand(t *testing.T) {
 			t.Errorf("GEMINI_MCP_HTTP=%s: exit %d, want 2\n%s%s", listen, code, stdout, stderr)
 		}
 	}
+	if code, stdout, stderr := runHealthcheck(t, "--help"); code != 0 || !strings.Contains(stdout, "Usage: gemini-mcp-server healthcheck") || !strings.Contains(stdout, "-timeout") {
+		t.Errorf("healthcheck --help: exit %d\n%s%s", code, stdout, stderr)
+	}
 	// --url wins over the variable.
 	if code, stdout, stderr := runHealthcheckEnv(t, "127.0.0.1:0", "--url", "http://"+addr+"/healthz"); code != 0 {
 		t.Errorf("--url with GEMINI_MCP_HTTP unusable: exit %d\n%s%s", code, stdout, stderr)

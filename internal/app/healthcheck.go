@@ -45,19 +45,18 @@ Flags:
 // returns the exit code.
 func Healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gemini-mcp-server healthcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// Parse's own messages are replaced by the ones below.
+	fs.SetOutput(io.Discard)
 	rawURL := fs.String("url", "", "the server's /healthz `URL`, http or https (default: from GEMINI_MCP_HTTP, else "+DefaultHealthURL+")")
 	timeout := fs.Duration("timeout", DefaultHealthTimeout, "limit of the whole check")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), healthcheckUsage)
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, healthcheckUsage)
 			fs.SetOutput(stdout)
-			fs.Usage()
+			fs.PrintDefaults()
 			return 0
 		}
+		fmt.Fprintf(stderr, "gemini-mcp-server healthcheck: %v\nRun 'gemini-mcp-server healthcheck --help' for its flags.\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
