@@ -189,8 +189,17 @@ func readImage(t *testing.T, archive string) *image {
 	return img
 }
 
-// registryEntry is what server.json says of the image.
-func registryEntry(t *testing.T) (name, repository, image string) {
+// ociPackage is server.json's entry of the image.
+type ociPackage struct {
+	RegistryType string
+	Identifier   string
+	Transport    struct{ Type, URL string }
+	// RuntimeArguments are the engine's arguments (docker run …).
+	RuntimeArguments []struct{ Name, Value string }
+}
+
+// registryEntry is what server.json says of the server and the image.
+func registryEntry(t *testing.T) (name, repository string, oci ociPackage) {
 	t.Helper()
 	b, err := os.ReadFile("../server.json")
 	if err != nil {
@@ -199,23 +208,20 @@ func registryEntry(t *testing.T) (name, repository, image string) {
 	var s struct {
 		Name       string
 		Repository struct{ URL string }
-		Packages   []struct {
-			RegistryType string
-			Identifier   string
-		}
+		Packages   []ociPackage
 	}
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range s.Packages {
 		if p.RegistryType == "oci" {
-			image = p.Identifier
+			oci = p
 		}
 	}
-	if image == "" {
+	if oci.Identifier == "" {
 		t.Fatal("server.json names no oci package")
 	}
-	return s.Name, s.Repository.URL, image
+	return s.Name, s.Repository.URL, oci
 }
 
 // imageFiles are the regular files the image holds, and nothing else
@@ -241,10 +247,22 @@ func TestImageContents(t *testing.T) {
 	img := readImage(t, imageArchive(t))
 	cfg := img.config.Config
 
-	regName, repoURL, regImage := registryEntry(t)
+	regName, repoURL, oci := registryEntry(t)
 	name, tag, _ := strings.Cut(img.tag, ":")
-	if regRepo, _, _ := strings.Cut(regImage, ":"); name != regRepo {
-		t.Errorf("the image is named %s; server.json names %s", name, regImage)
+	if regRepo, _, _ := strings.Cut(oci.Identifier, ":"); name != regRepo {
+		t.Errorf("the image is named %s; server.json names %s", name, oci.Identifier)
+	}
+	// server.json's client reaches the image's port published on
+	// loopback, at /mcp.
+	if oci.Transport.Type != "streamable-http" || oci.Transport.URL != "http://127.0.0.1:8080/mcp" {
+		t.Errorf("server.json's image transport %+v: the image serves Streamable HTTP at /mcp on port 8080", oci.Transport)
+	}
+	published := false
+	for _, a := range oci.RuntimeArguments {
+		published = published || (a.Name == "--publish" && a.Value == "127.0.0.1:8080:8080")
+	}
+	if !published {
+		t.Errorf("server.json's image arguments %+v do not publish port 8080 on 127.0.0.1:8080", oci.RuntimeArguments)
 	}
 	labels := cfg.Labels
 	for k, want := range map[string]string{
@@ -713,10 +731,10 @@ func TestReadmeContainer(t *testing.T) {
 	if run == "" || !strings.Contains(run, "-p 127.0.0.1:8080:8080") || !strings.Contains(script, "claude mcp add --transport http") {
 		t.Fatalf("the README's container example no longer has a `docker run ... -p 127.0.0.1:8080:8080 ...` line and a `claude mcp add --transport http` line:\n%s", script)
 	}
-	_, _, regImage := registryEntry(t)
-	regRepo, _, _ := strings.Cut(regImage, ":")
+	_, _, oci := registryEntry(t)
+	regRepo, _, _ := strings.Cut(oci.Identifier, ":")
 	if ref := image[len(image)-1]; ref != regRepo && !strings.HasPrefix(ref, regRepo+":") {
-		t.Fatalf("the README runs the image %s; server.json names %s", ref, regImage)
+		t.Fatalf("the README runs the image %s; server.json names %s", ref, oci.Identifier)
 	} else if out, code := p.run(t, "tag", p.ref, ref); code != 0 {
 		t.Fatalf("podman tag: %s", out)
 	}
