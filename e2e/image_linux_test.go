@@ -569,6 +569,9 @@ func freePort(t *testing.T) string {
 	return port
 }
 
+// httpc is the tests' plain HTTP client: no request outlives a minute.
+var httpc = &http.Client{Timeout: time.Minute}
+
 // bearer is an http.RoundTripper that sends a bearer token.
 type bearer string
 
@@ -582,7 +585,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // bearer token.
 func mcpSession(t *testing.T, url, token string) *mcp.ClientSession {
 	t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "image-test", Version: "1"}, nil).Connect(t.Context(),
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "image-test", Version: "1"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", url, err)
@@ -624,7 +629,7 @@ func TestImageRuns(t *testing.T) {
 	}
 
 	base := start("gmcp-1")
-	resp, err := http.Get(base + "/healthz")
+	resp, err := httpc.Get(base + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,7 +640,7 @@ func TestImageRuns(t *testing.T) {
 		t.Fatalf("/healthz: %s %s (want %s)", resp.Status, body, wantVersion)
 	}
 	// MCP needs the token.
-	resp, err = http.Post(base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	resp, err = httpc.Post(base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -645,7 +650,10 @@ func TestImageRuns(t *testing.T) {
 	}
 
 	cs := mcpSession(t, base+"/mcp", token)
-	tools, err := cs.ListTools(t.Context(), nil)
+	// No call outlives two minutes.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -659,7 +667,7 @@ func TestImageRuns(t *testing.T) {
 		}
 	}
 	const prompt = "hello from inside the container"
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": prompt}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": prompt}})
 	if err != nil || res.IsError || len(res.Content) == 0 {
 		t.Fatalf("chat: %v %+v", err, res)
 	}
@@ -695,7 +703,7 @@ func TestImageRuns(t *testing.T) {
 	}
 	base = start("gmcp-2")
 	cs = mcpSession(t, base+"/mcp", token)
-	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"sessionId": sessionID, "prompt": "and after a restart"}})
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"sessionId": sessionID, "prompt": "and after a restart"}})
 	if err != nil || res.IsError || len(res.Content) == 0 {
 		t.Fatalf("chat-reply after the restart: %v %+v", err, res)
 	}
@@ -766,7 +774,7 @@ func TestReadmeContainer(t *testing.T) {
 		t.Fatalf("claude mcp list: exit %d\n%s%s", code, stdout, stderr)
 	}
 	// The connection took the token: without it the server refuses.
-	resp, err := http.Post("http://127.0.0.1:"+port+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	resp, err := httpc.Post("http://127.0.0.1:"+port+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
