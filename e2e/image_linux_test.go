@@ -601,8 +601,9 @@ func mcpSession(t *testing.T, url, token string) *mcp.ClientSession {
 // and an API key, the Gemini API being the fake one on the host's
 // loopback. A go-sdk client lists the tools and chats through it, the
 // health check passes, a session outlives the container (a new one on
-// the same volume continues it), and without a token the server refuses
-// to start on the container's open address.
+// the same volume continues it), doctor runs as the image's subcommand,
+// and without a token the server refuses to start on the container's open
+// address.
 func TestImageRuns(t *testing.T) {
 	archive := imageArchive(t)
 	img := readImage(t, archive)
@@ -712,9 +713,17 @@ func TestImageRuns(t *testing.T) {
 	}
 	cs.Close()
 
+	// A word after the image's name is a subcommand: doctor checks the
+	// container's setup, the API reached with the key and the store on
+	// /data (an anonymous volume here) writable.
+	out, code := p.run(t, "run", "--rm", "--env", "GEMINI_API_KEY="+key, "--env", "GOOGLE_GEMINI_BASE_URL=http://"+hostLoopback+":"+fakePort, p.ref, "doctor")
+	if code != 0 || !strings.Contains(out, "backend: api") || !strings.Contains(out, "the Gemini API accepts the credentials") || !strings.Contains(out, "session store: sqlite:/data/sessions.db") {
+		t.Errorf("doctor in the image: exit %d\n%s", code, out)
+	}
+
 	// Without a token the server will not listen on the container's open
 	// address.
-	out, code := p.run(t, "run", "--rm", "--network", "none", "--env", "GEMINI_API_KEY="+key, p.ref)
+	out, code = p.run(t, "run", "--rm", "--network", "none", "--env", "GEMINI_API_KEY="+key, p.ref)
 	if code != 1 || !strings.Contains(out, "without authentication") {
 		t.Fatalf("the image without GEMINI_MCP_TOKENS: exit %d, want 1 refusing to listen\n%s", code, out)
 	}
