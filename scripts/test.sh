@@ -172,7 +172,7 @@ for tool in runc slirp4netns podman; do
 	command -v "$tool" >/dev/null || { echo "test.sh: $tool is required for the container image's tests (Debian: apt-get install podman runc slirp4netns)" >&2; exit 1; }
 done
 podman --version
-image=$(./scripts/image.sh dist | tail -1)
+image=$(./scripts/image.sh dist | tee /dev/stderr | tail -1)
 export GEMINI_MCP_IMAGE="$PWD/$image"
 export GEMINI_MCP_IMAGE_REQUIRED=1
 echo "image archive $GEMINI_MCP_IMAGE"
