@@ -64,6 +64,8 @@ Usage:
   gemini-mcp-server mcp list [flags] the MCP servers of --mcp-config: state and tools
   gemini-mcp-server mcp auth NAME [flags]
                                      sign in to the remote MCP server NAME (OAuth)
+  gemini-mcp-server healthcheck [--url URL]
+                                     exit 0 when the HTTP server's /healthz answers ok
   gemini-mcp-server --version        print the version
 
 Tools {arguments}:
@@ -119,6 +121,8 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 				fmt.Fprintln(sio.Stderr, "gemini-mcp-server: the mcp subcommand has two commands: mcp list [flags], mcp auth NAME [flags]")
 				return 2
 			}
+		case "healthcheck":
+			return Healthcheck(ctx, args[1:], env.Getenv, sio.Stdout, sio.Stderr)
 		case "version":
 			fmt.Fprintln(sio.Stdout, "gemini-mcp-server", version)
 			return 0
