@@ -95,6 +95,11 @@
 // it, and none when the request's toolConfig sets function calling mode
 // NONE (the model may not call functions).
 //
+// Gemini 3 models' thought signatures (signed answers, and the 400 for a
+// function call sent back without its signature) are described in
+// signatures.go; inlineData and fileData parts and the Files API (upload,
+// files.get, files.delete) in files.go.
+//
 // [Home] prepares a throwaway home directory in which the CLI talks to a
 // Server and to nothing else, and [RealCLI] finds the real CLI for tests
 // that need it.
@@ -177,6 +182,9 @@ type Request struct {
 	// GenerationConfig is the request's generationConfig as sent, nil when
 	// it has none.
 	GenerationConfig json.RawMessage
+	// Media are the inlineData and fileData parts of the request's
+	// contents (see files.go).
+	Media []Media
 	// Ended says the client went away before the Server had finished the
 	// answer (a [[stall]]ed or [[sleep]]ing stream it cancelled).
 	Ended bool
@@ -216,6 +224,7 @@ type Server struct {
 	models  []Model
 	failed  map[string]int // [[fail]] answers given, by last user text
 	key     string         // the API key required, "" for any
+	files   fileStore      // the Files API's (files.go)
 
 	closeOnce sync.Once
 }
