@@ -327,7 +327,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	rec, err := json.Marshal(turnRecord{
 		User:      user,
 		Exchange:  exchange,
-		Model:     genai.NewContentFromText(res.text, genai.RoleModel),
+		Model:     &genai.Content{Role: genai.RoleModel, Parts: res.parts},
 		ModelName: model,
 		Time:      time.Now().UTC(),
 		Usage:     res.usage,
