@@ -63,6 +63,10 @@ type Answer struct {
 	// with the reason, e.g. "temperature: the Gemini CLI takes no
 	// per-call temperature".
 	NotApplied []string
+	// Model is the model that answered, when the backend knows it (the
+	// API backend: a short alias such as "pro" resolved to a model name);
+	// "" otherwise.
+	Model string
 	// Via says, for logs, how the answer came: "warm", "json",
 	// "preselected", "api"…
 	Via string

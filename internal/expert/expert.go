@@ -293,6 +293,9 @@ func (o *output) result() *mcp.CallToolResult {
 	if o.temperature != nil {
 		meta["temperature"] = *o.temperature
 	}
+	if o.answer.Model != "" {
+		meta["model"] = o.answer.Model
+	}
 	if u := o.answer.Usage; u != nil {
 		meta["usage"] = u
 		meta["tokensUsed"] = u.PromptTokens + u.OutputTokens + u.ThinkingTokens

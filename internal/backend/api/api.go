@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -203,12 +204,16 @@ func (b *Backend) Credentials() string { return b.creds.What }
 // Check makes one cheap request, listing the models, to see that the
 // credentials work and that the default model is served. Doctor uses it.
 func (b *Backend) Check(ctx context.Context) error {
-	_, found, known, err := b.models.lookup(ctx, b.model)
+	model, err := b.resolveAlias(ctx, ctx, b.model)
+	if err != nil {
+		return err
+	}
+	_, found, known, err := b.models.lookup(ctx, model)
 	if err != nil {
 		return b.classify(ctx, ctx, err, b.model)
 	}
 	if known && !found {
-		e := b.unknownModel(b.model)
+		e := b.unknownModel(model)
 		e.Reason = "the default " + e.Reason
 		return e
 	}
@@ -257,6 +262,9 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	model := shortName(t.Model)
 	if model == "" {
 		model = b.model
+	}
+	if model, err = b.resolveAlias(parent, ctx, model); err != nil {
+		return nil, err
 	}
 	mi, found, known, err := b.models.lookup(ctx, model)
 	if err != nil {
@@ -308,7 +316,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		return nil, err
 	}
 
-	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Via: "api"}
+	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Model: model, Via: "api"}
 	if res.incomplete {
 		// What came may be any part of the answer: it is given, said to
 		// be cut, and kept out of the conversation, which a next turn
@@ -343,6 +351,33 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		}
 	}
 	return ans, nil
+}
+
+// resolveAlias returns the model name stands for: name itself, or, for one
+// of Aliases, the newest stable model of its family in the model list.
+func (b *Backend) resolveAlias(parent, ctx context.Context, name string) (string, error) {
+	if !IsAlias(name) {
+		return name, nil
+	}
+	model, found, known, err := b.models.resolve(ctx, name)
+	if err != nil {
+		be := b.classify(parent, ctx, err, name)
+		if be.Kind == backend.KindFailed || be.Kind == backend.KindAPI {
+			be.Reason = fmt.Sprintf("model %q is an alias for the newest stable %s model in the Gemini API's model list, "+
+				"which could not be read: %s; give a model's full name instead", name, name, be.Reason)
+		}
+		return "", be
+	}
+	if !known {
+		return "", newError(backend.KindInput, nil, "model %q is an alias for the newest stable %s model in the Gemini "+
+			"API's model list, but the API listed no models; give a model's full name instead", name, name)
+	}
+	if !found {
+		return "", newError(backend.KindInput, nil, "model %q is an alias for the newest stable %s model (gemini-<version>-%s, "+
+			"without -preview or another suffix), and the Gemini API's model list has none; give a model's full name instead",
+			name, name, name)
+	}
+	return model, nil
 }
 
 // classify turns any error of a call into the *backend.Error the tools

@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -184,4 +186,59 @@ func (b *Backend) listModels(ctx context.Context) (out []*genai.Model, err error
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// Aliases are the short model names a turn or --model may give instead of
+// a model's name: each stands for the newest stable model of its family
+// in the API's model list (see resolve).
+var Aliases = []string{"pro", "flash", "flash-lite"}
+
+// IsAlias says whether name is one of Aliases.
+func IsAlias(name string) bool { return slices.Contains(Aliases, name) }
+
+// familyRE matches the name of a stable model of a family: gemini-, a
+// version number, the family, and nothing after it (no -preview, -exp,
+// -latest, dated or numbered suffix, no -image or -tts variant).
+var familyRE = regexp.MustCompile(`^gemini-(\d+)(?:\.(\d+))?-(pro|flash|flash-lite)$`)
+
+// family returns the family and the version (major, minor) of a stable
+// model's name; ok is false for any other name.
+func family(name string) (fam string, major, minor int, ok bool) {
+	m := familyRE.FindStringSubmatch(name)
+	if m == nil {
+		return "", 0, 0, false
+	}
+	major, _ = strconv.Atoi(m[1])
+	if m[2] != "" {
+		minor, _ = strconv.Atoi(m[2])
+	}
+	return m[3], major, minor, true
+}
+
+// resolve returns the model alias stands for: of the models in the list
+// that generate content, the stable one of the alias's family with the
+// highest version number. found is false when the list has none; known is
+// false when no list could be had (err says why).
+func (m *models) resolve(ctx context.Context, alias string) (name string, found, known bool, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fetched.IsZero() || time.Since(m.fetched) > m.ttl {
+		if err := m.refresh(ctx); err != nil && m.fetched.IsZero() {
+			return "", false, false, err
+		}
+	}
+	if len(m.byName) == 0 {
+		return "", false, false, nil
+	}
+	bestMajor, bestMinor := -1, -1
+	for n, mi := range m.byName {
+		fam, major, minor, ok := family(n)
+		if !ok || fam != alias || !mi.generates {
+			continue
+		}
+		if major > bestMajor || major == bestMajor && minor > bestMinor {
+			name, bestMajor, bestMinor = n, major, minor
+		}
+	}
+	return name, name != "", true, nil
 }
