@@ -30,6 +30,22 @@ type Turn struct {
 	// Confirm asks the user before an untrusted downstream tool runs (API
 	// backend with a ToolHost only); nil when the client cannot be asked.
 	Confirm Confirm
+	// Media are files Gemini reads itself (images, PDFs, audio, video),
+	// sent with the prompt; only the API backend takes them.
+	Media []Media
+}
+
+// Media is a file Gemini reads itself: an image, a PDF, audio or video.
+type Media struct {
+	// Path names it for Gemini and in errors: the path relative to the
+	// project root, slash-separated.
+	Path string
+	// Abs is the file that was read, to read it again when the copy the
+	// API keeps is gone (its content must then still have SHA256).
+	Abs      string
+	MIMEType string
+	Data     []byte
+	SHA256   string // hex, of Data
 }
 
 // Observer hears what a turn is doing, for progress reports. Its methods

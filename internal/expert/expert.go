@@ -149,6 +149,7 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 		return nil, err
 	}
 	turn.Prompt = t.userPrompt(a, m)
+	turn.Media = m.files.Media
 	start := d.now()
 	ans, unsaved, err := d.Turns.Answer(ctx, c, turn, t.name+": "+in.headline())
 	if err != nil {

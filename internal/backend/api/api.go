@@ -88,6 +88,10 @@ type Options struct {
 	// without asking the user: "server" for all of a server's tools,
 	// "server.tool" for one.
 	AllowTools []string
+	// MaxInlineBytes bounds a request with media sent inline; media that
+	// do not fit go through the Files API. 0 means
+	// config.DefaultMaxInlineBytes, a negative number uploads them all.
+	MaxInlineBytes int
 }
 
 // Backend runs turns on the Gemini API. It is safe for concurrent use.
@@ -109,6 +113,9 @@ type Backend struct {
 	allowTools []string
 
 	sessions queue.Locks // one turn at a time per conversation; a lock exists while held or awaited
+
+	maxInline int       // bytes of a request with media inline
+	res       resources // what the API keeps for the sessions (uploaded files)
 }
 
 // New returns a Backend using the credentials found through
@@ -167,6 +174,12 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 	if b.maxRounds <= 0 {
 		b.maxRounds = config.DefaultMaxToolRounds
 	}
+	switch b.maxInline = opts.MaxInlineBytes; {
+	case b.maxInline == 0:
+		b.maxInline = config.DefaultMaxInlineBytes
+	case b.maxInline < 0:
+		b.maxInline = 0
+	}
 	if b.model == "" {
 		b.model = DefaultModel
 	}
@@ -190,9 +203,12 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 // Name is "api".
 func (b *Backend) Name() string { return string(config.BackendAPI) }
 
-// Close closes the idle connections to the API. The backend keeps no
-// process and no goroutine of its own between calls.
+// Close deletes what the API keeps for this process's sessions (uploaded
+// files), then closes the idle connections to the API. The backend keeps
+// no process and no goroutine of its own between calls (a sweep for the
+// resources of ended sessions runs during one, and Close waits for it).
 func (b *Backend) Close() {
+	b.res.close(b.resourceError)
 	if b.transport != nil {
 		b.transport.CloseIdleConnections()
 	}
@@ -250,9 +266,11 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 	defer unlock()
 
+	b.res.maybeSweep(b.alive, b.resourceError)
 	var contents []*genai.Content
+	var refs map[string]mediaRef
 	if !fresh {
-		if contents, err = b.loadHistory(ctx, id); err != nil {
+		if contents, refs, err = b.loadHistory(ctx, id); err != nil {
 			return nil, err
 		}
 	}
@@ -304,6 +322,20 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		}
 	}
 
+	if len(refs) > 0 {
+		if err := b.refreshFiles(ctx, id, contents, refs); err != nil {
+			return nil, err
+		}
+	}
+	var media []mediaRef
+	if len(t.Media) > 0 {
+		parts, uploaded, err := b.mediaParts(ctx, id, contents[:len(contents)-1], cfg.SystemInstruction, t.Media)
+		if err != nil {
+			return nil, err
+		}
+		user.Parts, media = append(user.Parts, parts...), uploaded
+	}
+
 	if known && mi.inputLimit > 0 {
 		if err := b.checkFits(parent, ctx, model, mi.inputLimit, cfg.SystemInstruction, contents); err != nil {
 			return nil, err
@@ -336,6 +368,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		User:      user,
 		Exchange:  exchange,
 		Model:     &genai.Content{Role: genai.RoleModel, Parts: res.parts},
+		Media:     media,
 		ModelName: model,
 		Time:      time.Now().UTC(),
 		Usage:     res.usage,
@@ -395,6 +428,25 @@ func (b *Backend) classify(parent, ctx context.Context, err error, model string)
 	}
 	return newError(backend.KindFailed, err, "the Gemini API could not be reached (%v); check the network, "+
 		"and GOOGLE_GEMINI_BASE_URL if set", err)
+}
+
+// alive says whether session id still exists in the store (it is deleted
+// or expired otherwise), for the sweep of its resources.
+func (b *Backend) alive(ctx context.Context, id string) (bool, error) {
+	if g, ok := b.hist.(interface {
+		Get(context.Context, string) (session.Record, bool, error)
+	}); ok {
+		_, ok, err := g.Get(ctx, id)
+		return ok, err
+	}
+	_, ok, err := b.hist.LoadTurns(ctx, id)
+	return ok, err
+}
+
+// resourceError logs a resource of the API that could not be deleted; the
+// API deletes it by itself in time (files 48 hours after their upload).
+func (b *Backend) resourceError(name string, err error) {
+	b.log.Warn("gemini api: a resource of an ended session could not be deleted; the API drops it in time", "name", name, "err", err)
 }
 
 type nopObserver struct{}
