@@ -41,9 +41,9 @@ type Result struct {
 	// Media are the media files sent (Options.Media), which Sent lists
 	// too with class "media" and no tokens: the API counts them itself.
 	Media   []MediaFile `json:"-"`
-	Tokens  int       `json:"tokens"`
-	Sent    []Sent    `json:"sent"`
-	Skipped []Skipped `json:"skipped,omitempty"`
+	Tokens  int         `json:"tokens"`
+	Sent    []Sent      `json:"sent"`
+	Skipped []Skipped   `json:"skipped,omitempty"`
 	// SkippedTotal counts every skipped file and directory; Skipped lists
 	// at most Options.MaxSkippedListed of them.
 	SkippedTotal int `json:"skippedTotal"`
