@@ -68,6 +68,7 @@ func SniffMedia(head []byte) (mime string, ok bool) {
 		if bytes.Contains(h[:min(len(h), 64)], []byte("webm")) {
 			return "video/webm", true
 		}
+		return "video/x-matroska", false
 	case has(4, "ftyp") && len(h) >= 12:
 		return isoMedia(string(h[8:12]))
 	case len(h) >= 2 && h[0] == 0xff && h[1]&0xf6 == 0xf0:

@@ -131,7 +131,7 @@ func (rs *resources) maybeSweep(alive func(ctx context.Context, id string) (bool
 		defer rs.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), resourceDeleteTimeout)
 		defer cancel()
-		rs.sweep(ctx, alive, onErr)
+		rs.sweep(ctx, alive, time.Now().Add(-resourceGrace), onErr)
 		rs.mu.Lock()
 		rs.sweeping = false
 		rs.mu.Unlock()
@@ -139,9 +139,9 @@ func (rs *resources) maybeSweep(alive func(ctx context.Context, id string) (bool
 }
 
 // sweep deletes the resources of the sessions that alive says ended,
-// except those made less than resourceGrace ago. It returns how many it
-// deleted.
-func (rs *resources) sweep(ctx context.Context, alive func(ctx context.Context, id string) (bool, error), onErr func(name string, err error)) int {
+// made before before (a session's first turn is recorded only once it
+// is answered). It returns how many it deleted.
+func (rs *resources) sweep(ctx context.Context, alive func(ctx context.Context, id string) (bool, error), before time.Time, onErr func(name string, err error)) int {
 	rs.mu.Lock()
 	ids := make([]string, 0, len(rs.bySession))
 	for id := range rs.bySession {
@@ -154,7 +154,7 @@ func (rs *resources) sweep(ctx context.Context, alive func(ctx context.Context, 
 		if err != nil || ok {
 			continue
 		}
-		n += rs.deleteSession(ctx, id, time.Now().Add(-resourceGrace), onErr)
+		n += rs.deleteSession(ctx, id, before, onErr)
 	}
 	return n
 }
