@@ -138,10 +138,7 @@ func (b *Backend) upload(ctx context.Context, id, path, mime, sha string, data [
 		return nil, newError(backend.KindBadOutput, nil, "the Gemini API's Files API answered the upload of %s without "+
 			"the file's name or URI; try again", msg.QuoteName(path))
 	}
-	del := func(ctx context.Context) error {
-		_, err := b.client.Files.Delete(ctx, f.Name, nil)
-		return err
-	}
+	del := b.deleteFile(f.Name)
 	if f, err = b.waitActive(ctx, f, path); err != nil {
 		// The upload is no use: it goes at once.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resourceDeleteTimeout)
@@ -152,6 +149,18 @@ func (b *Backend) upload(ctx context.Context, id, path, mime, sha string, data [
 	now := time.Now()
 	b.res.put(id, fileKey(sha), &resource{kind: "file", name: f.Name, created: now, checked: now, value: f, del: del})
 	return f, nil
+}
+
+// deleteFile returns the deletion of the uploaded file name; one the API
+// no longer has is deleted.
+func (b *Backend) deleteFile(name string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := b.client.Files.Delete(ctx, name, nil)
+		if e, ok := asAPIError(err); ok && (e.Code == http.StatusNotFound || e.Code == http.StatusForbidden) {
+			return nil
+		}
+		return err
+	}
 }
 
 // displayName is the file's name for the Files API: its base name, at
@@ -246,10 +255,7 @@ func (b *Backend) refreshFiles(ctx context.Context, id string, contents []*genai
 				if !b.res.touch(id, key) {
 					// Another process uploaded it: this one deletes it
 					// when the session ends, as that one would.
-					b.res.put(id, key, &resource{kind: "file", name: f.Name, created: now, checked: now, value: f, del: func(ctx context.Context) error {
-						_, err := b.client.Files.Delete(ctx, f.Name, nil)
-						return err
-					}})
+					b.res.put(id, key, &resource{kind: "file", name: f.Name, created: now, checked: now, value: f, del: b.deleteFile(f.Name)})
 				}
 				p.FileData = &genai.FileData{FileURI: f.URI, MIMEType: p.FileData.MIMEType}
 				continue
