@@ -69,7 +69,7 @@ func TestMediaByContentNotName(t *testing.T) {
 	pdf := mediaHeads["application/pdf"] + "1 0 obj\n"
 	root := tree(t, map[string]string{
 		"shot.png":     png,
-		"notes.txt":    pdf,          // a PDF with a text name
+		"notes.txt":    pdf,           // a PDF with a text name
 		"fake.png":     "just text\n", // text with an image name
 		"bundle.bin":   "PK\x03\x04\x14\x00\x00\x00\x00\x00",
 		"dir/icon.png": png,
