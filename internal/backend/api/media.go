@@ -36,9 +36,6 @@ const (
 	// PROCESSING; it doubles up to maxActivePoll.
 	firstActivePoll = 100 * time.Millisecond
 	maxActivePoll   = 2 * time.Second
-	// fileRecheck is how long the API's word that an uploaded file is
-	// there is trusted before a later turn asks again.
-	fileRecheck = 10 * time.Minute
 )
 
 // mediaRef is a media file of a turn sent through the Files API, as the
@@ -229,6 +226,9 @@ func (b *Backend) fileError(ctx context.Context, err error, format, path string)
 // upload) is uploaded anew from the file it was read from, if that still
 // has the same content; else the part becomes a note saying so.
 func (b *Backend) refreshFiles(ctx context.Context, id string, contents []*genai.Content, refs map[string]mediaRef) error {
+	// Each file is asked about once a turn (the API may have dropped it
+	// any time), and each part that names it follows the answer.
+	sent := map[string]*genai.FileData{} // URI in the history → what to send, nil: a note
 	for _, c := range contents {
 		for i, p := range c.Parts {
 			if p == nil || p.FileData == nil {
@@ -238,13 +238,15 @@ func (b *Backend) refreshFiles(ctx context.Context, id string, contents []*genai
 			if !ok {
 				continue
 			}
-			key := fileKey(ref.SHA256)
-			if v, ok := b.res.checkedWithin(id, key, fileRecheck); ok {
-				if f, ok := v.(*genai.File); ok {
-					p.FileData = &genai.FileData{FileURI: f.URI, MIMEType: p.FileData.MIMEType}
-					continue
+			if fd, ok := sent[ref.URI]; ok {
+				if fd == nil {
+					c.Parts[i] = genai.NewPartFromText(gonePart(ref, "it could not be sent again"))
+				} else {
+					p.FileData = fd
 				}
+				continue
 			}
+			key := fileKey(ref.SHA256)
 			name := "files/" + ref.URI[strings.LastIndexByte(ref.URI, '/')+1:]
 			if r := b.res.get(id, key); r != nil {
 				name = r.name
@@ -258,6 +260,7 @@ func (b *Backend) refreshFiles(ctx context.Context, id string, contents []*genai
 					b.res.put(id, key, &resource{kind: "file", name: f.Name, created: now, checked: now, value: f, del: b.deleteFile(f.Name)})
 				}
 				p.FileData = &genai.FileData{FileURI: f.URI, MIMEType: p.FileData.MIMEType}
+				sent[ref.URI] = p.FileData
 				continue
 			}
 			if err != nil {
@@ -270,8 +273,8 @@ func (b *Backend) refreshFiles(ctx context.Context, id string, contents []*genai
 			data, why := readAgain(ref)
 			if why != "" {
 				b.log.Info("gemini api: a media file sent earlier is gone from the Files API and cannot be sent again", "session", id, "path", ref.Path, "why", why)
-				c.Parts[i] = genai.NewPartFromText(fmt.Sprintf("[the file %s (%s) was sent earlier in this conversation, but the Gemini API "+
-					"no longer has it and it cannot be sent again: %s]", msg.QuoteName(ref.Path), ref.MIMEType, why))
+				c.Parts[i] = genai.NewPartFromText(gonePart(ref, why))
+				sent[ref.URI] = nil
 				continue
 			}
 			b.log.Info("gemini api: a media file sent earlier is gone from the Files API; uploading it again", "session", id, "path", ref.Path)
@@ -280,9 +283,17 @@ func (b *Backend) refreshFiles(ctx context.Context, id string, contents []*genai
 				return err
 			}
 			p.FileData = &genai.FileData{FileURI: f.URI, MIMEType: p.FileData.MIMEType}
+			sent[ref.URI] = p.FileData
 		}
 	}
 	return nil
+}
+
+// gonePart is the note that takes the place of a media file sent earlier
+// that the API no longer has and that cannot be sent again.
+func gonePart(ref mediaRef, why string) string {
+	return fmt.Sprintf("[the file %s (%s) was sent earlier in this conversation, but the Gemini API no longer has it "+
+		"and it cannot be sent again: %s]", msg.QuoteName(ref.Path), ref.MIMEType, why)
 }
 
 // readAgain reads the file a media reference was read from, or says why

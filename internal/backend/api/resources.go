@@ -58,18 +58,6 @@ func (rs *resources) get(id, key string) *resource {
 	return rs.bySession[id][key]
 }
 
-// checkedWithin returns the value of session id's resource under key when
-// the API said it was there less than d ago.
-func (rs *resources) checkedWithin(id, key string, d time.Duration) (any, bool) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	r := rs.bySession[id][key]
-	if r == nil || time.Since(r.checked) >= d {
-		return nil, false
-	}
-	return r.value, true
-}
-
 // touch notes that the API said session id's resource under key is there;
 // it says whether there is one.
 func (rs *resources) touch(id, key string) bool {
