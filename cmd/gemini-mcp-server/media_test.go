@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -137,5 +138,57 @@ func TestGemini3ToolThreadThroughServer(t *testing.T) {
 	}
 	if n := bytes.Count(last.Body, []byte(`"thoughtSignature"`)); n != 5 {
 		t.Errorf("the last request carries %d thought signatures, want 5 (3 calls, 2 answers)", n)
+	}
+}
+
+// TestModelsResource: gemini-mcp://models lists the models the fake API
+// serves that answer prompts, with the default, the aliases, the context
+// window and the options each takes.
+func TestModelsResource(t *testing.T) {
+	t.Parallel()
+	h := newHostEnv(t, map[string]any{})
+	gen := []string{"generateContent", "countTokens"}
+	h.api.SetModels([]fakeapi.Model{
+		{Name: "models/gemini-2.5-flash", InputTokenLimit: 1048576, Methods: append(gen, "createCachedContent"), Thinking: true},
+		{Name: "models/gemini-3-pro-preview", InputTokenLimit: 1048576, Methods: gen, Thinking: true},
+		{Name: "models/gemini-2.0-flash-lite", InputTokenLimit: 1048576, Methods: gen},
+		{Name: "models/text-embedding-004", InputTokenLimit: 2048, Methods: []string{"embedContent"}},
+	})
+	cs := h.stdio(t, nil, "")
+	res, err := cs.ReadResource(guardCtx(t), &mcp.ReadResourceParams{URI: "gemini-mcp://models"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Models []struct {
+			Name            string
+			Aliases         []string
+			Default, Stable bool
+			InputTokenLimit int
+			Thinking        string
+			GoogleSearch    bool
+			Caching         bool
+		}
+	}
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &got); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]int{}
+	for i, m := range got.Models {
+		byName[m.Name] = i
+	}
+	if len(got.Models) != 3 {
+		t.Fatalf("models %s", res.Contents[0].Text)
+	}
+	f, p, l := got.Models[byName["gemini-2.5-flash"]], got.Models[byName["gemini-3-pro-preview"]], got.Models[byName["gemini-2.0-flash-lite"]]
+	if !f.Default || !f.Stable || len(f.Aliases) != 1 || f.Aliases[0] != "flash" || f.InputTokenLimit != 1048576 || f.Thinking != "budget" ||
+		!f.GoogleSearch || !f.Caching {
+		t.Errorf("gemini-2.5-flash: %+v", f)
+	}
+	if p.Default || p.Stable || len(p.Aliases) != 0 || p.Thinking != "level" || !p.GoogleSearch || p.Caching {
+		t.Errorf("gemini-3-pro-preview: %+v", p)
+	}
+	if l.Thinking != "none" || l.GoogleSearch || len(l.Aliases) != 1 || l.Aliases[0] != "flash-lite" {
+		t.Errorf("gemini-2.0-flash-lite: %+v", l)
 	}
 }
