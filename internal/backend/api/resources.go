@@ -93,17 +93,6 @@ func (rs *resources) drop(id, key string) {
 	}
 }
 
-// count returns the number of resources kept.
-func (rs *resources) count() int {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	n := 0
-	for _, m := range rs.bySession {
-		n += len(m)
-	}
-	return n
-}
-
 // maybeSweep starts a sweep in the background when the last one is
 // resourceSweepEvery old. Close waits for it.
 func (rs *resources) maybeSweep(alive func(ctx context.Context, id string) (bool, error), onErr func(name string, err error)) {
