@@ -94,16 +94,7 @@ func modelLine(m api.ModelInfo) string {
 // process environment, tools nil no MCP host.
 func apiOptions(cfg *config.Config, getenv func(string) string, tools backend.ToolHost) api.Options {
 	return api.Options{Model: cfg.Turns.Model, Timeout: cfg.Turns.Timeout, MaxOutputBytes: cfg.Turns.MaxOutputBytes, Getenv: getenv,
-		MaxToolRounds: cfg.API.MaxToolRounds, AllowTools: cfg.API.AllowMCPTools, Tools: tools, MaxInlineBytes: maxInline(cfg.API.MaxInlineBytes)}
-}
-
-// maxInline is --max-inline-bytes as api.Options takes it: 0 there means
-// the default, and a negative number none inline.
-func maxInline(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
+		MaxToolRounds: cfg.API.MaxToolRounds, AllowTools: cfg.API.AllowMCPTools, Tools: tools, MaxInlineBytes: cfg.API.MaxInlineBytes}
 }
 
 // discardHistory is the history of doctor's one request, which keeps none.

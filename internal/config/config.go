@@ -246,9 +246,6 @@ func (c *Config) validate(rules Rules) error {
 	if c.Expert.MaxFileBytes < 1 || c.Expert.MaxFiles < 1 || c.Expert.MaxContextTokens < 1 || c.Expert.MaxMediaBytes < 1 {
 		return errors.New("--max-file-bytes, --max-media-bytes, --max-files and --max-context-tokens must be at least 1")
 	}
-	if c.API.MaxInlineBytes < 0 {
-		return errors.New("--max-inline-bytes must not be negative (0 sends every media file through the Files API)")
-	}
 	if c.Expert.Timeout < 0 {
 		return errors.New("--expert-timeout must not be negative (0 for no limit)")
 	}

@@ -75,7 +75,7 @@ var flags = []spec{
 		func(c *Config) *time.Duration { return &c.Warm.SpareAge }),
 	integer("warm-max-sessions", "GEMINI_MCP_WARM_MAX_SESSIONS", DefaultWarmMaxSessions, "warm backend: recycle a process holding more sessions than this (each new session costs more in a process holding many)",
 		func(c *Config) *int { return &c.Warm.MaxSessions }),
-	size("max-inline-bytes", "GEMINI_MCP_MAX_INLINE_BYTES", DefaultMaxInlineBytes, "api backend: largest request with media sent inline (the Gemini API's limit of a request); media files that do not fit are uploaded through the Files API, once per content, and deleted with their session; 0 uploads them all",
+	size("max-inline-bytes", "GEMINI_MCP_MAX_INLINE_BYTES", DefaultMaxInlineBytes, "api backend: largest request with media sent inline (the Gemini API's limit of a request); media files that do not fit are uploaded through the Files API, once per content, and deleted with their session",
 		func(c *Config) *int { return &c.API.MaxInlineBytes }),
 	integer("max-tool-rounds", "GEMINI_MCP_MAX_TOOL_ROUNDS", DefaultMaxToolRounds, "api backend: most rounds of downstream MCP tool calls in one turn; after the last, Gemini is asked for its answer without more",
 		func(c *Config) *int { return &c.API.MaxToolRounds }),
