@@ -329,7 +329,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 	var media []mediaRef
 	if len(t.Media) > 0 {
-		parts, uploaded, err := b.mediaParts(ctx, id, contents[:len(contents)-1], cfg.SystemInstruction, t.Media)
+		parts, uploaded, err := b.mediaParts(ctx, id, contents, cfg.SystemInstruction, t.Media)
 		if err != nil {
 			return nil, err
 		}

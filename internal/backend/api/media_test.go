@@ -147,3 +147,24 @@ func TestMediaAllUploaded(t *testing.T) {
 		t.Errorf("media %+v", r.Media)
 	}
 }
+
+// TestMediaInlineBudgetCountsHistory: the inline limit is the request's,
+// so the media a conversation already holds inline leave less room: an
+// image that went inline on the first turn pushes one of the same size
+// on the next turn to the Files API.
+func TestMediaInlineBudgetCountsHistory(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{MaxInlineBytes: 200 << 10})
+	dir := t.TempDir()
+	one := mediaFile(t, dir, "one.png", "image/png", append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{1}, 60<<10)...))
+	two := mediaFile(t, dir, "two.png", "image/png", append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{2}, 60<<10)...))
+	a := f.mustRun(backend.Turn{Prompt: "first", Media: []backend.Media{one}})
+	f.mustRun(backend.Turn{Prompt: "second", Session: a.SessionID, Media: []backend.Media{two}})
+	r := f.streams()[1]
+	if len(r.Media) != 2 || r.Media[0].FileURI != "" || r.Media[0].SHA256 != one.SHA256 || r.Media[1].FileURI == "" || f.uploads() != 1 {
+		t.Errorf("media %+v, %d uploads: want the first inline, the second uploaded", r.Media, f.uploads())
+	}
+	if len(r.Body) > 200<<10 {
+		t.Errorf("the request is %d bytes, over the inline limit", len(r.Body))
+	}
+}
