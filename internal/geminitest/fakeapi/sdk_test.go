@@ -206,3 +206,17 @@ func TestInlineDataThroughSDK(t *testing.T) {
 		t.Errorf("too big: %d %q", code, msg)
 	}
 }
+
+// TestSkipSignatureAccepted: the documented stand-in for a signature, as
+// the Gemini CLI sends it for calls it made itself, passes.
+func TestSkipSignatureAccepted(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	body := toolBody(t, []string{"f"}, userText("go"),
+		map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "f", "args": map[string]any{}}, "thoughtSignature": SkipSignature}}},
+		map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": "f", "response": map[string]any{"ok": true}}}}})
+	resp, b := post(t, s, "gemini-3-pro-preview", MethodStream, body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+}

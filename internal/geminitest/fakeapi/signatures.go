@@ -27,8 +27,8 @@ import (
 // The Server refuses, with HTTP 400 INVALID_ARGUMENT and the API's own
 // message ([MissingSignatureMessage]), a request for such a model whose
 // contents hold a model content whose first functionCall part has no
-// thoughtSignature; and one whose signature is not one the Server gave
-// ([CorruptSignatureMessage]). The real API checks the function calls of
+// thoughtSignature; and one whose signature is neither one the Server
+// gave nor [SkipSignature] ([CorruptSignatureMessage]). The real API checks the function calls of
 // the current turn only (from the last user content with text); the
 // Server checks every model content of the request, so that a client
 // that keeps signatures for the current turn but drops them from its
@@ -64,9 +64,18 @@ func newSignature(model string) string {
 	return base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s%s:%d", SignaturePrefix, model, signatures.Add(1)))
 }
 
+// SkipSignature is the value the API documents for a function call that
+// did not come from the model (a client's own, or one from another model)
+// to stand in for its signature; the Gemini CLI sends it so. The Server,
+// like the API, accepts it.
+const SkipSignature = "skip_thought_signature_validator"
+
 // validSignature says whether sig (base64, as in the JSON) is one the
-// Server gave.
+// Server gave, or SkipSignature.
 func validSignature(sig string) bool {
+	if sig == SkipSignature || sig == "context_engineering_is_the_way_to_go" {
+		return true
+	}
 	b, err := base64.StdEncoding.DecodeString(sig)
 	if err != nil {
 		b, err = base64.URLEncoding.DecodeString(sig)
