@@ -48,6 +48,8 @@
 // Options.MaxMediaBytes for the request's media together; a named binary
 // of another type is a CategoryValidation error; text is text. Media met
 // in a directory walk are skipped as binary, with the hint to name them.
+// Without Options.Media, a named media file is a CategoryValidation error
+// that says which backend sends media.
 //
 // # Secrets
 //

@@ -181,3 +181,16 @@ func readMedia(c MediaCandidate, max int64) ([]byte, Reason, string) {
 	}
 	return data, "", ""
 }
+
+// sniffNamed says whether the file at path is media, by its first bytes;
+// a file that cannot be read is not (the read that follows says why).
+func sniffNamed(path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	head := make([]byte, SniffLen)
+	n, _ := io.ReadFull(f, head)
+	return SniffMedia(head[:n])
+}

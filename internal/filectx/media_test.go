@@ -130,9 +130,16 @@ func TestMediaByContentNotName(t *testing.T) {
 		t.Errorf("over the media limit: %v", fe)
 	}
 
-	// Without Media (the CLI backends), media are binary files, skipped.
-	res, err = Gather(context.Background(), root, nil, []string{"shot.png"}, nil, Options{})
-	if err != nil || len(res.Media) != 0 || len(res.Skipped) != 1 || res.Skipped[0].Reason != SkipBinary {
-		t.Errorf("without media: %v %+v", err, res)
+	// Without Media (the CLI backends), a named media file is refused,
+	// saying which backend sends it; one in a directory is skipped as
+	// binary, and a named binary of another kind too, as before.
+	_, err = Gather(context.Background(), root, nil, []string{"notes.txt"}, nil, Options{})
+	if fe := asError(t, err, CategoryValidation); fe.Entry != "notes.txt" || !strings.Contains(fe.Message, "application/pdf") ||
+		!strings.Contains(fe.Message, "--backend api") {
+		t.Errorf("without media: %v", fe)
+	}
+	res, err = Gather(context.Background(), root, nil, []string{"dir", "bundle.bin"}, nil, Options{})
+	if err != nil || len(res.Media) != 0 || res.SkippedBy[SkipBinary] != 2 {
+		t.Errorf("without media, a directory and a zip: %v %+v", err, res)
 	}
 }

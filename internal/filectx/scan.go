@@ -147,7 +147,11 @@ func (s *Sandbox) ScanEntries(ctx context.Context, entries []string, opts Option
 			return nil, err
 		}
 		if r.Info.Mode().IsRegular() {
-			if _, secret := secretFile(opts, r.Path, r.Rel); !secret && opts.Media {
+			_, secret := secretFile(opts, r.Path, r.Rel)
+			switch {
+			case secret:
+				// A named credential file is skipped, not refused.
+			case opts.Media:
 				// Named files are told by their content.
 				mime, err := namedMedia(e, r, opts)
 				if err != nil {
@@ -162,11 +166,17 @@ func (s *Sandbox) ScanEntries(ctx context.Context, entries []string, opts Option
 				} else if r.Info.Size() > opts.MaxFileBytes {
 					return nil, validationError(e, "the file %q is %d bytes; the limit is %d bytes per file: name a smaller file or a part of it", r.Rel, r.Info.Size(), opts.MaxFileBytes)
 				}
-			} else if _, secret := secretFile(opts, r.Path, r.Rel); secret || binaryName(r.Path) {
-				// A named binary or credential file is skipped, not
-				// refused: the call still makes sense without it.
-			} else if r.Info.Size() > opts.MaxFileBytes {
-				return nil, validationError(e, "the file %q is %d bytes; the limit is %d bytes per file: name a smaller file or a part of it", r.Rel, r.Info.Size(), opts.MaxFileBytes)
+			default:
+				if mime, ok := sniffNamed(r.Path); ok {
+					return nil, validationError(e, "the file %q is %s: images, PDFs, audio and video are sent to Gemini by the "+
+						"API backend only (--backend api); this server's backend sends text files (the Gemini CLI reads such a "+
+						"file itself when the prompt names it as @path)", r.Rel, mime)
+				}
+				if !binaryName(r.Path) && r.Info.Size() > opts.MaxFileBytes {
+					// A named binary of another kind is skipped, not
+					// refused: the call still makes sense without it.
+					return nil, validationError(e, "the file %q is %d bytes; the limit is %d bytes per file: name a smaller file or a part of it", r.Rel, r.Info.Size(), opts.MaxFileBytes)
+				}
 			}
 		}
 		resolved = append(resolved, r)
