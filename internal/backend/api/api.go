@@ -8,6 +8,11 @@
 // answer is complete: a failed or cancelled call, or an answer whose stream
 // ended without a finish reason, leaves the conversation as it was.
 //
+// A turn keeps every part of each answer as it came, thought signatures
+// included, which Gemini 3 wants back (stream.go); media files go inline
+// or through the Files API, whose uploads belong to their session and go
+// with it (media.go, resources.go).
+//
 // Everything the API sends is bounded (see guard.go): each event of a
 // streamed answer, the bytes of all a turn's answers, the parts and
 // function calls of each, and the time of the whole call (Options.Timeout).
