@@ -403,6 +403,17 @@ func TestExpertToolsOnTheCLIBackend(t *testing.T) {
 	if meta["continuationId"] != id {
 		t.Errorf("continued %v, want %s", meta["continuationId"], id)
 	}
+	// A named image: the CLI backends send no media, and say which does.
+	if err := os.WriteFile(filepath.Join(e.work, "shot.png"), []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = callExpert(t, cs, "analyze", map[string]any{"question": "what is it?", "files": []string{"shot.png"}})
+	if we := wireError(t, err); !strings.Contains(we.Message, "image/png") || !strings.Contains(we.Message, "--backend api") {
+		t.Errorf("a named image on the CLI backend: %v", we)
+	}
+	if invs, _ := geminitest.ReadLog(e.log); len(invs) != 2 {
+		t.Errorf("%d invocations: the refused call ran the CLI", len(invs))
+	}
 }
 
 // TestProjectRootOutsideAllowedRootsStopsHTTPServer: over HTTP the project

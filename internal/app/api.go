@@ -5,7 +5,9 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api"
@@ -25,21 +27,74 @@ func init() {
 		}
 		return b, b, nil
 	}
-	checkAPICredentials = func(ctx context.Context, cfg *config.Config, getenv func(string) string) error {
+	checkAPICredentials = func(ctx context.Context, cfg *config.Config, getenv func(string) string) ([]string, error) {
 		b, err := api.New(apiOptions(cfg, getenv, nil), discardHistory{}, nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer b.Close()
-		return b.Check(ctx)
+		if err := b.Check(ctx); err != nil {
+			return nil, err
+		}
+		models, err := b.Models(ctx)
+		if err != nil {
+			return nil, err
+		}
+		lines := make([]string, len(models))
+		for i, m := range models {
+			lines[i] = modelLine(m)
+		}
+		return lines, nil
 	}
+	modelsOf = func(counter backend.TokenCounter) func(ctx context.Context) (any, error) {
+		b, ok := counter.(*api.Backend)
+		if !ok {
+			return nil
+		}
+		return func(ctx context.Context) (any, error) { return b.Models(ctx) }
+	}
+}
+
+// modelLine is a model as doctor prints it.
+func modelLine(m api.ModelInfo) string {
+	var b strings.Builder
+	b.WriteString(m.Name)
+	var notes []string
+	if m.Default {
+		notes = append(notes, "default")
+	}
+	for _, a := range m.Aliases {
+		notes = append(notes, "alias "+a)
+	}
+	if !m.Stable {
+		notes = append(notes, "not stable")
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(notes, ", "))
+	}
+	fmt.Fprintf(&b, ": %d tokens in", m.InputTokenLimit)
+	switch m.Thinking {
+	case "level":
+		b.WriteString("; thinking by level")
+	case "budget":
+		b.WriteString("; thinking by budget")
+	default:
+		b.WriteString("; no thinking")
+	}
+	if m.GoogleSearch {
+		b.WriteString("; Google Search")
+	}
+	if m.Caching {
+		b.WriteString("; context caching")
+	}
+	return b.String()
 }
 
 // apiOptions is the API backend's configuration; getenv nil means the
 // process environment, tools nil no MCP host.
 func apiOptions(cfg *config.Config, getenv func(string) string, tools backend.ToolHost) api.Options {
 	return api.Options{Model: cfg.Turns.Model, Timeout: cfg.Turns.Timeout, MaxOutputBytes: cfg.Turns.MaxOutputBytes, Getenv: getenv,
-		MaxToolRounds: cfg.API.MaxToolRounds, AllowTools: cfg.API.AllowMCPTools, Tools: tools}
+		MaxToolRounds: cfg.API.MaxToolRounds, AllowTools: cfg.API.AllowMCPTools, Tools: tools, MaxInlineBytes: cfg.API.MaxInlineBytes}
 }
 
 // discardHistory is the history of doctor's one request, which keeps none.

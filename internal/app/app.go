@@ -283,6 +283,7 @@ func start(ctx context.Context, cfg *config.Config, env Env, version string, req
 		return nil, err
 	}
 	addMCPServersResource(s.srv, b.Host)
+	addModelsResource(s.srv, b.Counter)
 	return s, nil
 }
 

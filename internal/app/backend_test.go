@@ -166,7 +166,10 @@ func TestDoctorReportsBackend(t *testing.T) {
 	}
 	code, out := doctor()
 	if code != 0 || !strings.Contains(out, "ok    backend: api (auto: no Gemini CLI was found, and API credentials are set: Gemini API key from GEMINI_API_KEY") ||
-		!strings.Contains(out, "ok    the Gemini API accepts the credentials") || strings.Contains(out, "gemini CLI") {
+		!strings.Contains(out, "ok    the Gemini API accepts the credentials") || strings.Contains(out, "gemini CLI") ||
+		!strings.Contains(out, "ok    model gemini-2.5-flash (default, alias flash): 1048576 tokens in; thinking by budget; Google Search\n") ||
+		!strings.Contains(out, "ok    model gemini-3-pro-preview (not stable): 1048576 tokens in; thinking by level; Google Search\n") ||
+		strings.Contains(out, "text-embedding") {
 		t.Fatalf("with the API backend: exit %d\n%s", code, out)
 	}
 	env["GEMINI_API_KEY"] = "wrong"

@@ -79,7 +79,7 @@ func checkBackend(ctx context.Context, r *report, cfg *config.Config, getenv fun
 	default:
 		r.ok("backend: api (%s)", c.why)
 		if checkAPICredentials != nil {
-			if err := checkAPICredentials(ctx, cfg, getenv); err != nil {
+			if models, err := checkAPICredentials(ctx, cfg, getenv); err != nil {
 				// The backend's reason says what failed: a refusal of the
 				// credentials (401, 403), an endpoint not reached (the
 				// network, DNS, a timeout), or the API's own error.
@@ -91,6 +91,9 @@ func checkBackend(ctx context.Context, r *report, cfg *config.Config, getenv fun
 				}
 			} else {
 				r.ok("the Gemini API accepts the credentials")
+				for _, m := range models {
+					r.ok("model %s", m)
+				}
 			}
 		}
 	}
@@ -98,8 +101,9 @@ func checkBackend(ctx context.Context, r *report, cfg *config.Config, getenv fun
 }
 
 // checkAPICredentials, when the API backend is linked in, makes one cheap
-// request with the credentials the API backend would use.
-var checkAPICredentials func(ctx context.Context, cfg *config.Config, getenv func(string) string) error
+// request with the credentials the API backend would use: the model list,
+// which it returns, one line per model that answers prompts.
+var checkAPICredentials func(ctx context.Context, cfg *config.Config, getenv func(string) string) ([]string, error)
 
 // checkCLI checks what the Gemini CLI backends need: the CLI, its version,
 // its credentials and settings.

@@ -58,6 +58,9 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 	fc := &filectx.Service{Root: root, Forbidden: forbidden, Count: count, Options: filectx.Options{
 		MaxFileBytes: int64(cfg.Expert.MaxFileBytes), MaxFiles: cfg.Expert.MaxFiles, MaxTokens: cfg.Expert.MaxContextTokens,
 		SendSecretFiles: cfg.Expert.SendSecretFiles,
+		// The API backend, the one that counts tokens, is the one that
+		// sends images, PDFs, audio and video to Gemini.
+		Media: counter != nil, MaxMediaBytes: int64(cfg.Expert.MaxMediaBytes),
 	}, Sent: &filectx.MemorySent{}}
 	srv := server.New(version, server.Families{
 		Chat: &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc},

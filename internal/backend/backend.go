@@ -33,6 +33,22 @@ type Turn struct {
 	// Builtins asks for the Gemini API's own tools and structured output
 	// (API backend only; the CLI backends refuse a turn that sets any).
 	Builtins
+	// Media are files Gemini reads itself (images, PDFs, audio, video),
+	// sent with the prompt; only the API backend takes them.
+	Media []Media
+}
+
+// Media is a file Gemini reads itself: an image, a PDF, audio or video.
+type Media struct {
+	// Path names it for Gemini and in errors: the path relative to the
+	// project root, slash-separated.
+	Path string
+	// Abs is the file that was read, to read it again when the copy the
+	// API keeps is gone (its content must then still have SHA256).
+	Abs      string
+	MIMEType string
+	Data     []byte
+	SHA256   string // hex, of Data
 }
 
 // Observer hears what a turn is doing, for progress reports. Its methods
@@ -66,6 +82,10 @@ type Answer struct {
 	// with the reason, e.g. "temperature: the Gemini CLI takes no
 	// per-call temperature".
 	NotApplied []string
+	// Model is the model that answered, when the backend knows it (the
+	// API backend: a short alias such as "pro" resolved to a model name);
+	// "" otherwise.
+	Model string
 	// Via says, for logs, how the answer came: "warm", "json",
 	// "preselected", "api"…
 	Via string

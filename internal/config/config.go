@@ -82,6 +82,9 @@ type API struct {
 	MCPClientMetadataURL string
 	MaxToolRounds        int
 	AllowMCPTools        []string
+	// MaxInlineBytes bounds a request's size with media sent inline;
+	// media that do not fit go through the Files API.
+	MaxInlineBytes int
 }
 
 // HTTP is the HTTP transport; Addr "" serves stdio instead.
@@ -138,6 +141,7 @@ type Store struct {
 type Expert struct {
 	ProjectRoot      string
 	MaxFileBytes     int
+	MaxMediaBytes    int
 	MaxFiles         int
 	MaxContextTokens int
 	SendSecretFiles  bool
@@ -242,8 +246,8 @@ func (c *Config) validate(rules Rules) error {
 			return fmt.Errorf("--allow-mcp-tools: %q is not a server name or server.tool", v)
 		}
 	}
-	if c.Expert.MaxFileBytes < 1 || c.Expert.MaxFiles < 1 || c.Expert.MaxContextTokens < 1 {
-		return errors.New("--max-file-bytes, --max-files and --max-context-tokens must be at least 1")
+	if c.Expert.MaxFileBytes < 1 || c.Expert.MaxFiles < 1 || c.Expert.MaxContextTokens < 1 || c.Expert.MaxMediaBytes < 1 {
+		return errors.New("--max-file-bytes, --max-media-bytes, --max-files and --max-context-tokens must be at least 1")
 	}
 	if c.Expert.Timeout < 0 {
 		return errors.New("--expert-timeout must not be negative (0 for no limit)")

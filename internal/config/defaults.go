@@ -61,7 +61,14 @@ const (
 
 	// The expert tools' file context: the request limits of the expert
 	// tools' specification.
-	DefaultMaxFileBytes     = 10 << 20
+	DefaultMaxFileBytes = 10 << 20
+	// DefaultMaxMediaBytes bounds the media files (images, PDFs, audio,
+	// video) of one request together, which are read whole.
+	DefaultMaxMediaBytes = 100 << 20
+	// DefaultMaxInlineBytes is the Gemini API's limit on a request's
+	// size, inline data included: media that do not fit go through the
+	// Files API.
+	DefaultMaxInlineBytes   = 20 << 20
 	DefaultMaxFiles         = 50
 	DefaultMaxContextTokens = 1_000_000
 	DefaultExpertTimeout    = 300 * time.Second

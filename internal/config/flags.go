@@ -77,6 +77,8 @@ var flags = []spec{
 		func(c *Config) *bool { return &c.Warm.OnConnect }),
 	integer("warm-max-sessions", "GEMINI_MCP_WARM_MAX_SESSIONS", DefaultWarmMaxSessions, "warm backend: recycle a process holding more sessions than this (each new session costs more in a process holding many)",
 		func(c *Config) *int { return &c.Warm.MaxSessions }),
+	size("max-inline-bytes", "GEMINI_MCP_MAX_INLINE_BYTES", DefaultMaxInlineBytes, "api backend: largest request with media sent inline (the Gemini API's limit of a request); media files that do not fit are uploaded through the Files API, once per content, and deleted with their session",
+		func(c *Config) *int { return &c.API.MaxInlineBytes }),
 	integer("max-tool-rounds", "GEMINI_MCP_MAX_TOOL_ROUNDS", DefaultMaxToolRounds, "api backend: most rounds of downstream MCP tool calls in one turn; after the last, Gemini is asked for its answer without more",
 		func(c *Config) *int { return &c.API.MaxToolRounds }),
 	list("allow-mcp-tools", "GEMINI_MCP_ALLOW_MCP_TOOLS", "api backend: untrusted downstream MCP tools that run without asking the user, as server (all its tools) or server.tool; "+
@@ -163,6 +165,8 @@ var flags = []spec{
 		defaultFrom("PROJECT_ROOT"),
 	size("max-file-bytes", "GEMINI_MCP_MAX_FILE_BYTES", DefaultMaxFileBytes, "expert tools: largest file sent to Gemini; a named file over it is refused, a larger file found in a directory is skipped",
 		func(c *Config) *int { return &c.Expert.MaxFileBytes }),
+	size("max-media-bytes", "GEMINI_MCP_MAX_MEDIA_BYTES", DefaultMaxMediaBytes, "api backend: the images, PDFs, audio and video files named in one call together (told by their content, sent to Gemini as media); more is refused",
+		func(c *Config) *int { return &c.Expert.MaxMediaBytes }),
 	integer("max-files", "GEMINI_MCP_MAX_FILES", DefaultMaxFiles, "expert tools: most files sent in one call; more named files are refused, more found in directories are skipped",
 		func(c *Config) *int { return &c.Expert.MaxFiles }),
 	integer("max-context-tokens", "GEMINI_MCP_MAX_CONTEXT_TOKENS", DefaultMaxContextTokens, "expert tools: token budget of the files of one call (estimated at 4 bytes a token); files that do not fit are skipped",

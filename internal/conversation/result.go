@@ -24,9 +24,12 @@ func (d *Service) Result(ctx context.Context, res *backend.Answer, unsaved strin
 		}
 		d.addSessionNote(out, res.SessionID)
 	}
-	if res.Usage != nil || len(res.NotApplied) > 0 {
+	if res.Usage != nil || len(res.NotApplied) > 0 || res.Model != "" {
 		if out.Meta == nil {
 			out.Meta = mcp.Meta{}
+		}
+		if res.Model != "" {
+			out.Meta["model"] = res.Model
 		}
 		if res.Usage != nil {
 			out.Meta["usage"] = res.Usage

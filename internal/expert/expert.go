@@ -152,6 +152,7 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 		return nil, err
 	}
 	turn.Prompt = t.userPrompt(a, m)
+	turn.Media = m.files.Media
 	start := d.now()
 	ans, unsaved, err := d.Turns.Answer(ctx, c, turn, t.name+": "+in.headline())
 	if err != nil {
@@ -298,6 +299,9 @@ func (o *output) result() *mcp.CallToolResult {
 	}
 	if o.temperature != nil {
 		meta["temperature"] = *o.temperature
+	}
+	if o.answer.Model != "" {
+		meta["model"] = o.answer.Model
 	}
 	if u := o.answer.Usage; u != nil {
 		meta["usage"] = u

@@ -42,6 +42,15 @@
 // check and the size limit do; a named file over the size limit is a
 // CategoryValidation error, a named credential file is skipped.
 //
+// With Options.Media (the API backend), a named file is told by its first
+// bytes instead of its name (SniffMedia): an image, PDF, audio or video
+// file of a type Gemini reads goes into Result.Media whole, within
+// Options.MaxMediaBytes for the request's media together; a named binary
+// of another type is a CategoryValidation error; text is text. Media met
+// in a directory walk are skipped as binary, with the hint to name them.
+// Without Options.Media, a named media file is a CategoryValidation error
+// that says which backend sends media.
+//
 // # Secrets
 //
 // Every file's text goes through secrets.Redact before it is counted or

@@ -37,10 +37,13 @@ type Sent struct {
 // Result is the packed file context: the rendered text, what went in and
 // what did not.
 type Result struct {
-	Text    string    `json:"-"`
-	Tokens  int       `json:"tokens"`
-	Sent    []Sent    `json:"sent"`
-	Skipped []Skipped `json:"skipped,omitempty"`
+	Text string `json:"-"`
+	// Media are the media files sent (Options.Media), which Sent lists
+	// too with class "media" and no tokens: the API counts them itself.
+	Media   []MediaFile `json:"-"`
+	Tokens  int         `json:"tokens"`
+	Sent    []Sent      `json:"sent"`
+	Skipped []Skipped   `json:"skipped,omitempty"`
 	// SkippedTotal counts every skipped file and directory; Skipped lists
 	// at most Options.MaxSkippedListed of them.
 	SkippedTotal int `json:"skippedTotal"`
@@ -71,6 +74,30 @@ func (sc *Scan) Pack(ctx context.Context, seen Seen, opts Options) (*Result, err
 	res := &Result{SkippedBy: map[Reason]int{}}
 	var out strings.Builder
 	left := opts.MaxTokens
+	mediaLeft := opts.MaxMediaBytes
+	for _, c := range sc.Media {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if len(res.Sent) >= opts.MaxFiles {
+			res.skip(Skipped{Path: c.Rel, Reason: SkipFileLimit, Detail: fmt.Sprintf("the limit is %d files per request", opts.MaxFiles)}, opts.MaxSkippedListed)
+			continue
+		}
+		data, reason, detail := readMedia(c, mediaLeft)
+		if reason != "" {
+			res.skip(Skipped{Path: c.Rel, Reason: reason, Detail: detail}, opts.MaxSkippedListed)
+			continue
+		}
+		sum := sha256.Sum256(data)
+		hash := hex.EncodeToString(sum[:])
+		if seen != nil && seen[c.Rel] == hash {
+			res.skip(Skipped{Path: c.Rel, Reason: SkipDuplicate, Detail: "already sent in this conversation, unchanged"}, opts.MaxSkippedListed)
+			continue
+		}
+		mediaLeft -= int64(len(data))
+		res.Media = append(res.Media, MediaFile{Path: c.Rel, Abs: c.Path, MIMEType: c.MIMEType, Data: data, Hash: hash})
+		res.Sent = append(res.Sent, Sent{Path: c.Rel, Class: "media", Bytes: int64(len(data)), Hash: hash})
+	}
 	for _, c := range sc.Candidates {
 		if err := ctx.Err(); err != nil {
 			return nil, err

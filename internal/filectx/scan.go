@@ -32,6 +32,13 @@ type Options struct {
 	MaxTokens        int   // token budget of the files together (1M)
 	MaxScanEntries   int   // directory entries a scan looks at (50,000)
 	MaxSkippedListed int   // skipped files listed in a Result (100); the rest are counted
+	// Media takes the images, PDFs, audio and video a request names as
+	// files (see SniffMedia): for a backend that sends them to Gemini (the
+	// API backend). Without it they are skipped as binary.
+	Media bool
+	// MaxMediaBytes bounds the bytes of the media files of one request
+	// together (100 MiB).
+	MaxMediaBytes int64
 	// SendSecretFiles sends the files secrets.CredentialFile names (.env,
 	// private keys…), which are skipped otherwise (reason secret-file).
 	// The secrets in what is sent are withheld either way.
@@ -49,6 +56,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxTokens <= 0 {
 		o.MaxTokens = config.DefaultMaxContextTokens
+	}
+	if o.MaxMediaBytes <= 0 {
+		o.MaxMediaBytes = config.DefaultMaxMediaBytes
 	}
 	if o.MaxScanEntries <= 0 {
 		o.MaxScanEntries = DefaultMaxScanEntries
@@ -108,8 +118,11 @@ type Candidate struct {
 // them listed, all of them counted, so that a tree of many ignored files
 // costs no memory for them).
 type Scan struct {
-	Root         string
-	Candidates   []Candidate
+	Root       string
+	Candidates []Candidate
+	// Media are the media files named as entries (Options.Media), in
+	// their order; MIMEType is what their first bytes said at the scan.
+	Media        []MediaCandidate
 	Skipped      []Skipped
 	SkippedTotal int
 	SkippedBy    map[Reason]int
@@ -126,17 +139,44 @@ func (s *Sandbox) ScanEntries(ctx context.Context, entries []string, opts Option
 	// Every entry is checked before any directory is walked: one refused
 	// entry refuses the call.
 	resolved := make([]Resolved, 0, len(entries))
-	for _, e := range entries {
+	media := map[int]string{} // entry index → MIME type
+	var mediaBytes int64
+	for i, e := range entries {
 		r, err := s.Resolve(e)
 		if err != nil {
 			return nil, err
 		}
 		if r.Info.Mode().IsRegular() {
-			if _, secret := secretFile(opts, r.Path, r.Rel); secret || binaryName(r.Path) {
-				// A named binary or credential file is skipped, not
-				// refused: the call still makes sense without it.
-			} else if r.Info.Size() > opts.MaxFileBytes {
-				return nil, validationError(e, "the file %q is %d bytes; the limit is %d bytes per file: name a smaller file or a part of it", r.Rel, r.Info.Size(), opts.MaxFileBytes)
+			_, secret := secretFile(opts, r.Path, r.Rel)
+			switch {
+			case secret:
+				// A named credential file is skipped, not refused.
+			case opts.Media:
+				// Named files are told by their content.
+				mime, err := namedMedia(e, r, opts)
+				if err != nil {
+					return nil, err
+				}
+				if mime != "" {
+					if mediaBytes += r.Info.Size(); mediaBytes > opts.MaxMediaBytes {
+						return nil, validationError(e, "the media files named come to more than %d bytes, the limit of "+
+							"one request (--max-media-bytes): name fewer or smaller ones", opts.MaxMediaBytes)
+					}
+					media[i] = mime
+				} else if r.Info.Size() > opts.MaxFileBytes {
+					return nil, validationError(e, "the file %q is %d bytes; the limit is %d bytes per file: name a smaller file or a part of it", r.Rel, r.Info.Size(), opts.MaxFileBytes)
+				}
+			default:
+				if mime, ok := sniffNamed(r.Path); ok {
+					return nil, validationError(e, "the file %q is %s: images, PDFs, audio and video are sent to Gemini by the "+
+						"API backend only (--backend api); this server's backend sends text files (the Gemini CLI reads such a "+
+						"file itself when the prompt names it as @path)", r.Rel, mime)
+				}
+				if !binaryName(r.Path) && r.Info.Size() > opts.MaxFileBytes {
+					// A named binary of another kind is skipped, not
+					// refused: the call still makes sense without it.
+					return nil, validationError(e, "the file %q is %d bytes; the limit is %d bytes per file: name a smaller file or a part of it", r.Rel, r.Info.Size(), opts.MaxFileBytes)
+				}
 			}
 		}
 		resolved = append(resolved, r)
@@ -146,6 +186,13 @@ func (s *Sandbox) ScanEntries(ctx context.Context, entries []string, opts Option
 	for i, r := range resolved {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if mime, ok := media[i]; ok {
+			if !w.seen[r.Path] {
+				w.seen[r.Path] = true
+				sc.Media = append(sc.Media, MediaCandidate{Candidate: Candidate{Path: r.Path, Rel: r.Rel, Size: r.Info.Size(), Class: ClassOther, entry: i}, MIMEType: mime})
+			}
+			continue
 		}
 		if !r.Info.IsDir() {
 			w.addFile(r.Path, r.Rel, r.Info, i)
@@ -211,6 +258,9 @@ func (w *walker) addFile(abs, rel string, info fs.FileInfo, entry int) {
 		return
 	}
 	switch {
+	case binaryName(abs) && w.opts.Media && isMediaName(abs):
+		w.skip(rel, SkipBinary, "a media file by its name (an image, PDF, audio or video), which is sent only when "+
+			"named in files itself, not found in a directory")
 	case binaryName(abs):
 		w.skip(rel, SkipBinary, "binary file extension")
 	case info.Size() > w.opts.MaxFileBytes:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/gitchanges"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/secrets"
 )
@@ -24,7 +25,10 @@ type FileNote struct {
 // Files is the file context of one turn: the text to send after the
 // prompt, and what was sent and left out.
 type Files struct {
-	Text               string
+	Text string
+	// Media are the images, PDFs, audio and video sent with the text
+	// (Options.Media).
+	Media              []backend.Media
 	Processed, Skipped []FileNote
 }
 
@@ -95,6 +99,9 @@ func (c *Service) Gather(ctx context.Context, sessionID string, entries []string
 		return nil, err
 	}
 	f := &Files{Text: res.Text, Processed: make([]FileNote, len(res.Sent))}
+	for _, m := range res.Media {
+		f.Media = append(f.Media, backend.Media{Path: m.Path, Abs: m.Abs, MIMEType: m.MIMEType, Data: m.Data, SHA256: m.Hash})
+	}
 	for i, s := range res.Sent {
 		f.Processed[i] = FileNote{Path: s.Path, Hash: s.Hash}
 		if len(s.Secrets) > 0 {

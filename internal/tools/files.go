@@ -63,6 +63,7 @@ func (d *Deps) withFiles(ctx context.Context, call *backend.Turn, entries []stri
 	if f.Text != "" {
 		call.Prompt += "\n\n## Files\n" + f.Text
 	}
+	call.Media = append(call.Media, f.Media...)
 	return f, nil
 }
 

@@ -119,7 +119,7 @@ func ptr[T any](v T) *T { return &v }
 // ChatInput is chat's arguments; its tags are chat's input schema.
 type ChatInput struct {
 	Prompt         string   `json:"prompt" jsonschema:"The prompt that starts the session."`
-	Model          string   `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use (e.g. 'gemini-3-pro', 'gemini-3-flash'). Omit to use the Gemini CLI's default."`
+	Model          string   `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use (e.g. 'gemini-3-pro', 'gemini-3-flash'), or an alias: 'pro', 'flash' or 'flash-lite', the newest stable model of that family (the model that answered is in _meta.model on the Gemini API backend). Omit to use the Gemini CLI's default."`
 	SystemPrompt   string   `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt."`
 	Cwd            string   `json:"cwd,omitempty" jsonschema:"Optional: the working directory the Gemini CLI runs in (absolute, or relative to the server's directory). Gemini can read files there. Sessions belong to the directory they were started in."`
 	Files          []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root to send with the prompt, with line numbers (as the expert tools do)."`
@@ -134,7 +134,7 @@ type ChatInput struct {
 type ReplyInput struct {
 	Prompt         string   `json:"prompt" jsonschema:"The prompt that continues the conversation."`
 	SessionID      string   `json:"sessionId,omitempty" jsonschema:"The session to continue: a sessionId from an earlier result, \"latest\", or a Gemini CLI session index. Omit it to continue this client's most recent session."`
-	Model          string   `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use for this turn (e.g. 'gemini-3-pro', 'gemini-3-flash')."`
+	Model          string   `json:"model,omitempty" jsonschema:"Optional: the Gemini model to use for this turn (e.g. 'gemini-3-pro', 'gemini-3-flash'), or an alias: 'pro', 'flash' or 'flash-lite'."`
 	SystemPrompt   string   `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt. With the Gemini API backend, omitting it keeps the system prompt the session started with."`
 	Cwd            string   `json:"cwd,omitempty" jsonschema:"Optional: the working directory of the session. A session recorded by this server runs in its own directory when cwd is omitted."`
 	Files          []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root to send with the prompt, with line numbers; files this thread was already sent are not sent again."`

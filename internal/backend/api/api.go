@@ -8,6 +8,11 @@
 // answer is complete: a failed or cancelled call, or an answer whose stream
 // ended without a finish reason, leaves the conversation as it was.
 //
+// A turn keeps every part of each answer as it came, thought signatures
+// included, which Gemini 3 wants back (stream.go); media files go inline
+// or through the Files API, whose uploads belong to their session and go
+// with it (media.go, resources.go).
+//
 // Everything the API sends is bounded (see guard.go): each event of a
 // streamed answer, the bytes of all a turn's answers, the parts and
 // function calls of each, and the time of the whole call (Options.Timeout).
@@ -88,6 +93,10 @@ type Options struct {
 	// without asking the user: "server" for all of a server's tools,
 	// "server.tool" for one.
 	AllowTools []string
+	// MaxInlineBytes bounds a request with media sent inline; media that
+	// do not fit go through the Files API. 0 means
+	// config.DefaultMaxInlineBytes, a negative number uploads them all.
+	MaxInlineBytes int
 }
 
 // Backend runs turns on the Gemini API. It is safe for concurrent use.
@@ -109,6 +118,9 @@ type Backend struct {
 	allowTools []string
 
 	sessions queue.Locks // one turn at a time per conversation; a lock exists while held or awaited
+
+	maxInline int       // bytes of a request with media inline
+	res       resources // what the API keeps for the sessions (uploaded files)
 }
 
 // New returns a Backend using the credentials found through
@@ -167,6 +179,12 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 	if b.maxRounds <= 0 {
 		b.maxRounds = config.DefaultMaxToolRounds
 	}
+	switch b.maxInline = opts.MaxInlineBytes; {
+	case b.maxInline == 0:
+		b.maxInline = config.DefaultMaxInlineBytes
+	case b.maxInline < 0:
+		b.maxInline = 0
+	}
 	if b.model == "" {
 		b.model = DefaultModel
 	}
@@ -190,9 +208,12 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 // Name is "api".
 func (b *Backend) Name() string { return string(config.BackendAPI) }
 
-// Close closes the idle connections to the API. The backend keeps no
-// process and no goroutine of its own between calls.
+// Close deletes what the API keeps for this process's sessions (uploaded
+// files), then closes the idle connections to the API. The backend keeps
+// no process and no goroutine of its own between calls (a sweep for the
+// resources of ended sessions runs during one, and Close waits for it).
 func (b *Backend) Close() {
+	b.res.close(b.resourceError)
 	if b.transport != nil {
 		b.transport.CloseIdleConnections()
 	}
@@ -204,12 +225,16 @@ func (b *Backend) Credentials() string { return b.creds.What }
 // Check makes one cheap request, listing the models, to see that the
 // credentials work and that the default model is served. Doctor uses it.
 func (b *Backend) Check(ctx context.Context) error {
-	_, found, known, err := b.models.lookup(ctx, b.model)
+	model, err := b.resolveAlias(ctx, ctx, b.model)
+	if err != nil {
+		return err
+	}
+	_, found, known, err := b.models.lookup(ctx, model)
 	if err != nil {
 		return b.classify(ctx, ctx, err, b.model)
 	}
 	if known && !found {
-		e := b.unknownModel(b.model)
+		e := b.unknownModel(model)
 		e.Reason = "the default " + e.Reason
 		return e
 	}
@@ -246,9 +271,11 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 	defer unlock()
 
+	b.res.maybeSweep(b.alive, b.resourceError)
 	var contents []*genai.Content
+	var refs map[string]mediaRef
 	if !fresh {
-		if contents, err = b.loadHistory(ctx, id); err != nil {
+		if contents, refs, err = b.loadHistory(ctx, id); err != nil {
 			return nil, err
 		}
 	}
@@ -258,6 +285,9 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	model := shortName(t.Model)
 	if model == "" {
 		model = b.model
+	}
+	if model, err = b.resolveAlias(parent, ctx, model); err != nil {
+		return nil, err
 	}
 	mi, found, known, err := b.models.lookup(ctx, model)
 	if err != nil {
@@ -301,6 +331,20 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		}
 	}
 
+	if len(refs) > 0 {
+		if err := b.refreshFiles(ctx, id, contents, refs); err != nil {
+			return nil, err
+		}
+	}
+	var media []mediaRef
+	if len(t.Media) > 0 {
+		parts, uploaded, err := b.mediaParts(ctx, id, contents, cfg.SystemInstruction, t.Media)
+		if err != nil {
+			return nil, err
+		}
+		user.Parts, media = append(user.Parts, parts...), uploaded
+	}
+
 	if known && mi.inputLimit > 0 {
 		if err := b.checkFits(parent, ctx, model, mi.inputLimit, cfg.SystemInstruction, contents); err != nil {
 			return nil, err
@@ -313,7 +357,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		return nil, builtinError(err, t.Builtins, model)
 	}
 
-	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Via: "api",
+	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Model: model, Via: "api",
 		Grounding: res.meta.grounding, URLs: res.meta.urls}
 	if res.meta.dropped {
 		ans.NotApplied = append(ans.NotApplied, fmt.Sprintf("google_search: the search suggestions' HTML was over %d bytes, "+
@@ -337,7 +381,8 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	rec, err := json.Marshal(turnRecord{
 		User:      user,
 		Exchange:  exchange,
-		Model:     genai.NewContentFromText(res.text, genai.RoleModel),
+		Model:     &genai.Content{Role: genai.RoleModel, Parts: res.parts},
+		Media:     media,
 		ModelName: model,
 		Time:      time.Now().UTC(),
 		Usage:     res.usage,
@@ -355,6 +400,33 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	return ans, nil
 }
 
+// resolveAlias returns the model name stands for: name itself, or, for one
+// of Aliases, the newest stable model of its family in the model list.
+func (b *Backend) resolveAlias(parent, ctx context.Context, name string) (string, error) {
+	if !IsAlias(name) {
+		return name, nil
+	}
+	model, found, known, err := b.models.resolve(ctx, name)
+	if err != nil {
+		be := b.classify(parent, ctx, err, name)
+		if be.Kind == backend.KindFailed || be.Kind == backend.KindAPI {
+			be.Reason = fmt.Sprintf("model %q is an alias for the newest stable %s model in the Gemini API's model list, "+
+				"which could not be read: %s; give a model's full name instead", name, name, be.Reason)
+		}
+		return "", be
+	}
+	if !known {
+		return "", newError(backend.KindInput, nil, "model %q is an alias for the newest stable %s model in the Gemini "+
+			"API's model list, but the API listed no models; give a model's full name instead", name, name)
+	}
+	if !found {
+		return "", newError(backend.KindInput, nil, "model %q is an alias for the newest stable %s model (gemini-<version>-%s, "+
+			"without -preview or another suffix), and the Gemini API's model list has none; give a model's full name instead",
+			name, name, name)
+	}
+	return model, nil
+}
+
 // classify turns any error of a call into the *backend.Error the tools
 // show. parent is the caller's context, ctx the call's.
 func (b *Backend) classify(parent, ctx context.Context, err error, model string) *backend.Error {
@@ -370,6 +442,25 @@ func (b *Backend) classify(parent, ctx context.Context, err error, model string)
 	}
 	return newError(backend.KindFailed, err, "the Gemini API could not be reached (%v); check the network, "+
 		"and GOOGLE_GEMINI_BASE_URL if set", err)
+}
+
+// alive says whether session id still exists in the store (it is deleted
+// or expired otherwise), for the sweep of its resources.
+func (b *Backend) alive(ctx context.Context, id string) (bool, error) {
+	if g, ok := b.hist.(interface {
+		Get(context.Context, string) (session.Record, bool, error)
+	}); ok {
+		_, ok, err := g.Get(ctx, id)
+		return ok, err
+	}
+	_, ok, err := b.hist.LoadTurns(ctx, id)
+	return ok, err
+}
+
+// resourceError logs a resource of the API that could not be deleted; the
+// API deletes it by itself in time (files 48 hours after their upload).
+func (b *Backend) resourceError(name string, err error) {
+	b.log.Warn("gemini api: a resource of an ended session could not be deleted; the API drops it in time", "name", name, "err", err)
 }
 
 type nopObserver struct{}

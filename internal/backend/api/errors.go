@@ -91,6 +91,12 @@ func (b *Backend) apiError(ctx context.Context, e genai.APIError, model string) 
 	}
 	said := b.maskKey(fmt.Sprintf("%d %s: %s", e.Code, status, strings.TrimSpace(e.Message)))
 	switch {
+	case e.Code == 403 && strings.Contains(e.Message, "permission to access the File"):
+		// A file of the Files API that is gone, not the credentials.
+		be := newError(backend.KindAPI, e, "the Gemini API no longer has a media file this conversation sent (%s); "+
+			"try again, or name the file in files again", said)
+		be.Status = e.Code
+		return be
 	case isAuth(e):
 		be := newError(backend.KindAuth, e, "the Gemini API refused the credentials (%s; using %s). %s",
 			said, b.creds.What, CredentialsHelp)

@@ -32,31 +32,42 @@ type turnRecord struct {
 	// have none.
 	Exchange []*genai.Content `json:"exchange,omitempty"`
 	Model    *genai.Content   `json:"model"`
+	// Media are the media files User sent through the Files API (those
+	// sent inline are in User itself).
+	Media []mediaRef `json:"media,omitempty"`
 	// ModelName is the model that answered.
 	ModelName string         `json:"modelName,omitempty"`
 	Time      time.Time      `json:"time"`
 	Usage     *backend.Usage `json:"usage,omitempty"`
 }
 
-// loadHistory returns the contents of session id so far.
-func (b *Backend) loadHistory(ctx context.Context, id string) ([]*genai.Content, error) {
+// loadHistory returns the contents of session id so far, and the media
+// its turns sent through the Files API, by URI.
+func (b *Backend) loadHistory(ctx context.Context, id string) ([]*genai.Content, map[string]mediaRef, error) {
 	raws, ok, err := b.hist.LoadTurns(ctx, id)
 	if err != nil {
-		return nil, newError(backend.KindSession, err, "session %s could not be read: %v", id, err)
+		return nil, nil, newError(backend.KindSession, err, "session %s could not be read: %v", id, err)
 	}
 	if !ok {
-		return nil, newError(backend.KindSession, nil, "no API conversation has id %s: it was never "+
+		return nil, nil, newError(backend.KindSession, nil, "no API conversation has id %s: it was never "+
 			"started here, or it was started on another backend; start a new one with chat", id)
 	}
+	var refs map[string]mediaRef
 	contents := make([]*genai.Content, 0, 2*len(raws)+1)
 	for i, raw := range raws {
 		var tr turnRecord
 		if err := json.Unmarshal(raw, &tr); err != nil || tr.User == nil || tr.Model == nil {
-			return nil, newError(backend.KindSession, err, "session %s is damaged at turn %d; start a new one with chat", id, i+1)
+			return nil, nil, newError(backend.KindSession, err, "session %s is damaged at turn %d; start a new one with chat", id, i+1)
+		}
+		for _, m := range tr.Media {
+			if refs == nil {
+				refs = map[string]mediaRef{}
+			}
+			refs[m.URI] = m
 		}
 		contents = append(contents, tr.User)
 		contents = append(contents, tr.Exchange...)
 		contents = append(contents, tr.Model)
 	}
-	return contents, nil
+	return contents, refs, nil
 }

@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,10 +16,13 @@ import (
 
 // modelInfo is what the model list says of one model.
 type modelInfo struct {
-	name       string // without "models/" or "publishers/google/models/"
-	inputLimit int    // tokens; 0 when the list does not say
-	thinking   bool
-	generates  bool // offers generateContent (or does not say)
+	name        string // without "models/" or "publishers/google/models/"
+	displayName string
+	inputLimit  int // tokens; 0 when the list does not say
+	outputLimit int
+	thinking    bool
+	generates   bool // offers generateContent (or does not say)
+	caching     bool // offers createCachedContent
 }
 
 // models caches the API's model list, so that a model name is checked
@@ -56,10 +61,13 @@ func (m *models) refresh(ctx context.Context) error {
 			continue
 		}
 		mi := modelInfo{
-			name:       shortName(md.Name),
-			inputLimit: int(md.InputTokenLimit),
-			thinking:   md.Thinking,
-			generates:  len(md.SupportedActions) == 0 || slices.Contains(md.SupportedActions, "generateContent"),
+			name:        shortName(md.Name),
+			displayName: md.DisplayName,
+			inputLimit:  int(md.InputTokenLimit),
+			outputLimit: int(md.OutputTokenLimit),
+			thinking:    md.Thinking,
+			generates:   len(md.SupportedActions) == 0 || slices.Contains(md.SupportedActions, "generateContent"),
+			caching:     slices.Contains(md.SupportedActions, "createCachedContent"),
 		}
 		by[mi.name] = mi
 	}
@@ -182,6 +190,145 @@ func (b *Backend) listModels(ctx context.Context) (out []*genai.Model, err error
 			return nil, err
 		}
 		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Aliases are the short model names a turn or --model may give instead of
+// a model's name: each stands for the newest stable model of its family
+// in the API's model list (see resolve).
+var Aliases = []string{"pro", "flash", "flash-lite"}
+
+// IsAlias says whether name is one of Aliases.
+func IsAlias(name string) bool { return slices.Contains(Aliases, name) }
+
+// familyRE matches the name of a stable model of a family: gemini-, a
+// version number, the family, and nothing after it (no -preview, -exp,
+// -latest, dated or numbered suffix, no -image or -tts variant).
+var familyRE = regexp.MustCompile(`^gemini-(\d+)(?:\.(\d+))?-(pro|flash|flash-lite)$`)
+
+// family returns the family and the version (major, minor) of a stable
+// model's name; ok is false for any other name.
+func family(name string) (fam string, major, minor int, ok bool) {
+	m := familyRE.FindStringSubmatch(name)
+	if m == nil {
+		return "", 0, 0, false
+	}
+	major, _ = strconv.Atoi(m[1])
+	if m[2] != "" {
+		minor, _ = strconv.Atoi(m[2])
+	}
+	return m[3], major, minor, true
+}
+
+// resolve returns the model alias stands for: of the models in the list
+// that generate content, the stable one of the alias's family with the
+// highest version number. found is false when the list has none; known is
+// false when no list could be had (err says why).
+func (m *models) resolve(ctx context.Context, alias string) (name string, found, known bool, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fetched.IsZero() || time.Since(m.fetched) > m.ttl {
+		if err := m.refresh(ctx); err != nil && m.fetched.IsZero() {
+			return "", false, false, err
+		}
+	}
+	if len(m.byName) == 0 {
+		return "", false, false, nil
+	}
+	bestMajor, bestMinor := -1, -1
+	for n, mi := range m.byName {
+		fam, major, minor, ok := family(n)
+		if !ok || fam != alias || !mi.generates {
+			continue
+		}
+		if major > bestMajor || major == bestMajor && minor > bestMinor {
+			name, bestMajor, bestMinor = n, major, minor
+		}
+	}
+	return name, name != "", true, nil
+}
+
+// ModelInfo is a model the Gemini API serves to this server's credentials,
+// as the models resource and doctor show it.
+type ModelInfo struct {
+	Name        string `json:"name"`
+	DisplayName string `json:"displayName,omitempty"`
+	// Aliases are the short names that stand for it (see Aliases).
+	Aliases []string `json:"aliases,omitempty"`
+	// Default says it answers the turns that name no model.
+	Default bool `json:"default,omitempty"`
+	// Stable says its name has no -preview, -exp or other suffix.
+	Stable           bool `json:"stable"`
+	InputTokenLimit  int  `json:"inputTokenLimit,omitempty"`
+	OutputTokenLimit int  `json:"outputTokenLimit,omitempty"`
+	// Thinking is how thinking_mode reaches it: "level" (Gemini 3),
+	// "budget" (the other thinking models) or "none".
+	Thinking string `json:"thinking"`
+	// GoogleSearch says it can ground its answers in Google Search: the
+	// Gemini models from 2.0 on, except 2.0 Flash-Lite and the image,
+	// speech and live variants.
+	GoogleSearch bool `json:"googleSearch"`
+	// Caching says it takes explicit context caches: the model list
+	// offers createCachedContent for it.
+	Caching bool `json:"caching"`
+}
+
+// searchRE matches the models that ground answers in Google Search.
+var searchRE = regexp.MustCompile(`^gemini-(?:[2-9]|[1-9]\d+)(?:\.\d+)?-(?:pro|flash)`)
+
+// Models returns the models the API lists for these credentials that
+// generate content, by name, with what each supports. It reads the
+// cached model list (see Options.ModelsTTL).
+func (b *Backend) Models(ctx context.Context) ([]ModelInfo, error) {
+	list, err := b.models.all(ctx)
+	if err != nil {
+		return nil, b.classify(ctx, ctx, err, "")
+	}
+	def, _ := b.resolveAlias(ctx, ctx, b.model)
+	aliases := map[string][]string{}
+	for _, a := range Aliases {
+		if name, found, _, err := b.models.resolve(ctx, a); err == nil && found {
+			aliases[name] = append(aliases[name], a)
+		}
+	}
+	out := make([]ModelInfo, 0, len(list))
+	for _, mi := range list {
+		if !mi.generates {
+			continue
+		}
+		_, _, _, stable := family(mi.name)
+		m := ModelInfo{
+			Name: mi.name, DisplayName: mi.displayName, Aliases: aliases[mi.name], Default: mi.name == def,
+			Stable: stable, InputTokenLimit: mi.inputLimit, OutputTokenLimit: mi.outputLimit, Thinking: "none",
+			Caching: mi.caching,
+			GoogleSearch: searchRE.MatchString(mi.name) && !strings.HasPrefix(mi.name, "gemini-2.0-flash-lite") &&
+				!strings.Contains(mi.name, "-image") && !strings.Contains(mi.name, "-tts") && !strings.Contains(mi.name, "-live"),
+		}
+		if mi.thinking {
+			m.Thinking = "budget"
+			if strings.HasPrefix(mi.name, "gemini-3") {
+				m.Thinking = "level"
+			}
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// all returns the models of the list, fetching it when it is stale.
+func (m *models) all(ctx context.Context) ([]modelInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fetched.IsZero() || time.Since(m.fetched) > m.ttl {
+		if err := m.refresh(ctx); err != nil && m.fetched.IsZero() {
+			return nil, err
+		}
+	}
+	out := make([]modelInfo, 0, len(m.byName))
+	for _, mi := range m.byName {
+		out = append(out, mi)
 	}
 	return out, nil
 }

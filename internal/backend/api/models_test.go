@@ -83,3 +83,42 @@ func TestEmptyModelList(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestModelAliases: pro, flash and flash-lite stand for the newest stable
+// model of their family in the API's list, by version number (3.10 after
+// 3.9), never a preview or a variant; the answer says which model it was.
+func TestModelAliases(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{Model: "flash"})
+	gen := []string{"generateContent"}
+	f.fake.SetModels([]fakeapi.Model{
+		{Name: "models/gemini-2.5-pro", Methods: gen},
+		{Name: "models/gemini-3.9-pro", Methods: gen},
+		{Name: "models/gemini-3.10-pro", Methods: gen},
+		{Name: "models/gemini-4-pro-preview", Methods: gen},
+		{Name: "models/gemini-4-pro-exp-0801", Methods: gen},
+		{Name: "models/gemini-2.5-flash", Methods: gen},
+		{Name: "models/gemini-3-flash", Methods: gen},
+		{Name: "models/gemini-3.5-flash-image", Methods: gen},
+		{Name: "models/gemini-3.5-flash-001", Methods: gen},
+		{Name: "models/gemini-9-flash", Methods: []string{"embedContent"}},
+	})
+	for alias, want := range map[string]string{"pro": "gemini-3.10-pro", "flash": "gemini-3-flash", "": "gemini-3-flash"} {
+		a := f.mustRun(backend.Turn{Prompt: "hi " + alias, Model: alias})
+		if a.Model != want {
+			t.Errorf("model %q answered as %q, want %q", alias, a.Model, want)
+		}
+		if r := f.streams(); r[len(r)-1].Model != want {
+			t.Errorf("model %q was sent as %q, want %q", alias, r[len(r)-1].Model, want)
+		}
+	}
+	if err := f.b.Check(context.Background()); err != nil {
+		t.Errorf("Check with --model flash: %v", err)
+	}
+	n := len(f.streams())
+	_, err := f.run(backend.Turn{Prompt: "hi", Model: "flash-lite"})
+	wantKind(t, err, backend.KindInput, 0, `model "flash-lite" is an alias`, "has none")
+	if len(f.streams()) != n {
+		t.Error("a turn was sent with an alias that stands for no model")
+	}
+}

@@ -19,10 +19,11 @@ const progressEvery = time.Second
 type streamResult struct {
 	text  string
 	usage *backend.Usage
-	// calls are the function calls Gemini asked for, and parts its answer
-	// as it is to be sent back with their results: the text, then the
-	// function call parts as received (with their thought signatures,
-	// which Gemini 3 wants back).
+	// calls are the function calls Gemini asked for, and parts its whole
+	// answer as it is to be sent back on later requests (see answerParts):
+	// the text, merged from the stream's events, and the function call
+	// parts as received, each with the thought signature it came with,
+	// which Gemini 3 wants back.
 	calls []*genai.FunctionCall
 	parts []*genai.Part
 	// incomplete says the stream ended cleanly but with no finish reason:
@@ -102,6 +103,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 
 	var text strings.Builder
 	var callParts []*genai.Part
+	var ap answerParts
 	parts := 0
 	var usage *genai.GenerateContentResponseUsageMetadata
 	var finish genai.FinishReason
@@ -148,9 +150,17 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 							"fewer tool calls at once", MaxCallsPerAnswer)
 					}
 					callParts = append(callParts, p)
+					ap.add(p)
 					continue
 				}
-				if p == nil || p.Thought || p.Text == "" {
+				if p == nil || p.Thought {
+					continue
+				}
+				// A text part may be empty and carry only the answer's
+				// thought signature (Gemini 3 sends it so, in the last
+				// event of a stream): it is kept for the history.
+				ap.add(p)
+				if p.Text == "" {
 					continue
 				}
 				received = true
@@ -178,15 +188,9 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		}
 		return nil, received, newError(backend.KindEmpty, nil, "the Gemini API answered no text (finish reason %s); try again", reason)
 	}
-	res = &streamResult{text: text.String(), incomplete: finish == "", meta: meta}
-	if len(callParts) > 0 {
-		if text.Len() > 0 {
-			res.parts = append(res.parts, genai.NewPartFromText(text.String()))
-		}
-		res.parts = append(res.parts, callParts...)
-		for _, p := range callParts {
-			res.calls = append(res.calls, p.FunctionCall)
-		}
+	res = &streamResult{text: text.String(), incomplete: finish == "", parts: ap.done(), meta: meta}
+	for _, p := range callParts {
+		res.calls = append(res.calls, p.FunctionCall)
 	}
 	if usage != nil {
 		res.usage = &backend.Usage{
@@ -196,4 +200,52 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		}
 	}
 	return res, received, nil
+}
+
+// answerParts gathers the parts of a streamed answer as they are to be
+// sent back in the conversation: consecutive text is merged into one
+// part, function calls are kept as they came, and a thought signature is
+// kept on the part it came with. A signature that came on a text part
+// (Gemini 3 puts one on the last part of an answer, in a stream often an
+// empty text part of its own) goes with the text merged so far, which it
+// ends: an empty part with only a signature is one the API may refuse.
+// A signature with no text to go with (after a function call part, which
+// carries its own) is dropped: the API refuses a part with no data.
+type answerParts struct {
+	parts []*genai.Part
+	text  strings.Builder
+}
+
+func (a *answerParts) add(p *genai.Part) {
+	if p.FunctionCall != nil {
+		a.flush(nil)
+		a.parts = append(a.parts, p)
+		return
+	}
+	a.text.WriteString(p.Text)
+	if p.ThoughtSignature != nil {
+		a.flush(p.ThoughtSignature)
+	}
+}
+
+// flush ends the text merged so far as one part, with sig.
+func (a *answerParts) flush(sig []byte) {
+	if a.text.Len() == 0 {
+		if sig == nil {
+			return
+		}
+		// Only a signature: it goes on the text part before it when that
+		// has none.
+		if n := len(a.parts); n > 0 && a.parts[n-1].FunctionCall == nil && a.parts[n-1].ThoughtSignature == nil {
+			a.parts[n-1].ThoughtSignature = sig
+		}
+		return
+	}
+	a.parts = append(a.parts, &genai.Part{Text: a.text.String(), ThoughtSignature: sig})
+	a.text.Reset()
+}
+
+func (a *answerParts) done() []*genai.Part {
+	a.flush(nil)
+	return a.parts
 }

@@ -100,6 +100,11 @@
 // with a responseJsonSchema with JSON, as grounding.go describes; see
 // [Server.DenySearch] and [Request.GoogleSearch].
 //
+// Gemini 3 models' thought signatures (signed answers, and the 400 for a
+// function call sent back without its signature) are described in
+// signatures.go; inlineData and fileData parts and the Files API (upload,
+// files.get, files.delete) in files.go.
+//
 // [Home] prepares a throwaway home directory in which the CLI talks to a
 // Server and to nothing else, and [RealCLI] finds the real CLI for tests
 // that need it.
@@ -182,6 +187,9 @@ type Request struct {
 	// GenerationConfig is the request's generationConfig as sent, nil when
 	// it has none.
 	GenerationConfig json.RawMessage
+	// Media are the inlineData and fileData parts of the request's
+	// contents (see files.go).
+	Media []Media
 	// Ended says the client went away before the Server had finished the
 	// answer (a [[stall]]ed or [[sleep]]ing stream it cancelled).
 	Ended bool
@@ -223,6 +231,7 @@ type Server struct {
 	key     string         // the API key required, "" for any
 	// noSearch are the models refused googleSearch (DenySearch).
 	noSearch map[string]bool
+	files    fileStore // the Files API's (files.go)
 
 	closeOnce sync.Once
 }

@@ -37,6 +37,9 @@ type part struct {
 	Text             string            `json:"text"`
 	FunctionResponse *FunctionResponse `json:"functionResponse"`
 	FunctionCall     *FunctionCall     `json:"functionCall"`
+	ThoughtSignature string            `json:"thoughtSignature"`
+	InlineData       *Blob             `json:"inlineData"`
+	FileData         *FileData         `json:"fileData"`
 }
 
 type content struct {
@@ -79,6 +82,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.listModels(w, r, rec)
 		return
 	}
+	if s.serveFiles(w, r, rec) {
+		return
+	}
 	m := pathRE.FindStringSubmatch(r.URL.Path)
 	if m == nil {
 		rec.Method = r.Method + " " + r.URL.Path
@@ -86,6 +92,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.Model, rec.Method = m[1], m[2]
+	if SignsThoughts(rec.Model) {
+		w = &signingWriter{ResponseWriter: w, model: rec.Model}
+	}
 	if r.Method != http.MethodPost {
 		rec.Method = r.Method + " " + r.URL.Path
 		s.fail(w, rec, http.StatusNotFound, "fakeapi: no such method")
@@ -150,6 +159,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.record(rec)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"totalTokens":%d}`, countContents(req.Contents))
+		return
+	}
+	if s.refuseUnsigned(w, rec, req) || s.refuseFiles(w, &rec, req) {
 		return
 	}
 	if rec.Method == MethodGenerate {

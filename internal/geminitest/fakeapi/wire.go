@@ -8,6 +8,9 @@ import (
 
 // stream answers with one server-sent event per frame, flushing each.
 func (s *Server) stream(w http.ResponseWriter, frames ...[]byte) {
+	if sw, ok := w.(*signingWriter); ok {
+		frames = sw.sign(frames)
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	for _, f := range frames {
