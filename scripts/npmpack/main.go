@@ -147,7 +147,7 @@ func run(ctx context.Context, dist, out string, pack bool) ([]string, error) {
 	var tarballs []string
 	for _, d := range dirs {
 		res, err := proc.Run(ctx, proc.Spec{Path: npm, Args: []string{"pack", "--json", "--pack-destination", abs}, Dir: d,
-			Env: append(os.Environ(), "npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false"),
+			Env:     append(os.Environ(), "npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false"),
 			Timeout: 2 * time.Minute, MaxStdout: 1 << 20})
 		if err != nil {
 			return nil, fmt.Errorf("npm pack in %s: %w", d, err)

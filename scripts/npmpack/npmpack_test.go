@@ -22,20 +22,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
+// Caps on what the tests read of a tarball.
 const (
-	// envNPMDir names the directory `go run ./scripts/npmpack` wrote:
-	// the package directories and their tarballs (scripts/test.sh sets it).
-	envNPMDir = "GEMINI_MCP_NPM_DIR"
-	// envNPMRequired, set to 1 (scripts/test.sh does), fails the tests of
-	// the packed packages rather than skipping them when envNPMDir is
-	// unset; so does $CI.
-	envNPMRequired = "GEMINI_MCP_NPM_REQUIRED"
-	// envNode names the Node.js to run the packages with (the interop
-	// tools' Node 22); else node in PATH.
-	envNode = "GEMINI_MCP_INTEROP_NODE"
-
 	maxTarballBytes = 64 << 20
 	maxTarEntries   = 64
 )
@@ -85,151 +77,6 @@ func TestPlatformsOf(t *testing.T) {
 	}
 }
 
-// packed is what the tests of the packed packages share: the tarballs
-// of the launcher and of this machine's platform, their version, and the
-// Node.js to run them with.
-type packed struct {
-	dir, version       string
-	launcher, platform string // tarballs
-	platformName       string // @gemini-mcp-server/<os>-<cpu>
-	nodeBin            string // a directory of node, npm, npx and sh only
-}
-
-var (
-	packedOnce sync.Once
-	packedVal  packed
-	packedErr  error
-)
-
-// packedPackages finds the output of npmpack in $GEMINI_MCP_NPM_DIR, and
-// makes a directory holding node, npm, npx and sh (npx runs a package's
-// command through sh) and nothing else, for PATH.
-func packedPackages(t *testing.T) packed {
-	t.Helper()
-	dir := os.Getenv(envNPMDir)
-	if dir == "" {
-		msg := envNPMDir + " is not set: it must name the directory `go run ./scripts/npmpack` wrote (scripts/test.sh runs it after the snapshot release)"
-		if os.Getenv("CI") != "" || os.Getenv(envNPMRequired) == "1" {
-			t.Fatalf("%s; required because CI or %s=1 is set", msg, envNPMRequired)
-		}
-		t.Skip(msg)
-	}
-	packedOnce.Do(func() { packedVal, packedErr = findPacked(dir) })
-	if packedErr != nil {
-		t.Fatal(packedErr)
-	}
-	return packedVal
-}
-
-func findPacked(dir string) (packed, error) {
-	p := packed{dir: dir}
-	var pj struct{ Version string }
-	if err := readJSON(filepath.Join(dir, launcherName, "package.json"), &pj); err != nil {
-		return p, err
-	}
-	p.version = pj.Version
-	o, c := npmOS[runtime.GOOS], npmCPU[runtime.GOARCH]
-	if o == "" || c == "" {
-		return p, errors.New("no npm package is made for this platform " + runtime.GOOS + "/" + runtime.GOARCH)
-	}
-	p.platformName = scope + o + "-" + c
-	p.launcher = filepath.Join(dir, launcherName+"-"+p.version+".tgz")
-	p.platform = filepath.Join(dir, launcherName+"-"+o+"-"+c+"-"+p.version+".tgz")
-	for _, f := range []string{p.launcher, p.platform} {
-		if _, err := os.Stat(f); err != nil {
-			return p, err
-		}
-	}
-	// Made once for all the tests; TestMain removes it.
-	nodeBin, err := os.MkdirTemp("", "npmpack-node-")
-	if err != nil {
-		return p, err
-	}
-	cleanups = append(cleanups, func() { os.RemoveAll(nodeBin) })
-	node := os.Getenv(envNode)
-	if node == "" {
-		if node, err = exec.LookPath("node"); err != nil {
-			return p, err
-		}
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		return p, err
-	}
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		return p, err
-	}
-	npmCLI, err := filepath.EvalSymlinks(npm)
-	if err != nil {
-		return p, err
-	}
-	links := map[string]string{"node": node, "npm": npmCLI, "npx": filepath.Join(filepath.Dir(npmCLI), "npx-cli.js"), "sh": sh}
-	for name, target := range links {
-		if target, err = filepath.EvalSymlinks(target); err != nil {
-			return p, err
-		}
-		if err := os.Symlink(target, filepath.Join(nodeBin, name)); err != nil {
-			return p, err
-		}
-	}
-	p.nodeBin = nodeBin
-	return p, nil
-}
-
-var cleanups []func()
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, c := range cleanups {
-		c()
-	}
-	os.Exit(code)
-}
-
-// prefix is an npm prefix with the packages installed.
-type prefix struct {
-	p    packed
-	dir  string
-	home string
-}
-
-// env is the environment of a command run in the prefix: PATH holds the
-// node directory and the prefix's node_modules/.bin only, and npm's
-// registry is a closed loopback port, so that nothing can be fetched.
-func (x prefix) env(extra ...string) []string {
-	return append([]string{
-		"PATH=" + x.p.nodeBin + string(os.PathListSeparator) + filepath.Join(x.dir, "node_modules", ".bin"),
-		"HOME=" + x.home,
-		"npm_config_cache=" + filepath.Join(x.home, ".npm"),
-		"npm_config_registry=http://127.0.0.1:9/",
-		"npm_config_offline=true",
-		"npm_config_update_notifier=false",
-		"npm_config_fund=false",
-		"npm_config_audit=false",
-	}, extra...)
-}
-
-// install installs tarballs into a fresh prefix with npm, offline.
-func install(t *testing.T, p packed, args ...string) prefix {
-	t.Helper()
-	x := prefix{p: p, dir: t.TempDir(), home: t.TempDir()}
-	cmd := x.command(t, "npm", append([]string{"install", "--prefix", x.dir, "--no-package-lock"}, args...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install %q: %v\n%s", args, err, out)
-	}
-	return x
-}
-
-// command is a program of the node directory, run in the prefix.
-func (x prefix) command(t *testing.T, name string, args ...string) *exec.Cmd {
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, filepath.Join(x.p.nodeBin, name), args...)
-	cmd.Dir, cmd.Env, cmd.WaitDelay = x.dir, x.env("GEMINI_MCP_STATE_DIR="+t.TempDir(), "GEMINI_API_KEY=npm-test-key"), 5*time.Second
-	return cmd
-}
-
 // TestNPMPackageContents reads the packed tarballs: the launcher names
 // every platform package at exactly its version as an optional
 // dependency, carries the MCP Registry's mcpName and runs nothing at
@@ -237,13 +84,13 @@ func (x prefix) command(t *testing.T, name string, args ...string) *exec.Cmd {
 // its binary, executable, with the licence files.
 func TestNPMPackageContents(t *testing.T) {
 	t.Parallel()
-	p := packedPackages(t)
-	launcher := readTarball(t, p.launcher)
+	p := geminitest.PackedNPM(t)
+	launcher := readTarball(t, p.Launcher)
 	var raw map[string]any
 	if err := json.Unmarshal(launcher["package/package.json"].data, &raw); err != nil {
 		t.Fatal(err)
 	}
-	if raw["name"] != launcherName || raw["version"] != p.version || raw["mcpName"] != "io.github.gemini-mcp-server/gemini-mcp-server" {
+	if raw["name"] != launcherName || raw["version"] != p.Version || raw["mcpName"] != "io.github.gemini-mcp-server/gemini-mcp-server" {
 		t.Errorf("launcher package.json: name %v version %v mcpName %v", raw["name"], raw["version"], raw["mcpName"])
 	}
 	if _, ok := raw["scripts"]; ok {
@@ -258,7 +105,7 @@ func TestNPMPackageContents(t *testing.T) {
 		}
 	}
 	deps, _ := raw["optionalDependencies"].(map[string]any)
-	tarballs, _ := filepath.Glob(filepath.Join(p.dir, launcherName+"-*-"+p.version+".tgz"))
+	tarballs, _ := filepath.Glob(filepath.Join(p.Dir, launcherName+"-*-"+p.Version+".tgz"))
 	if len(deps) != len(npmOS)*len(npmCPU) || len(tarballs) != len(deps) {
 		t.Errorf("the launcher's optionalDependencies %v, the platform tarballs %v: want one for each of %d platforms", deps, tarballs, len(npmOS)*len(npmCPU))
 	}
@@ -272,7 +119,7 @@ func TestNPMPackageContents(t *testing.T) {
 		if err := json.Unmarshal(files["package/package.json"].data, &pj); err != nil {
 			t.Fatalf("%s: %v", tb, err)
 		}
-		if deps[pj.Name] != p.version || pj.Version != p.version {
+		if deps[pj.Name] != p.Version || pj.Version != p.Version {
 			t.Errorf("%s: %s@%s, the launcher asks for %v", tb, pj.Name, pj.Version, deps[pj.Name])
 		}
 		if len(pj.OS) != 1 || len(pj.CPU) != 1 || pj.Name != scope+pj.OS[0]+"-"+pj.CPU[0] || len(pj.Scripts) > 0 {
@@ -301,9 +148,9 @@ func TestNPMPackageContents(t *testing.T) {
 // server it reaches is the release's binary, out of the platform package.
 func TestNPXStartsServer(t *testing.T) {
 	t.Parallel()
-	p := packedPackages(t)
-	x := install(t, p, "--offline", p.launcher, p.platform)
-	cmd := x.command(t, "npx", "-y", launcherName)
+	p := geminitest.PackedNPM(t)
+	x := geminitest.InstallNPM(t, p, "--offline", p.Launcher, p.Platform)
+	cmd := x.Command(t, "npx", "-y", launcherName)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -313,8 +160,8 @@ func TestNPXStartsServer(t *testing.T) {
 		t.Fatalf("connect through npx: %v\n%s", err, stderr.String())
 	}
 	info := cs.InitializeResult().ServerInfo
-	if info.Name != binaryName || !strings.HasPrefix(info.Version, "v"+p.version) {
-		t.Errorf("npx started %s %s, want the release's %s v%s", info.Name, info.Version, binaryName, p.version)
+	if info.Name != binaryName || !strings.HasPrefix(info.Version, "v"+p.Version) {
+		t.Errorf("npx started %s %s, want the release's %s v%s", info.Name, info.Version, binaryName, p.Version)
 	}
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -335,16 +182,16 @@ func TestNPXStartsServer(t *testing.T) {
 // binary's exit code.
 func TestLauncherExitCode(t *testing.T) {
 	t.Parallel()
-	p := packedPackages(t)
-	x := install(t, p, "--offline", p.launcher, p.platform)
-	cmd := x.command(t, "npx", "-y", launcherName, "--no-such-flag")
+	p := geminitest.PackedNPM(t)
+	x := geminitest.InstallNPM(t, p, "--offline", p.Launcher, p.Platform)
+	cmd := x.Command(t, "npx", "-y", launcherName, "--no-such-flag")
 	out, err := cmd.CombinedOutput()
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "flag provided but not defined: -no-such-flag") {
 		t.Fatalf("a bad flag through npx: %v, want exit 2 with the server's complaint\n%s", err, out)
 	}
-	cmd = x.command(t, "npx", "-y", launcherName, "--version")
+	cmd = x.Command(t, "npx", "-y", launcherName, "--version")
 	out, err = cmd.Output()
-	if err != nil || !strings.HasPrefix(string(out), binaryName+" v"+p.version) {
+	if err != nil || !strings.HasPrefix(string(out), binaryName+" v"+p.Version) {
 		t.Fatalf("--version through npx: %v %q", err, out)
 	}
 }
@@ -352,9 +199,9 @@ func TestLauncherExitCode(t *testing.T) {
 // launcher starts the installed launcher with node, as its bin link
 // does, stdin left open; it returns once the server logged that it
 // serves.
-func launcher(t *testing.T, x prefix) (*exec.Cmd, *lineLog) {
+func launcher(t *testing.T, x geminitest.NPMPrefix) (*exec.Cmd, *lineLog) {
 	t.Helper()
-	cmd := x.command(t, "node", filepath.Join(x.dir, "node_modules", ".bin", launcherName))
+	cmd := x.Command(t, "node", filepath.Join(x.Prefix, "node_modules", ".bin", launcherName))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -380,8 +227,8 @@ func TestLauncherForwardsSIGTERM(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no SIGTERM on Windows")
 	}
-	p := packedPackages(t)
-	x := install(t, p, "--offline", p.launcher, p.platform)
+	p := geminitest.PackedNPM(t)
+	x := geminitest.InstallNPM(t, p, "--offline", p.Launcher, p.Platform)
 	cmd, log := launcher(t, x)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -399,8 +246,8 @@ func TestLauncherDiesOfBinarysSignal(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("finds the binary's process through /proc")
 	}
-	p := packedPackages(t)
-	x := install(t, p, "--offline", p.launcher, p.platform)
+	p := geminitest.PackedNPM(t)
+	x := geminitest.InstallNPM(t, p, "--offline", p.Launcher, p.Platform)
 	cmd, log := launcher(t, x)
 	pid := cmd.Process.Pid
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(pid), "children"))
@@ -412,7 +259,7 @@ func TestLauncherDiesOfBinarysSignal(t *testing.T) {
 		t.Fatalf("the launcher has children %q, want the binary alone", kids)
 	}
 	child, _ := strconv.Atoi(kids[0])
-	if exe, _ := os.Readlink(filepath.Join("/proc", kids[0], "exe")); !strings.HasSuffix(exe, filepath.Join(p.platformName, "bin", binaryName)) {
+	if exe, _ := os.Readlink(filepath.Join("/proc", kids[0], "exe")); !strings.HasSuffix(exe, filepath.Join(p.PlatformName, "bin", binaryName)) {
 		t.Fatalf("the launcher's child runs %s, not the platform package's binary", exe)
 	}
 	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
@@ -430,14 +277,14 @@ func TestLauncherDiesOfBinarysSignal(t *testing.T) {
 // missing, and fails.
 func TestLauncherWithoutPlatformPackage(t *testing.T) {
 	t.Parallel()
-	p := packedPackages(t)
-	x := install(t, p, "--offline", "--omit=optional", p.launcher)
-	if _, err := os.Stat(filepath.Join(x.dir, "node_modules", p.platformName)); err == nil {
-		t.Fatalf("%s was installed with --omit=optional", p.platformName)
+	p := geminitest.PackedNPM(t)
+	x := geminitest.InstallNPM(t, p, "--offline", "--omit=optional", p.Launcher)
+	if _, err := os.Stat(filepath.Join(x.Prefix, "node_modules", p.PlatformName)); err == nil {
+		t.Fatalf("%s was installed with --omit=optional", p.PlatformName)
 	}
-	cmd := x.command(t, "npx", "-y", launcherName)
+	cmd := x.Command(t, "npx", "-y", launcherName)
 	out, _ := cmd.CombinedOutput()
-	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "the binary for this platform ("+strings.TrimPrefix(p.platformName, scope)+") is in the package "+p.platformName+", which is not installed") {
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "the binary for this platform ("+strings.TrimPrefix(p.PlatformName, scope)+") is in the package "+p.PlatformName+", which is not installed") {
 		t.Fatalf("without the platform package: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
 	}
 }
