@@ -23,8 +23,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
@@ -144,26 +146,45 @@ func run(ctx context.Context, dist, out string, pack bool) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tarballs []string
-	for _, d := range dirs {
-		res, err := proc.Run(ctx, proc.Spec{Path: npm, Args: []string{"pack", "--json", "--pack-destination", abs}, Dir: d,
-			Env:     append(os.Environ(), "npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false"),
-			Timeout: 2 * time.Minute, MaxStdout: 1 << 20})
-		if err != nil {
-			return nil, fmt.Errorf("npm pack in %s: %w", d, err)
-		}
-		if res.Exit != 0 {
-			return nil, fmt.Errorf("npm pack in %s: exit %d: %s", d, res.Exit, res.Stderr)
-		}
-		var packed []struct {
-			Filename string `json:"filename"`
-		}
-		if err := json.Unmarshal(res.Stdout, &packed); err != nil || len(packed) != 1 || packed[0].Filename == "" {
-			return nil, fmt.Errorf("npm pack in %s: unexpected answer %q (%v)", d, res.Stdout, err)
-		}
-		tarballs = append(tarballs, filepath.Join(out, filepath.Base(packed[0].Filename)))
+	// npm pack spends its time compressing the binaries: one at a time
+	// per CPU.
+	tarballs := make([]string, len(dirs))
+	errs := make([]error, len(dirs))
+	sem := make(chan struct{}, max(1, runtime.NumCPU()))
+	var wg sync.WaitGroup
+	for i, d := range dirs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			tarballs[i], errs[i] = npmPack(ctx, npm, d, abs)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return tarballs, nil
+}
+
+// npmPack runs `npm pack` in dir, leaving the tarball in dest, and
+// returns its path.
+func npmPack(ctx context.Context, npm, dir, dest string) (string, error) {
+	res, err := proc.Run(ctx, proc.Spec{Path: npm, Args: []string{"pack", "--json", "--pack-destination", dest}, Dir: dir,
+		Env:     append(os.Environ(), "npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false"),
+		Timeout: 5 * time.Minute, MaxStdout: 1 << 20})
+	if err != nil {
+		return "", fmt.Errorf("npm pack in %s: %w", dir, err)
+	}
+	if res.Exit != 0 {
+		return "", fmt.Errorf("npm pack in %s: exit %d: %s", dir, res.Exit, res.Stderr)
+	}
+	var packed []struct {
+		Filename string `json:"filename"`
+	}
+	if err := json.Unmarshal(res.Stdout, &packed); err != nil || len(packed) != 1 || packed[0].Filename == "" {
+		return "", fmt.Errorf("npm pack in %s: unexpected answer %q (%v)", dir, res.Stdout, err)
+	}
+	return filepath.Join(dest, filepath.Base(packed[0].Filename)), nil
 }
 
 // semverRE is X.Y.Z with an optional pre-release and build metadata.
