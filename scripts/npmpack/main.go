@@ -13,6 +13,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -298,16 +299,20 @@ func readTemplate(path string) (map[string]any, error) {
 	return pj, nil
 }
 
-// writePackageJSON writes pj as dir/package.json, indented as npm does.
+// writePackageJSON writes pj as dir/package.json, indented as npm does
+// (its keys sorted; ">=18" as written, not HTML-escaped).
 func writePackageJSON(dir string, pj map[string]any) error {
-	b, err := json.MarshalIndent(pj, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(pj); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "package.json"), append(b, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(dir, "package.json"), b.Bytes(), 0o644)
 }
 
 // readJSON decodes a file of at most maxMetadataBytes.

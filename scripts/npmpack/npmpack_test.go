@@ -372,3 +372,86 @@ func (l *lineLog) waitFor(ctx context.Context, s string) bool {
 		}
 	}
 }
+
+// TestRunWritesPackages makes the packages of a small fake release
+// without packing them: the launcher names each platform's package at
+// the version without build metadata, each platform package holds its
+// binary, executable; a release with a bad version or an unknown
+// platform is refused before anything is written.
+func TestRunWritesPackages(t *testing.T) {
+	t.Chdir("../..")
+	dist := t.TempDir()
+	write := func(name, text string, mode os.FileMode) {
+		t.Helper()
+		p := filepath.Join(dist, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("linux/gemini-mcp-server", "linux binary", 0o755)
+	write("windows/gemini-mcp-server.exe", "windows binary", 0o644)
+	arts := `[{"path":"` + filepath.Join(dist, "linux/gemini-mcp-server") + `","type":"Binary","goos":"linux","goarch":"amd64"},` +
+		`{"path":"` + filepath.Join(dist, "windows/gemini-mcp-server.exe") + `","type":"Binary","goos":"windows","goarch":"arm64"}]`
+	write("artifacts.json", arts, 0o644)
+	write("metadata.json", `{"project_name":"gemini-mcp-server","version":"1.2.3-rc.1+abc1234"}`, 0o644)
+	out := filepath.Join(t.TempDir(), "npm")
+	dirs, err := run(t.Context(), dist, out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) != 3 {
+		t.Fatalf("package directories %v, want the launcher and two platforms", dirs)
+	}
+	var launcher struct {
+		Version              string
+		MCPName              string `json:"mcpName"`
+		OptionalDependencies map[string]string
+	}
+	if err := readJSON(filepath.Join(out, launcherName, "package.json"), &launcher); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"@gemini-mcp-server/linux-x64": "1.2.3-rc.1", "@gemini-mcp-server/win32-arm64": "1.2.3-rc.1"}
+	if launcher.Version != "1.2.3-rc.1" || launcher.MCPName == "" || len(launcher.OptionalDependencies) != 2 ||
+		launcher.OptionalDependencies["@gemini-mcp-server/linux-x64"] != want["@gemini-mcp-server/linux-x64"] ||
+		launcher.OptionalDependencies["@gemini-mcp-server/win32-arm64"] != want["@gemini-mcp-server/win32-arm64"] {
+		t.Errorf("launcher package.json: %+v", launcher)
+	}
+	for dir, exe := range map[string]string{"linux-x64": "gemini-mcp-server", "win32-arm64": "gemini-mcp-server.exe"} {
+		var pj struct {
+			Name, Version string
+			OS, CPU       []string
+		}
+		if err := readJSON(filepath.Join(out, dir, "package.json"), &pj); err != nil {
+			t.Fatal(err)
+		}
+		o, c, _ := strings.Cut(dir, "-")
+		if pj.Name != scope+dir || pj.Version != "1.2.3-rc.1" || !slices.Equal(pj.OS, []string{o}) || !slices.Equal(pj.CPU, []string{c}) {
+			t.Errorf("%s/package.json: %+v", dir, pj)
+		}
+		fi, err := os.Stat(filepath.Join(out, dir, "bin", exe))
+		if err != nil || fi.Mode()&0o111 == 0 {
+			t.Errorf("%s: bin/%s: %v %v", dir, exe, fi, err)
+		}
+		for _, f := range append([]string{"README.md"}, platformFiles...) {
+			if _, err := os.Stat(filepath.Join(out, dir, f)); err != nil {
+				t.Errorf("%s: %v", dir, err)
+			}
+		}
+	}
+
+	write("metadata.json", `{"project_name":"gemini-mcp-server","version":"v1.2.3"}`, 0o644)
+	if _, err := run(t.Context(), dist, out, false); err == nil || !strings.Contains(err.Error(), "not X.Y.Z") {
+		t.Errorf("a v-prefixed version: %v", err)
+	}
+	write("metadata.json", `{"project_name":"gemini-mcp-server","version":"1.2.3"}`, 0o644)
+	write("artifacts.json", `[{"path":"x","type":"Binary","goos":"plan9","goarch":"amd64"}]`, 0o644)
+	if _, err := run(t.Context(), dist, out, false); err == nil || !strings.Contains(err.Error(), "plan9/amd64") {
+		t.Errorf("an unknown platform: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, launcherName, "package.json")); err != nil {
+		t.Errorf("a refused release changed the output: %v", err)
+	}
+}
