@@ -477,5 +477,11 @@ func TestRegistryNameInPackages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The npm package server.json names is made from this template
+	// (scripts/npmpack): it must be found, or the check above proved
+	// nothing.
+	if launcher := filepath.Join(root, "npm", npmPackage, "package.json"); !slices.Contains(found, launcher) {
+		t.Errorf("%s, the template of the npm package %s, is missing or names another package; checked: %v", launcher, npmPackage, found)
+	}
 	t.Logf("checked: %v", found)
 }

@@ -22,6 +22,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	serverbuild "github.com/gemini-mcp-server/gemini-mcp-server/internal/buildinfo"
 )
 
 const (
@@ -103,8 +105,10 @@ func TestReleaseConfig(t *testing.T) {
 	if len(files) != 1 || !sameSet(files[0], releaseFiles) {
 		t.Errorf("%s: the archives' files lists are %v, want one list of %v", releaseConfig, files, releaseFiles)
 	}
-	if !strings.Contains(text, "-X main.version=") {
-		t.Errorf("%s does not stamp main.version (what --version prints) with -ldflags -X", releaseConfig)
+	for _, v := range []string{serverbuild.VersionVar, serverbuild.CommitVar, serverbuild.DateVar} {
+		if !strings.Contains(text, "-X "+v+"=") {
+			t.Errorf("%s does not stamp %s (what --version prints) with -ldflags -X", releaseConfig, v)
+		}
 	}
 }
 
@@ -172,6 +176,7 @@ func TestReleaseArchives(t *testing.T) {
 	var meta struct {
 		ProjectName string `json:"project_name"`
 		Version     string `json:"version"`
+		Commit      string `json:"commit"`
 	}
 	readJSON(t, filepath.Join(dir, "metadata.json"), &meta)
 	if meta.ProjectName != binaryName || meta.Version == "" {
@@ -240,7 +245,7 @@ func TestReleaseArchives(t *testing.T) {
 			checkBinary(t, bin.data, a.Goos, a.Goarch, mainPath, version)
 			if a.Goos == runtime.GOOS && a.Goarch == runtime.GOARCH {
 				ran = true
-				runVersion(t, bin.data, exe, version)
+				runVersion(t, bin.data, exe, wantBuild(t, bin.data, version, meta.Commit))
 			}
 		})
 	}
@@ -380,7 +385,7 @@ func checkBinary(t *testing.T, bin []byte, goos, goarch, mainPath, version strin
 	// Go leaves -ldflags out of the build information of a -trimpath
 	// build; the string -X stamped is in the binary's data.
 	if !bytes.Contains(bin, []byte(version)) {
-		t.Errorf("the binary does not hold the version %s (main.version stamped with -ldflags -X)", version)
+		t.Errorf("the binary does not hold the version %s (internal/buildinfo stamped with -ldflags -X)", version)
 	}
 	if goos != "linux" {
 		return
@@ -399,9 +404,44 @@ func checkBinary(t *testing.T, bin []byte, goos, goarch, mainPath, version strin
 	}
 }
 
+// wantBuild is what a release binary's --version must print after its
+// name: the release's version; the commit GoReleaser found (metadata.json)
+// and that commit's date as git gives it; without one ("none": a checkout
+// without a git remote), the revision and time Go recorded, else unknown.
+func wantBuild(t *testing.T, bin []byte, version, commit string) serverbuild.Info {
+	t.Helper()
+	want := serverbuild.Info{Version: version, Commit: serverbuild.Unknown, Date: serverbuild.Unknown}
+	if commit != "" && commit != "none" {
+		out, err := exec.Command("git", "-C", root, "show", "-s", "--format=%cI", commit).Output()
+		if err != nil {
+			t.Fatalf("git show %s: %v", commit, err)
+		}
+		date, err := time.Parse(time.RFC3339, strings.TrimSpace(string(out)))
+		if err != nil {
+			t.Fatalf("git show %s: %v", commit, err)
+		}
+		want.Commit, want.Date = commit, date.UTC().Format(time.RFC3339)
+		return want
+	}
+	bi, err := buildinfo.Read(bytes.NewReader(bin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			want.Commit = s.Value
+		case "vcs.time":
+			want.Date = s.Value
+		}
+	}
+	return want
+}
+
 // runVersion runs a release binary with --version in a temporary
-// directory and checks that it prints the release's version.
-func runVersion(t *testing.T, bin []byte, exe, version string) {
+// directory and checks that it prints want: the version, the commit and
+// its date.
+func runVersion(t *testing.T, bin []byte, exe string, want serverbuild.Info) {
 	t.Helper()
 	tmp := t.TempDir()
 	path := filepath.Join(tmp, exe)
@@ -418,7 +458,7 @@ func runVersion(t *testing.T, bin []byte, exe, version string) {
 	if err != nil {
 		t.Fatalf("%s --version: %v\n%s", exe, err, stderr.String())
 	}
-	if want := fmt.Sprintf("%s %s\n", binaryName, version); string(out) != want {
+	if want := fmt.Sprintf("%s %s\n", binaryName, want); string(out) != want {
 		t.Errorf("%s --version printed %q, want %q", exe, out, want)
 	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,13 +12,14 @@ import (
 
 // TestNestedServerIsQuiet runs the Gemini CLI as this server runs it (with
 // the marker in its environment) in a home where the server is registered
-// as the README says: the CLI starts the server, which offers the model no
+// as the README says (the binary on PATH): the CLI starts the server, which offers the model no
 // tool, and the CLI has nothing to complain about.
 func TestNestedServerIsQuiet(t *testing.T) {
 	t.Parallel()
 	c := newCLIHome(t)
-	line := readmeCommand(t, readmeSection(t, "Register it with a client"), "gemini mcp add", false)
-	if stdout, stderr, code := c.sh(t, strings.ReplaceAll(line, binPlaceholder, serverBin)); code != 0 {
+	line := readmeCommands(t, readmeSection(t, "Register it with a client"), "gemini mcp add", false)[pathForm]
+	c.install(t, pathForm, filepath.Dir(serverBin))
+	if stdout, stderr, code := c.sh(t, line); code != 0 {
 		t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
 	}
 	c.env = append(c.env, app.NestedEnv+"=1")

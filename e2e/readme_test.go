@@ -22,8 +22,20 @@ import (
 // readmePath is the README, whose registration examples these tests run.
 const readmePath = "../README.md"
 
-// binPlaceholder is how the README names the server binary in its examples.
-const binPlaceholder = "/path/to/gemini-mcp-server"
+// The README's registrations start the server in one of two installed
+// forms: through npx from the npm package, or as the binary on PATH.
+const (
+	npxCommand  = "npx -y gemini-mcp-server"
+	pathCommand = "gemini-mcp-server"
+)
+
+// form is how a registration starts the server.
+type form string
+
+const (
+	npxForm  form = "npx"
+	pathForm form = "PATH"
+)
 
 // readmeSection returns the text of the README section headed "## title",
 // up to the next section.
@@ -58,29 +70,43 @@ func codeBlocks(section, lang string) []string {
 // apiBackend marks the README's registration examples for API-key users.
 const apiBackend = "--backend api"
 
-// readmeCommand returns the one line of the section's sh blocks that
-// starts with prefix, among the API-key examples (those that say
-// --backend api) when api is set, among the others when not.
-func readmeCommand(t *testing.T, section, prefix string, api bool) string {
+// readmeCommands returns the lines of the section's sh blocks that
+// start with prefix, among the API-key examples (those that say --backend
+// api) when api is set, among the others when not, by the form they start
+// the server in (a trailing # comment cut): one line per form, at least
+// one.
+func readmeCommands(t *testing.T, section, prefix string, api bool) map[form]string {
 	t.Helper()
-	var found []string
+	found := map[form]string{}
+	onPath := regexp.MustCompile(`(^| )` + regexp.QuoteMeta(pathCommand) + `( |$)`)
 	for _, block := range codeBlocks(section, "sh") {
 		for _, line := range strings.Split(block, "\n") {
+			line, _, _ = strings.Cut(line, "#")
 			line = strings.TrimSpace(line)
-			if strings.HasPrefix(line, prefix) && strings.Contains(line, apiBackend) == api {
-				found = append(found, line)
+			if !strings.HasPrefix(line, prefix) || strings.Contains(line, apiBackend) != api {
+				continue
 			}
+			f := pathForm
+			if strings.Contains(line, " "+npxCommand) {
+				f = npxForm
+			} else if !onPath.MatchString(strings.TrimPrefix(line, prefix)) {
+				t.Fatalf("the README's command %q starts the server neither with %q nor as %q on PATH", line, npxCommand, pathCommand)
+			}
+			if _, dup := found[f]; dup {
+				t.Fatalf("two README commands starting %q in the %s form (API-key example: %v): %q and %q", prefix, f, api, found[f], line)
+			}
+			found[f] = line
 		}
 	}
-	if len(found) != 1 {
-		t.Fatalf("want one README command starting %q (API-key example: %v), found %q", prefix, api, found)
+	if len(found) == 0 {
+		t.Fatalf("no README command starting %q (API-key example: %v)", prefix, api)
 	}
-	return found[0]
+	return found
 }
 
 // readmeSettings returns the mcpServers of the section's json block, the
 // API-key example (whose args say --backend api) when api is set, the
-// other when not, with the binary's path put in.
+// other when not.
 func readmeSettings(t *testing.T, api bool) map[string]map[string]any {
 	t.Helper()
 	var found []map[string]map[string]any
@@ -88,7 +114,7 @@ func readmeSettings(t *testing.T, api bool) map[string]map[string]any {
 		var snippet struct {
 			MCPServers map[string]map[string]any `json:"mcpServers"`
 		}
-		if err := json.Unmarshal([]byte(strings.ReplaceAll(block, binPlaceholder, serverBin)), &snippet); err != nil {
+		if err := json.Unmarshal([]byte(block), &snippet); err != nil {
 			t.Fatalf("a settings snippet of the README: %v\n%s", err, block)
 		}
 		args, _ := json.Marshal(snippet.MCPServers["gemini"]["args"])
@@ -100,6 +126,78 @@ func readmeSettings(t *testing.T, api bool) map[string]map[string]any {
 		t.Fatalf("want one json block in the README's registration section (API-key example: %v), found %d", api, len(found))
 	}
 	return found[0]
+}
+
+// settingsForm is the form a settings snippet's server starts in.
+func settingsForm(t *testing.T, servers map[string]map[string]any) form {
+	t.Helper()
+	g := servers["gemini"]
+	args, _ := g["args"].([]any)
+	switch {
+	case g["command"] == "npx" && len(args) >= 2 && args[0] == "-y" && args[1] == pathCommand:
+		return npxForm
+	case g["command"] == pathCommand:
+		return pathForm
+	}
+	t.Fatalf("the README's settings start the server neither with %q nor as %q on PATH: %v", npxCommand, pathCommand, g)
+	return ""
+}
+
+// onPATH rewrites an npx snippet into the binary-on-PATH form, as the
+// README says to: command gemini-mcp-server, and args without -y and
+// gemini-mcp-server.
+func onPATH(t *testing.T, servers map[string]map[string]any) map[string]map[string]any {
+	t.Helper()
+	if settingsForm(t, servers) != npxForm {
+		t.Fatalf("not an npx snippet: %v", servers)
+	}
+	out := map[string]map[string]any{}
+	for name, s := range servers {
+		c := map[string]any{}
+		for k, v := range s {
+			c[k] = v
+		}
+		c["command"] = pathCommand
+		c["args"] = s["args"].([]any)[2:]
+		out[name] = c
+	}
+	return out
+}
+
+// prependPATH returns env with dirs put first in its PATH.
+func prependPATH(env []string, dirs ...string) []string {
+	out := slices.Clone(env)
+	for i, kv := range out {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			out[i] = "PATH=" + strings.Join(append(slices.Clone(dirs), v), string(os.PathListSeparator))
+			return out
+		}
+	}
+	return append(out, "PATH="+strings.Join(dirs, string(os.PathListSeparator)))
+}
+
+// install readies the client's home for a registration in form f: for
+// the PATH form, the built server's directory first in PATH; for npx, the
+// npm packages of the release installed into a fresh prefix, offline,
+// which becomes the working directory the client starts servers in (npx
+// finds the launcher in its node_modules/.bin, and can fetch nothing),
+// with Node's directory in PATH. The server's binary is then the
+// release's, reachable only through the launcher.
+func (c *cliHome) install(t *testing.T, f form, binDir string) {
+	t.Helper()
+	if f == pathForm {
+		c.env = prependPATH(c.env, binDir)
+		return
+	}
+	p := geminitest.PackedNPM(t)
+	x := geminitest.InstallNPM(t, p, "--offline", p.Launcher, p.Platform)
+	for _, kv := range x.Env() {
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "HOME=") {
+			c.env = append(c.env, kv)
+		}
+	}
+	c.env = prependPATH(c.env, p.NodeBin)
+	c.work = x.Prefix
 }
 
 // cliHome is a throwaway home for the real Gemini CLI, which reaches the
@@ -224,33 +322,57 @@ func (c *cliHome) ask(t *testing.T, api bool) {
 	}
 }
 
-// TestReadmeGeminiCLIRegistration runs the README's `gemini mcp add` line
-// as written (the binary's path put in), with the real Gemini CLI in a
-// throwaway home, then has the model call the server's chat tool headless:
-// the registration must carry the key and the trust a call needs.
+// TestReadmeGeminiCLIRegistration runs the README's `gemini mcp add`
+// lines as written, the npx one and the one of the binary on PATH, with
+// the real Gemini CLI in a throwaway home, then has the model call the
+// server's chat tool headless: the registration must carry the key and
+// the trust a call needs.
 func TestReadmeGeminiCLIRegistration(t *testing.T) {
 	t.Parallel()
-	c := newCLIHome(t)
-	line := readmeCommand(t, readmeSection(t, "Register it with a client"), "gemini mcp add", false)
-	line = strings.ReplaceAll(line, binPlaceholder, serverBin)
-	if stdout, stderr, code := c.sh(t, line); code != 0 {
-		t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
+	lines := readmeCommands(t, readmeSection(t, "Register it with a client"), "gemini mcp add", false)
+	for _, f := range []form{npxForm, pathForm} {
+		t.Run(string(f), func(t *testing.T) {
+			t.Parallel()
+			line, ok := lines[f]
+			if !ok {
+				t.Fatalf("the README has no `gemini mcp add` line in the %s form: %q", f, lines)
+			}
+			c := newCLIHome(t)
+			c.install(t, f, filepath.Dir(serverBin))
+			if stdout, stderr, code := c.sh(t, line); code != 0 {
+				t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
+			}
+			stdout, stderr, code := c.exec(t, c.cli, "mcp", "list")
+			if code != 0 || !regexp.MustCompile(`(?m)^✓ gemini: .*- Connected$`).MatchString(stdout+stderr) {
+				t.Fatalf("gemini mcp list: exit %d\n%s%s", code, stdout, stderr)
+			}
+			c.askChat(t)
+		})
 	}
-	stdout, stderr, code := c.exec(t, c.cli, "mcp", "list")
-	if code != 0 || !regexp.MustCompile(`(?m)^✓ gemini: .*- Connected$`).MatchString(stdout+stderr) {
-		t.Fatalf("gemini mcp list: exit %d\n%s%s", code, stdout, stderr)
-	}
-	c.askChat(t)
 }
 
 // TestReadmeGeminiCLISettings puts the README's settings.json snippet
-// into the CLI's settings, the binary's path put in, and calls chat the
-// same way.
+// into the CLI's settings, as written (npx) and in the binary-on-PATH
+// form the README describes, and calls chat the same way.
 func TestReadmeGeminiCLISettings(t *testing.T) {
 	t.Parallel()
-	c := newCLIHome(t)
-	geminitest.SetSetting(t, c.home, "mcpServers", readmeSettings(t, false))
-	c.askChat(t)
+	servers := readmeSettings(t, false)
+	if f := settingsForm(t, servers); f != npxForm {
+		t.Fatalf("the README's settings.json snippet is in the %s form; the test expects npx, and the PATH form described", f)
+	}
+	for _, f := range []form{npxForm, pathForm} {
+		t.Run(string(f), func(t *testing.T) {
+			t.Parallel()
+			c := newCLIHome(t)
+			c.install(t, f, filepath.Dir(serverBin))
+			s := servers
+			if f == pathForm {
+				s = onPATH(t, servers)
+			}
+			geminitest.SetSetting(t, c.home, "mcpServers", s)
+			c.askChat(t)
+		})
+	}
 }
 
 // TestReadmeAPIKeySettings puts the README's API-key snippet into the
@@ -262,6 +384,7 @@ func TestReadmeAPIKeySettings(t *testing.T) {
 	t.Parallel()
 	c := newCLIHome(t)
 	servers := readmeSettings(t, true)
+	c.install(t, settingsForm(t, servers), filepath.Dir(serverBin))
 	key, _ := servers["gemini"]["env"].(map[string]any)["GEMINI_API_KEY"].(string)
 	if key == "" {
 		t.Fatalf("the README's API-key snippet sets no GEMINI_API_KEY: %v", servers)
@@ -364,21 +487,30 @@ func envRecorder(t *testing.T) (script, envFile string) {
 }
 
 // TestReadmeClaudeCodeRegistration runs the README's `claude mcp add`
-// lines, the CLI one and the API-key one, with the real Claude Code
-// (offline, in a throwaway home): `claude mcp list` must start the server
-// and find it connected, with the key in its environment although Claude
-// Code's own environment lacks it.
+// lines, the CLI ones (npx, and the binary on PATH) and the API-key one,
+// with the real Claude Code (offline, in a throwaway home): `claude mcp
+// list` must start the server and find it connected, with the key in its
+// environment although Claude Code's own environment lacks it. (The API
+// backend refuses to start without a key, so a connected API-key server
+// has it; for the binary on PATH a script recording its environment
+// stands in for it.)
 func TestReadmeClaudeCodeRegistration(t *testing.T) {
 	t.Parallel()
+	section := readmeSection(t, "Register it with a client")
 	for _, api := range []bool{false, true} {
-		t.Run(map[bool]string{false: "cli", true: "api"}[api], func(t *testing.T) {
-			t.Parallel()
-			testClaudeCodeRegistration(t, api)
-		})
+		for f, line := range readmeCommands(t, section, "claude mcp add", api) {
+			t.Run(map[bool]string{false: "cli", true: "api"}[api]+"-"+string(f), func(t *testing.T) {
+				t.Parallel()
+				testClaudeCodeRegistration(t, line, f, api)
+			})
+		}
+	}
+	if lines := readmeCommands(t, section, "claude mcp add", false); len(lines) != 2 {
+		t.Errorf("want the README's `claude mcp add` in both forms, npx and on PATH: %q", lines)
 	}
 }
 
-func testClaudeCodeRegistration(t *testing.T, api bool) {
+func testClaudeCodeRegistration(t *testing.T, line string, f form, api bool) {
 	claude := otherCLI(t, "claude")
 	home, work := t.TempDir(), t.TempDir()
 	script, envFile := envRecorder(t)
@@ -388,8 +520,7 @@ func testClaudeCodeRegistration(t *testing.T, api bool) {
 		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "NO_COLOR=1",
 		"GEMINI_MCP_STATE_DIR=" + t.TempDir()}
 	c := &cliHome{home: home, work: work, env: env}
-	line := readmeCommand(t, readmeSection(t, "Register it with a client"), "claude mcp add", api)
-	line = strings.ReplaceAll(line, binPlaceholder, script)
+	c.install(t, f, filepath.Dir(script))
 	if stdout, stderr, code := c.sh(t, line); code != 0 {
 		t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
 	}
@@ -397,8 +528,15 @@ func testClaudeCodeRegistration(t *testing.T, api bool) {
 	// from an IDE, say): the registration must carry it.
 	c.env = slices.DeleteFunc(c.env, func(kv string) bool { return strings.HasPrefix(kv, "GEMINI_API_KEY=") })
 	stdout, stderr, code := c.exec(t, claude, "mcp", "list")
-	if code != 0 || !regexp.MustCompile(`(?m)^gemini: `+regexp.QuoteMeta(script)+`.* - ✔ Connected$`).MatchString(stdout) {
+	want := map[form]string{npxForm: npxCommand, pathForm: pathCommand}[f]
+	if code != 0 || !regexp.MustCompile(`(?m)^gemini: `+regexp.QuoteMeta(want)+`( .*)? - ✔ Connected$`).MatchString(stdout) {
 		t.Fatalf("claude mcp list: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if f == npxForm {
+		if _, err := os.Stat(envFile); err == nil {
+			t.Fatal("npx started the recording script on PATH, not the npm package's launcher")
+		}
+		return
 	}
 	got, err := os.ReadFile(envFile)
 	if err != nil {
@@ -428,7 +566,7 @@ func TestReadmeCodexConfig(t *testing.T) {
 	if err := os.MkdirAll(codexHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(strings.ReplaceAll(blocks[0], binPlaceholder, serverBin)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(blocks[0]), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := &cliHome{home: home, work: t.TempDir(), env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + codexHome, "NO_COLOR=1"}}
@@ -442,6 +580,7 @@ func TestReadmeCodexConfig(t *testing.T) {
 		Transport struct {
 			Type    string
 			Command string
+			Args    []string
 			EnvVars []string `json:"env_vars"`
 		}
 		ToolTimeoutSec float64 `json:"tool_timeout_sec"`
@@ -450,7 +589,7 @@ func TestReadmeCodexConfig(t *testing.T) {
 		t.Fatalf("codex mcp list --json: %v\n%s", err, stdout)
 	}
 	if len(servers) != 1 || servers[0].Name != "gemini" || !servers[0].Enabled || servers[0].Transport.Type != "stdio" ||
-		servers[0].Transport.Command != serverBin || !slices.Contains(servers[0].Transport.EnvVars, "GEMINI_API_KEY") || servers[0].ToolTimeoutSec < 300 {
+		servers[0].Transport.Command+" "+strings.Join(servers[0].Transport.Args, " ") != npxCommand || !slices.Contains(servers[0].Transport.EnvVars, "GEMINI_API_KEY") || servers[0].ToolTimeoutSec < 300 {
 		t.Fatalf("Codex read the README's snippet as %+v\n%s", servers, stdout)
 	}
 }

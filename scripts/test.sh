@@ -158,6 +158,15 @@ fi
 export GEMINI_MCP_RELEASE_DIR="$PWD/dist"
 export GEMINI_MCP_RELEASE_REQUIRED=1
 
+say "npm packages of the snapshot"
+# The launcher package gemini-mcp-server and one package per platform
+# holding its binary, packed with npm pack into dist/npm; the tests of
+# ./scripts/npmpack install them into a fresh prefix, offline, and start
+# the server with npx, as do the README's registration examples in ./e2e.
+go run ./scripts/npmpack -dist dist
+export GEMINI_MCP_NPM_DIR="$PWD/dist/npm"
+export GEMINI_MCP_NPM_REQUIRED=1
+
 say "Container image (podman, from the snapshot)"
 # Debian's podman builds the image FROM scratch with no registry; runc and
 # slirp4netns let the tests run it on a machine without systemd or cgroup

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/buildinfo"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 )
@@ -47,7 +48,8 @@ func TestMain(m *testing.M) {
 		}
 		// Without the race detector: a hundred tests start it, and its
 		// own packages' tests run under -race.
-		if err := geminitest.BuildServer(serverBin, false, "-ldflags", "-X main.version=v9.8.7-test"); err != nil {
+		if err := geminitest.BuildServer(serverBin, false, "-ldflags",
+			"-X "+buildinfo.VersionVar+"="+testVersion+" -X "+buildinfo.CommitVar+"="+testCommit+" -X "+buildinfo.DateVar+"="+testDate); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -55,6 +57,13 @@ func TestMain(m *testing.M) {
 		return m.Run()
 	}())
 }
+
+// The version, commit and date stamped into the binary the tests run.
+const (
+	testVersion = "v9.8.7-test"
+	testCommit  = "0123456789abcdef0123456789abcdef01234567"
+	testDate    = "2026-01-02T03:04:05Z"
+)
 
 type env struct {
 	log, state, work string
@@ -243,9 +252,12 @@ func TestHelpVersionAndBadFlags(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "Usage:") || !strings.Contains(string(out), "GEMINI_MCP_TIMEOUT") || !strings.Contains(string(out), "doctor") {
 		t.Fatalf("--help: %v\n%s", err, out)
 	}
-	out, err = e.command("--version").Output()
-	if err != nil || strings.TrimSpace(string(out)) != "gemini-mcp-server v9.8.7-test" {
-		t.Fatalf("--version: %v %q", err, out)
+	want := "gemini-mcp-server " + testVersion + " (commit " + testCommit + ", built " + testDate + ")\n"
+	for _, arg := range []string{"--version", "version"} {
+		out, err = e.command(arg).Output()
+		if err != nil || string(out) != want {
+			t.Fatalf("%s: %v %q, want %q", arg, err, out, want)
+		}
 	}
 	cmd := e.command("--approval-mode", "always")
 	out, _ = cmd.CombinedOutput()

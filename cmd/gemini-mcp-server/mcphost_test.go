@@ -451,3 +451,22 @@ func TestHostSanitizedNames(t *testing.T) {
 		t.Errorf("answer %q", text)
 	}
 }
+
+// TestHostSendsStampedVersion: the MCP host introduces itself to a
+// downstream server with the version stamped into the binary (the one
+// --version prints), in `mcp list` as in the server.
+func TestHostSendsStampedVersion(t *testing.T) {
+	t.Parallel()
+	clients := filepath.Join(t.TempDir(), "clients")
+	h := newHostEnv(t, map[string]any{"down": down(t, nil, "-tool", "echo", "-client-file", clients)})
+	if out := h.mcpList(t, nil, "--log-level", "debug"); !strings.Contains(out, "down") {
+		t.Fatalf("mcp list:\n%s", out)
+	}
+	got, err := os.ReadFile(clients)
+	if err != nil {
+		t.Fatalf("the downstream server recorded no initialize: %v\n%s", err, h.stderr.String())
+	}
+	if want := "server/discover gemini-mcp-server " + testVersion + "\n"; string(got) != want {
+		t.Errorf("the downstream server saw the client %q, want %q", got, want)
+	}
+}

@@ -11,12 +11,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/buildinfo"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
@@ -100,11 +100,10 @@ Flags (each also read from the environment variable in parentheses):
 `
 
 // Run runs the command with args (without the program name) and returns
-// its exit code.
-func Run(ctx context.Context, version string, args []string, sio IO) int {
-	if version == "" {
-		version = buildVersion()
-	}
+// its exit code. Its version is internal/buildinfo's.
+func Run(ctx context.Context, args []string, sio IO) int {
+	build := buildinfo.Get()
+	version := build.Version
 	env := sio.env()
 	sub, authServer := "", ""
 	if len(args) > 0 {
@@ -124,7 +123,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		case "healthcheck":
 			return Healthcheck(ctx, args[1:], env.Getenv, sio.Stdout, sio.Stderr)
 		case "version":
-			fmt.Fprintln(sio.Stdout, "gemini-mcp-server", version)
+			fmt.Fprintln(sio.Stdout, "gemini-mcp-server", build)
 			return 0
 		case "help":
 			args = []string{"--help"}
@@ -142,7 +141,7 @@ func Run(ctx context.Context, version string, args []string, sio IO) int {
 		return 2
 	}
 	if cfg.ShowVersion {
-		fmt.Fprintln(sio.Stdout, "gemini-mcp-server", version)
+		fmt.Fprintln(sio.Stdout, "gemini-mcp-server", build)
 		return 0
 	}
 	// The log masks every secret this process knows of: those of its
@@ -374,35 +373,4 @@ func loadTokens(cfg *config.Config) ([]string, error) {
 		return nil, fmt.Errorf("--token-file %s holds no token", cfg.HTTP.TokenFile)
 	}
 	return tokens, nil
-}
-
-// buildVersion is the module version Go recorded at build time: the tag
-// for `go install ...@vX`, else the VCS revision of a local build.
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if dirty {
-		rev += "-dirty"
-	}
-	return "devel+" + rev
 }

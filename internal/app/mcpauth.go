@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/buildinfo"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/mcphost"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
@@ -66,7 +67,7 @@ func mcpAuth(ctx context.Context, cfg *config.Config, env Env, name string, out,
 		return nil
 	}
 	host := mcphost.New(&mcphost.Config{Servers: []mcphost.ServerConfig{*one}}, mcphost.Options{
-		Logger: log, Version: buildVersion(), Tokens: tokens, Browser: browser, ClientMetadataURL: cfg.API.MCPClientMetadataURL,
+		Logger: log, Version: buildinfo.Get().Version, Tokens: tokens, Browser: browser, ClientMetadataURL: cfg.API.MCPClientMetadataURL,
 		Backoff: func(int) time.Duration { return time.Hour },
 	})
 	defer host.Close()

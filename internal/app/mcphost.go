@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/buildinfo"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/mcphost"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -48,7 +49,7 @@ func startToolHost(cfg *config.Config, env Env, store session.Store, log *slog.L
 		return nil, err
 	}
 	log.Info("MCP host: connecting to the configured servers", "config", cfg.API.MCPConfig, "servers", len(mc.Servers))
-	return mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), ChildEnv: []string{childNestEnv(env.Getenv)}, Tokens: tokens}), nil
+	return mcphost.New(mc, mcphost.Options{Logger: log, Version: buildinfo.Get().Version, ChildEnv: []string{childNestEnv(env.Getenv)}, Tokens: tokens}), nil
 }
 
 // loadMCPConfig reads --mcp-config, refusing a stdio server that is this
@@ -128,7 +129,7 @@ func mcpList(ctx context.Context, cfg *config.Config, env Env, out io.Writer, lo
 	defer closeTokens()
 	// A listing tries each server once: the retry would come after the
 	// host is closed.
-	host := mcphost.New(mc, mcphost.Options{Logger: log, Version: buildVersion(), Backoff: func(int) time.Duration { return time.Hour },
+	host := mcphost.New(mc, mcphost.Options{Logger: log, Version: buildinfo.Get().Version, Backoff: func(int) time.Duration { return time.Hour },
 		ChildEnv: []string{childNestEnv(env.Getenv)}, Tokens: tokens})
 	wctx, cancel := context.WithTimeout(ctx, longest+time.Second)
 	err = host.WaitSettled(wctx)

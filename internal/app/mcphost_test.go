@@ -47,7 +47,7 @@ func mcpConfig(t *testing.T) string {
 func TestMCPList(t *testing.T) {
 	path := mcpConfig(t)
 	var out, errs strings.Builder
-	code := Run(context.Background(), "test", []string{"mcp", "list", "--mcp-config", path}, IO{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }})
+	code := Run(context.Background(), []string{"mcp", "list", "--mcp-config", path}, IO{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }})
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errs.String())
 	}
@@ -64,10 +64,10 @@ func TestMCPList(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if code := Run(context.Background(), "test", []string{"mcp", "list"}, IO{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }}); code != 0 || !strings.Contains(out.String(), "No MCP servers configured: give --mcp-config FILE") {
+	if code := Run(context.Background(), []string{"mcp", "list"}, IO{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }}); code != 0 || !strings.Contains(out.String(), "No MCP servers configured: give --mcp-config FILE") {
 		t.Errorf("without a configuration: exit %d %q", code, out.String())
 	}
-	if code := Run(context.Background(), "test", []string{"mcp", "lsit"}, IO{Stdout: &out, Stderr: &errs}); code != 2 {
+	if code := Run(context.Background(), []string{"mcp", "lsit"}, IO{Stdout: &out, Stderr: &errs}); code != 2 {
 		t.Errorf("an unknown mcp command: exit %d", code)
 	}
 }
@@ -161,7 +161,7 @@ func TestMCPAuthRefuses(t *testing.T) {
 		{[]string{"mcp", "auth", "good", "--mcp-config", path, "--state-dir", state}, `"good" is a stdio server: only remote (url, httpUrl) servers sign in`},
 	} {
 		var out, errs strings.Builder
-		code := Run(context.Background(), "test", tc.args, IO{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }})
+		code := Run(context.Background(), tc.args, IO{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }})
 		if code != 2 || !strings.Contains(errs.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs.String(), tc.want)
 		}

@@ -69,6 +69,7 @@ func run() error {
 	explodeLevels := flag.Int("explode-levels", 20, "how many $defs levels the -explode tool's schema has")
 	endlessPages := flag.Bool("endless-pages", false, "tools/list always answers with one more tool and a nextCursor (http only)")
 	envFile := flag.String("env-file", "", "write this process's environment here, one variable a line")
+	clientFile := flag.String("client-file", "", "write the method, client name and version of each initialize or server/discover here, one a line")
 	echoEnv := flag.String("echo-env", "", "a tool named env that answers with this variable's value")
 	noInit := flag.Bool("no-initialize", false, "never answer initialize (a hanging server)")
 	child := flag.Bool("child", false, "start a child process that stays until killed")
@@ -128,6 +129,31 @@ func run() error {
 	}
 
 	server := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, nil)
+	if *clientFile != "" {
+		// The client of initialize (older protocols) or server/discover
+		// (stateless ones, whose client names itself in _meta), written
+		// before the request is answered, so a client that saw the answer
+		// finds the line.
+		server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				var info *mcp.Implementation
+				switch p := req.GetParams().(type) {
+				case *mcp.InitializeParams:
+					info = p.ClientInfo
+				case *mcp.DiscoverParams:
+					b, _ := json.Marshal(p.GetMeta()[mcp.MetaKeyClientInfo])
+					json.Unmarshal(b, &info) //nolint:errcheck // a missing or odd clientInfo records nothing.
+				}
+				if info != nil {
+					if f, err := os.OpenFile(*clientFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+						fmt.Fprintln(f, method, info.Name, info.Version)
+						f.Close()
+					}
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 	echo := func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args, _ := json.Marshal(req.Params.Arguments)
 		text := req.Params.Name + " " + string(args)
