@@ -27,7 +27,7 @@ import (
 type Set struct {
 	reg *Registry
 
-	operation, session, tokens, backendCall, storeOp *HistogramVec
+	operation, session, tokens, backendCall, storeOp   *HistogramVec
 	warmRecycles, warmStarts, storeErrors, rateLimited *CounterVec
 	activeCalls, queued                                *GaugeVec
 	warmProcs, warmSpares                              *GaugeFunc
