@@ -284,11 +284,12 @@ func (m *models) label(name string) string {
 	return name
 }
 
-// WarmPool sets the functions the warm pool gauges read when scraped.
-func WarmPool(processes, spares func() int) {
+// WarmPool sets the function the warm pool gauges read when scraped: the
+// processes alive and the spare sessions ready.
+func WarmPool(counts func() (procs, spares int)) {
 	if s := Current(); s != nil {
-		s.warmProcs.Set(func() float64 { return float64(processes()) })
-		s.warmSpares.Set(func() float64 { return float64(spares()) })
+		s.warmProcs.Set(func() float64 { n, _ := counts(); return float64(n) })
+		s.warmSpares.Set(func() float64 { _, n := counts(); return float64(n) })
 	}
 }
 

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var metricsAddrRE = regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
+
+// startWithMetrics starts the binary with --http and --metrics on free
+// loopback ports and returns both addresses.
+func startWithMetrics(t *testing.T, e *env, args ...string) (addr, metricsAddr string, stop func() error) {
+	t.Helper()
+	addr, stop, log := startHTTPCmd(t, e.command(append([]string{"--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0"}, args...)...))
+	m := metricsAddrRE.FindStringSubmatch(log.String())
+	if m == nil {
+		t.Fatalf("no metrics address logged before the MCP one:\n%s", log.String())
+	}
+	return addr, m[1], stop
+}
+
+// scrapeMetrics reads url's exposition into series → value, checking
+// that every line is a comment or a sample.
+func scrapeMetrics(t *testing.T, url, token string) map[string]float64 {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain; version=0.0.4") {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %s %q %s", url, resp.Status, resp.Header.Get("Content-Type"), body)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.HasPrefix(l, "# HELP ") || strings.HasPrefix(l, "# TYPE ") {
+			continue
+		}
+		i := strings.LastIndexByte(l, ' ')
+		if i < 0 {
+			t.Fatalf("bad line %q", l)
+		}
+		v, err := strconv.ParseFloat(l[i+1:], 64)
+		if err != nil {
+			t.Fatalf("bad value in %q", l)
+		}
+		if _, dup := out[l[:i]]; dup {
+			t.Fatalf("series twice: %q", l)
+		}
+		out[l[:i]] = v
+	}
+	return out
+}
+
+// operation names a series of mcp_server_operation_duration_seconds.
+func operation(suffix, method, tool, errType string) string {
+	return fmt.Sprintf(`mcp_server_operation_duration_seconds_%s{mcp_method_name=%q,gen_ai_tool_name=%q,error_type=%q}`, suffix, method, tool, errType)
+}
+
+// metricsCalls makes the calls both metrics tests count: two chats, one
+// that fails in the CLI, a sessions call and one refused by its rate
+// limit, and an analyze call with invalid arguments.
+func metricsCalls(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	callOK(t, cs, "chat", map[string]any{"prompt": "hello"})
+	callOK(t, cs, "chat", map[string]any{"prompt": "hello again"})
+	if res, err := callTool(cs, "chat", map[string]any{"prompt": "fail [[exit:42]]"}); err != nil || !res.IsError {
+		t.Fatalf("failing chat: %v %+v", err, res)
+	}
+	callOK(t, cs, "sessions", map[string]any{})
+	if res, err := callTool(cs, "sessions", map[string]any{}); err != nil || !res.IsError || !strings.Contains(resultText(res), "rate limit") {
+		t.Fatalf("rate-limited sessions: %v %+v", err, res)
+	}
+	// The expert tools answer invalid arguments with a JSON-RPC error.
+	if _, err := callTool(cs, "analyze", map[string]any{"question": "why?"}); err == nil {
+		t.Fatal("an analyze call without files succeeded")
+	}
+}
+
+// TestMetricsBinary: the server with --metrics on a port of its own counts
+// each MCP request by method, tool and error type, the backend's calls by
+// outcome and their tokens, the rate limiter's refusals, the store's
+// operations, and an HTTP session once it ends; its /mcp listener does
+// not serve /metrics.
+func TestMetricsBinary(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	addr, maddr, stop := startWithMetrics(t, e, "--rate-limits", "sessions=1/h")
+	url := "http://" + maddr + "/metrics"
+	before := scrapeMetrics(t, url, "")
+	if before["gemini_mcp_backend_active_calls"] != 0 || before[operation("count", "tools/call", "chat", "")] != 0 {
+		t.Fatalf("counts before any call: %v", before)
+	}
+
+	cs := httpClient(t, addr, "")
+	metricsCalls(t, cs)
+	got := scrapeMetrics(t, url, "")
+	want := map[string]float64{
+		operation("count", "initialize", "", ""):                                                                       1,
+		operation("count", "tools/call", "chat", ""):                                                                   2,
+		operation("count", "tools/call", "chat", "tool_error"):                                                         1,
+		operation("count", "tools/call", "analyze", "-32602"):                                                          1,
+		operation("count", "tools/call", "sessions", ""):                                                               1,
+		operation("count", "tools/call", "sessions", "tool_error"):                                                     1,
+		`gemini_mcp_rate_limited_total{gen_ai_tool_name="sessions"}`:                                                   1,
+		`gemini_mcp_backend_call_duration_seconds_count{backend="oneshot",outcome="ok"}`:                               2,
+		`gemini_mcp_backend_call_duration_seconds_count{backend="oneshot",outcome="error"}`:                            1,
+		`gen_ai_client_token_usage_count{gen_ai_token_type="input",gen_ai_request_model="default",backend="oneshot"}`:  2,
+		`gen_ai_client_token_usage_sum{gen_ai_token_type="input",gen_ai_request_model="default",backend="oneshot"}`:    2,
+		`gen_ai_client_token_usage_count{gen_ai_token_type="output",gen_ai_request_model="default",backend="oneshot"}`: 2,
+		`gemini_mcp_backend_active_calls`:                                                                              0,
+		`gemini_mcp_backend_queued_calls`:                                                                              0,
+		`gemini_mcp_warm_processes`:                                                                                    0,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	if got[`gemini_mcp_store_operation_duration_seconds_count{op="Touch"}`] < 2 {
+		t.Errorf("store Touch operations: %v, want at least the two chats'", got[`gemini_mcp_store_operation_duration_seconds_count{op="Touch"}`])
+	}
+	if got[operation("sum", "tools/call", "chat", "")] <= 0 {
+		t.Error("the chats took no time")
+	}
+	// Every series of the histogram has its +Inf bucket equal to its count.
+	for k, v := range got {
+		if rest, ok := strings.CutPrefix(k, "mcp_server_operation_duration_seconds_count{"); ok {
+			if inf := got["mcp_server_operation_duration_seconds_bucket{"+strings.TrimSuffix(rest, "}")+`,le="+Inf"}`]; inf != v {
+				t.Errorf("%s: +Inf bucket %v", k, inf)
+			}
+		}
+	}
+	for k := range got {
+		if strings.Contains(k, "hello") || strings.Contains(k, "[[exit") {
+			t.Errorf("a prompt leaked into a label: %s", k)
+		}
+	}
+
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/metrics on the MCP listener with --metrics ADDR: %s", resp.Status)
+	}
+
+	// Ending the session (DELETE) records its duration; the session's end
+	// is seen by the server after the DELETE has been answered.
+	cs.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for scrapeMetrics(t, url, "")["mcp_server_session_duration_seconds_count"] != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the ended session was not recorded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+}
+
+// TestMetricsOnHTTPListener: --metrics on serves /metrics on the --http
+// listener behind its bearer tokens.
+func TestMetricsOnHTTPListener(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne)
+	addr, _ := startHTTP(t, e, "--metrics", "on")
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/metrics without a token: %s", resp.Status)
+	}
+	cs := httpClient(t, addr, tokenOne)
+	callOK(t, cs, "chat", map[string]any{"prompt": "hello"})
+	got := scrapeMetrics(t, "http://"+addr+"/metrics", tokenOne)
+	if got[operation("count", "tools/call", "chat", "")] != 1 {
+		t.Errorf("chat calls: %v", got[operation("count", "tools/call", "chat", "")])
+	}
+}
+
+// TestMetricsFlagChecks: --metrics refuses what it cannot serve safely,
+// before anything starts.
+func TestMetricsFlagChecks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--metrics", "0.0.0.0:9464"}, "not a loopback address"},
+		{[]string{"--metrics", "on"}, "set --http"},
+		{[]string{"--metrics", "9464"}, "host:port"},
+	} {
+		cmd := e.command(c.args...)
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), c.want) {
+			t.Errorf("%v: exit %d, output %s", c.args, code, out)
+		}
+	}
+	// --metrics-allow-remote lets a non-loopback address through the check.
+	cmd := e.command("--metrics", "0.0.0.0:0", "--metrics-allow-remote", "--http", "127.0.0.1:0")
+	_, stop, log := startHTTPCmd(t, cmd)
+	if !metricsAddrRE.MatchString(log.String()) {
+		t.Errorf("no metrics listener:\n%s", log.String())
+	}
+	stop()
+}
