@@ -100,7 +100,7 @@ fi
 command -v prometheus >/dev/null || { echo "test.sh: prometheus is required for the metrics test (Debian: apt-get install prometheus; elsewhere put it on PATH)" >&2; exit 1; }
 export GEMINI_MCP_PROMETHEUS="$(command -v prometheus)"
 export GEMINI_MCP_PROMETHEUS_REQUIRED=1
-prometheus --version 2>&1 | head -1
+prometheus --version 2>&1 | sed -n 1p
 
 say "The real Gemini CLI (pinned)"
 npm_tools e2e/npm npm node_modules/.bin/gemini
