@@ -227,3 +227,48 @@ func TestMetricsFlagChecks(t *testing.T) {
 	}
 	stop()
 }
+
+// waitMetrics scrapes url until every series of want has its value, or
+// fails after 30 s.
+func waitMetrics(t *testing.T, url string, want map[string]float64) map[string]float64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := scrapeMetrics(t, url, "")
+		missing := ""
+		for k, v := range want {
+			if got[k] != v {
+				missing += fmt.Sprintf("\n%s = %v, want %v", k, got[k], v)
+			}
+		}
+		if missing == "" {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s:%s", missing)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestMetricsWarmPool: the warm pool's gauges show the process and spare
+// session prepared when a client connects; a chat through it is a warm
+// backend call, and --warm-max-prompts 1 recycles the process after it.
+func TestMetricsWarmPool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_BACKEND=warm")
+	addr, maddr, _ := startWithMetrics(t, e, "--warm-max-prompts", "1")
+	url := "http://" + maddr + "/metrics"
+	cs := httpClient(t, addr, "")
+	waitMetrics(t, url, map[string]float64{
+		"gemini_mcp_warm_processes":                          1,
+		"gemini_mcp_warm_spare_sessions":                     1,
+		`gemini_mcp_warm_process_starts_total{outcome="ok"}`: 1,
+	})
+	callOK(t, cs, "chat", map[string]any{"prompt": "hello", "model": "gemini-x"})
+	waitMetrics(t, url, map[string]float64{
+		`gemini_mcp_backend_call_duration_seconds_count{backend="warm",outcome="ok"}`: 1,
+		`gemini_mcp_warm_process_recycles_total{reason="prompts"}`:                    1,
+	})
+}
