@@ -16,7 +16,6 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/ratelimit"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
@@ -67,7 +66,7 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 	}, log)
 	if cfg.Tools.RateLimits.Limits != nil {
 		limiter := ratelimit.NewLimiter(cfg.Tools.RateLimits.Limits, nil)
-		if shared, ok := session.Unwrap(conv.Store()).(ratelimit.SharedBuckets); ok {
+		if shared, ok := conv.Store().(ratelimit.SharedBuckets); ok {
 			// Replicas on one Redis count each client's calls together.
 			limiter.Shared, limiter.Log = shared, log
 		}

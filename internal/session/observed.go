@@ -8,21 +8,57 @@ import (
 
 // Observed returns st with each operation reported to observe: its name
 // (the method's), its duration and its error (nil on success; a record
-// not found is a success). The metrics time the store through it.
-// Unwrap gives st back, for the interfaces a store may offer beyond Store.
+// not found is a success). The metrics time the store through it. A store
+// that replicas share (the Redis store) keeps the methods it has beyond
+// Store, observed too: TakeCall (ratelimit.SharedBuckets) and the OAuth
+// token methods the MCP host keeps its tokens with.
 func Observed(st Store, observe func(op string, d time.Duration, err error)) Store {
-	return &observed{st: st, observe: observe}
+	o := &observed{st: st, observe: observe}
+	if sh, ok := st.(sharedStore); ok {
+		return &observedShared{observed: o, sh: sh}
+	}
+	return o
 }
 
-// Unwrap returns the store st observes (see Observed), or st itself.
-func Unwrap(st Store) Store {
-	for {
-		o, ok := st.(*observed)
-		if !ok {
-			return st
-		}
-		st = o.st
-	}
+// sharedStore is what the Redis store offers beyond Store.
+type sharedStore interface {
+	TakeCall(ctx context.Context, key string, n int, per time.Duration) (ok bool, retryAfter time.Duration, err error)
+	LoadOAuthTokens(ctx context.Context, server string) (map[string][]byte, error)
+	SaveOAuthToken(ctx context.Context, server, issuer string, value []byte) error
+	DeleteOAuthToken(ctx context.Context, server, issuer string) error
+}
+
+type observedShared struct {
+	*observed
+	sh sharedStore
+}
+
+func (o *observedShared) TakeCall(ctx context.Context, key string, n int, per time.Duration) (ok bool, retryAfter time.Duration, err error) {
+	start := time.Now()
+	ok, retryAfter, err = o.sh.TakeCall(ctx, key, n, per)
+	o.done("TakeCall", start, err)
+	return ok, retryAfter, err
+}
+
+func (o *observedShared) LoadOAuthTokens(ctx context.Context, server string) (map[string][]byte, error) {
+	start := time.Now()
+	m, err := o.sh.LoadOAuthTokens(ctx, server)
+	o.done("LoadOAuthTokens", start, err)
+	return m, err
+}
+
+func (o *observedShared) SaveOAuthToken(ctx context.Context, server, issuer string, value []byte) error {
+	start := time.Now()
+	err := o.sh.SaveOAuthToken(ctx, server, issuer, value)
+	o.done("SaveOAuthToken", start, err)
+	return err
+}
+
+func (o *observedShared) DeleteOAuthToken(ctx context.Context, server, issuer string) error {
+	start := time.Now()
+	err := o.sh.DeleteOAuthToken(ctx, server, issuer)
+	o.done("DeleteOAuthToken", start, err)
+	return err
 }
 
 type observed struct {
