@@ -21,6 +21,9 @@ func enableMetrics(cfg *config.Config) (*metrics.Set, func()) {
 		return nil, func() {}
 	}
 	set := metrics.New(server.ToolNames())
+	if cfg.HTTP.Addr != "" && cfg.HTTP.Stateless {
+		set.NoSessions()
+	}
 	metrics.Enable(set)
 	return set, func() { metrics.Enable(nil) }
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"sync"
@@ -34,7 +33,14 @@ type Set struct {
 
 	tools  map[string]bool
 	models models
+	// noSessions: the transport has no sessions to time (stateless HTTP).
+	noSessions bool
 }
+
+// NoSessions stops the timing of sessions, for a transport without them
+// (stateless HTTP, where initialize's session ends with its request).
+// Call it before Middleware serves.
+func (s *Set) NoSessions() { s.noSessions = true }
 
 // Buckets, in seconds: the semantic conventions' advice for MCP operations
 // (to 300 s, the longest a Gemini call usually takes), longer for sessions.
@@ -121,25 +127,26 @@ func Current() *Set { return current.Load() }
 // Error types of mcp_server_operation_duration_seconds: "" for success,
 // tool_error for a tool result with isError, the JSON-RPC error code for a
 // JSON-RPC error of a known code, else "other" (or "cancelled").
-var knownCodes = map[int64]string{}
-
-func init() {
-	for _, c := range []int64{-32700, -32600, -32601, -32602, -32603, -32002, -32042} {
-		knownCodes[c] = strconv.FormatInt(c, 10)
+func knownCode(code int64) (string, bool) {
+	switch code {
+	case -32700, -32600, -32601, -32602, -32603, -32002, -32042:
+		return strconv.FormatInt(code, 10), true
 	}
+	return "", false
 }
 
-// methods are the MCP methods kept as labels; any other is "other".
-var methods = map[string]bool{}
-
-func init() {
-	for _, m := range []string{"initialize", "ping", "server/discover", "tools/list", "tools/call",
+// knownMethod says whether method is an MCP method kept as a label; any
+// other is "other".
+func knownMethod(method string) bool {
+	switch method {
+	case "initialize", "ping", "server/discover", "tools/list", "tools/call",
 		"resources/list", "resources/read", "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
 		"prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
 		"notifications/initialized", "notifications/cancelled", "notifications/progress",
-		"notifications/roots/list_changed"} {
-		methods[m] = true
+		"notifications/roots/list_changed":
+		return true
 	}
+	return false
 }
 
 // Middleware times every MCP request the server receives. It should be
@@ -158,7 +165,7 @@ func (s *Set) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		s.ObserveOperation(method, tool, errorType(ctx, res, err), time.Since(start))
-		if method == "initialize" && err == nil {
+		if method == "initialize" && err == nil && !s.noSessions {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
 				go func() {
 					ss.Wait()
@@ -172,7 +179,7 @@ func (s *Set) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // ObserveOperation records one MCP request.
 func (s *Set) ObserveOperation(method, tool, errType string, d time.Duration) {
-	if !methods[method] {
+	if !knownMethod(method) {
 		method = "other"
 	}
 	s.operation.Observe(d.Seconds(), method, tool, errType)
@@ -182,7 +189,7 @@ func errorType(ctx context.Context, res mcp.Result, err error) string {
 	if err != nil {
 		var we *jsonrpc.Error
 		if errors.As(err, &we) {
-			if c, ok := knownCodes[we.Code]; ok {
+			if c, ok := knownCode(we.Code); ok {
 				return c
 			}
 		}
@@ -257,7 +264,21 @@ type models struct {
 	seen []string
 }
 
-var modelName = regexp.MustCompile(`^[a-z0-9][a-z0-9.\-_]{0,63}$`)
+// modelName says whether name looks like a model's name: up to 64 lower
+// case letters, digits, dots, dashes and underscores, starting with a
+// letter or digit.
+func modelName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '.' || c == '-' || c == '_')) {
+			return false
+		}
+	}
+	return true
+}
 
 func (m *models) label(name string) string {
 	if name == "" {
@@ -269,7 +290,7 @@ func (m *models) label(name string) string {
 	if ok {
 		return name
 	}
-	if !modelName.MatchString(name) {
+	if !modelName(name) {
 		return "other"
 	}
 	m.mu.Lock()
