@@ -272,3 +272,37 @@ func TestMetricsWarmPool(t *testing.T) {
 		`gemini_mcp_warm_process_recycles_total{reason="prompts"}`:                    1,
 	})
 }
+
+// TestMetricsAPIBackend: the API backend's calls count their input, output
+// and reasoning tokens as the Gemini API reports them (the fake API's
+// usageMetadata), by requested model, and a failing API call is an error.
+func TestMetricsAPIBackend(t *testing.T) {
+	t.Parallel()
+	e, _ := apiEnv(t)
+	addr, maddr, _ := startWithMetrics(t, e, "--backend", "api")
+	cs := httpClient(t, addr, "")
+	callOK(t, cs, "chat", map[string]any{"prompt": "think about it", "thinking_mode": "high"})
+	callOK(t, cs, "chat", map[string]any{"prompt": "hello", "model": "gemini-2.5-flash"})
+	if res, err := callTool(cs, "chat", map[string]any{"prompt": "fail [[status:400]]"}); err != nil || !res.IsError {
+		t.Fatalf("failing chat: %v %+v", err, res)
+	}
+	got := scrapeMetrics(t, "http://"+maddr+"/metrics", "")
+	for k, v := range map[string]float64{
+		`gen_ai_client_token_usage_count{gen_ai_token_type="input",gen_ai_request_model="default",backend="api"}`:           1,
+		`gen_ai_client_token_usage_count{gen_ai_token_type="reasoning",gen_ai_request_model="default",backend="api"}`:       1,
+		`gen_ai_client_token_usage_count{gen_ai_token_type="output",gen_ai_request_model="gemini-2.5-flash",backend="api"}`: 1,
+		`gemini_mcp_backend_call_duration_seconds_count{backend="api",outcome="ok"}`:                                        2,
+		`gemini_mcp_backend_call_duration_seconds_count{backend="api",outcome="error"}`:                                     1,
+		operation("count", "tools/call", "chat", "tool_error"):                                                              1,
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if got[`gen_ai_client_token_usage_sum{gen_ai_token_type="input",gen_ai_request_model="default",backend="api"}`] < 1 {
+		t.Error("no input tokens summed")
+	}
+	if _, ok := got[`gen_ai_client_token_usage_count{gen_ai_token_type="reasoning",gen_ai_request_model="gemini-2.5-flash",backend="api"}`]; ok {
+		t.Error("reasoning tokens recorded for a call that asked for no thinking")
+	}
+}
