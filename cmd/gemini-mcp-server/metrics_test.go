@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
 var metricsAddrRE = regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
@@ -304,5 +307,41 @@ func TestMetricsAPIBackend(t *testing.T) {
 	}
 	if _, ok := got[`gen_ai_client_token_usage_count{gen_ai_token_type="reasoning",gen_ai_request_model="gemini-2.5-flash",backend="api"}`]; ok {
 		t.Error("reasoning tokens recorded for a call that asked for no thinking")
+	}
+}
+
+// TestMetricsStdio: a stdio server serves its metrics on --metrics ADDR,
+// counting its one session's requests.
+func TestMetricsStdio(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cmd := e.command("--metrics", "127.0.0.1:0")
+	stderr := &geminitest.LockedBuffer{}
+	cmd.Stderr = stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-metrics", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	callOK(t, cs, "chat", map[string]any{"prompt": "hello"})
+	// The listener's line is logged before the server reads stdin.
+	m := metricsAddrRE.FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics address:\n%s", stderr.String())
+	}
+	got := scrapeMetrics(t, "http://"+m[1]+"/metrics", "")
+	// The client's handshake: initialize, or server/discover for the
+	// stateless protocol.
+	if n := got[operation("count", "initialize", "", "")] + got[operation("count", "server/discover", "", "")]; n != 1 {
+		t.Errorf("handshakes counted: %v", n)
+	}
+	for k, v := range map[string]float64{
+		operation("count", "tools/call", "chat", ""):                                     1,
+		`gemini_mcp_backend_call_duration_seconds_count{backend="oneshot",outcome="ok"}`: 1,
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
 	}
 }
