@@ -13,7 +13,8 @@
 # target a short burst. The Redis store's tests run against a real
 # redis-server: Debian's package is installed when none is on PATH, and
 # those tests fail, never skip, when it cannot run. So does the browser
-# test of CORS, with Debian's chromium.
+# test of CORS, with Debian's chromium, and the metrics test, with Debian's
+# prometheus.
 #
 # Environment:
 #   GEMINI_MCP_CACHE   where the pinned npm tools go (default: $XDG_CACHE_HOME
@@ -88,6 +89,19 @@ fi
 command -v chromium >/dev/null || { echo "test.sh: chromium is required for the browser test (Debian: apt-get install chromium; elsewhere put it on PATH)" >&2; exit 1; }
 export GEMINI_MCP_BROWSER_REQUIRED=1
 chromium --version
+
+say "Prometheus, for the metrics test"
+if ! command -v prometheus >/dev/null; then
+	# Debian's package (2.42 on bookworm; 22.5 MB to download, 332 MB
+	# installed, about 20 s with --no-install-recommends); the test starts
+	# its own server on a loopback port, its storage in a temporary
+	# directory, never the system service.
+	apt_install prometheus
+fi
+command -v prometheus >/dev/null || { echo "test.sh: prometheus is required for the metrics test (Debian: apt-get install prometheus; elsewhere put it on PATH)" >&2; exit 1; }
+export GEMINI_MCP_PROMETHEUS="$(command -v prometheus)"
+export GEMINI_MCP_PROMETHEUS_REQUIRED=1
+prometheus --version 2>&1 | sed -n 1p
 
 say "The real Gemini CLI (pinned)"
 npm_tools e2e/npm npm node_modules/.bin/gemini

@@ -19,8 +19,10 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/buildinfo"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -163,6 +165,8 @@ func Run(ctx context.Context, args []string, sio IO) int {
 	if sub == "mcp auth" {
 		return mcpAuth(ctx, cfg, env, authServer, sio.Stdout, sio.Stderr, log)
 	}
+	_, disable := enableMetrics(cfg)
+	defer disable()
 	serve := serveStdio
 	if cfg.HTTP.Addr != "" {
 		serve = serveHTTP
@@ -200,6 +204,9 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger,
 			store.Close()
 		}
 	}()
+	if metrics.Current() != nil {
+		store = session.Observed(store, metrics.StoreOp)
+	}
 	log.Info("session store", "store", where, "ttl", cfg.Store.TTL, "maxTurns", cfg.Store.MaxTurns)
 	cwd := cfg.Tools.Cwd
 	if cwd == "" {
@@ -295,6 +302,14 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 		return err
 	}
 	defer s.stop()
+	if set := metrics.Current(); set != nil {
+		s.srv.AddReceivingMiddleware(set.Middleware)
+		stopMetrics, err := serveMetrics(ctx, cfg, set, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.CLI.Gemini, "cwd", s.conv.DefaultCwd())
 	return server.ServeStdio(s.life, s.endLife, s.srv, server.StdioOptions{In: sio.Stdin, Out: sio.Stdout, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Log: log})
 }
@@ -336,7 +351,18 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	h := server.NewHTTPHandler(s.srv, server.HTTPOptions{Version: version, Tokens: tokens, OAuth: oauth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Requests: requests, Inflight: inflight,
 		Stateless: cfg.HTTP.Stateless, MaxBodyBytes: int64(cfg.HTTP.MaxBodyBytes), BodyReadTimeout: cfg.HTTP.BodyReadTimeout, Log: log,
 		MaxSessions: cfg.HTTP.MaxSessions, MaxSessionsPerToken: cfg.HTTP.MaxSessionsPerToken,
-		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Turns.Timeout)})
+		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Turns.Timeout), Metrics: metricsOnHTTP(cfg)})
+	if set := metrics.Current(); set != nil {
+		// Added last, so outermost: refusals by the other middleware count. The
+		// metrics listener's address is logged before the MCP one.
+		s.srv.AddReceivingMiddleware(set.Middleware)
+		stopMetrics, err := serveMetrics(ctx, cfg, set, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopMetrics()
+	}
 	// The address line goes to stderr (never stdout) so that scripts and
 	// tests binding port 0 can learn the port.
 	log.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+server.PathMCP,

@@ -71,6 +71,9 @@ type Usage struct {
 	PromptTokens   int `json:"promptTokens,omitempty"`
 	OutputTokens   int `json:"outputTokens,omitempty"`
 	ThinkingTokens int `json:"thinkingTokens,omitempty"`
+	// CachedTokens are the prompt tokens read from the model's cache
+	// (part of PromptTokens).
+	CachedTokens int `json:"cachedTokens,omitempty"`
 }
 
 // Answer is a successful turn.

@@ -2,11 +2,14 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 )
 
@@ -44,16 +47,55 @@ func (l *limited) Run(ctx context.Context, t Turn) (ans *Answer, err error) {
 	if t.Observer != nil {
 		queued = t.Observer.Queued
 	}
+	running, done := metrics.BackendQueued()
+	defer done()
 	release, err := l.slots.Acquire(ctx, queued)
 	if err != nil {
 		return nil, &Error{Kind: KindCancelled, Err: err,
 			Reason: "the call was cancelled while waiting for a free gemini slot (--max-concurrent)"}
 	}
 	defer release()
+	running()
 	if t.Observer != nil {
 		t.Observer.Started()
 	}
-	return l.Backend.Run(ctx, t)
+	start := time.Now()
+	ans, err = l.Backend.Run(ctx, t)
+	observe(l.Backend.Name(), t.Model, ans, err, time.Since(start))
+	return ans, err
+}
+
+// observe records a call in the metrics (when on): its latency by the
+// backend that answered (a warm backend's turn that ran one-shot counts as
+// oneshot) and outcome, and its tokens.
+func observe(name, model string, ans *Answer, err error, d time.Duration) {
+	if metrics.Current() == nil {
+		return
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+		var e *Error
+		switch {
+		case errors.As(err, &e) && e.Kind == KindCancelled, errors.Is(err, context.Canceled):
+			outcome = "cancelled"
+		case errors.As(err, &e) && e.Kind == KindTimeout, errors.Is(err, context.DeadlineExceeded):
+			outcome = "timeout"
+		}
+	}
+	if ans != nil {
+		switch ans.Via {
+		case "warm", "api":
+			name = ans.Via
+		default:
+			name = string(config.BackendOneshot)
+		}
+	}
+	metrics.BackendCall(name, outcome, d)
+	if ans != nil && ans.Usage != nil {
+		u := ans.Usage
+		metrics.Tokens(name, model, u.PromptTokens, u.OutputTokens, u.CachedTokens, u.ThinkingTokens)
+	}
 }
 
 // Unwrap returns the backend that l limits.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
 )
 
 // blocking is a backend whose turns wait for release.
@@ -110,4 +112,73 @@ func TestPrepareReachesTheWrappedBackend(t *testing.T) {
 	}
 	Prepare(Limit(&blocking{}, 1), "/work") // no Preparer: nothing to do
 	Prepare(nil, "/work")
+}
+
+// usageBackend answers after release, with a token count.
+type usageBackend struct{ blocking }
+
+func (b *usageBackend) Run(ctx context.Context, t Turn) (*Answer, error) {
+	<-b.release
+	return &Answer{Text: t.Prompt, Via: "warm", Usage: &Usage{PromptTokens: 10, OutputTokens: 3, CachedTokens: 4}}, nil
+}
+
+// TestLimitMetrics: with metrics on, the running and waiting calls are
+// gauged while they run and wait, and each answered call is timed by the
+// backend that answered and its tokens counted; a call cancelled while
+// waiting leaves the queue and is no backend call. (Not parallel: the
+// metrics are the process's.)
+func TestLimitMetrics(t *testing.T) {
+	set := metrics.New(nil)
+	metrics.Enable(set)
+	defer metrics.Enable(nil)
+	expo := func() string {
+		var b strings.Builder
+		set.Registry().WriteTo(&b)
+		return b.String()
+	}
+	has := func(lines ...string) {
+		t.Helper()
+		text := expo()
+		for _, l := range lines {
+			if !strings.Contains(text, "\n"+l+"\n") {
+				t.Errorf("no line %q in:\n%s", l, text)
+			}
+		}
+	}
+	b := &usageBackend{blocking{release: make(chan struct{})}}
+	l := Limit(b, 1)
+	first, second := make(events, 4), make(events, 4)
+	done := make(chan error, 2)
+	go func() { _, err := l.Run(context.Background(), Turn{Prompt: "1", Observer: first}); done <- err }()
+	<-first
+	go func() {
+		_, err := l.Run(context.Background(), Turn{Prompt: "2", Model: "gemini-2.5-flash", Observer: second})
+		done <- err
+	}()
+	<-second
+	has("gemini_mcp_backend_active_calls 1", "gemini_mcp_backend_queued_calls 1")
+	ctx, cancel := context.WithCancel(context.Background())
+	third := make(chan error, 1)
+	go func() { _, err := l.Run(ctx, Turn{Prompt: "3"}); third <- err }()
+	cancel()
+	<-third
+	has("gemini_mcp_backend_active_calls 1", "gemini_mcp_backend_queued_calls 1")
+	b.release <- struct{}{}
+	<-second
+	b.release <- struct{}{}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	has("gemini_mcp_backend_active_calls 0", "gemini_mcp_backend_queued_calls 0",
+		`gemini_mcp_backend_call_duration_seconds_count{backend="warm",outcome="ok"} 2`,
+		`gemini_mcp_backend_call_duration_seconds_count{backend="warm",outcome="cancelled"} 0`,
+		`gen_ai_client_token_usage_sum{gen_ai_token_type="input",gen_ai_request_model="default",backend="warm"} 10`,
+		`gen_ai_client_token_usage_sum{gen_ai_token_type="input",gen_ai_request_model="gemini-2.5-flash",backend="warm"} 10`,
+		`gen_ai_client_token_usage_sum{gen_ai_token_type="cached",gen_ai_request_model="default",backend="warm"} 4`,
+		`gen_ai_client_token_usage_count{gen_ai_token_type="output",gen_ai_request_model="default",backend="warm"} 1`)
+	if strings.Contains(expo(), `gen_ai_token_type="reasoning"`) {
+		t.Error("a token count of 0 was recorded")
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -113,7 +114,15 @@ type HTTP struct {
 	AuthIntrospectionURL string
 	AuthClientID         string
 	AuthClientSecret     string // GEMINI_MCP_AUTH_CLIENT_SECRET
+	// Metrics is where /metrics is served: "" nowhere, "on" on the --http
+	// listener, else an address of its own.
+	Metrics            string
+	MetricsAllowRemote bool
 }
+
+// MetricsOnHTTP is the --metrics value that serves /metrics on the --http
+// listener.
+const MetricsOnHTTP = "on"
 
 // Tools is what tool calls may reach and how their results come.
 type Tools struct {
@@ -253,6 +262,9 @@ func (c *Config) validate(rules Rules) error {
 		return errors.New("--expert-timeout must not be negative (0 for no limit)")
 	}
 	h := &c.HTTP
+	if err := checkMetrics(h); err != nil {
+		return err
+	}
 	if h.MaxSessions < 1 || h.MaxSessionsPerToken < 1 {
 		return errors.New("--max-sessions and --max-sessions-per-token must be at least 1")
 	}
@@ -322,6 +334,33 @@ func (c *Config) validateStore() error {
 	}
 	if s.MaxTurns < 1 {
 		return fmt.Errorf("--max-turns must be at least 1, not %d (the default is %d)", s.MaxTurns, DefaultMaxTurns)
+	}
+	return nil
+}
+
+// checkMetrics checks --metrics: off, on (with --http), or a host:port
+// that is loopback unless --metrics-allow-remote.
+func checkMetrics(h *HTTP) error {
+	switch h.Metrics {
+	case "", "off":
+		h.Metrics = ""
+		return nil
+	case MetricsOnHTTP:
+		if h.Addr == "" {
+			return errors.New("--metrics on serves /metrics on the --http listener: set --http, or give --metrics an address of its own (e.g. 127.0.0.1:9464)")
+		}
+		return nil
+	}
+	host, port, err := net.SplitHostPort(h.Metrics)
+	if err != nil || port == "" {
+		return fmt.Errorf("--metrics %q: give on, off or host:port (e.g. 127.0.0.1:9464)", h.Metrics)
+	}
+	if h.Addr != "" && h.Metrics == h.Addr && port != "0" {
+		return fmt.Errorf("--metrics %s is the --http address: use --metrics on to serve /metrics there", h.Metrics)
+	}
+	if !IsLoopbackHost(host) && !h.MetricsAllowRemote {
+		return fmt.Errorf("--metrics %s is not a loopback address: /metrics has no authentication and names the tools, models and backends in use; "+
+			"bind 127.0.0.1, or pass --metrics-allow-remote when a firewall or network policy keeps the port to the scraper", h.Metrics)
 	}
 	return nil
 }

@@ -126,6 +126,11 @@ var flags = []spec{
 		func(c *Config) *string { return &c.HTTP.AuthClientSecret }),
 	boolean("stateless", "GEMINI_MCP_STATELESS", false, "serve Streamable HTTP without sessions, for several replicas behind a load balancer (SSE is then off)",
 		func(c *Config) *bool { return &c.HTTP.Stateless }),
+	str("metrics", "GEMINI_MCP_METRICS", "", "serve Prometheus metrics at /metrics: on (on the --http listener, behind its authentication), "+
+		"or an address of its own such as 127.0.0.1:9464 (no authentication; loopback only unless --metrics-allow-remote) (default: off)",
+		func(c *Config) *string { return &c.HTTP.Metrics }),
+	boolean("metrics-allow-remote", "GEMINI_MCP_METRICS_ALLOW_REMOTE", false, "allow --metrics on a non-loopback address (its /metrics has no authentication)",
+		func(c *Config) *bool { return &c.HTTP.MetricsAllowRemote }),
 	boolean("allow-insecure-remote", "GEMINI_MCP_ALLOW_INSECURE_REMOTE", false, "allow --http on a non-loopback address without tokens",
 		func(c *Config) *bool { return &c.HTTP.AllowInsecureRemote }),
 	size("max-body-bytes", "GEMINI_MCP_MAX_BODY_BYTES", 0, "largest HTTP request body (default: 4 MiB, or 12 × --max-prompt-bytes + 64 KiB if more: a prompt and a system prompt of --max-prompt-bytes each, escaped by JSON at worst 6 ×)",

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
 )
 
 // Limiter counts each client's calls of each tool in token buckets: a
@@ -143,6 +144,7 @@ func (l *Limiter) Middleware(rpcErrors []string) mcp.Middleware {
 			if allowed {
 				return next(ctx, method, req)
 			}
+			metrics.RateLimited(p.Name)
 			secs := int(math.Ceil(wait.Seconds()))
 			msg := fmt.Sprintf("this client has reached the rate limit of %s (%s): nothing was run. Retry in %d s, or ask the server's operator to raise --rate-limits",
 				p.Name, l.limits[p.Name], secs)

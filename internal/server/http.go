@@ -56,7 +56,10 @@ type HTTPOptions struct {
 	// Inflight, when set, counts the calls and requests that shutdown
 	// waits for (see ServeHTTP).
 	Inflight *Inflight
-	Log      *slog.Logger
+	// Metrics, when set, is served at /metrics behind the same checks as
+	// /mcp (origin, bearer token).
+	Metrics http.Handler
+	Log     *slog.Logger
 }
 
 // RequestContexts ties tool calls to the HTTP requests that carry them. A
@@ -119,6 +122,7 @@ const (
 	PathMCP     = "/mcp"
 	PathSSE     = "/sse"
 	PathHealthz = "/healthz"
+	PathMetrics = "/metrics"
 )
 
 // NewHTTPHandler serves srv over Streamable HTTP at /mcp and the legacy
@@ -180,6 +184,9 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		if u, err := url.Parse(o.OAuth.MetadataURL()); err == nil && u.Path != PathResourceMetadata && u.Path != PathResourceMetadata+PathMCP {
 			mux.Handle(u.Path, meta)
 		}
+	}
+	if o.Metrics != nil {
+		mux.Handle(PathMetrics, guard.cors(guard.wrap(o.Metrics)))
 	}
 	mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

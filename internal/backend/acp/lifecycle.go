@@ -3,6 +3,8 @@ package acp
 import (
 	"sync"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
 )
 
 // A process's life in the pool: watched until it ends, stopped when idle,
@@ -37,7 +39,9 @@ func (pl *pool) watch(p *acpProc) {
 		case <-tick:
 			if p.idleFor(pl.clock.Now()) >= pl.opts.IdleTimeout && !p.isDraining() {
 				pl.log.Info("stopping an idle warm gemini process", "pid", p.cmd.Process.Pid, "idle", pl.opts.IdleTimeout)
-				pl.retire(p)
+				if pl.retire(p) {
+					metrics.WarmRecycle("idle")
+				}
 			}
 		}
 	}
@@ -56,6 +60,7 @@ func (pl *pool) watch(p *acpProc) {
 	pl.mu.Unlock()
 	pl.dropSpares(p)
 	if !p.isDraining() {
+		metrics.WarmRecycle("exited")
 		pl.log.Warn("a warm gemini process exited; its sessions continue through one-shot resume", "pid", p.cmd.Process.Pid, "err", p.deadErr)
 	}
 }
@@ -76,6 +81,7 @@ func (pl *pool) afterPrompt(p *acpProc) {
 		p.draining = true
 		held := p.inflight
 		p.mu.Unlock()
+		metrics.WarmRecycle("prompts")
 		pl.log.Info("recycling a warm gemini process after its prompt limit", "pid", p.cmd.Process.Pid, "prompts", prompts, "limit", pl.opts.MaxPrompts, "callsHolding", held)
 		return // this call holds p: its done stops p if it is the last
 	}
@@ -84,7 +90,9 @@ func (pl *pool) afterPrompt(p *acpProc) {
 		// Each new session costs more in a process that holds many (the
 		// CLI rebuilds every live session's prompt): a fresh process takes
 		// over, started before this one stops taking calls.
-		pl.replace(p, "after its session limit", "sessions", sessions, "limit", pl.opts.MaxSessions)
+		if pl.replace(p, "after its session limit", "sessions", sessions, "limit", pl.opts.MaxSessions) {
+			metrics.WarmRecycle("sessions")
+		}
 		return
 	}
 	// Memory grows slowly; reading /proc every 16 prompts is enough.
@@ -92,6 +100,7 @@ func (pl *pool) afterPrompt(p *acpProc) {
 		return
 	}
 	if rss := p.rss(); rss > pl.opts.MaxRSS && pl.retire(p) {
+		metrics.WarmRecycle("memory")
 		pl.log.Info("recycling a warm gemini process past its memory limit", "pid", p.cmd.Process.Pid, "rssMB", rss>>20, "limitMB", pl.opts.MaxRSS>>20)
 	}
 }
@@ -100,12 +109,13 @@ func (pl *pool) afterPrompt(p *acpProc) {
 // ready, so that no call waits for a start: meanwhile p serves on (but
 // makes no more spares). If the start fails, p is retired all the same,
 // and calls start a process on demand or run one-shot as usual. why and
-// args say why, in the log.
-func (pl *pool) replace(p *acpProc, why string, args ...any) {
+// args say why, in the log. It reports whether this call began p's
+// replacement.
+func (pl *pool) replace(p *acpProc, why string, args ...any) bool {
 	p.mu.Lock()
 	if p.draining || p.replacing {
 		p.mu.Unlock()
-		return
+		return false
 	}
 	p.replacing = true
 	p.mu.Unlock()
@@ -132,6 +142,7 @@ func (pl *pool) replace(p *acpProc, why string, args ...any) {
 	if !started {
 		pl.retire(p)
 	}
+	return true
 }
 
 // retire drains p: no new work (use refuses it); it is stopped when the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -87,13 +88,44 @@ func newPool(c poolConfig) *pool {
 		starting: map[string]*startWait{}, owner: map[string]*acpProc{}, bgCtx: ctx, bgCancel: cancel}
 	pl.startProc = func(ctx context.Context, cmd cli.Command, key, systemPrompt string) (*acpProc, error) {
 		p, err := c.launch.start(ctx, cmd, key, systemPrompt)
+		if ctx.Err() == nil || p != nil {
+			metrics.WarmStart(err)
+		}
 		if p != nil {
 			// Idle from its start, on the pool's clock; not yet shared.
 			p.lastUsed = pl.clock.Now()
 		}
 		return p, err
 	}
+	metrics.WarmPool(pl.counts)
 	return pl
+}
+
+// counts counts, for the metrics, the processes alive and their spare
+// sessions ready.
+func (pl *pool) counts() (procs, spares int) {
+	pl.mu.Lock()
+	live := make([]*acpProc, 0, len(pl.procs))
+	for _, p := range pl.procs {
+		if p.alive() {
+			live = append(live, p)
+		}
+	}
+	pl.mu.Unlock()
+	for _, p := range live {
+		p.mu.Lock()
+		for _, s := range p.spares {
+			select {
+			case <-s.ready:
+				if s.err == nil {
+					spares++
+				}
+			default:
+			}
+		}
+		p.mu.Unlock()
+	}
+	return len(live), spares
 }
 
 // background runs f as background work of the pool, unless the pool is
@@ -237,7 +269,9 @@ func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt 
 			case victim == nil:
 				return nil, nil // full: this call goes one-shot
 			}
-			pl.retire(victim)
+			if pl.retire(victim) {
+				metrics.WarmRecycle("room")
+			}
 			// Wait for it to end rather than spin; it is idle, so that
 			// takes at most the kill grace.
 			select {

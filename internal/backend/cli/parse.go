@@ -188,6 +188,7 @@ func (o *Output) Usage() *backend.Usage {
 				Prompt     int `json:"prompt"`
 				Candidates int `json:"candidates"`
 				Thoughts   int `json:"thoughts"`
+				Cached     int `json:"cached"`
 			} `json:"tokens"`
 		} `json:"models"`
 	}
@@ -199,6 +200,7 @@ func (o *Output) Usage() *backend.Usage {
 		u.PromptTokens += m.Tokens.Prompt
 		u.OutputTokens += m.Tokens.Candidates
 		u.ThinkingTokens += m.Tokens.Thoughts
+		u.CachedTokens += m.Tokens.Cached
 	}
 	if u == (backend.Usage{}) {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -178,4 +179,16 @@ func FuzzParseSessionList(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestOutputUsageSumsModels: the usage adds up every model's tokens, the
+// cached ones included.
+func TestOutputUsageSumsModels(t *testing.T) {
+	o := Output{Stats: []byte(`{"models":{
+		"gemini-2.5-flash-lite":{"tokens":{"prompt":10,"candidates":2,"thoughts":0,"cached":0}},
+		"gemini-2.5-pro":{"tokens":{"prompt":100,"candidates":20,"thoughts":7,"cached":60}}}}`)}
+	u := o.Usage()
+	if u == nil || *u != (backend.Usage{PromptTokens: 110, OutputTokens: 22, ThinkingTokens: 7, CachedTokens: 60}) {
+		t.Errorf("usage %+v", u)
+	}
 }
