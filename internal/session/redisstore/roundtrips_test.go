@@ -113,4 +113,3 @@ func TestRoundTripsPerTurn(t *testing.T) {
 		t.Errorf("round trips of a turn on one Redis: %+v, want %+v (and update docs/operators.md)", one, want)
 	}
 }
-
