@@ -124,7 +124,7 @@ type Tools struct {
 // Store is where sessions live: see the flags' help and
 // docs/operators.md, "Where sessions live".
 type Store struct {
-	URL      string // "" (the embedded store in StateDir), sqlite:PATH, memory: or redis://…
+	URL      string // "" (the embedded store in StateDir), sqlite:PATH, memory:, redis://…, redis+cluster://… or redis+sentinel://…
 	StateDir string
 	Prefix   string
 	TTL      time.Duration
@@ -305,7 +305,7 @@ func (c *Config) validate(rules Rules) error {
 func (c *Config) validateStore() error {
 	s := c.Store
 	if s.URL != "" && !strings.Contains(s.URL, ":") {
-		return fmt.Errorf("--store: %q names no kind of store: use sqlite:PATH, memory: or redis://HOST:PORT/DB, or leave it unset for the embedded store in --state-dir", s.URL)
+		return fmt.Errorf("--store: %q names no kind of store: use sqlite:PATH, memory:, redis://HOST:PORT/DB, redis+cluster://HOST:PORT,… or redis+sentinel://HOST:PORT,…/MASTER, or leave it unset for the embedded store in --state-dir", s.URL)
 	}
 	if s.Prefix == "" || strings.ContainsFunc(s.Prefix, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return fmt.Errorf("--store-prefix: %q must be non-empty, without spaces or control characters (the default is %q)", s.Prefix, DefaultStorePrefix)

@@ -145,7 +145,9 @@ var flags = []spec{
 	boolean("session-id-in-text", "GEMINI_MCP_SESSION_ID_IN_TEXT", true, "end chat and chat-reply results with a second text item \"sessionId: <id> …\", for clients that show the model only the text and not _meta (Claude Code); false leaves the id in _meta only",
 		func(c *Config) *bool { return &c.Tools.SessionIDInText }),
 	str("store", "GEMINI_MCP_STORE", "", "where sessions live: sqlite:PATH (the embedded store in that file), memory: (in this process: sessions end when it exits) "+
-		"or redis://[:PASSWORD@]HOST:PORT/DB (rediss:// for TLS; REDIS_PASSWORD also sets the password), shared by replicas (default: the embedded store at <state-dir>/sessions.db)",
+		"or Redis, shared by replicas: redis://[:PASSWORD@]HOST:PORT/DB, a Redis Cluster redis+cluster://[:PASSWORD@]HOST:PORT,HOST:PORT,… "+
+		"or the master that sentinels name redis+sentinel://[:PASSWORD@]HOST:PORT,…/MASTER[?db=N] (rediss… for TLS; REDIS_PASSWORD also sets the password) "+
+		"(default: the embedded store at <state-dir>/sessions.db)",
 		func(c *Config) *string { return &c.Store.URL }),
 	str("store-prefix", "GEMINI_MCP_STORE_PREFIX", DefaultStorePrefix, "prefix of every key a shared store (Redis) writes, so that several deployments can share one database",
 		func(c *Config) *string { return &c.Store.Prefix }),
