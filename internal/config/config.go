@@ -91,6 +91,8 @@ type HTTP struct {
 	AllowInsecureRemote bool
 	MaxBodyBytes        int
 	BodyReadTimeout     time.Duration
+	DrainDelay          time.Duration
+	DrainTimeout        time.Duration
 	MaxSessions         int
 	MaxSessionsPerToken int
 	MaxConns            int // 0: three quarters of the open-file limit
@@ -251,6 +253,9 @@ func (c *Config) validate(rules Rules) error {
 	}
 	if h.BodyReadTimeout <= 0 {
 		return errors.New("--body-read-timeout must be positive, e.g. 30s")
+	}
+	if h.DrainDelay < 0 || h.DrainTimeout < 0 {
+		return errors.New("--drain-delay and --drain-timeout must not be negative (0: none)")
 	}
 	if h.MaxConns < 0 || h.MaxConnsPerIP < 0 {
 		return errors.New("--max-conns and --max-conns-per-ip must not be negative (--max-conns 0: three quarters of the open-file limit; --max-conns-per-ip 0: no limit)")
