@@ -63,7 +63,7 @@ type HTTPOptions struct {
 	// answers, its backend is usable): /readyz answers 503 with its error.
 	// It gets a context of a few seconds.
 	Ready func(context.Context) error
-	Log      *slog.Logger
+	Log   *slog.Logger
 }
 
 // RequestContexts ties tool calls to the HTTP requests that carry them. A
