@@ -1,5 +1,7 @@
 // Package redistest runs a real redis-server for tests: one per test, on a
-// free loopback port, in the test's temp directory, with persistence off.
+// free loopback port, in the test's temp directory, with persistence off;
+// or a Redis Cluster (StartCluster) or a master watched by sentinels
+// (StartSentinel) of such servers.
 // The server is the test's child (never daemonized), so that it can be
 // killed mid-test like a crashed Redis, restarted on the same port, and is
 // always killed and reaped when the test ends.
@@ -78,6 +80,18 @@ func Binary(t testing.TB) string {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	return startWith(t, &Server{t: t, bin: Binary(t), dir: t.TempDir()})
+}
+
+// StartValkey starts a valkey-server as Start does a redis-server. Debian
+// 12 has no Valkey package: without valkey-server on PATH it skips t,
+// whatever EnvRequired says.
+func StartValkey(t testing.TB) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("valkey-server")
+	if err != nil {
+		t.Skip("valkey-server is not on PATH: skipping the Valkey test")
+	}
+	return startWith(t, &Server{t: t, bin: bin, dir: t.TempDir()})
 }
 
 // startWith starts s on a free port.

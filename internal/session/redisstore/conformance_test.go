@@ -39,6 +39,13 @@ func TestConformanceSentinel(t *testing.T) {
 	runShared(t, st.URL(0))
 }
 
+// TestConformanceValkey runs the suite on Valkey, when valkey-server is
+// installed (Debian 12 has no package of it: the test skips without).
+func TestConformanceValkey(t *testing.T) {
+	srv := redistest.StartValkey(t)
+	runShared(t, srv.URL(0))
+}
+
 func runShared(t *testing.T, url string) {
 	var n atomic.Int64
 	storetest.Run(t, func(t *testing.T, opts session.Options) session.Store {
