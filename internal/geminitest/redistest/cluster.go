@@ -205,8 +205,9 @@ func (st *Sentinel) MasterAddr(ctx context.Context) (string, error) {
 }
 
 // Failover has the sentinels promote a replica, and returns once every
-// sentinel names it the master and it takes writes. It returns the
-// server that was the master (a replica now) and the new one.
+// sentinel names it the master, it takes writes, and the old master
+// replicates it. It returns the server that was the master (a replica
+// now) and the new one.
 func (st *Sentinel) Failover(ctx context.Context) (old, now *Server, err error) {
 	before, err := st.MasterAddr(ctx)
 	if err != nil {
@@ -240,6 +241,16 @@ func (st *Sentinel) Failover(ctx context.Context) (old, now *Server, err error) 
 	}
 	if old == nil || now == nil {
 		return nil, nil, fmt.Errorf("the sentinels name %s, none of this test's servers", addr)
+	}
+	// The switch is complete once the old master is a replica of the new
+	// one: until then it still takes writes, which its resync from the
+	// new master then drops.
+	if err := poll(ctx, "the old master a replica of the new one", func() (bool, error) {
+		info, err := command(ctx, old.Addr(), "INFO", "replication")
+		return err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+strconv.Itoa(now.port)) &&
+			strings.Contains(info, "master_link_status:up"), nil
+	}); err != nil {
+		return nil, nil, err
 	}
 	return old, now, nil
 }

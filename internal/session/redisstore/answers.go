@@ -76,9 +76,10 @@ func (s *Store) PutAnswer(ctx context.Context, a session.PagedAnswer) error {
 		return fmt.Errorf("session store: %w", err)
 	}
 	p := s.rdb.Pipeline()
-	p.Set(ctx, s.answerKey(a.ID), data, s.opts.TTL)
+	set := p.Set(ctx, s.answerKey(a.ID), data, s.opts.TTL)
 	evictCmd := p.EvalSha(ctx, pageScript.Hash(), s.pageKeys(), a.ID, size, s.opts.MaxPagedBytes, a.SessionID)
-	if _, err := p.Exec(ctx); err != nil && !isNoScript(evictCmd.Err()) {
+	_, _ = p.Exec(ctx) // each command's error is its own, below
+	if err := set.Err(); err != nil {
 		return s.fail(ctx, err)
 	}
 	if isNoScript(evictCmd.Err()) {

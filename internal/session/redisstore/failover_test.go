@@ -97,7 +97,9 @@ func TestClusterNodeRestart(t *testing.T) {
 // TestSentinelFailover switches the master that a sentinel watches to its
 // replica: the store follows the sentinel to the new master, and keeps
 // every write acknowledged before the switch (the replica had received
-// them: asynchronous replication loses what it had not) and after it.
+// them: asynchronous replication loses what it had not) and after it (once
+// the old master replicates the new one: writes that reach the old master
+// before that are dropped by its resync, see docs/operators.md).
 func TestSentinelFailover(t *testing.T) {
 	st := redistest.StartSentinel(t, 1, 1)
 	ctx, cancel := context.WithTimeout(t.Context(), failoverDeadline)

@@ -217,13 +217,16 @@ func (s *Store) getRecords(ctx context.Context, ids []string) ([]any, error) {
 	for i, id := range ids {
 		cmds[i] = p.Get(ctx, s.recordKey(id))
 	}
-	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
-	}
+	_, _ = p.Exec(ctx) // each command's error is its own, below
 	vals := make([]any, len(ids))
 	for i, c := range cmds {
-		if v, err := c.Result(); err == nil {
+		v, err := c.Result()
+		switch {
+		case err == nil:
 			vals[i] = v
+		case !errors.Is(err, redis.Nil):
+			// A record that could not be read is not a record gone.
+			return nil, err
 		}
 	}
 	return vals, nil
