@@ -65,8 +65,9 @@ func gatedAPI(t *testing.T) (base string, arrived <-chan struct{}, release func(
 
 // TestHTTPDrainFinishesCallInFlight stops a server with SIGTERM while a
 // call waits for the Gemini API: /readyz answers 503 (draining) at once,
-// a new session is refused with a retryable 503, the call in flight
-// finishes with its answer, and the server then exits 0.
+// a new session is refused with a retryable 503 and a new call of an open
+// session with a retryable error, the call in flight finishes with its
+// answer, and the server then exits 0.
 func TestHTTPDrainFinishesCallInFlight(t *testing.T) {
 	e := newEnv(t)
 	api, arrived, release := gatedAPI(t)
@@ -121,6 +122,10 @@ func TestHTTPDrainFinishesCallInFlight(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(msg), "retry") {
 		t.Fatalf("a new session while draining: %s, Retry-After %q, %s", resp.Status, resp.Header.Get("Retry-After"), msg)
+	}
+	// A new call of the open session is refused too, retryably.
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "too late"}}); err == nil || !strings.Contains(err.Error(), "retry") {
+		t.Fatalf("a new call while draining: %+v, %v", res, err)
 	}
 	select {
 	case r := <-done:
