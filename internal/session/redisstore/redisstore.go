@@ -379,7 +379,8 @@ func withDefaults(o session.Options) (session.Options, error) {
 	return o, nil
 }
 
-// Addr is the host:port of the Redis server.
+// Addr is where Redis is: its host:port, or a cluster's nodes, or a
+// Sentinel master's name and sentinels.
 func (s *Store) Addr() string { return s.addr }
 
 // key is the key of a session's (or an answer's) part: the id in braces
