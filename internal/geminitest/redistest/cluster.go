@@ -49,6 +49,14 @@ type Cluster struct {
 // a managed cluster's node does. It returns once every slot is served.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return StartClusterReplicas(t, n, 0)
+}
+
+// StartClusterReplicas starts a Redis Cluster of masters with replicas
+// each (masters*(1+replicas) nodes), as StartCluster does.
+func StartClusterReplicas(t testing.TB, masters, replicas int) *Cluster {
+	t.Helper()
+	n := masters * (1 + replicas)
 	cli := Tool(t, "redis-cli")
 	c := &Cluster{t: t}
 	for range n {
@@ -65,7 +73,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	for _, s := range c.Nodes {
 		args = append(args, s.Addr())
 	}
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
@@ -87,12 +95,12 @@ func (c *Cluster) URL() string {
 }
 
 // WaitOK returns once every running node says cluster_state:ok and knows
-// every other node connected, or ctx ends.
+// every other node, or ctx ends.
 func (c *Cluster) WaitOK(ctx context.Context) error {
-	return poll(ctx, "the cluster's state ok on every node", func() (bool, error) {
+	return poll(ctx, "the cluster's state ok on every running node", func() (bool, error) {
 		for _, s := range c.Nodes {
 			if !s.Running() {
-				return false, fmt.Errorf("node %s is down", s.Addr())
+				continue
 			}
 			info, err := command(ctx, s.Addr(), "CLUSTER", "INFO")
 			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(len(c.Nodes))) {
@@ -313,4 +321,45 @@ func poll(ctx context.Context, what string, done func() (bool, error)) error {
 		case <-t.C:
 		}
 	}
+}
+
+// Role returns the node's role: "master" or "slave".
+func (s *Server) Role(ctx context.Context) (string, error) {
+	out, err := command(ctx, s.Addr(), "ROLE")
+	if err != nil {
+		return "", err
+	}
+	role, _, _ := strings.Cut(out, "\n")
+	return role, nil
+}
+
+// WaitReplicated returns once every replica of the master s has received
+// all that s has written (their offsets equal its own), or ctx ends.
+func (s *Server) WaitReplicated(ctx context.Context) error {
+	return poll(ctx, "the replicas of "+s.Addr()+" in step", func() (bool, error) {
+		info, err := command(ctx, s.Addr(), "INFO", "replication")
+		if err != nil {
+			return false, err
+		}
+		var master string
+		var offsets []string
+		for _, l := range strings.Split(info, "\n") {
+			l = strings.TrimSpace(l)
+			if v, ok := strings.CutPrefix(l, "master_repl_offset:"); ok {
+				master = v
+			}
+			if strings.HasPrefix(l, "slave") && strings.Contains(l, "state=online") {
+				_, off, _ := strings.Cut(l, ",offset=")
+				off, _, _ = strings.Cut(off, ",")
+				offsets = append(offsets, off)
+			}
+		}
+		for _, off := range offsets {
+			if off != master {
+				return false, nil
+			}
+		}
+		replicas := len(offsets)
+		return master != "" && replicas > 0, nil
+	})
 }

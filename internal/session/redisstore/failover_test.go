@@ -148,3 +148,84 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatalf("ROLE through the store: %v, %v", role, err)
 	}
 }
+
+// TestClusterReplicaFailover kills a master of a cluster of three masters
+// with a replica each, once its replica has all it wrote: the replica
+// takes its slots over, the store follows, and no acknowledged write is
+// lost; while the master's slots have no master, writes to them fail as
+// unavailable.
+func TestClusterReplicaFailover(t *testing.T) {
+	c := redistest.StartClusterReplicas(t, 3, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), failoverDeadline)
+	defer cancel()
+	s, err := Open(ctx, c.URL(), session.Options{TTL: time.Hour})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	acked := map[string]int{}
+	n := 0
+	phase := func(what string, mustSucceed bool) (failed int) {
+		for range 30 {
+			n++
+			id := session.NewUUID()
+			err := write(ctx, s, id, n)
+			switch {
+			case err == nil:
+				acked[id] = n
+			case mustSucceed || !errors.Is(err, session.ErrUnavailable):
+				t.Fatalf("%s: write %d: %v", what, n, err)
+			default:
+				failed++
+			}
+		}
+		return failed
+	}
+	phase("before", true)
+	var down *redistest.Server
+	for _, node := range c.Nodes {
+		if role, err := node.Role(ctx); err == nil && role == "master" {
+			down = node
+			break
+		}
+	}
+	if down == nil {
+		t.Fatal("no master")
+	}
+	if err := down.WaitReplicated(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down.Kill()
+	failed := phase("while a master is down", false)
+	t.Logf("while a master was down: %d of 30 writes failed, all with session.ErrUnavailable", failed)
+	if err := c.WaitOK(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A client retries a write that failed as unavailable: the first
+	// after the switch may still go to the dead master.
+	retried := 0
+	retry := func(step func() error) {
+		for {
+			err := step()
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, session.ErrUnavailable) || ctx.Err() != nil {
+				t.Fatalf("after the replica took over: write %d: %v", n, err)
+			}
+			retried++
+		}
+	}
+	for range 30 {
+		n++
+		id := session.NewUUID()
+		retry(func() error { return s.AppendTurn(ctx, id, json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))) })
+		retry(func() error {
+			_, err := s.Touch(ctx, id, session.Turn{Client: "c", Backend: "api"}, time.Now())
+			return err
+		})
+		acked[id] = n
+	}
+	t.Logf("after the replica took over: %d writes retried", retried)
+	checkAcknowledged(t, ctx, s, acked)
+}

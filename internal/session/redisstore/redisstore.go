@@ -432,6 +432,13 @@ func (s *Store) fail(ctx context.Context, err error) error {
 	if errors.As(err, &reply) {
 		return fmt.Errorf("%w: Redis at %s answered with an error: %v", session.ErrUnavailable, s.addr, err)
 	}
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		// A node that does not answer may have been replaced (its
+		// replica promoted): the client learns of it only from a MOVED,
+		// which a dead node never sends, or after 10 s. Ask the cluster
+		// now, so that a retry finds the new master.
+		cc.ReloadState(ctx)
+	}
 	return fmt.Errorf("%w: Redis at %s is unreachable: %v", session.ErrUnavailable, s.addr, err)
 }
 
