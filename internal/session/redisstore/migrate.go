@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 
@@ -50,6 +51,13 @@ func (s *Store) migrate(ctx context.Context) error {
 	var cursor uint64
 	for {
 		keys, next, err := s.rdb.Scan(ctx, cursor, pattern, migrateScan).Result()
+		var refused redis.Error
+		if errors.As(err, &refused) && cursor == 0 {
+			// A user whose ACL forbids SCAN: this version's keys work
+			// all the same; an earlier version's stay where they are.
+			slog.WarnContext(ctx, "session store: cannot look for the keys of an earlier version to rename", "redis", s.addr, "err", err)
+			return nil
+		}
 		if err != nil {
 			return err
 		}

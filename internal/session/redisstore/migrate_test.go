@@ -84,3 +84,25 @@ func TestMigrateEarlierKeys(t *testing.T) {
 }
 
 func redisZ(t time.Time, id string) redis.Z { return redis.Z{Score: score(t), Member: id} }
+
+// TestMigrateWithoutScan: a user whose ACL forbids SCAN opens the store
+// (the keys of earlier versions are then left as they are) and uses it.
+func TestMigrateWithoutScan(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	if err := plain(t, srv).Do(ctx, "ACL", "SETUSER", "noscan", "on", ">pw-noscan", "~*", "+@all", "-scan").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, "redis://noscan:pw-noscan@"+srv.Addr()+"/0", session.Options{})
+	if err != nil {
+		t.Fatalf("Open without SCAN: %v", err)
+	}
+	defer s.Close()
+	id := session.NewUUID()
+	if err := s.AppendTurn(ctx, id, json.RawMessage(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if turns, ok, err := s.LoadTurns(ctx, id); err != nil || !ok || len(turns) != 1 {
+		t.Fatalf("LoadTurns: %s, %v, %v", turns, ok, err)
+	}
+}
