@@ -41,7 +41,7 @@ func checkAcknowledged(t *testing.T, ctx context.Context, s *Store, acked map[st
 }
 
 // TestClusterNodeRestart kills a master of a 3-master cluster with
-// SIGKILL and restarts it with its nodes.conf and append-only file, as a
+// SIGKILL between writes and restarts it with its nodes.conf and append-only file, as a
 // managed cluster replaces a crashed node: the writes acknowledged before
 // and after are all there after, and every write while it is down either
 // succeeds (its slots are elsewhere) or fails with an error that says the
