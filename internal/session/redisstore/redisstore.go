@@ -6,35 +6,44 @@
 // Keys, all under the configured prefix P (config.DefaultStorePrefix unless
 // set), for a session ID and an answer A:
 //
-//	P session:ID   the record, JSON
-//	P turns:ID     the conversation's turns, a list (RPUSH: O(1) a turn)
-//	P answers:ID   the ids of the session's paged answers, a set
-//	P answer:A     a paged answer, JSON
-//	P lease:ID     the session's lease: a random token of its holder
-//	P byupdate     every session id, a sorted set scored by last update
-//	               (minus Record.Updated in Unix microseconds, so that the
-//	               newest comes first and the lower id among equal times)
-//	P byowner:O    the ids of the sessions of owner O (O "" for those
-//	               without), scored the same
-//	P byclient:C   the ids of the sessions whose latest turn client C ran
-//	P bycwd:D      the ids of the sessions whose latest turn was in D
-//	P pages        the kept answers in the order they came (for the budget)
-//	P pagesizes    each kept answer's bytes and session
-//	P pagebytes    the bytes of all kept answers
-//	P pageseq      the counter ordering P pages
-//	P oauth:URL    the MCP host's OAuth tokens for the server URL, a hash:
-//	               issuer → token (JSON, as the host gives it), expiring
-//	               OAuthTokenTTL after the last save
+//	P session:{ID}   the record, JSON
+//	P turns:{ID}     the conversation's turns, a list (RPUSH: O(1) a turn)
+//	P answers:{ID}   the ids of the session's paged answers, a set
+//	P answer:{A}     a paged answer, JSON
+//	P lease:{ID}     the session's lease: a random token of its holder
+//	P byupdate       every session id, a sorted set scored by last update
+//	                 (minus Record.Updated in Unix microseconds, so that the
+//	                 newest comes first and the lower id among equal times)
+//	P byowner:O      the ids of the sessions of owner O (O "" for those
+//	                 without), scored the same
+//	P byclient:C     the ids of the sessions whose latest turn client C ran
+//	P bycwd:D        the ids of the sessions whose latest turn was in D
+//	P {pages}        the kept answers in the order they came (for the budget)
+//	P {pages}sizes   each kept answer's bytes and session
+//	P {pages}bytes   the bytes of all kept answers
+//	P {pages}seq     the counter ordering P {pages}
+//	P rate:K         a rate limit's token bucket
+//	P oauth:URL      the MCP host's OAuth tokens for the server URL, a hash:
+//	                 issuer → token (JSON, as the host gives it), expiring
+//	                 OAuthTokenTTL after the last save
+//
+// The braces are Redis Cluster hash tags: a session's keys share a slot,
+// so that the scripts that change a session touch one node's keys only;
+// what spans sessions (the indexes, the page budget, the answers, each of
+// a slot of its own) follows in pipelines, which a cluster client sends
+// to all the nodes concerned at once. The same code serves one Redis, a
+// cluster and Sentinel's master, at the same round trips a call.
 //
 // Every key of a session carries the session's TTL, restarted on every
 // Touch and AppendTurn for all of them at once; Redis drops an expired
 // session by itself. The indexes (byupdate, byowner, byclient) are
-// written with the record, in its transaction, and expire two TTLs after
-// their newest member's Touch; List skips and removes the ids whose
-// record has expired (and a session back after its expiry under another
-// owner or client from the old one's index). The index of earlier
-// versions, P sessions, is read once into these at Open and left to
-// expire.
+// written right after the record and expire two TTLs after their newest
+// member's Touch; List skips the ids whose record has expired (and a
+// session back after its expiry under another owner or client from the
+// old one's index) and removes them unless a Touch indexed them again.
+// The keys of earlier versions, without hash tags, are renamed at Open
+// (see migrate); their index P sessions is read once into these and left
+// to expire.
 package redisstore
 
 import (
