@@ -285,7 +285,8 @@ func newServer(t *testing.T, o serverOpts) *server {
 func (s *server) args() []string {
 	args := []string{"--gemini", fakeGemini, "--state-dir", s.stateDir, "--cwd", s.cwd, "--log-level", "debug"}
 	if s.http {
-		args = append(args, "--http", "127.0.0.1:0")
+		// A SIGTERM cancels the calls in flight at once, without a drain.
+		args = append(args, "--http", "127.0.0.1:0", "--drain-delay", "0", "--drain-timeout", "0")
 	}
 	if s.stateless {
 		args = append(args, "--stateless")

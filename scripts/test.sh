@@ -11,7 +11,8 @@
 # test under the race detector (the end-to-end and interop suites included:
 # they FAIL, never skip, when their tools cannot run), and gives each fuzz
 # target a short burst. The Redis store's tests run against a real
-# redis-server: Debian's package is installed when none is on PATH, and
+# redis-server (one, a 3-master cluster, a master with a replica and a
+# sentinel): Debian's package is installed when none is on PATH, and
 # those tests fail, never skip, when it cannot run. So does the browser
 # test of CORS, with Debian's chromium, and the metrics test, with Debian's
 # prometheus.
@@ -70,13 +71,18 @@ apt_install() {
 	$sudo apt-get install -y --no-install-recommends "$1"
 }
 
-say "redis-server, for the Redis store's tests"
-if ! command -v redis-server >/dev/null; then
-	# Debian's package (7.0 on bookworm); the tests start their own
-	# servers on loopback ports, never the system service.
+say "redis-server and redis-cli, for the Redis store's tests (one server, a Redis Cluster, Sentinel)"
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+	# Debian's package (7.0 on bookworm), which brings redis-tools
+	# (redis-cli, which makes the test clusters); redis-server
+	# --sentinel runs the sentinels. The tests start their own servers on
+	# loopback ports, never the system service.
 	apt_install redis-server
 fi
-command -v redis-server >/dev/null || { echo "test.sh: redis-server is required (Debian: apt-get install redis-server; elsewhere put it on PATH)" >&2; exit 1; }
+command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
+	{ echo "test.sh: redis-server and redis-cli are required (Debian: apt-get install redis-server; elsewhere put them on PATH)" >&2; exit 1; }
+# The store's tests, those of a cluster and Sentinel included, fail
+# rather than skip without them.
 export GEMINI_MCP_REDIS_REQUIRED=1
 redis-server --version
 

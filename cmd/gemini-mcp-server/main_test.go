@@ -84,6 +84,10 @@ func newEnv(t testing.TB) *env {
 		// One CLI process per call, whose end the tests check; the warm
 		// backend has tests of its own.
 		"GEMINI_MCP_BACKEND=oneshot",
+		// Over HTTP, a SIGTERM cancels the calls in flight at once, as
+		// the tests of shutdown expect; the drain has tests of its own.
+		"GEMINI_MCP_DRAIN_DELAY=0",
+		"GEMINI_MCP_DRAIN_TIMEOUT=0",
 	)
 	return e
 }

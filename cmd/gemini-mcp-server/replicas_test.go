@@ -149,10 +149,27 @@ func sessionIDs(t *testing.T, cs *mcp.ClientSession) []string {
 // token is unknown to another token on the other replica.
 func TestReplicasOnRedis(t *testing.T) {
 	t.Parallel()
-	redis := redistest.Start(t)
+	replicasOn(t, redistest.Start(t).URL(0))
+}
+
+// TestReplicasOnRedisCluster is TestReplicasOnRedis on a 3-master Redis
+// Cluster.
+func TestReplicasOnRedisCluster(t *testing.T) {
+	t.Parallel()
+	replicasOn(t, redistest.StartCluster(t, 3).URL())
+}
+
+// TestReplicasOnSentinel is TestReplicasOnRedis on the master that a
+// sentinel names.
+func TestReplicasOnSentinel(t *testing.T) {
+	t.Parallel()
+	replicasOn(t, redistest.StartSentinel(t, 1, 1).URL(0))
+}
+
+func replicasOn(t *testing.T, store string) {
 	e, fake := apiEnv(t)
 	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
-	args := []string{"--stateless", "--backend", "api", "--store", redis.URL(0), "--max-answer-bytes", "1000"}
+	args := []string{"--stateless", "--backend", "api", "--store", store, "--max-answer-bytes", "1000"}
 	addrA, _ := startHTTP(t, e, args...)
 	addrB, _ := startHTTP(t, e, args...)
 	a, b := httpClient(t, addrA, tokenOne), httpClient(t, addrB, tokenOne)
@@ -237,10 +254,20 @@ func TestReplicasOnRedis(t *testing.T) {
 // other replica, is refused with the delay and reaches no one.
 func TestRateLimitsAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	redis := redistest.Start(t)
+	rateLimitsOn(t, redistest.Start(t).URL(0))
+}
+
+// TestRateLimitsAcrossReplicasOnCluster is TestRateLimitsAcrossReplicas
+// on a 3-master Redis Cluster.
+func TestRateLimitsAcrossReplicasOnCluster(t *testing.T) {
+	t.Parallel()
+	rateLimitsOn(t, redistest.StartCluster(t, 3).URL())
+}
+
+func rateLimitsOn(t *testing.T, store string) {
 	e, fake := apiEnv(t)
 	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
-	args := []string{"--stateless", "--backend", "api", "--store", redis.URL(0), "--rate-limits", "chat=1/min"}
+	args := []string{"--stateless", "--backend", "api", "--store", store, "--rate-limits", "chat=1/min"}
 	addrA, _ := startHTTP(t, e, args...)
 	addrB, _ := startHTTP(t, e, args...)
 	callOK(t, httpClient(t, addrA, tokenOne), "chat", map[string]any{"prompt": "one call a minute, on A"})

@@ -25,7 +25,9 @@ func TestStoreStartupErrors(t *testing.T) {
 		want []string
 	}{
 		{[]string{"--store", "mongodb://db:27017"}, 1, []string{"this server has no", "mongodb", "it supports", "memory:", "sqlite:"}},
-		{[]string{"--store", "sessions.db"}, 2, []string{"use sqlite:PATH, memory: or redis://"}},
+		{[]string{"--store", "sessions.db"}, 2, []string{"use sqlite:PATH, memory:, redis://HOST:PORT/DB, redis+cluster://"}},
+		{[]string{"--store", "redis+cluster://u:s3cret@127.0.0.1"}, 1, []string{"opening the session store redis+cluster://u:", "not host:port"}},
+		{[]string{"--store", "redis+sentinel://127.0.0.1:1"}, 1, []string{"the master's name goes after the sentinels"}},
 		// Nothing listens on port 1: an unreachable Redis stops the start,
 		// naming its address.
 		{[]string{"--store", "redis://127.0.0.1:1/0"}, 1, []string{"opening the session store redis://127.0.0.1:1/0", "127.0.0.1:1"}},
@@ -41,6 +43,9 @@ func TestStoreStartupErrors(t *testing.T) {
 			if !strings.Contains(string(out), w) {
 				t.Errorf("%v: no %q in\n%s", tc.args, w, out)
 			}
+		}
+		if strings.Contains(string(out), "s3cret") {
+			t.Errorf("%v: the password shows in\n%s", tc.args, out)
 		}
 	}
 }

@@ -257,10 +257,32 @@ type serving struct {
 	stop func()
 }
 
+// readyProbe is a session id no session has: reading its record is the
+// readiness check's look at the store.
+const readyProbe = "00000000-0000-4000-8000-000000000000"
+
+// ready is the readiness check: the store answers a read, and the backend
+// is usable.
+func (s *serving) ready(ctx context.Context) error {
+	if _, _, err := s.conv.Store().Get(ctx, readyProbe); err != nil {
+		return fmt.Errorf("session store: %w", err)
+	}
+	if s.backend.Usable != nil {
+		return s.backend.Usable()
+	}
+	return nil
+}
+
 // start builds what the transports serve. requests, for HTTP, ties each
-// call to the request that carries it (nil for stdio).
-func start(ctx context.Context, cfg *config.Config, env Env, version string, requests *server.RequestContexts, log *slog.Logger) (*serving, error) {
-	life, cancel := context.WithCancel(ctx)
+// call to the request that carries it (nil for stdio). The lifetime ends
+// with ctx, unless detached (HTTP, which drains at a signal and then ends
+// it with endLife).
+func start(ctx context.Context, cfg *config.Config, env Env, version string, requests *server.RequestContexts, detached bool, log *slog.Logger) (*serving, error) {
+	parent := ctx
+	if detached {
+		parent = context.WithoutCancel(ctx)
+	}
+	life, cancel := context.WithCancel(parent)
 	var lookup func(*mcp.CallToolRequest) context.Context
 	if requests != nil {
 		lookup = requests.Lookup
@@ -297,7 +319,7 @@ func start(ctx context.Context, cfg *config.Config, env Env, version string, req
 // stdin or ctx ends. Every call's context ends with the server's, so that
 // shutting down stops the CLI processes still running.
 func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO, env Env, log *slog.Logger) error {
-	s, err := start(ctx, cfg, env, version, nil, log)
+	s, err := start(ctx, cfg, env, version, nil, false, log)
 	if err != nil {
 		return err
 	}
@@ -329,7 +351,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 		}
 	}
 	requests := server.NewRequestContexts()
-	s, err := start(ctx, cfg, env, version, requests, log)
+	s, err := start(ctx, cfg, env, version, requests, true, log)
 	if err != nil {
 		return err
 	}
@@ -347,8 +369,9 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 		ln.Close()
 		return err
 	}
-	inflight := server.NewInflight()
+	inflight, drain := server.NewInflight(), server.NewDrain()
 	h := server.NewHTTPHandler(s.srv, server.HTTPOptions{Version: version, Tokens: tokens, OAuth: oauth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Requests: requests, Inflight: inflight,
+		Drain: drain, Ready: s.ready,
 		Stateless: cfg.HTTP.Stateless, MaxBodyBytes: int64(cfg.HTTP.MaxBodyBytes), BodyReadTimeout: cfg.HTTP.BodyReadTimeout, Log: log,
 		MaxSessions: cfg.HTTP.MaxSessions, MaxSessionsPerToken: cfg.HTTP.MaxSessionsPerToken,
 		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Turns.Timeout), Metrics: metricsOnHTTP(cfg)})
@@ -367,10 +390,14 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	// tests binding port 0 can learn the port.
 	log.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+server.PathMCP,
 		"sse", "http://"+ln.Addr().String()+server.PathSSE, "auth", len(tokens) > 0 || oauth != nil, "stateless", cfg.HTTP.Stateless, "maxConns", maxConns, "maxConnsPerIP", cfg.HTTP.MaxConnsPerIP, "version", version)
-	// At a signal the calls are cancelled and answered, their CLIs reaped,
-	// before the server exits; the grace covers the CLIs' kill grace.
-	return server.ServeHTTP(s.life, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: s.endLife, Inflight: inflight, Server: s.srv,
-		MaxConns: maxConns, MaxConnsPerIP: cfg.HTTP.MaxConnsPerIP, Log: log})
+	// At a signal the server drains: /readyz fails, new sessions and
+	// calls are refused after --drain-delay, the calls in flight get
+	// --drain-timeout to finish; those still running are then cancelled
+	// and answered, their CLIs reaped, before the server exits; the grace
+	// covers the CLIs' kill grace.
+	return server.ServeHTTP(ctx, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: s.endLife, Inflight: inflight, Server: s.srv,
+		MaxConns: maxConns, MaxConnsPerIP: cfg.HTTP.MaxConnsPerIP, Log: log,
+		Drain: drain, DrainDelay: cfg.HTTP.DrainDelay, DrainTimeout: cfg.HTTP.DrainTimeout})
 }
 
 // loadTokens gathers bearer tokens from GEMINI_MCP_TOKENS and --token-file.

@@ -36,6 +36,10 @@ type builtBackend struct {
 	// Counter counts tokens as the backend's model does: the API
 	// backend's; nil for the CLI backends, which cannot count.
 	Counter backend.TokenCounter
+	// Usable says whether the backend can run a turn, without asking
+	// Google: for the CLI backends, that the gemini executable is found;
+	// for the API backend, that credentials are set.
+	Usable func() error
 }
 
 // Close closes the backend, then the MCP host it was given.
@@ -78,9 +82,9 @@ func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logg
 			}
 			return nil, err
 		}
-		return &builtBackend{Backend: backend.Limit(b, cfg.Turns.MaxConcurrent), Host: host, Counter: counter}, nil
+		return &builtBackend{Backend: backend.Limit(b, cfg.Turns.MaxConcurrent), Host: host, Counter: counter, Usable: apiUsable(env.Getenv)}, nil
 	case config.BackendOneshot:
-		return &builtBackend{Backend: backend.Limit(cli.NewRunner(cliOptions(cfg, env), log), cfg.Turns.MaxConcurrent)}, nil
+		return &builtBackend{Backend: backend.Limit(cli.NewRunner(cliOptions(cfg, env), log), cfg.Turns.MaxConcurrent), Usable: cliUsable(cfg.CLI.Gemini)}, nil
 	}
 	opts := cliOptions(cfg, env)
 	spareAge := cfg.Warm.SpareAge
@@ -90,7 +94,31 @@ func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logg
 	warm := acp.WarmOptions{Processes: cfg.Warm.Processes, MaxPrompts: cfg.Warm.MaxPrompts, MaxRSS: int64(cfg.Warm.MaxRSSBytes), IdleTimeout: cfg.Warm.IdleTimeout,
 		SpareAge: spareAge, MaxSessions: cfg.Warm.MaxSessions, NotOnConnect: !cfg.Warm.OnConnect}
 	b := acp.New(acp.ConfigFor(opts, warm, cli.NewRunner(opts, log)), log)
-	return &builtBackend{Backend: backend.Limit(b, cfg.Turns.MaxConcurrent)}, nil
+	return &builtBackend{Backend: backend.Limit(b, cfg.Turns.MaxConcurrent), Usable: cliUsable(cfg.CLI.Gemini)}, nil
+}
+
+// cliUsable is a CLI backend's readiness: the gemini executable is found
+// (a look at PATH or the file, at every check, so that an image whose CLI
+// was removed or never installed is not ready).
+func cliUsable(gemini string) func() error {
+	return func() error {
+		if _, err := cli.Resolve(gemini); err != nil {
+			return fmt.Errorf("backend: %w", err)
+		}
+		return nil
+	}
+}
+
+// apiUsable is the API backend's readiness: API or Vertex AI credentials
+// are set in the environment. Whether Google accepts them is for the
+// calls to find: a check per probe would cost a request to Google.
+func apiUsable(getenv func(string) string) func() error {
+	return func() error {
+		if len(apiCredentials(getenv)) == 0 {
+			return errors.New("backend: no Gemini API or Vertex AI credentials are set")
+		}
+		return nil
+	}
 }
 
 // choice is the backend that would run, and why.

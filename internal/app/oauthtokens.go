@@ -29,10 +29,12 @@ type oauthTokenBytes interface {
 }
 
 // sharesTokens says whether the store URL names a store that replicas
-// share, which then keeps the MCP host's OAuth tokens: Redis.
+// share, which then keeps the MCP host's OAuth tokens: Redis (one, a
+// cluster or Sentinel's).
 func sharesTokens(storeURL string) bool {
 	scheme, _, _ := strings.Cut(storeURL, ":")
 	scheme = strings.ToLower(scheme)
+	scheme, _, _ = strings.Cut(scheme, "+")
 	return scheme == "redis" || scheme == "rediss"
 }
 

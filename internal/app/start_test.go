@@ -46,7 +46,7 @@ func TestServedPartsAreTheBuilt(t *testing.T) {
 	}
 	cfg := parse(t, "--backend", "api", "--store", "memory:", "--cwd", root, "--project-root", root, "--mcp-config", mcpConfig(t))
 	ctx := geminitest.Context(t)
-	s, err := start(ctx, cfg, IO{Getenv: func(string) string { return "" }}.env(), "test", nil, slog.New(slog.DiscardHandler))
+	s, err := start(ctx, cfg, IO{Getenv: func(string) string { return "" }}.env(), "test", nil, false, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,11 +46,12 @@ func openStore(ctx context.Context, cfg *config.Config) (st session.Store, where
 			break
 		}
 		st = memstore.New(opts)
-	case "redis", "rediss":
-		// The store that replicas on several hosts share.
+	case "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel":
+		// The store that replicas on several hosts share: one Redis, a
+		// Redis Cluster, or the master that sentinels name.
 		st, err = redisstore.Open(ctx, raw, opts)
 	default:
-		return nil, where, fmt.Errorf("--store %s: this server has no %q store; it supports memory:, redis:, rediss:, sqlite:", where, scheme)
+		return nil, where, fmt.Errorf("--store %s: this server has no %q store; it supports memory:, redis:, rediss:, redis+cluster:, redis+sentinel: (rediss+… for TLS), sqlite:", where, scheme)
 	}
 	if err != nil {
 		return nil, where, fmt.Errorf("opening the session store %s: %w (check --store and --state-dir; gemini-mcp-server doctor checks the store)", where, err)
@@ -61,6 +62,11 @@ func openStore(ctx context.Context, cfg *config.Config) (st session.Store, where
 // redactStore hides a password in a store URL, so that logs and errors can
 // name the store.
 func redactStore(raw string) string {
+	if scheme, _, _ := strings.Cut(raw, ":"); strings.Contains(scheme, "+") {
+		// A cluster's or sentinels' URL names several hosts, which
+		// net/url does not parse.
+		return redisstore.Redact(raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		if strings.Contains(raw, "@") && strings.Contains(raw, "://") {

@@ -98,6 +98,8 @@ type HTTP struct {
 	AllowInsecureRemote bool
 	MaxBodyBytes        int
 	BodyReadTimeout     time.Duration
+	DrainDelay          time.Duration
+	DrainTimeout        time.Duration
 	MaxSessions         int
 	MaxSessionsPerToken int
 	MaxConns            int // 0: three quarters of the open-file limit
@@ -139,7 +141,7 @@ type Tools struct {
 // Store is where sessions live: see the flags' help and
 // docs/operators.md, "Where sessions live".
 type Store struct {
-	URL      string // "" (the embedded store in StateDir), sqlite:PATH, memory: or redis://…
+	URL      string // "" (the embedded store in StateDir), sqlite:PATH, memory:, redis://…, redis+cluster://… or redis+sentinel://…
 	StateDir string
 	Prefix   string
 	TTL      time.Duration
@@ -271,6 +273,9 @@ func (c *Config) validate(rules Rules) error {
 	if h.BodyReadTimeout <= 0 {
 		return errors.New("--body-read-timeout must be positive, e.g. 30s")
 	}
+	if h.DrainDelay < 0 || h.DrainTimeout < 0 {
+		return errors.New("--drain-delay and --drain-timeout must not be negative (0: none)")
+	}
 	if h.MaxConns < 0 || h.MaxConnsPerIP < 0 {
 		return errors.New("--max-conns and --max-conns-per-ip must not be negative (--max-conns 0: three quarters of the open-file limit; --max-conns-per-ip 0: no limit)")
 	}
@@ -324,7 +329,7 @@ func (c *Config) validate(rules Rules) error {
 func (c *Config) validateStore() error {
 	s := c.Store
 	if s.URL != "" && !strings.Contains(s.URL, ":") {
-		return fmt.Errorf("--store: %q names no kind of store: use sqlite:PATH, memory: or redis://HOST:PORT/DB, or leave it unset for the embedded store in --state-dir", s.URL)
+		return fmt.Errorf("--store: %q names no kind of store: use sqlite:PATH, memory:, redis://HOST:PORT/DB, redis+cluster://HOST:PORT,… or redis+sentinel://HOST:PORT,…/MASTER, or leave it unset for the embedded store in --state-dir", s.URL)
 	}
 	if s.Prefix == "" || strings.ContainsFunc(s.Prefix, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return fmt.Errorf("--store-prefix: %q must be non-empty, without spaces or control characters (the default is %q)", s.Prefix, DefaultStorePrefix)

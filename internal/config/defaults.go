@@ -51,6 +51,11 @@ const (
 	DefaultMaxSessionsPerToken = 100
 	DefaultMaxConnsPerIP       = 256
 	DefaultBodyReadTimeout     = 30 * time.Second
+	// Draining at SIGTERM: a balancer checking readiness every few
+	// seconds notices a 503 within the delay; delay, timeout and the
+	// shutdown's 5 s fit Kubernetes' default 30 s grace period.
+	DefaultDrainDelay   = 5 * time.Second
+	DefaultDrainTimeout = 20 * time.Second
 
 	// The session store. A session is kept for a week after its last
 	// turn: long enough to come back to a thread after a weekend, short

@@ -147,6 +147,10 @@ var flags = []spec{
 		func(c *Config) *int { return &c.HTTP.MaxConnsPerIP }),
 	duration("body-read-timeout", "GEMINI_MCP_BODY_READ_TIMEOUT", DefaultBodyReadTimeout, "HTTP: a request body must arrive within this time once its headers are accepted, else 408 and the connection is closed",
 		func(c *Config) *time.Duration { return &c.HTTP.BodyReadTimeout }),
+	duration("drain-delay", "GEMINI_MCP_DRAIN_DELAY", DefaultDrainDelay, "HTTP: at SIGTERM, /readyz answers 503 at once and the server keeps taking sessions and calls this long, so that load balancers stop sending first; 0 refuses them at once",
+		func(c *Config) *time.Duration { return &c.HTTP.DrainDelay }),
+	duration("drain-timeout", "GEMINI_MCP_DRAIN_TIMEOUT", DefaultDrainTimeout, "HTTP: after the drain delay, new sessions and calls are refused (503, retryable) and the calls in flight get this long to finish before they are cancelled",
+		func(c *Config) *time.Duration { return &c.HTTP.DrainTimeout }),
 	list("allowed-roots", "GEMINI_MCP_ALLOWED_ROOTS", "the only directories (and their subdirectories) a call's cwd may be, checked after resolving symlinks (default: over HTTP, --cwd or the server's directory; on stdio, any directory, since the client is the local user); / allows all",
 		func(c *Config) *[]string { return &c.Tools.AllowedRoots }),
 	boolean("share-sessions", "GEMINI_MCP_SHARE_SESSIONS", false, "over HTTP, let every client continue every session: by its id, \"latest\" or an index (default: a client continues only its own sessions, per bearer token when tokens are set, and chat-reply without sessionId means this client's newest)",
@@ -154,7 +158,9 @@ var flags = []spec{
 	boolean("session-id-in-text", "GEMINI_MCP_SESSION_ID_IN_TEXT", true, "end chat and chat-reply results with a second text item \"sessionId: <id> …\", for clients that show the model only the text and not _meta (Claude Code); false leaves the id in _meta only",
 		func(c *Config) *bool { return &c.Tools.SessionIDInText }),
 	str("store", "GEMINI_MCP_STORE", "", "where sessions live: sqlite:PATH (the embedded store in that file), memory: (in this process: sessions end when it exits) "+
-		"or redis://[:PASSWORD@]HOST:PORT/DB (rediss:// for TLS; REDIS_PASSWORD also sets the password), shared by replicas (default: the embedded store at <state-dir>/sessions.db)",
+		"or Redis, shared by replicas: redis://[:PASSWORD@]HOST:PORT/DB, a Redis Cluster redis+cluster://[:PASSWORD@]HOST:PORT,HOST:PORT,… "+
+		"or the master that sentinels name redis+sentinel://[:PASSWORD@]HOST:PORT,…/MASTER[?db=N] (rediss… for TLS; REDIS_PASSWORD also sets the password) "+
+		"(default: the embedded store at <state-dir>/sessions.db)",
 		func(c *Config) *string { return &c.Store.URL }),
 	str("store-prefix", "GEMINI_MCP_STORE_PREFIX", DefaultStorePrefix, "prefix of every key a shared store (Redis) writes, so that several deployments can share one database",
 		func(c *Config) *string { return &c.Store.Prefix }),

@@ -35,7 +35,7 @@ func TestStoreFlagsInvalid(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--store", "/var/lib/sessions.db"}, "use sqlite:PATH, memory: or redis://"},
+		{[]string{"--store", "/var/lib/sessions.db"}, "use sqlite:PATH, memory:, redis://HOST:PORT/DB, redis+cluster://"},
 		{[]string{"--store-prefix", "a b"}, "--store-prefix"},
 		{[]string{"--session-ttl", "0"}, "--session-ttl must be at least 1m"},
 		{[]string{"--session-ttl", "10s"}, "--session-ttl must be at least 1m"},

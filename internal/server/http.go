@@ -59,7 +59,14 @@ type HTTPOptions struct {
 	// Metrics, when set, is served at /metrics behind the same checks as
 	// /mcp (origin, bearer token).
 	Metrics http.Handler
-	Log     *slog.Logger
+	// Drain, when set, is what /readyz and the refusals of new sessions
+	// and calls follow while ServeHTTP stops (see ServeOptions.Drain).
+	Drain *Drain
+	// Ready, when set, says whether the server can take calls (its store
+	// answers, its backend is usable): /readyz answers 503 with its error.
+	// It gets a context of a few seconds.
+	Ready func(context.Context) error
+	Log   *slog.Logger
 }
 
 // RequestContexts ties tool calls to the HTTP requests that carry them. A
@@ -127,7 +134,7 @@ const (
 
 // NewHTTPHandler serves srv over Streamable HTTP at /mcp and the legacy
 // SSE transport at /sse (its message endpoint is /sse?sessionid=…), with
-// /healthz for liveness checks. Both MCP endpoints check the Origin header
+// /healthz for liveness checks and /readyz for readiness. Both MCP endpoints check the Origin header
 // and, when tokens are configured, the bearer token.
 func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	if o.Log == nil {
@@ -156,7 +163,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		capped = sessionGuards(srv, o)
 	}
 	guarded := func(h http.Handler) http.Handler {
-		return guard.cors(closeUntilAccepted(guard.wrap(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes)))))
+		return guard.cors(closeUntilAccepted(guard.wrap(o.Drain.wrapHTTP(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes))))))
 	}
 	mux := http.NewServeMux()
 	var mcpHandler http.Handler = streamable
@@ -165,6 +172,9 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	}
 	if o.Inflight != nil {
 		srv.AddReceivingMiddleware(o.Inflight.middleware)
+	}
+	if o.Drain != nil {
+		srv.AddReceivingMiddleware(o.Drain.middleware)
 	}
 	versions := newVersionGate(srv, o)
 	mux.Handle(PathMCP, guarded(versions.wrap(mcpHandler)))
@@ -192,6 +202,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]string{"status": "ok", "name": Name, "version": o.Version})
 	})
+	mux.HandleFunc(PathReadyz, readyz(o.Drain, o.Ready, o.Version))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("not found: MCP is served at %s (Streamable HTTP) and %s (SSE)", PathMCP, PathSSE), http.StatusNotFound)
 	})
@@ -323,10 +334,18 @@ type ServeOptions struct {
 	// MaxConns and MaxConnsPerIP bound the connections held, in all and
 	// per client address (see connLimiter); 0 means no bound.
 	MaxConns, MaxConnsPerIP int
+
+	// Drain, when set (the handler's HTTPOptions.Drain), makes a stop
+	// drain first: /readyz answers 503 at once, DrainDelay later new
+	// sessions and calls are refused, and the calls in flight get up to
+	// DrainTimeout to finish before the shutdown above (which cancels
+	// what still runs) begins.
+	Drain                    *Drain
+	DrainDelay, DrainTimeout time.Duration
 }
 
-// ServeHTTP serves h on ln until ctx ends, then shuts down within
-// o.Grace: it refuses new connections, cancels the calls in flight and
+// ServeHTTP serves h on ln until ctx ends, then drains (see
+// ServeOptions.Drain) and shuts down within o.Grace: it refuses new connections, cancels the calls in flight and
 // waits for their handlers to return (their CLIs reaped, their temp files
 // removed) and for their answers to be written, so that every client gets
 // one. Only then does it close the sessions and end the requests' base
@@ -360,6 +379,9 @@ func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, o ServeOpti
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	if o.Drain != nil {
+		drain(o)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), o.Grace)
 	defer cancel()
@@ -396,4 +418,28 @@ func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, o ServeOpti
 	}
 	<-errc
 	return err
+}
+
+// drain fails readiness, waits o.DrainDelay for the balancers to notice,
+// refuses new sessions and calls, and waits up to o.DrainTimeout for the
+// calls in flight.
+func drain(o ServeOptions) {
+	o.Drain.begin()
+	o.Log.Info("draining: /readyz answers 503; new sessions and calls are refused after the delay", "delay", o.DrainDelay, "timeout", o.DrainTimeout)
+	if o.DrainDelay > 0 {
+		t := time.NewTimer(o.DrainDelay)
+		<-t.C
+	}
+	o.Drain.close()
+	o.Log.Info("draining: refusing new sessions and calls; waiting for the calls in flight")
+	if o.Inflight == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
+	defer cancel()
+	if err := o.Inflight.Wait(ctx); err != nil {
+		o.Log.Warn("calls still running at the end of the drain timeout: cancelling them", "timeout", o.DrainTimeout)
+		return
+	}
+	o.Log.Info("drained: no call in flight")
 }

@@ -1,5 +1,7 @@
 // Package redistest runs a real redis-server for tests: one per test, on a
-// free loopback port, in the test's temp directory, with persistence off.
+// free loopback port, in the test's temp directory, with persistence off;
+// or a Redis Cluster (StartCluster) or a master watched by sentinels
+// (StartSentinel) of such servers.
 // The server is the test's child (never daemonized), so that it can be
 // killed mid-test like a crashed Redis, restarted on the same port, and is
 // always killed and reaped when the test ends.
@@ -36,6 +38,13 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
+	// conf, when set, is a configuration file the server reads first;
+	// extra are arguments after the defaults (a cluster's, a replica's).
+	conf  string
+	extra func(s *Server) []string
+	// ready, when set, is the log line that says the server is ready, if
+	// not Redis's "Ready to accept connections".
+	ready string
 
 	mu   sync.Mutex
 	proc *proc // nil once killed
@@ -70,7 +79,24 @@ func Binary(t testing.TB) string {
 // it accepts connections. It is killed and reaped when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t, bin: Binary(t), dir: t.TempDir()}
+	return startWith(t, &Server{t: t, bin: Binary(t), dir: t.TempDir()})
+}
+
+// StartValkey starts a valkey-server as Start does a redis-server. Debian
+// 12 has no Valkey package: without valkey-server on PATH it skips t,
+// whatever EnvRequired says.
+func StartValkey(t testing.TB) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("valkey-server")
+	if err != nil {
+		t.Skip("valkey-server is not on PATH: skipping the Valkey test")
+	}
+	return startWith(t, &Server{t: t, bin: bin, dir: t.TempDir()})
+}
+
+// startWith starts s on a free port.
+func startWith(t testing.TB, s *Server) *Server {
+	t.Helper()
 	t.Cleanup(s.Kill)
 	// Another process may take the free port between our probe and the
 	// server's bind: then try another.
@@ -149,15 +175,24 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(s.bin,
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(args,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
-		"--appendonly", "no",
 		"--daemonize", "no",
 		"--dir", s.dir,
 		"--logfile", "",
 	)
+	if s.extra != nil {
+		args = append(args, s.extra(s)...)
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = w, w
 	setDeathSignal(cmd)
@@ -169,6 +204,10 @@ func (s *Server) start() error {
 	w.Close()
 	p := &proc{cmd: cmd, exited: make(chan struct{}), logged: make(chan struct{}), log: &lockedBuffer{}}
 	ready := make(chan struct{})
+	readyLine := "Ready to accept connections"
+	if s.ready != "" {
+		readyLine = s.ready
+	}
 	go func() {
 		defer close(p.logged)
 		defer r.Close()
@@ -179,7 +218,7 @@ func (s *Server) start() error {
 			p.log.write(sc.Text() + "\n")
 			// Redis 7.0 logs "Ready to accept connections", later
 			// versions add the listener's kind after it.
-			if !signalled && strings.Contains(sc.Text(), "Ready to accept connections") {
+			if !signalled && strings.Contains(sc.Text(), readyLine) {
 				signalled = true
 				close(ready)
 			}

@@ -80,3 +80,33 @@ func TestMissingServerSkipsOrFails(t *testing.T) {
 		t.Errorf("with %s=1: skipped %q, failed %q; want a failure", EnvRequired, r.skipped, r.failed)
 	}
 }
+
+func TestStartCluster(t *testing.T) {
+	c := StartCluster(t, 3)
+	if len(c.Nodes) != 3 || !strings.HasPrefix(c.URL(), "redis+cluster://127.0.0.1:") || strings.Count(c.URL(), ",") != 2 {
+		t.Fatalf("nodes %d, URL %q", len(c.Nodes), c.URL())
+	}
+	out, err := command(t.Context(), c.Nodes[1].Addr(), "CLUSTER", "INFO")
+	if err != nil || !strings.Contains(out, "cluster_slots_assigned:16384") || !strings.Contains(out, "cluster_size:3") {
+		t.Fatalf("CLUSTER INFO: %v\n%s", err, out)
+	}
+}
+
+func TestStartSentinel(t *testing.T) {
+	st := StartSentinel(t, 1, 1)
+	ctx := t.Context()
+	addr, err := st.MasterAddr(ctx)
+	if err != nil || addr != st.Master.Addr() {
+		t.Fatalf("master %q, %v; want %s", addr, err, st.Master.Addr())
+	}
+	old, now, err := st.Failover(ctx)
+	if err != nil {
+		t.Fatalf("Failover: %v", err)
+	}
+	if old != st.Master || now != st.Replicas[0] {
+		t.Fatalf("failover from %s to %s", old.Addr(), now.Addr())
+	}
+	if role, err := command(ctx, now.Addr(), "ROLE"); err != nil || !strings.HasPrefix(role, "master") {
+		t.Fatalf("ROLE of the new master: %q, %v", role, err)
+	}
+}

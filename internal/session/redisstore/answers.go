@@ -11,47 +11,56 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
-// putAnswerScript keeps an answer (KEYS[1], value ARGV[1], TTL ARGV[2]
-// ms) and evicts the oldest answers until all kept ones fit the budget
-// (ARGV[3] bytes). KEYS[2..5] are pages (ids by arrival), pagesizes (id →
-// "bytes:session"), pagebytes and pageseq; KEYS[6..8] the session's
-// record, turns and set of answers. ARGV[4] is the answer's id, ARGV[5]
-// its bytes, ARGV[6] its session ("" for none), ARGV[7] the answer key
-// prefix and ARGV[8] that of answer sets. An answer of a session joins
-// the session's set and restarts the session's TTL, so that it expires
-// with the rest of the session.
-var putAnswerScript = redis.NewScript(refreshLua + `
-local id, size, sid = ARGV[4], tonumber(ARGV[5]), ARGV[6]
-local old = redis.call('HGET', KEYS[3], id)
-if old then redis.call('DECRBY', KEYS[4], tonumber(string.match(old, '^(%d+)'))) end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), id)
-redis.call('HSET', KEYS[3], id, size .. ':' .. sid)
-local total = redis.call('INCRBY', KEYS[4], size)
+// pageScript counts an answer into the page budget and picks the oldest
+// answers to evict until all kept ones fit it (ARGV[3] bytes). KEYS are
+// pages (ids by arrival), pagesizes (id → "bytes:session"), pagebytes and
+// pageseq, one slot's; ARGV[1] is the answer's id, ARGV[2] its bytes and
+// ARGV[4] its session ("" for none). It returns {id, session, …} of the
+// answers evicted, which PutAnswer then deletes.
+var pageScript = redis.NewScript(`
+local id, size, sid = ARGV[1], tonumber(ARGV[2]), ARGV[4]
+local old = redis.call('HGET', KEYS[2], id)
+if old then redis.call('DECRBY', KEYS[3], tonumber(string.match(old, '^(%d+)'))) end
+redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[4]), id)
+redis.call('HSET', KEYS[2], id, size .. ':' .. sid)
+local total = redis.call('INCRBY', KEYS[3], size)
 local budget = tonumber(ARGV[3])
+local out = {}
 while total > budget do
-  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
   if not oldest or oldest == id then break end
-  redis.call('ZREM', KEYS[2], oldest)
-  redis.call('DEL', ARGV[7] .. oldest)
-  local v = redis.call('HGET', KEYS[3], oldest)
-  redis.call('HDEL', KEYS[3], oldest)
+  redis.call('ZREM', KEYS[1], oldest)
+  local v = redis.call('HGET', KEYS[2], oldest)
+  redis.call('HDEL', KEYS[2], oldest)
+  local s = ''
   if v then
-    local b, s = string.match(v, '^(%d+):(.*)$')
-    total = redis.call('DECRBY', KEYS[4], tonumber(b))
-    if s ~= '' then redis.call('SREM', ARGV[8] .. s, oldest) end
+    local b
+    b, s = string.match(v, '^(%d+):(.*)$')
+    total = redis.call('DECRBY', KEYS[3], tonumber(b))
   end
+  out[#out+1] = oldest
+  out[#out+1] = s
 end
-if sid ~= '' then
-  redis.call('SADD', KEYS[8], id)
-  refresh(KEYS[6], KEYS[7], KEYS[8], ARGV[2], ARGV[7])
-end
-return 1`)
+return out`)
+
+// addAnswerSrc adds answer ARGV[2] to a session's set and refreshes the
+// session (KEYS: record, turns, answers; TTL ARGV[1] ms). It runs in a
+// pipeline, as EVAL.
+const addAnswerSrc = refreshLua + `
+redis.call('SADD', KEYS[3], ARGV[2])
+return refresh(KEYS[1], KEYS[2], KEYS[3], ARGV[1])`
 
 // PutAnswer keeps the pages of an answer for chat-page, evicting the
 // oldest answers (of every session and process sharing the Redis) beyond
 // the budget for pages. An answer larger than the whole budget keeps its
 // first pages that fit (at least one); Dropped counts the rest.
+//
+// The answer, the budget and the answer's session are keys of three
+// slots: the answer is written with the budget's count (one round trip),
+// then the evicted answers are deleted and the answer joins its session
+// (a second), then the session's answers, this one too, get its deadline (a third). Two processes putting answers at once may keep a
+// little more than the budget for a moment; every answer still expires
+// with its session.
 func (s *Store) PutAnswer(ctx context.Context, a session.PagedAnswer) error {
 	if err := checkID(a.ID); err != nil {
 		return fmt.Errorf("session store: answer id: %w", err)
@@ -66,14 +75,50 @@ func (s *Store) PutAnswer(ctx context.Context, a session.PagedAnswer) error {
 	if err != nil {
 		return fmt.Errorf("session store: %w", err)
 	}
-	keys := append([]string{s.answerKey(a.ID), s.prefix + "pages", s.prefix + "pagesizes", s.prefix + "pagebytes", s.prefix + "pageseq"},
-		s.sessionKeys(a.SessionID)...)
-	if err := putAnswerScript.Run(ctx, s.rdb, keys, data, s.ttlMillis(), s.opts.MaxPagedBytes,
-		a.ID, size, a.SessionID, s.key("answer", ""), s.key("answers", "")).Err(); err != nil {
+	p := s.rdb.Pipeline()
+	set := p.Set(ctx, s.answerKey(a.ID), data, s.opts.TTL)
+	evictCmd := p.EvalSha(ctx, pageScript.Hash(), s.pageKeys(), a.ID, size, s.opts.MaxPagedBytes, a.SessionID)
+	_, _ = p.Exec(ctx) // each command's error is its own, below
+	if err := set.Err(); err != nil {
 		return s.fail(ctx, err)
 	}
-	return nil
+	if isNoScript(evictCmd.Err()) {
+		// The node lost its scripts (a restart): once more, with the
+		// script's text.
+		evictCmd = pageScript.Eval(ctx, s.rdb, s.pageKeys(), a.ID, size, s.opts.MaxPagedBytes, a.SessionID)
+	}
+	evicted, err := evictCmd.StringSlice()
+	if err != nil {
+		return s.fail(ctx, err)
+	}
+	if len(evicted) == 0 && a.SessionID == "" {
+		return nil
+	}
+	p = s.rdb.Pipeline()
+	for i := 0; i+1 < len(evicted); i += 2 {
+		p.Del(ctx, s.answerKey(evicted[i]))
+		if sid := evicted[i+1]; checkID(sid) == nil {
+			p.SRem(ctx, s.answersKey(sid), evicted[i])
+		}
+	}
+	var added *redis.Cmd
+	if a.SessionID != "" {
+		added = p.Eval(ctx, addAnswerSrc, s.sessionKeys(a.SessionID), s.ttlMillis(), a.ID)
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return s.fail(ctx, err)
+	}
+	if added == nil {
+		return nil
+	}
+	at, answers, err := refreshed(added.Val())
+	if err != nil {
+		return fmt.Errorf("%w: Redis at %s: %v", session.ErrUnavailable, s.addr, err)
+	}
+	return s.refreshAnswers(ctx, a.SessionID, answers, at)
 }
+
+func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
 
 // GetAnswer returns the answer with id id.
 func (s *Store) GetAnswer(ctx context.Context, id string) (session.PagedAnswer, bool, error) {

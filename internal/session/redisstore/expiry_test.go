@@ -183,7 +183,7 @@ func TestPageBudget(t *testing.T) {
 	if _, ok, _ := s.GetAnswer(ctx, ids[3]); ok {
 		t.Error("older answers kept beside one filling the budget")
 	}
-	if n := plain(t, srv).Get(ctx, s.prefix+"pagebytes").Val(); n != "80" {
+	if n := plain(t, srv).Get(ctx, s.pageKeys()[2]).Val(); n != "80" {
 		t.Errorf("pagebytes = %s, want 80", n)
 	}
 }

@@ -3,7 +3,9 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -36,7 +38,7 @@ type source struct {
 	buf  []redis.Z
 	next int64 // the rank of the first id after buf
 	done bool
-	gone []any // ids whose record has gone
+	gone []redis.Z // entries whose record has gone
 }
 
 // List returns the records f selects, newest first. It walks the
@@ -93,6 +95,7 @@ func (s *Store) walk(ctx context.Context, f session.Filter, srcs []*source) ([]s
 		// The next batch of ids, newest first, from all sources.
 		type cand struct {
 			id  string
+			z   redis.Z
 			src *source
 		}
 		var batch []cand
@@ -113,18 +116,18 @@ func (s *Store) walk(ctx context.Context, f session.Filter, srcs []*source) ([]s
 			if best == nil {
 				break
 			}
-			batch = append(batch, cand{best.buf[0].Member.(string), best})
+			batch = append(batch, cand{best.buf[0].Member.(string), best.buf[0], best})
 			best.buf = best.buf[1:]
 		}
 		if len(batch) == 0 {
 			return recs, false, nil
 		}
 		size = listBatch
-		keys := make([]string, len(batch))
+		ids := make([]string, len(batch))
 		for i, c := range batch {
-			keys[i] = s.recordKey(c.id)
+			ids[i] = c.id
 		}
-		vals, err := s.rdb.MGet(ctx, keys...).Result()
+		vals, err := s.getRecords(ctx, ids)
 		if err != nil {
 			return nil, false, s.fail(ctx, err)
 		}
@@ -132,7 +135,7 @@ func (s *Store) walk(ctx context.Context, f session.Filter, srcs []*source) ([]s
 			c := batch[i]
 			str, ok := v.(string)
 			if !ok {
-				c.src.gone = append(c.src.gone, c.id)
+				c.src.gone = append(c.src.gone, c.z)
 				continue
 			}
 			var r session.Record
@@ -182,11 +185,7 @@ func (s *Store) importOldIndex(ctx context.Context) error {
 		if len(ids) == 0 {
 			break
 		}
-		keys := make([]string, len(ids))
-		for i, id := range ids {
-			keys[i] = s.recordKey(id)
-		}
-		vals, err := s.rdb.MGet(ctx, keys...).Result()
+		vals, err := s.getRecords(ctx, ids)
 		if err != nil {
 			return err
 		}
@@ -210,20 +209,49 @@ func (s *Store) importOldIndex(ctx context.Context) error {
 	return nil
 }
 
-// prune removes the ids of expired sessions from an index, unless a
-// Touch recreated one meanwhile.
+// getRecords reads the records of ids in one pipeline (an MGET would
+// span the slots of a cluster): a string each, or nil for those gone.
+func (s *Store) getRecords(ctx context.Context, ids []string) ([]any, error) {
+	p := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = p.Get(ctx, s.recordKey(id))
+	}
+	_, _ = p.Exec(ctx) // each command's error is its own, below
+	vals := make([]any, len(ids))
+	for i, c := range cmds {
+		v, err := c.Result()
+		switch {
+		case err == nil:
+			vals[i] = v
+		case !errors.Is(err, redis.Nil):
+			// A record that could not be read is not a record gone.
+			return nil, err
+		}
+	}
+	return vals, nil
+}
+
+// pruneScript removes from an index (KEYS[1]) the entries of expired
+// sessions, ARGV id and score pairs, unless a Touch recreated one
+// meanwhile: that changed its score.
 var pruneScript = redis.NewScript(`
 local n = 0
-for _, id in ipairs(ARGV) do
-  if redis.call('EXISTS', KEYS[2] .. id) == 0 then n = n + redis.call('ZREM', KEYS[1], id) end
+for i = 1, #ARGV, 2 do
+  local sc = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if sc and tonumber(sc) == tonumber(ARGV[i+1]) then n = n + redis.call('ZREM', KEYS[1], ARGV[i]) end
 end
 return n`)
 
-func (s *Store) prune(ctx context.Context, index string, ids []any) error {
-	if len(ids) == 0 {
+func (s *Store) prune(ctx context.Context, index string, gone []redis.Z) error {
+	if len(gone) == 0 {
 		return nil
 	}
-	if err := pruneScript.Run(ctx, s.rdb, []string{index, s.key("session", "")}, ids...).Err(); err != nil {
+	args := make([]any, 0, 2*len(gone))
+	for _, z := range gone {
+		args = append(args, z.Member, strconv.FormatFloat(z.Score, 'f', -1, 64))
+	}
+	if err := pruneScript.Run(ctx, s.rdb, []string{index}, args...).Err(); err != nil {
 		return s.fail(ctx, err)
 	}
 	return nil

@@ -54,7 +54,8 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1`)
 
-func (s *Store) oauthKey(server string) string { return s.key("oauth", server) }
+// oauthKey is the one key of a server's tokens: no hash tag needed.
+func (s *Store) oauthKey(server string) string { return s.prefix + "oauth:" + server }
 
 func checkOAuthNames(server, issuer string) error {
 	if server == "" || len(server) > maxOAuthName || len(issuer) > maxOAuthName {
