@@ -53,7 +53,7 @@ func TestQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.fake = fakeGemini
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	var stdout, log bytes.Buffer
 	start := time.Now()

@@ -26,7 +26,7 @@ func (b *bench) firstChat(ctx context.Context) *section {
 	s := &section{
 		title: "First chat: the first `chat` " + firstPause.String() + " after the client connects, real Gemini CLI against a local fake Gemini API",
 		intro: fmt.Sprintf("Our server alone (default backend), a new process each round, %d rounds with the two settings interleaved: "+
-			"connect (the MCP handshake), wait %v, then time one new `chat`; the *limit* is a second new `chat` in the same process, back to back. "+
+			"connect (the MCP handshake) and list the tools, wait %v, then time one new `chat`; the *limit* is a second new `chat` in the same process, back to back. "+
 			"With `--warm-on-connect` (the default) the warm process starts when the client connects; with `--warm-on-connect=false` the first chat waits for its start.",
 			rounds, firstPause),
 	}
@@ -51,6 +51,13 @@ func (b *bench) firstChat(ctx context.Context) *section {
 			}
 			srv, _, err := startStdio(ctx, b.targets(v.extra...)[0], sb)
 			if err != nil {
+				s.failed = err
+				return s
+			}
+			// A client lists the tools once connected, which is when the
+			// server gets ready.
+			if _, err := srv.cs.ListTools(ctx, nil); err != nil {
+				srv.close()
 				s.failed = err
 				return s
 			}

@@ -33,20 +33,30 @@ func connectWatched(t *testing.T, e *env, args ...string) (*mcp.ClientSession, *
 }
 
 // TestStdioWarmOnConnect: the warm backend starts a gemini --acp process
-// and its spare session once a client has initialized, before any call;
-// the first chat uses them.
+// and its spare session once a client has listed the tools, before any
+// call; the first chat uses them. A client that only connects and pings
+// (a health check) starts none.
 func TestStdioWarmOnConnect(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.vars = append(e.vars, "GEMINI_MCP_BACKEND=warm", "GEMINI_MCP_LOG_LEVEL=debug")
 	cs, w := connectWatched(t, e)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cs.Ping(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if inv, _ := geminitest.ReadLog(e.log); len(inv) != 0 {
+		t.Fatalf("processes started by a connection and a ping: %+v", inv)
+	}
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
 	w.wait(t, 1, "a warm gemini process is ready for the first chat")
 	inv, _ := geminitest.ReadLog(e.log)
 	if len(inv) != 1 || inv[0].Argv[0] != "--acp" {
 		t.Fatalf("before any call: want one gemini --acp process, got %+v", inv)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "first", "model": "gemini-x"}})
 	if err != nil || res.IsError {
 		t.Fatalf("chat: %v %+v", err, res)

@@ -73,7 +73,7 @@ var flags = []spec{
 		func(c *Config) *time.Duration { return &c.Warm.IdleTimeout }),
 	duration("warm-spare-age", "GEMINI_MCP_WARM_SPARE_AGE", DefaultWarmSpareAge, "warm backend: keep a session made ahead of time per process and folder, used by a new chat within this age (its date and folder listing are as of its creation), 0 for none",
 		func(c *Config) *time.Duration { return &c.Warm.SpareAge }),
-	boolean("warm-on-connect", "GEMINI_MCP_WARM_ON_CONNECT", true, "warm backend: start a gemini --acp process and its spare session when a client connects (after MCP initialize), so that its first chat finds them ready; false waits for the first chat",
+	boolean("warm-on-connect", "GEMINI_MCP_WARM_ON_CONNECT", true, "warm backend: start a gemini --acp process and its spare session when a client connects (at its first tools/list), so that its first chat finds them ready; false waits for the first chat",
 		func(c *Config) *bool { return &c.Warm.OnConnect }),
 	integer("warm-max-sessions", "GEMINI_MCP_WARM_MAX_SESSIONS", DefaultWarmMaxSessions, "warm backend: recycle a process holding more sessions than this (each new session costs more in a process holding many)",
 		func(c *Config) *int { return &c.Warm.MaxSessions }),

@@ -8,9 +8,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestPrepareOnConnect: the backend is told to get ready after a
-// handshake is answered (initialize, or server/discover of the stateless
-// protocol), not on other methods, and not after a refused handshake.
+// TestPrepareOnConnect: the backend is told to get ready once a client's
+// tools/list is answered, not on the handshake or a ping (what a health
+// check sends), nor after a tools/list that failed.
 func TestPrepareOnConnect(t *testing.T) {
 	t.Parallel()
 	var order []string
@@ -20,10 +20,11 @@ func TestPrepareOnConnect(t *testing.T) {
 		err    error
 		want   bool
 	}{
-		{"initialize", nil, true},
-		{"server/discover", nil, true},
-		{"initialize", errors.New("unsupported protocol version"), false},
-		{"tools/list", nil, false},
+		{"tools/list", nil, true},
+		{"tools/list", errors.New("rate limited"), false},
+		{"initialize", nil, false},
+		{"server/discover", nil, false},
+		{"ping", nil, false},
 		{"tools/call", nil, false},
 		{"notifications/initialized", nil, false},
 	} {

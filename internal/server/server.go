@@ -40,15 +40,17 @@ func New(version string, f Families, log *slog.Logger) *mcp.Server {
 }
 
 // prepareOnConnect calls prepare once the server has answered a client's
-// handshake (initialize, or server/discover for clients of the stateless
-// protocol, which send no initialize): a client that has connected chats
-// soon, and the backend getting ready now (the warm backend starts a
-// process) overlaps the client's own start-up. prepare returns at once.
+// tools/list: a client that is to chat lists the tools first, right after
+// its handshake, and the backend getting ready now (the warm backend starts
+// a process) overlaps the client's own start-up. A health check (`gemini
+// mcp list` connects and pings; others only connect) lists no tools, and
+// so starts nothing. prepare returns at once, and does nothing once the
+// backend is ready.
 func prepareOnConnect(prepare func()) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
-			if err == nil && (method == "initialize" || method == "server/discover") {
+			if err == nil && method == "tools/list" {
 				prepare()
 			}
 			return res, err
