@@ -103,7 +103,8 @@
 // Gemini 3 models' thought signatures (signed answers, and the 400 for a
 // function call sent back without its signature) are described in
 // signatures.go; inlineData and fileData parts and the Files API (upload,
-// files.get, files.delete) in files.go.
+// files.get, files.delete) in files.go; explicit context caches (the
+// cachedContents API, and requests that use one) in caches.go.
 //
 // [Home] prepares a throwaway home directory in which the CLI talks to a
 // Server and to nothing else, and [RealCLI] finds the real CLI for tests
@@ -196,6 +197,11 @@ type Request struct {
 	// Sent is the number of bytes of events written for a hostile stream
 	// ([[call-flood]], [[drip]]), 0 for others.
 	Sent int64
+	// CachedContent is the cache a generate request named ("" for
+	// none), and CachedTokens the tokens of it the answer's usage
+	// reported as cachedContentTokenCount (see caches.go).
+	CachedContent string
+	CachedTokens  int
 	// Time is when the request arrived.
 	Time time.Time
 }
@@ -231,7 +237,8 @@ type Server struct {
 	key     string         // the API key required, "" for any
 	// noSearch are the models refused googleSearch (DenySearch).
 	noSearch map[string]bool
-	files    fileStore // the Files API's (files.go)
+	files    fileStore  // the Files API's (files.go)
+	caches   cacheStore // the cachedContents API's (caches.go)
 
 	closeOnce sync.Once
 }
