@@ -327,7 +327,7 @@ func TestChatFilesAndContinuationID(t *testing.T) {
 	}
 	reqs := e.streams()
 	p := reqs[len(reqs)-1]
-	if p.NumContents < 3 || strings.Contains(p.LastUserText, "BEGIN FILE: src/main.go") || !strings.Contains(p.LastUserText, "and the docs?\n\n## Files\n--- BEGIN FILE: README.md") {
+	if p.NumContents < 3 || strings.Contains(p.LastUserText, "BEGIN FILE: src/main.go") || !strings.HasPrefix(p.LastUserText, "## Files\n--- BEGIN FILE: README.md") || !strings.HasSuffix(p.LastUserText, "\n## Prompt\nand the docs?") {
 		t.Errorf("chat-reply's turn (%d contents):\n%s", p.NumContents, p.LastUserText)
 	}
 	if res.Meta["sessionId"] != id || fmt.Sprint(res.Meta["filesProcessed"]) != "[map[path:README.md]]" ||

@@ -97,6 +97,9 @@ type Options struct {
 	// do not fit go through the Files API. 0 means
 	// config.DefaultMaxInlineBytes, a negative number uploads them all.
 	MaxInlineBytes int
+	// CacheTTL is how long a context cache is kept after its last use
+	// (cache.go); 0 means DefaultCacheTTL, a negative number makes none.
+	CacheTTL time.Duration
 }
 
 // Backend runs turns on the Gemini API. It is safe for concurrent use.
@@ -119,8 +122,9 @@ type Backend struct {
 
 	sessions queue.Locks // one turn at a time per conversation; a lock exists while held or awaited
 
-	maxInline int       // bytes of a request with media inline
-	res       resources // what the API keeps for the sessions (uploaded files)
+	maxInline int           // bytes of a request with media inline
+	cacheTTL  time.Duration // of a context cache; 0 for none
+	res       resources     // what the API keeps for the sessions (uploaded files, caches)
 }
 
 // New returns a Backend using the credentials found through
@@ -185,6 +189,12 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 	case b.maxInline < 0:
 		b.maxInline = 0
 	}
+	switch b.cacheTTL = opts.CacheTTL; {
+	case b.cacheTTL == 0:
+		b.cacheTTL = DefaultCacheTTL
+	case b.cacheTTL < 0:
+		b.cacheTTL = 0
+	}
 	if b.model == "" {
 		b.model = DefaultModel
 	}
@@ -209,7 +219,7 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 func (b *Backend) Name() string { return string(config.BackendAPI) }
 
 // Close deletes what the API keeps for this process's sessions (uploaded
-// files), then closes the idle connections to the API. The backend keeps
+// files, context caches), then closes the idle connections to the API. The backend keeps
 // no process and no goroutine of its own between calls (a sweep for the
 // resources of ended sessions runs during one, and Close waits for it).
 func (b *Backend) Close() {
@@ -274,12 +284,16 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	b.res.maybeSweep(b.alive, b.resourceError)
 	var contents []*genai.Content
 	var refs map[string]mediaRef
+	ctxParts := 0 // of contents[0], its stable context
 	if !fresh {
-		if contents, refs, err = b.loadHistory(ctx, id); err != nil {
+		if contents, refs, ctxParts, err = b.loadHistory(ctx, id); err != nil {
 			return nil, err
 		}
 	}
-	user := genai.NewContentFromText(withURLs(t.Prompt, t.URLs), genai.RoleUser)
+	user, userCtx := userContent(t)
+	if fresh {
+		ctxParts = userCtx
+	}
 	contents = append(contents, user)
 
 	model := shortName(t.Model)
@@ -352,7 +366,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 
 	obs.Started()
-	res, exchange, notes, err := b.converse(parent, withBudget(ctx, b.maxOut), id, t, model, contents, cfg, obs)
+	res, exchange, notes, err := b.converseCached(parent, ctx, id, t, model, contents, ctxParts, cfg, obs)
 	if err != nil {
 		return nil, builtinError(err, t.Builtins, model)
 	}
@@ -379,7 +393,8 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		return ans, nil
 	}
 	rec, err := json.Marshal(turnRecord{
-		User:      user,
+		User:         user,
+		ContextParts: userCtx,
 		Exchange:  exchange,
 		Model:     &genai.Content{Role: genai.RoleModel, Parts: res.parts},
 		Media:     media,
@@ -398,6 +413,44 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		}
 	}
 	return ans, nil
+}
+
+// userContent is the user content of turn t, and how many of its first
+// parts are its stable context: the first Turn.ContextLen bytes of the
+// prompt go in a part of their own.
+func userContent(t backend.Turn) (*genai.Content, int) {
+	if t.ContextLen <= 0 || t.ContextLen >= len(t.Prompt) {
+		return genai.NewContentFromText(withURLs(t.Prompt, t.URLs), genai.RoleUser), 0
+	}
+	return genai.NewContentFromParts([]*genai.Part{
+		genai.NewPartFromText(t.Prompt[:t.ContextLen]),
+		genai.NewPartFromText(withURLs(t.Prompt[t.ContextLen:], t.URLs)),
+	}, genai.RoleUser), 1
+}
+
+// converseCached is converse with the conversation's context in a cache
+// when it is worth one (cache.go). A request whose cache the API refused
+// (expired or deleted since) is sent again with a fresh cache, and then
+// without one: the context is resent, the turn goes on.
+func (b *Backend) converseCached(parent, ctx context.Context, id string, t backend.Turn, model string, contents []*genai.Content,
+	ctxParts int, cfg *genai.GenerateContentConfig, obs backend.Observer) (*streamResult, []*genai.Content, []string, error) {
+	budget := withBudget(ctx, b.maxOut)
+	if ctxParts == 0 || b.cacheTTL <= 0 || builtinTools(t.Builtins) != nil || b.tools != nil && len(b.tools.Tools()) > 0 {
+		return b.converse(parent, budget, id, t, model, contents, cfg, obs)
+	}
+	for range 2 {
+		reqContents, reqCfg, use := b.withCache(ctx, id, t.Owner, model, cfg, contents, ctxParts)
+		if use == nil {
+			break
+		}
+		res, exchange, notes, err := b.converse(parent, budget, id, t, model, reqContents, reqCfg, obs)
+		if err == nil || !cacheRefused(err) || ctx.Err() != nil {
+			return res, exchange, notes, err
+		}
+		b.log.Info("gemini api: the API refused the context cache; the context is sent again", "name", use.entry.name, "err", b.maskKey(err.Error()))
+		b.res.drop(use.session, use.key)
+	}
+	return b.converse(parent, budget, id, t, model, contents, cfg, obs)
 }
 
 // resolveAlias returns the model name stands for: name itself, or, for one

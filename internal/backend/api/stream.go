@@ -197,6 +197,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 			PromptTokens:   int(usage.PromptTokenCount),
 			OutputTokens:   int(usage.CandidatesTokenCount),
 			ThinkingTokens: int(usage.ThoughtsTokenCount),
+			CachedTokens:   int(usage.CachedContentTokenCount),
 		}
 	}
 	return res, received, nil
