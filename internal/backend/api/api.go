@@ -98,7 +98,8 @@ type Options struct {
 	// config.DefaultMaxInlineBytes, a negative number uploads them all.
 	MaxInlineBytes int
 	// CacheTTL is how long a context cache is kept after its last use
-	// (cache.go); 0 means DefaultCacheTTL, a negative number makes none.
+	// (cache.go); 0 means config.DefaultCacheTTL, a negative number
+	// makes none.
 	CacheTTL time.Duration
 }
 
@@ -191,7 +192,7 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 	}
 	switch b.cacheTTL = opts.CacheTTL; {
 	case b.cacheTTL == 0:
-		b.cacheTTL = DefaultCacheTTL
+		b.cacheTTL = config.DefaultCacheTTL
 	case b.cacheTTL < 0:
 		b.cacheTTL = 0
 	}
@@ -395,12 +396,12 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	rec, err := json.Marshal(turnRecord{
 		User:         user,
 		ContextParts: userCtx,
-		Exchange:  exchange,
-		Model:     &genai.Content{Role: genai.RoleModel, Parts: res.parts},
-		Media:     media,
-		ModelName: model,
-		Time:      time.Now().UTC(),
-		Usage:     res.usage,
+		Exchange:     exchange,
+		Model:        &genai.Content{Role: genai.RoleModel, Parts: res.parts},
+		Media:        media,
+		ModelName:    model,
+		Time:         time.Now().UTC(),
+		Usage:        res.usage,
 	})
 	if err == nil {
 		err = b.hist.AppendTurn(context.WithoutCancel(parent), id, rec)
@@ -413,44 +414,6 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		}
 	}
 	return ans, nil
-}
-
-// userContent is the user content of turn t, and how many of its first
-// parts are its stable context: the first Turn.ContextLen bytes of the
-// prompt go in a part of their own.
-func userContent(t backend.Turn) (*genai.Content, int) {
-	if t.ContextLen <= 0 || t.ContextLen >= len(t.Prompt) {
-		return genai.NewContentFromText(withURLs(t.Prompt, t.URLs), genai.RoleUser), 0
-	}
-	return genai.NewContentFromParts([]*genai.Part{
-		genai.NewPartFromText(t.Prompt[:t.ContextLen]),
-		genai.NewPartFromText(withURLs(t.Prompt[t.ContextLen:], t.URLs)),
-	}, genai.RoleUser), 1
-}
-
-// converseCached is converse with the conversation's context in a cache
-// when it is worth one (cache.go). A request whose cache the API refused
-// (expired or deleted since) is sent again with a fresh cache, and then
-// without one: the context is resent, the turn goes on.
-func (b *Backend) converseCached(parent, ctx context.Context, id string, t backend.Turn, model string, contents []*genai.Content,
-	ctxParts int, cfg *genai.GenerateContentConfig, obs backend.Observer) (*streamResult, []*genai.Content, []string, error) {
-	budget := withBudget(ctx, b.maxOut)
-	if ctxParts == 0 || b.cacheTTL <= 0 || builtinTools(t.Builtins) != nil || b.tools != nil && len(b.tools.Tools()) > 0 {
-		return b.converse(parent, budget, id, t, model, contents, cfg, obs)
-	}
-	for range 2 {
-		reqContents, reqCfg, use := b.withCache(ctx, id, t.Owner, model, cfg, contents, ctxParts)
-		if use == nil {
-			break
-		}
-		res, exchange, notes, err := b.converse(parent, budget, id, t, model, reqContents, reqCfg, obs)
-		if err == nil || !cacheRefused(err) || ctx.Err() != nil {
-			return res, exchange, notes, err
-		}
-		b.log.Info("gemini api: the API refused the context cache; the context is sent again", "name", use.entry.name, "err", b.maskKey(err.Error()))
-		b.res.drop(use.session, use.key)
-	}
-	return b.converse(parent, budget, id, t, model, contents, cfg, obs)
 }
 
 // resolveAlias returns the model name stands for: name itself, or, for one

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
 // Explicit context caches. The expert tools and chat's files put the files
@@ -37,9 +39,6 @@ import (
 // A turn that offers Gemini tools (the MCP host's, or the API's built-in
 // ones) is sent without a cache: the API takes tools with a cache only in
 // the cache itself.
-
-// DefaultCacheTTL is how long a cache is kept after its last use.
-const DefaultCacheTTL = time.Hour
 
 // cacheBytesPerToken is the estimate of a text's bytes per token, to tell
 // whether a context is worth a cache before any request.
@@ -199,4 +198,42 @@ func cacheRefused(err error) bool {
 	}
 	m := strings.ToLower(e.Message)
 	return strings.Contains(m, "cachedcontent") || strings.Contains(m, "cached content")
+}
+
+// userContent is the user content of turn t, and how many of its first
+// parts are its stable context: the first Turn.ContextLen bytes of the
+// prompt go in a part of their own.
+func userContent(t backend.Turn) (*genai.Content, int) {
+	if t.ContextLen <= 0 || t.ContextLen >= len(t.Prompt) {
+		return genai.NewContentFromText(withURLs(t.Prompt, t.URLs), genai.RoleUser), 0
+	}
+	return genai.NewContentFromParts([]*genai.Part{
+		genai.NewPartFromText(t.Prompt[:t.ContextLen]),
+		genai.NewPartFromText(withURLs(t.Prompt[t.ContextLen:], t.URLs)),
+	}, genai.RoleUser), 1
+}
+
+// converseCached is converse with the conversation's context in a cache
+// when it is worth one (cache.go). A request whose cache the API refused
+// (expired or deleted since) is sent again with a fresh cache, and then
+// without one: the context is resent, the turn goes on.
+func (b *Backend) converseCached(parent, ctx context.Context, id string, t backend.Turn, model string, contents []*genai.Content,
+	ctxParts int, cfg *genai.GenerateContentConfig, obs backend.Observer) (*streamResult, []*genai.Content, []string, error) {
+	budget := withBudget(ctx, b.maxOut)
+	if ctxParts == 0 || b.cacheTTL <= 0 || builtinTools(t.Builtins) != nil || b.tools != nil && len(b.tools.Tools()) > 0 {
+		return b.converse(parent, budget, id, t, model, contents, cfg, obs)
+	}
+	for range 2 {
+		reqContents, reqCfg, use := b.withCache(ctx, id, t.Owner, model, cfg, contents, ctxParts)
+		if use == nil {
+			break
+		}
+		res, exchange, notes, err := b.converse(parent, budget, id, t, model, reqContents, reqCfg, obs)
+		if err == nil || !cacheRefused(err) || ctx.Err() != nil {
+			return res, exchange, notes, err
+		}
+		b.log.Info("gemini api: the API refused the context cache; the context is sent again", "name", use.entry.name, "err", b.maskKey(err.Error()))
+		b.res.drop(use.session, use.key)
+	}
+	return b.converse(parent, budget, id, t, model, contents, cfg, obs)
 }
