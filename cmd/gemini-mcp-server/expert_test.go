@@ -458,3 +458,38 @@ func TestExpertTokensCountedByTheAPI(t *testing.T) {
 		t.Error("no countTokens request reached the API")
 	}
 }
+
+// TestCodereviewContextCache: a codereview over files past the model's
+// minimum for a cache puts them in one; its continuation sends only the
+// rest of the thread, and both report the cached tokens in _meta.usage.
+// With --cache-ttl 0, none.
+func TestCodereviewContextCache(t *testing.T) {
+	t.Parallel()
+	e := newExpertEnv(t)
+	e.write(t, "src/big.go", "package big\n\n"+strings.Repeat("// a line of the file\n", 400))
+	cs := e.stdio(t)
+	_, meta := expertOK(t, cs, "codereview", map[string]any{"context": "review it", "files": []string{"src/big.go"}})
+	id, _ := meta["continuationId"].(string)
+	_, meta2 := expertOK(t, cs, "codereview", map[string]any{"context": "and now the style", "files": []string{"src/big.go"}, "continuation_id": id})
+	if n := e.api.CachesCreated(); n != 1 {
+		t.Fatalf("%d caches created, want 1", n)
+	}
+	s := e.streams()
+	if len(s) != 2 || s[0].CachedContent == "" || s[1].CachedContent != s[0].CachedContent ||
+		strings.Contains(string(s[1].Body), "a line of the file") || !strings.Contains(s[1].SystemInstruction, "code review") {
+		t.Fatalf("requests: %d, caches %q", len(s), []string{s[0].CachedContent, s[len(s)-1].CachedContent})
+	}
+	for _, m := range []mcp.Meta{meta, meta2} {
+		u, _ := m["usage"].(map[string]any)
+		if c, _ := u["cachedTokens"].(float64); c < 2000 || u["promptTokens"].(float64) <= c {
+			t.Errorf("_meta.usage %v", u)
+		}
+	}
+
+	off := newExpertEnv(t)
+	off.write(t, "src/big.go", "package big\n\n"+strings.Repeat("// a line of the file\n", 400))
+	_, meta = expertOK(t, off.stdio(t, "--cache-ttl", "0"), "codereview", map[string]any{"context": "review it", "files": []string{"src/big.go"}})
+	if u, _ := meta["usage"].(map[string]any); off.api.CachesCreated() != 0 || u["cachedTokens"] != nil {
+		t.Errorf("--cache-ttl 0: %d caches, _meta.usage %v", off.api.CachesCreated(), u)
+	}
+}
