@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -49,6 +50,17 @@ func TestParseOutputSuccess(t *testing.T) {
 	}
 	if len(out.Stats) == 0 {
 		t.Fatal("stats lost")
+	}
+}
+
+// TestUsageCachedTokens: the stats' cached tokens (the API's implicit
+// caching) are reported beside the prompt's.
+func TestUsageCachedTokens(t *testing.T) {
+	t.Parallel()
+	o := &Output{Stats: []byte(`{"models":{"gemini-2.5-flash":{"tokens":{"input":900,"prompt":3000,"candidates":20,"total":3020,"cached":2100,"thoughts":5,"tool":0}}}}`)}
+	u := o.Usage()
+	if u == nil || *u != (backend.Usage{PromptTokens: 3000, OutputTokens: 20, ThinkingTokens: 5, CachedTokens: 2100}) {
+		t.Fatalf("usage %+v", u)
 	}
 }
 
