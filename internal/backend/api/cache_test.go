@@ -188,3 +188,38 @@ func TestContextCacheExpired(t *testing.T) {
 		t.Fatalf("without caches: %d contents, cache %q", last.NumContents, last.CachedContent)
 	}
 }
+
+// TestContextCacheExtended: a cache used with less than half of its TTL
+// left is extended by the TTL (cachedContents.patch) before the request.
+func TestContextCacheExtended(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{CacheTTL: time.Hour})
+	a := f.mustRun(filesTurn("", 1500, "first"))
+	var e *cacheEntry
+	f.b.res.mu.Lock()
+	for _, r := range f.b.res.bySession[a.SessionID] {
+		e, _ = r.value.(*cacheEntry)
+	}
+	f.b.res.mu.Unlock()
+	if e == nil {
+		t.Fatal("no cache recorded for the session")
+	}
+	// More than half left: used as it is.
+	f.mustRun(backend.Turn{Session: a.SessionID, Prompt: "second", SystemPrompt: "Review the code."})
+	f.b.res.mu.Lock()
+	e.expire = time.Now().Add(20 * time.Minute) // as if 40 minutes had passed
+	f.b.res.mu.Unlock()
+	f.mustRun(backend.Turn{Session: a.SessionID, Prompt: "third", SystemPrompt: "Review the code."})
+	var patches int
+	for _, r := range f.fake.Requests() {
+		if r.Method == fakeapi.MethodCacheUpdate && r.Status == http.StatusOK {
+			patches++
+		}
+	}
+	f.b.res.mu.Lock()
+	left := time.Until(e.expire)
+	f.b.res.mu.Unlock()
+	if patches != 1 || left < 50*time.Minute || f.fake.CachesCreated() != 1 || f.streams()[2].CachedContent != e.name {
+		t.Fatalf("%d updates, %s left, %d caches created", patches, left, f.fake.CachesCreated())
+	}
+}
