@@ -11,7 +11,9 @@
 // A turn keeps every part of each answer as it came, thought signatures
 // included, which Gemini 3 wants back (stream.go); media files go inline
 // or through the Files API, whose uploads belong to their session and go
-// with it (media.go, resources.go).
+// with it (media.go, resources.go); a conversation's large file context
+// goes in an explicit context cache, which goes with its session too
+// (cache.go).
 //
 // Everything the API sends is bounded (see guard.go): each event of a
 // streamed answer, the bytes of all a turn's answers, the parts and
