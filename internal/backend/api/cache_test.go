@@ -223,3 +223,14 @@ func TestContextCacheExtended(t *testing.T) {
 		t.Fatalf("%d updates, %s left, %d caches created", patches, left, f.fake.CachesCreated())
 	}
 }
+
+// TestImplicitCacheUsage: the API's implicit caching, reported on a
+// request without a cache, is in the usage too.
+func TestImplicitCacheUsage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	a := f.mustRun(backend.Turn{Prompt: "a b c d e f [[implicit-cache:4]]"})
+	if a.Usage == nil || a.Usage.CachedTokens != 4 || a.Usage.PromptTokens != 7 || f.streams()[0].CachedContent != "" {
+		t.Fatalf("usage %+v", a.Usage)
+	}
+}

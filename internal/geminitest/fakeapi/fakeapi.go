@@ -61,6 +61,10 @@
 //     finishReason is REASON (e.g. SAFETY);
 //   - [[block:REASON]] answers no candidate and a promptFeedback whose
 //     blockReason is REASON (e.g. SAFETY);
+//   - [[implicit-cache:N]] reports N of the prompt's tokens (at most
+//     all of them) as read from the API's implicit cache
+//     (cachedContentTokenCount), as the API does for a request whose
+//     start it saw recently;
 //   - [[continuation]] answers with finishReason CONTINUATION and a
 //     continuationToken, as the API does for an answer it will go on with
 //     when asked (a request that carries the token is answered normally).

@@ -31,6 +31,7 @@ var (
 	floodRE  = regexp.MustCompile(`\[\[call-flood:([A-Za-z0-9_.-]+):(\d+)\]\]`)
 	dripRE   = regexp.MustCompile(`\[\[drip:(\d+)\]\]`)
 	cutRE    = regexp.MustCompile(`\[\[no-finish(?::(\d+))?\]\]`)
+	hitRE    = regexp.MustCompile(`\[\[implicit-cache:(\d+)\]\]`)
 )
 
 type part struct {
@@ -309,6 +310,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rec.CachedContent != "" {
 		usage["cachedContentTokenCount"] = rec.CachedTokens
+	} else if hm := hitRE.FindStringSubmatch(rec.LastUserText); hm != nil {
+		n, _ := strconv.Atoi(hm[1])
+		usage["cachedContentTokenCount"] = min(n, countContents(req.Contents))
 	}
 	n := 1
 	if cm := chunksRE.FindStringSubmatch(rec.LastUserText); cm != nil {
