@@ -125,7 +125,10 @@ func (b *Backend) withCache(ctx context.Context, id, owner, model string, cfg *g
 		return nil, nil, nil
 	}
 	key := cacheKey(owner, model, cfg.SystemInstruction, parts)
-	use := b.findCache(ctx, key)
+	use, refused := b.findCache(ctx, key)
+	if refused {
+		return nil, nil, nil
+	}
 	if use == nil {
 		cc, err := b.client.Caches.Create(ctx, model, &genai.CreateCachedContentConfig{
 			TTL:               b.cacheTTL,
@@ -137,6 +140,14 @@ func (b *Backend) withCache(ctx context.Context, id, owner, model string, cfg *g
 			// The turn goes without: a context the API finds too
 			// small, or a model without caches, costs only this.
 			b.log.Info("gemini api: no context cache was made; the context is sent whole", "model", model, "err", b.maskKey(err.Error()))
+			if e, ok := asAPIError(err); ok && e.Code == 400 {
+				// The API will not make this one (fewer tokens than
+				// the estimate, or a model without caches): the
+				// session does not ask again.
+				now := time.Now()
+				b.res.put(id, key, &resource{kind: "cache", created: now, checked: now, value: refusedCache{},
+					del: func(context.Context) error { return nil }})
+			}
 			return nil, nil, nil
 		}
 		e := &cacheEntry{name: cc.Name, model: model, expire: cc.ExpireTime}
@@ -157,23 +168,28 @@ func (b *Backend) withCache(ctx context.Context, id, owner, model string, cfg *g
 	return req, &c, use
 }
 
+// refusedCache is the value of a cache the API refused to make, which is
+// not asked for again while its session lasts.
+type refusedCache struct{}
+
 // findCache returns the cache under key of any session of this process,
 // its expiry moved ahead when less than half of the TTL is left; nil when
-// there is none, or it expires or could not be extended.
-func (b *Backend) findCache(ctx context.Context, key string) *cacheUse {
+// there is none, or it expires or could not be extended. refused says
+// the API refused to make it.
+func (b *Backend) findCache(ctx context.Context, key string) (use *cacheUse, refused bool) {
 	sid, r := b.res.find(key)
 	if r == nil {
-		return nil
+		return nil, false
 	}
 	e, ok := r.value.(*cacheEntry)
 	if !ok {
-		return nil
+		return nil, true
 	}
 	b.res.mu.Lock()
 	left := time.Until(e.expire)
 	b.res.mu.Unlock()
 	if left > b.cacheTTL/2 {
-		return &cacheUse{session: sid, key: key, entry: e}
+		return &cacheUse{session: sid, key: key, entry: e}, false
 	}
 	if left > 0 {
 		cc, err := b.client.Caches.Update(ctx, e.name, &genai.UpdateCachedContentConfig{TTL: b.cacheTTL})
@@ -181,12 +197,12 @@ func (b *Backend) findCache(ctx context.Context, key string) *cacheUse {
 			b.res.mu.Lock()
 			e.expire = cc.ExpireTime
 			b.res.mu.Unlock()
-			return &cacheUse{session: sid, key: key, entry: e}
+			return &cacheUse{session: sid, key: key, entry: e}, false
 		}
 		b.log.Info("gemini api: a context cache could not be extended; a new one is made", "name", e.name, "err", b.maskKey(err.Error()))
 	}
 	b.res.drop(sid, key)
-	return nil
+	return nil, false
 }
 
 // cacheRefused says whether err is the API's refusal of a request's cache

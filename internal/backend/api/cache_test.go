@@ -234,3 +234,28 @@ func TestImplicitCacheUsage(t *testing.T) {
 		t.Fatalf("usage %+v", a.Usage)
 	}
 }
+
+// TestContextCacheRefused: a cache the API refuses to make (its tokens
+// fewer than the estimate said) leaves the turn whole, and is not asked
+// for again by the session's next turns.
+func TestContextCacheRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	// 600 words of 8 bytes: estimated at 1,200 tokens, 602 to the fake.
+	files := "## Files\n" + strings.Repeat("abcdefg ", 600) + "\n\n"
+	a := f.mustRun(backend.Turn{Prompt: files + "first", ContextLen: len(files), SystemPrompt: "Review the code."})
+	f.mustRun(backend.Turn{Session: a.SessionID, Prompt: "second", SystemPrompt: "Review the code."})
+	var creates int
+	for _, r := range f.fake.Requests() {
+		if r.Method == fakeapi.MethodCacheCreate {
+			creates++
+			if r.Status != http.StatusBadRequest {
+				t.Errorf("create answered %d", r.Status)
+			}
+		}
+	}
+	s := f.streams()
+	if creates != 1 || len(s) != 2 || s[0].CachedContent != "" || s[1].CachedContent != "" || !strings.Contains(string(s[1].Body), "abcdefg abcdefg") {
+		t.Fatalf("%d creates, %d requests", creates, len(s))
+	}
+}
