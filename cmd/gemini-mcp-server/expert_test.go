@@ -461,8 +461,9 @@ func TestExpertTokensCountedByTheAPI(t *testing.T) {
 
 // TestCodereviewContextCache: a codereview over files past the model's
 // minimum for a cache puts them in one; its continuation sends only the
-// rest of the thread, and both report the cached tokens in _meta.usage.
-// With --cache-ttl 0, none.
+// rest of the thread, and both report the cached tokens in _meta.usage; a
+// cache that expired between turns costs one refused request, and the
+// turn succeeds with a fresh one. With --cache-ttl 0, none.
 func TestCodereviewContextCache(t *testing.T) {
 	t.Parallel()
 	e := newExpertEnv(t)
@@ -484,6 +485,19 @@ func TestCodereviewContextCache(t *testing.T) {
 		if c, _ := u["cachedTokens"].(float64); c < 2000 || u["promptTokens"].(float64) <= c {
 			t.Errorf("_meta.usage %v", u)
 		}
+	}
+
+	// The cache expires between two turns: the next one still succeeds,
+	// with a fresh cache, after one refused request.
+	e.api.ExpireCaches()
+	text, meta3 := expertOK(t, cs, "codereview", map[string]any{"context": "once more", "files": []string{"src/big.go"}, "continuation_id": id})
+	s = e.streams()
+	if n := e.api.CachesCreated(); n != 2 || len(s) != 4 || s[2].Status != 403 || s[3].Status != 200 ||
+		s[3].CachedContent == "" || s[3].CachedContent == s[0].CachedContent || !strings.Contains(text, "once more") {
+		t.Fatalf("after expiry: %d caches, %d requests", n, len(s))
+	}
+	if u, _ := meta3["usage"].(map[string]any); u["cachedTokens"] == nil {
+		t.Errorf("after expiry: _meta.usage %v", u)
 	}
 
 	off := newExpertEnv(t)
