@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -136,6 +137,9 @@ func (b *Backend) withCache(ctx context.Context, id, owner, model string, cfg *g
 			SystemInstruction: cfg.SystemInstruction,
 			Contents:          []*genai.Content{{Role: first.Role, Parts: parts}},
 		})
+		if err == nil && cc.Name == "" {
+			err = errors.New("the API answered a cache without a name")
+		}
 		if err != nil {
 			// The turn goes without: a context the API finds too
 			// small, or a model without caches, costs only this.
@@ -151,6 +155,9 @@ func (b *Backend) withCache(ctx context.Context, id, owner, model string, cfg *g
 			return nil, nil, nil
 		}
 		e := &cacheEntry{name: cc.Name, model: model, expire: cc.ExpireTime}
+		if e.expire.IsZero() {
+			e.expire = time.Now().Add(b.cacheTTL)
+		}
 		if cc.UsageMetadata != nil {
 			e.tokens = int(cc.UsageMetadata.TotalTokenCount)
 		}
