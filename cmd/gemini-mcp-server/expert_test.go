@@ -327,7 +327,7 @@ func TestChatFilesAndContinuationID(t *testing.T) {
 	}
 	reqs := e.streams()
 	p := reqs[len(reqs)-1]
-	if p.NumContents < 3 || strings.Contains(p.LastUserText, "BEGIN FILE: src/main.go") || !strings.Contains(p.LastUserText, "and the docs?\n\n## Files\n--- BEGIN FILE: README.md") {
+	if p.NumContents < 3 || strings.Contains(p.LastUserText, "BEGIN FILE: src/main.go") || !strings.HasPrefix(p.LastUserText, "## Files\n--- BEGIN FILE: README.md") || !strings.HasSuffix(p.LastUserText, "\n## Prompt\nand the docs?") {
 		t.Errorf("chat-reply's turn (%d contents):\n%s", p.NumContents, p.LastUserText)
 	}
 	if res.Meta["sessionId"] != id || fmt.Sprint(res.Meta["filesProcessed"]) != "[map[path:README.md]]" ||
@@ -456,5 +456,54 @@ func TestExpertTokensCountedByTheAPI(t *testing.T) {
 	}
 	if counted == 0 {
 		t.Error("no countTokens request reached the API")
+	}
+}
+
+// TestCodereviewContextCache: a codereview over files past the model's
+// minimum for a cache puts them in one; its continuation sends only the
+// rest of the thread, and both report the cached tokens in _meta.usage; a
+// cache that expired between turns costs one refused request, and the
+// turn succeeds with a fresh one. With --cache-ttl 0, none.
+func TestCodereviewContextCache(t *testing.T) {
+	t.Parallel()
+	e := newExpertEnv(t)
+	e.write(t, "src/big.go", "package big\n\n"+strings.Repeat("// a line of the file\n", 400))
+	cs := e.stdio(t)
+	_, meta := expertOK(t, cs, "codereview", map[string]any{"context": "review it", "files": []string{"src/big.go"}})
+	id, _ := meta["continuationId"].(string)
+	_, meta2 := expertOK(t, cs, "codereview", map[string]any{"context": "and now the style", "files": []string{"src/big.go"}, "continuation_id": id})
+	if n := e.api.CachesCreated(); n != 1 {
+		t.Fatalf("%d caches created, want 1", n)
+	}
+	s := e.streams()
+	if len(s) != 2 || s[0].CachedContent == "" || s[1].CachedContent != s[0].CachedContent ||
+		strings.Contains(string(s[1].Body), "a line of the file") || !strings.Contains(s[1].SystemInstruction, "code review") {
+		t.Fatalf("requests: %d, caches %q", len(s), []string{s[0].CachedContent, s[len(s)-1].CachedContent})
+	}
+	for _, m := range []mcp.Meta{meta, meta2} {
+		u, _ := m["usage"].(map[string]any)
+		if c, _ := u["cachedTokens"].(float64); c < 2000 || u["promptTokens"].(float64) <= c {
+			t.Errorf("_meta.usage %v", u)
+		}
+	}
+
+	// The cache expires between two turns: the next one still succeeds,
+	// with a fresh cache, after one refused request.
+	e.api.ExpireCaches()
+	text, meta3 := expertOK(t, cs, "codereview", map[string]any{"context": "once more", "files": []string{"src/big.go"}, "continuation_id": id})
+	s = e.streams()
+	if n := e.api.CachesCreated(); n != 2 || len(s) != 4 || s[2].Status != 403 || s[3].Status != 200 ||
+		s[3].CachedContent == "" || s[3].CachedContent == s[0].CachedContent || !strings.Contains(text, "once more") {
+		t.Fatalf("after expiry: %d caches, %d requests", n, len(s))
+	}
+	if u, _ := meta3["usage"].(map[string]any); u["cachedTokens"] == nil {
+		t.Errorf("after expiry: _meta.usage %v", u)
+	}
+
+	off := newExpertEnv(t)
+	off.write(t, "src/big.go", "package big\n\n"+strings.Repeat("// a line of the file\n", 400))
+	_, meta = expertOK(t, off.stdio(t, "--cache-ttl", "0"), "codereview", map[string]any{"context": "review it", "files": []string{"src/big.go"}})
+	if u, _ := meta["usage"].(map[string]any); off.api.CachesCreated() != 0 || u["cachedTokens"] != nil {
+		t.Errorf("--cache-ttl 0: %d caches, _meta.usage %v", off.api.CachesCreated(), u)
 	}
 }

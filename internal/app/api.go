@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api"
@@ -94,7 +95,8 @@ func modelLine(m api.ModelInfo) string {
 // process environment, tools nil no MCP host.
 func apiOptions(cfg *config.Config, getenv func(string) string, tools backend.ToolHost) api.Options {
 	return api.Options{Model: cfg.Turns.Model, Timeout: cfg.Turns.Timeout, MaxOutputBytes: cfg.Turns.MaxOutputBytes, Getenv: getenv,
-		MaxToolRounds: cfg.API.MaxToolRounds, AllowTools: cfg.API.AllowMCPTools, Tools: tools, MaxInlineBytes: cfg.API.MaxInlineBytes}
+		MaxToolRounds: cfg.API.MaxToolRounds, AllowTools: cfg.API.AllowMCPTools, Tools: tools, MaxInlineBytes: cfg.API.MaxInlineBytes,
+		CacheTTL: cacheTTL(cfg.API.CacheTTL)}
 }
 
 // discardHistory is the history of doctor's one request, which keeps none.
@@ -104,3 +106,12 @@ func (discardHistory) LoadTurns(context.Context, string) ([]json.RawMessage, boo
 	return nil, false, nil
 }
 func (discardHistory) AppendTurn(context.Context, string, json.RawMessage) error { return nil }
+
+// cacheTTL is the API backend's CacheTTL for --cache-ttl: 0 turns caches
+// off, which the backend's option says with a negative number.
+func cacheTTL(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}

@@ -12,7 +12,15 @@ import (
 
 // Turn is one prompt to Gemini.
 type Turn struct {
-	Prompt       string
+	Prompt string
+	// ContextLen is the length of the stable context at the start of
+	// Prompt (the files the expert tools and chat's files send), 0 for
+	// none. The API backend sends it as a part of its own, which it may
+	// keep in an explicit cache for the conversation's later turns.
+	ContextLen int
+	// Owner names the caller the turn comes from (conversation.Who's
+	// Caller): a context cache is only used for turns of the same owner.
+	Owner        string
 	Model        string // "" for the backend's default
 	SystemPrompt string // "" for the backend's own
 	// Dir is the absolute working directory, already checked against the
@@ -71,8 +79,9 @@ type Usage struct {
 	PromptTokens   int `json:"promptTokens,omitempty"`
 	OutputTokens   int `json:"outputTokens,omitempty"`
 	ThinkingTokens int `json:"thinkingTokens,omitempty"`
-	// CachedTokens are the prompt tokens read from the model's cache
-	// (part of PromptTokens).
+	// CachedTokens are the part of PromptTokens the API read from a
+	// context cache (explicit, or its implicit caching), billed at its
+	// lower rate.
 	CachedTokens int `json:"cachedTokens,omitempty"`
 }
 

@@ -86,6 +86,9 @@ type API struct {
 	// MaxInlineBytes bounds a request's size with media sent inline;
 	// media that do not fit go through the Files API.
 	MaxInlineBytes int
+	// CacheTTL keeps a conversation's file context in a context cache
+	// this long after its last use; 0 makes none.
+	CacheTTL time.Duration
 }
 
 // HTTP is the HTTP transport; Addr "" serves stdio instead.
@@ -312,6 +315,9 @@ func (c *Config) validate(rules Rules) error {
 	}
 	if c.Warm.MaxSessions < 1 || c.Warm.SpareAge < 0 {
 		return errors.New("--warm-max-sessions must be at least 1, --warm-spare-age 0 (no spare sessions) or more")
+	}
+	if c.API.CacheTTL < 0 {
+		return errors.New("--cache-ttl must be 0 (no context caches) or more")
 	}
 	if c.Turns.Model != "" && rules.Model != nil {
 		if err := rules.Model(c.Turns.Model); err != nil {

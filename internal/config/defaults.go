@@ -73,7 +73,10 @@ const (
 	// DefaultMaxInlineBytes is the Gemini API's limit on a request's
 	// size, inline data included: media that do not fit go through the
 	// Files API.
-	DefaultMaxInlineBytes   = 20 << 20
+	DefaultMaxInlineBytes = 20 << 20
+	// DefaultCacheTTL keeps a context cache an hour after its last use
+	// (the Gemini API's own default TTL).
+	DefaultCacheTTL         = time.Hour
 	DefaultMaxFiles         = 50
 	DefaultMaxContextTokens = 1_000_000
 	DefaultExpertTimeout    = 300 * time.Second

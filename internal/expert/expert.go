@@ -151,7 +151,7 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 	if err != nil {
 		return nil, err
 	}
-	turn.Prompt = t.userPrompt(a, m)
+	turn.Prompt, turn.ContextLen = t.userPrompt(a, m)
 	turn.Media = m.files.Media
 	start := d.now()
 	ans, unsaved, err := d.Turns.Answer(ctx, c, turn, t.name+": "+in.headline())
@@ -178,10 +178,16 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 	return res, nil
 }
 
-// userPrompt is the turn's prompt: the caller's arguments under their
-// labels, in the order of the schema, then what the tool gathered.
-func (t *Tool) userPrompt(a *args, m *material) string {
+// userPrompt is the turn's prompt: the files the tool gathered, then the
+// caller's arguments under their labels, in the order of the schema, then
+// the rest of what the tool gathered; and the length of the files'
+// section, a stable context the API backend may cache (Turn.ContextLen).
+func (t *Tool) userPrompt(a *args, m *material) (string, int) {
 	var b strings.Builder
+	if m.files.Text != "" {
+		fmt.Fprintf(&b, "## %s\n%s\n\n", m.heading, strings.TrimRight(m.files.Text, "\n"))
+	}
+	ctxLen := b.Len()
 	for _, p := range t.props {
 		if p.label == "" {
 			continue
@@ -203,10 +209,11 @@ func (t *Tool) userPrompt(a *args, m *material) string {
 		fmt.Fprintf(&b, "## Secrets found by the server's scan\nThe changes add these credentials (masked here and in the diff). "+
 			"They make the verdict NO-GO: say how to remove them.\n- %s\n\n", strings.Join(m.secrets, "\n- "))
 	}
-	if m.files.Text != "" {
-		fmt.Fprintf(&b, "## %s\n%s\n", m.heading, m.files.Text)
+	p := strings.TrimRight(b.String(), "\n")
+	if ctxLen >= len(p) {
+		ctxLen = 0 // nothing after the files
 	}
-	return strings.TrimRight(b.String(), "\n")
+	return p, ctxLen
 }
 
 // output is a successful call, formatted as the specification's

@@ -222,9 +222,12 @@ func TestAnalyzeResultInSeedFormat(t *testing.T) {
 	if turn.SystemPrompt != specByName("analyze").role {
 		t.Errorf("system prompt %q", turn.SystemPrompt)
 	}
-	wantPrompt := "## Question\nHow does it start?\n\n## Analysis type\ngeneral\n\n## Files\n--- main.go ---\n     1\tcontent of main.go\n--- README.md ---\n     1\tcontent of README.md"
-	if turn.Prompt != wantPrompt {
-		t.Errorf("prompt:\n%q\nwant:\n%q", turn.Prompt, wantPrompt)
+	// The files come first: the stable context the API backend may
+	// cache (ContextLen bytes).
+	wantFiles := "## Files\n--- main.go ---\n     1\tcontent of main.go\n--- README.md ---\n     1\tcontent of README.md\n\n"
+	wantPrompt := wantFiles + "## Question\nHow does it start?\n\n## Analysis type\ngeneral"
+	if turn.Prompt != wantPrompt || turn.ContextLen != len(wantFiles) {
+		t.Errorf("prompt:\n%q (context %d bytes)\nwant:\n%q (context %d bytes)", turn.Prompt, turn.ContextLen, wantPrompt, len(wantFiles))
 	}
 	if turn.ThinkingMode != "medium" || turn.Temperature == nil || *turn.Temperature != 0.2 {
 		t.Errorf("tuning %q %v", turn.ThinkingMode, turn.Temperature)
@@ -317,7 +320,7 @@ func TestPrecommitReadsChanges(t *testing.T) {
 	if fmt.Sprint(got) != "[repo true false]" {
 		t.Errorf("changes asked for %v", got)
 	}
-	want := "## Review type\nfull\n\n## Original request\nAdd x\n\n## Repository\nrepo (staged changes: yes, unstaged changes: no)\n\n## Changes\ndiff --git a/x.go b/x.go\n+secret"
+	want := "## Changes\ndiff --git a/x.go b/x.go\n+secret\n\n## Review type\nfull\n\n## Original request\nAdd x\n\n## Repository\nrepo (staged changes: yes, unstaged changes: no)"
 	if p := h.backend.last().Prompt; p != want {
 		t.Errorf("prompt:\n%q\nwant:\n%q", p, want)
 	}

@@ -42,8 +42,8 @@ func continuationID(sessionID, contID string) (string, error) {
 	return "", errors.New("sessionId and continuation_id name different sessions: continuation_id is another name for sessionId; pass one of them")
 }
 
-// withFiles reads the call's files (when it names any) and adds them to
-// the prompt.
+// withFiles reads the call's files (when it names any) and puts them
+// before the prompt.
 func (d *Deps) withFiles(ctx context.Context, call *backend.Turn, entries []string) (*filectx.Files, error) {
 	if len(entries) == 0 {
 		return nil, nil
@@ -61,7 +61,11 @@ func (d *Deps) withFiles(ctx context.Context, call *backend.Turn, entries []stri
 		return nil, err
 	}
 	if f.Text != "" {
-		call.Prompt += "\n\n## Files\n" + f.Text
+		// The files go first, as a context the API backend may cache
+		// for the conversation's later turns (Turn.ContextLen).
+		files := "## Files\n" + f.Text + "\n\n"
+		call.Prompt = files + "## Prompt\n" + call.Prompt
+		call.ContextLen = len(files)
 	}
 	call.Media = append(call.Media, f.Media...)
 	return f, nil

@@ -264,7 +264,7 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, c conversation
 
 // runTurn runs the turn and builds the tool result.
 func (d *Deps) runTurn(ctx context.Context, c conversation.Call, call backend.Turn) outcome {
-	res, unsaved, err := d.Conv.Run(ctx, c, call, call.Prompt)
+	res, unsaved, err := d.Conv.Run(ctx, c, call, call.Prompt[call.ContextLen:])
 	switch {
 	case errors.Is(err, conversation.ErrWaitCancelled):
 		return failed(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Session))

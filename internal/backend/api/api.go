@@ -11,7 +11,9 @@
 // A turn keeps every part of each answer as it came, thought signatures
 // included, which Gemini 3 wants back (stream.go); media files go inline
 // or through the Files API, whose uploads belong to their session and go
-// with it (media.go, resources.go).
+// with it (media.go, resources.go); a conversation's large file context
+// goes in an explicit context cache, which goes with its session too
+// (cache.go).
 //
 // Everything the API sends is bounded (see guard.go): each event of a
 // streamed answer, the bytes of all a turn's answers, the parts and
@@ -97,6 +99,10 @@ type Options struct {
 	// do not fit go through the Files API. 0 means
 	// config.DefaultMaxInlineBytes, a negative number uploads them all.
 	MaxInlineBytes int
+	// CacheTTL is how long a context cache is kept after its last use
+	// (cache.go); 0 means config.DefaultCacheTTL, a negative number
+	// makes none.
+	CacheTTL time.Duration
 }
 
 // Backend runs turns on the Gemini API. It is safe for concurrent use.
@@ -119,8 +125,9 @@ type Backend struct {
 
 	sessions queue.Locks // one turn at a time per conversation; a lock exists while held or awaited
 
-	maxInline int       // bytes of a request with media inline
-	res       resources // what the API keeps for the sessions (uploaded files)
+	maxInline int           // bytes of a request with media inline
+	cacheTTL  time.Duration // of a context cache; 0 for none
+	res       resources     // what the API keeps for the sessions (uploaded files, caches)
 }
 
 // New returns a Backend using the credentials found through
@@ -185,6 +192,12 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 	case b.maxInline < 0:
 		b.maxInline = 0
 	}
+	switch b.cacheTTL = opts.CacheTTL; {
+	case b.cacheTTL == 0:
+		b.cacheTTL = config.DefaultCacheTTL
+	case b.cacheTTL < 0:
+		b.cacheTTL = 0
+	}
 	if b.model == "" {
 		b.model = DefaultModel
 	}
@@ -209,7 +222,7 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 func (b *Backend) Name() string { return string(config.BackendAPI) }
 
 // Close deletes what the API keeps for this process's sessions (uploaded
-// files), then closes the idle connections to the API. The backend keeps
+// files, context caches), then closes the idle connections to the API. The backend keeps
 // no process and no goroutine of its own between calls (a sweep for the
 // resources of ended sessions runs during one, and Close waits for it).
 func (b *Backend) Close() {
@@ -274,12 +287,16 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	b.res.maybeSweep(b.alive, b.resourceError)
 	var contents []*genai.Content
 	var refs map[string]mediaRef
+	ctxParts := 0 // of contents[0], its stable context
 	if !fresh {
-		if contents, refs, err = b.loadHistory(ctx, id); err != nil {
+		if contents, refs, ctxParts, err = b.loadHistory(ctx, id); err != nil {
 			return nil, err
 		}
 	}
-	user := genai.NewContentFromText(withURLs(t.Prompt, t.URLs), genai.RoleUser)
+	user, userCtx := userContent(t)
+	if fresh {
+		ctxParts = userCtx
+	}
 	contents = append(contents, user)
 
 	model := shortName(t.Model)
@@ -352,7 +369,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 
 	obs.Started()
-	res, exchange, notes, err := b.converse(parent, withBudget(ctx, b.maxOut), id, t, model, contents, cfg, obs)
+	res, exchange, notes, err := b.converseCached(parent, ctx, id, t, model, contents, ctxParts, cfg, obs)
 	if err != nil {
 		return nil, builtinError(err, t.Builtins, model)
 	}
@@ -379,13 +396,14 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		return ans, nil
 	}
 	rec, err := json.Marshal(turnRecord{
-		User:      user,
-		Exchange:  exchange,
-		Model:     &genai.Content{Role: genai.RoleModel, Parts: res.parts},
-		Media:     media,
-		ModelName: model,
-		Time:      time.Now().UTC(),
-		Usage:     res.usage,
+		User:         user,
+		ContextParts: userCtx,
+		Exchange:     exchange,
+		Model:        &genai.Content{Role: genai.RoleModel, Parts: res.parts},
+		Media:        media,
+		ModelName:    model,
+		Time:         time.Now().UTC(),
+		Usage:        res.usage,
 	})
 	if err == nil {
 		err = b.hist.AppendTurn(context.WithoutCancel(parent), id, rec)

@@ -26,6 +26,10 @@ type History interface {
 // turnRecord is one turn as History keeps it.
 type turnRecord struct {
 	User *genai.Content `json:"user"`
+	// ContextParts is the number of User's first parts that are the
+	// turn's stable context (Turn.ContextLen), which a context cache may
+	// hold; the others are the prompt and its media.
+	ContextParts int `json:"contextParts,omitempty"`
 	// Exchange is what came between the prompt and the answer when Gemini
 	// called tools: each of its answers with function calls, then the
 	// results sent back, in order. Turns recorded before tools existed
@@ -41,23 +45,25 @@ type turnRecord struct {
 	Usage     *backend.Usage `json:"usage,omitempty"`
 }
 
-// loadHistory returns the contents of session id so far, and the media
-// its turns sent through the Files API, by URI.
-func (b *Backend) loadHistory(ctx context.Context, id string) ([]*genai.Content, map[string]mediaRef, error) {
+// loadHistory returns the contents of session id so far, the media its
+// turns sent through the Files API, by URI, and the number of parts of
+// the first content that are its stable context.
+func (b *Backend) loadHistory(ctx context.Context, id string) ([]*genai.Content, map[string]mediaRef, int, error) {
 	raws, ok, err := b.hist.LoadTurns(ctx, id)
 	if err != nil {
-		return nil, nil, newError(backend.KindSession, err, "session %s could not be read: %v", id, err)
+		return nil, nil, 0, newError(backend.KindSession, err, "session %s could not be read: %v", id, err)
 	}
 	if !ok {
-		return nil, nil, newError(backend.KindSession, nil, "no API conversation has id %s: it was never "+
+		return nil, nil, 0, newError(backend.KindSession, nil, "no API conversation has id %s: it was never "+
 			"started here, or it was started on another backend; start a new one with chat", id)
 	}
 	var refs map[string]mediaRef
+	ctxParts := 0
 	contents := make([]*genai.Content, 0, 2*len(raws)+1)
 	for i, raw := range raws {
 		var tr turnRecord
 		if err := json.Unmarshal(raw, &tr); err != nil || tr.User == nil || tr.Model == nil {
-			return nil, nil, newError(backend.KindSession, err, "session %s is damaged at turn %d; start a new one with chat", id, i+1)
+			return nil, nil, 0, newError(backend.KindSession, err, "session %s is damaged at turn %d; start a new one with chat", id, i+1)
 		}
 		for _, m := range tr.Media {
 			if refs == nil {
@@ -65,9 +71,12 @@ func (b *Backend) loadHistory(ctx context.Context, id string) ([]*genai.Content,
 			}
 			refs[m.URI] = m
 		}
+		if i == 0 && tr.ContextParts > 0 && tr.ContextParts < len(tr.User.Parts) {
+			ctxParts = tr.ContextParts
+		}
 		contents = append(contents, tr.User)
 		contents = append(contents, tr.Exchange...)
 		contents = append(contents, tr.Model)
 	}
-	return contents, refs, nil
+	return contents, refs, ctxParts, nil
 }

@@ -57,6 +57,7 @@ func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Tur
 			usage.PromptTokens += res.usage.PromptTokens
 			usage.OutputTokens += res.usage.OutputTokens
 			usage.ThinkingTokens += res.usage.ThinkingTokens
+			usage.CachedTokens += res.usage.CachedTokens
 		}
 		res.usage = usage
 		if len(res.calls) == 0 {

@@ -7,11 +7,12 @@ import (
 )
 
 // Resources the Gemini API keeps for a conversation (files uploaded
-// through the Files API; context caches are the same kind of thing): each
+// through the Files API, context caches): each
 // is owned by one session of this server, reused by its later turns, and
 // deleted when the session ends, that is when it is deleted or expires in
 // the session store, or when the server stops. The API deletes what this
-// server could not (a server killed) by itself: files after 48 hours.
+// server could not (a server killed) by itself: files after 48 hours,
+// caches at their expiry.
 //
 // The list lives in this process. A session continued in another process
 // (a replica, or this one restarted) finds its resources again or makes
@@ -31,12 +32,12 @@ const resourceDeleteTimeout = 30 * time.Second
 
 // resource is one thing the API keeps for a session.
 type resource struct {
-	kind    string // "file"
-	name    string // the API's name of it ("files/abc")
+	kind    string // "file" or "cache"
+	name    string // the API's name of it ("files/abc", "cachedContents/abc")
 	created time.Time
 	// checked is when the API last said it is there.
 	checked time.Time
-	value   any // what the owner needs of it (a *genai.File)
+	value   any // what the owner needs of it (a *genai.File, a *cacheEntry)
 	// del deletes it at the API.
 	del func(ctx context.Context) error
 }
@@ -56,6 +57,18 @@ func (rs *resources) get(id, key string) *resource {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return rs.bySession[id][key]
+}
+
+// find returns the resource under key of any session, and its session.
+func (rs *resources) find(key string) (string, *resource) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for id, m := range rs.bySession {
+		if r := m[key]; r != nil {
+			return id, r
+		}
+	}
+	return "", nil
 }
 
 // touch notes that the API said session id's resource under key is there;

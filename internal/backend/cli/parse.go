@@ -179,8 +179,9 @@ func Newest(list []ListedSession) (ListedSession, bool) {
 }
 
 // Usage sums the token counts of every model the call used, from the
-// stats the CLI prints with its answer (stats.models.NAME.tokens); nil when
-// there are none.
+// stats the CLI prints with its answer (stats.models.NAME.tokens, where
+// cached are the prompt tokens the API's implicit caching served); nil
+// when there are none.
 func (o *Output) Usage() *backend.Usage {
 	var stats struct {
 		Models map[string]struct {

@@ -61,6 +61,10 @@
 //     finishReason is REASON (e.g. SAFETY);
 //   - [[block:REASON]] answers no candidate and a promptFeedback whose
 //     blockReason is REASON (e.g. SAFETY);
+//   - [[implicit-cache:N]] reports N of the prompt's tokens (at most
+//     all of them) as read from the API's implicit cache
+//     (cachedContentTokenCount), as the API does for a request whose
+//     start it saw recently;
 //   - [[continuation]] answers with finishReason CONTINUATION and a
 //     continuationToken, as the API does for an answer it will go on with
 //     when asked (a request that carries the token is answered normally).
@@ -103,7 +107,8 @@
 // Gemini 3 models' thought signatures (signed answers, and the 400 for a
 // function call sent back without its signature) are described in
 // signatures.go; inlineData and fileData parts and the Files API (upload,
-// files.get, files.delete) in files.go.
+// files.get, files.delete) in files.go; explicit context caches (the
+// cachedContents API, and requests that use one) in caches.go.
 //
 // [Home] prepares a throwaway home directory in which the CLI talks to a
 // Server and to nothing else, and [RealCLI] finds the real CLI for tests
@@ -196,6 +201,11 @@ type Request struct {
 	// Sent is the number of bytes of events written for a hostile stream
 	// ([[call-flood]], [[drip]]), 0 for others.
 	Sent int64
+	// CachedContent is the cache a generate request named ("" for
+	// none), and CachedTokens the tokens of it the answer's usage
+	// reported as cachedContentTokenCount (see caches.go).
+	CachedContent string
+	CachedTokens  int
 	// Time is when the request arrived.
 	Time time.Time
 }
@@ -231,7 +241,8 @@ type Server struct {
 	key     string         // the API key required, "" for any
 	// noSearch are the models refused googleSearch (DenySearch).
 	noSearch map[string]bool
-	files    fileStore // the Files API's (files.go)
+	files    fileStore  // the Files API's (files.go)
+	caches   cacheStore // the cachedContents API's (caches.go)
 
 	closeOnce sync.Once
 }

@@ -31,6 +31,7 @@ var (
 	floodRE  = regexp.MustCompile(`\[\[call-flood:([A-Za-z0-9_.-]+):(\d+)\]\]`)
 	dripRE   = regexp.MustCompile(`\[\[drip:(\d+)\]\]`)
 	cutRE    = regexp.MustCompile(`\[\[no-finish(?::(\d+))?\]\]`)
+	hitRE    = regexp.MustCompile(`\[\[implicit-cache:(\d+)\]\]`)
 )
 
 type part struct {
@@ -48,6 +49,7 @@ type content struct {
 }
 
 type apiRequest struct {
+	CachedContent     string          `json:"cachedContent"`
 	SystemInstruction *content        `json:"systemInstruction"`
 	Contents          []content       `json:"contents"`
 	GenerationConfig  json.RawMessage `json:"generationConfig"`
@@ -62,6 +64,9 @@ type apiRequest struct {
 		} `json:"functionCallingConfig"`
 	} `json:"toolConfig"`
 }
+
+// HasToolConfig says whether the request sets a toolConfig.
+func (r *apiRequest) HasToolConfig() bool { return r.ToolConfig.FunctionCallingConfig.Mode != "" }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := Request{Time: time.Now()}
@@ -82,7 +87,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.listModels(w, r, rec)
 		return
 	}
-	if s.serveFiles(w, r, rec) {
+	if s.serveFiles(w, r, rec) || s.serveCaches(w, r, rec) {
 		return
 	}
 	m := pathRE.FindStringSubmatch(r.URL.Path)
@@ -109,6 +114,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	var req apiRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		s.fail(w, rec, http.StatusBadRequest, "fakeapi: bad JSON: "+err.Error())
+		return
+	}
+	if s.applyCache(w, &rec, &req) {
 		return
 	}
 	if req.SystemInstruction != nil {
@@ -299,6 +307,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	usage := map[string]any{"promptTokenCount": countContents(req.Contents), "candidatesTokenCount": CountTokens(rec.Answer)}
 	if wantsThinking(req.GenerationConfig) {
 		usage["thoughtsTokenCount"] = ThoughtTokens
+	}
+	if rec.CachedContent != "" {
+		usage["cachedContentTokenCount"] = rec.CachedTokens
+	} else if hm := hitRE.FindStringSubmatch(rec.LastUserText); hm != nil {
+		n, _ := strconv.Atoi(hm[1])
+		usage["cachedContentTokenCount"] = min(n, countContents(req.Contents))
 	}
 	n := 1
 	if cm := chunksRE.FindStringSubmatch(rec.LastUserText); cm != nil {
