@@ -21,6 +21,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/trace"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -254,6 +255,12 @@ type serving struct {
 // start builds what the transports serve. requests, for HTTP, ties each
 // call to the request that carries it (nil for stdio).
 func start(ctx context.Context, cfg *config.Config, env Env, version string, requests *server.RequestContexts, log *slog.Logger) (*serving, error) {
+	// Traces are read first: a setting that cannot be used stops the
+	// server before anything starts.
+	traces, err := trace.FromEnv(env.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	life, cancel := context.WithCancel(ctx)
 	var lookup func(*mcp.CallToolRequest) context.Context
 	if requests != nil {
@@ -283,6 +290,9 @@ func start(ctx context.Context, cfg *config.Config, env Env, version string, req
 		return nil, err
 	}
 	addMCPServersResource(s.srv, b.Host)
+	if traces != nil {
+		s.stop = startTraces(s.srv, traces, requests != nil, version, log, s.stop)
+	}
 	return s, nil
 }
 
