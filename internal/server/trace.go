@@ -70,7 +70,7 @@ func tracing(t *trace.Tracer, transport string) mcp.Middleware {
 			if tool != "" {
 				span.SetAttrs(trace.String("gen_ai.tool.name", tool), trace.String("gen_ai.operation.name", "execute_tool"))
 			}
-			if ss := req.GetSession(); ss != nil {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
 				if id := ss.ID(); id != "" {
 					span.SetAttrs(trace.String("mcp.session.id", id))
 				}
