@@ -71,10 +71,10 @@ func TestTraceparentRoundTrip(t *testing.T) {
 func TestCleanTracestate(t *testing.T) {
 	for in, want := range map[string]string{
 		"rojo=00f067aa0ba902b7,congo=t61rcWkgMzE": "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
-		" a=1 ":                          "a=1",
-		"a=1\nb=2":                       "",
-		string(make([]byte, 600)):        "",
-		"a=1" + repeat(",b=2", 32):       "",
+		" a=1 ":                    "a=1",
+		"a=1\nb=2":                 "",
+		string(make([]byte, 600)):  "",
+		"a=1" + repeat(",b=2", 32): "",
 	} {
 		if got := cleanTracestate(in); got != want {
 			t.Errorf("cleanTracestate(%.40q) = %q, want %q", in, got, want)
