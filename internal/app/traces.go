@@ -24,6 +24,7 @@ func startTraces(srv *mcp.Server, tc *trace.Config, overHTTP bool, version strin
 	// secrets: the log masks them wherever they would appear.
 	if red := redact.Of(log.Handler()); red != nil {
 		red.Add(tc.Secrets()...)
+		red.Add(redact.URLSecrets(tc.Exporter.URL)...)
 	}
 	tr := tc.Start(version, log)
 	transport := server.TransportPipe

@@ -54,7 +54,13 @@ func tracing(t *trace.Tracer, transport string) mcp.Middleware {
 					tool = c.Name
 				}
 			}
-			name := method
+			// The method is one the SDK knows, or it answers before any
+			// middleware; the cap is for safety.
+			m := method
+			if len(m) > 128 {
+				m = m[:128]
+			}
+			name := m
 			if tool != "" {
 				if len(tool) > 128 {
 					tool = tool[:128]
@@ -66,7 +72,7 @@ func tracing(t *trace.Tracer, transport string) mcp.Middleware {
 				return next(ctx, method, req)
 			}
 			defer span.End()
-			span.SetAttrs(trace.String("mcp.method.name", method), trace.String("network.transport", transport))
+			span.SetAttrs(trace.String("mcp.method.name", m), trace.String("network.transport", transport))
 			if tool != "" {
 				span.SetAttrs(trace.String("gen_ai.tool.name", tool), trace.String("gen_ai.operation.name", "execute_tool"))
 			}
