@@ -153,6 +153,8 @@ func (b *Backend) runCalls(ctx context.Context, id string, t backend.Turn, model
 			span.SetAttrs(trace.String("mcp.method.name", "tools/call"), trace.String("gen_ai.tool.name", fc.Name), trace.String("gen_ai.operation.name", "execute_tool"))
 			res, err := b.tools.Call(ctx, fc.Name, fc.Args)
 			switch {
+			case err != nil && ctx.Err() != nil:
+				span.Fail("cancelled", err.Error())
 			case err != nil:
 				span.Fail("_OTHER", err.Error())
 			case res != nil && res.IsError:
