@@ -23,6 +23,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/trace"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -278,6 +279,12 @@ func (s *serving) ready(ctx context.Context) error {
 // with ctx, unless detached (HTTP, which drains at a signal and then ends
 // it with endLife).
 func start(ctx context.Context, cfg *config.Config, env Env, version string, requests *server.RequestContexts, detached bool, log *slog.Logger) (*serving, error) {
+	// Traces are read first: a setting that cannot be used stops the
+	// server before anything starts.
+	traces, err := trace.FromEnv(env.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	parent := ctx
 	if detached {
 		parent = context.WithoutCancel(ctx)
@@ -312,6 +319,9 @@ func start(ctx context.Context, cfg *config.Config, env Env, version string, req
 	}
 	addMCPServersResource(s.srv, b.Host)
 	addModelsResource(s.srv, b.Counter)
+	if traces != nil {
+		s.stop = startTraces(s.srv, traces, requests != nil, version, log, s.stop)
+	}
 	return s, nil
 }
 

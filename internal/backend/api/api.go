@@ -218,6 +218,15 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 	return b, nil
 }
 
+// Provider names the service the backend calls, as the GenAI semantic
+// conventions' gen_ai.provider.name does: gcp.vertex_ai or gcp.gemini.
+func (b *Backend) Provider() string {
+	if b.creds.Vertex {
+		return "gcp.vertex_ai"
+	}
+	return "gcp.gemini"
+}
+
 // Name is "api".
 func (b *Backend) Name() string { return string(config.BackendAPI) }
 

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/trace"
 )
 
 // converse asks Gemini for the answer to contents and, while Gemini answers
@@ -149,7 +150,18 @@ func (b *Backend) runCalls(ctx context.Context, id string, t backend.Turn, model
 		go func() {
 			defer wg.Done()
 			start := time.Now()
+			ctx, span := trace.Start(ctx, "tools/call "+fc.Name, trace.Client)
+			span.SetAttrs(trace.String("mcp.method.name", "tools/call"), trace.String("gen_ai.tool.name", fc.Name), trace.String("gen_ai.operation.name", "execute_tool"))
 			res, err := b.tools.Call(ctx, fc.Name, fc.Args)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				span.Fail("cancelled", err.Error())
+			case err != nil:
+				span.Fail("_OTHER", err.Error())
+			case res != nil && res.IsError:
+				span.Fail("tool_error", "tool_error")
+			}
+			span.End()
 			b.log.Debug("gemini api: tool call", "tool", fc.Name, "elapsed", time.Since(start), "err", err)
 			out[i] = callResultParts(fc, ht.Tool, res, err, model)
 			cut[i] = err != nil && ctx.Err() != nil

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/otlprecv"
+)
+
+// The receiver of these tests is internal/geminitest/otlprecv, which
+// decodes OTLP/HTTP JSON as the OTLP specification defines it (no
+// OpenTelemetry Collector is packaged for Debian).
+
+const (
+	callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	callerSpan  = "00f067aa0ba902b7"
+	traceSecret = "tr4ce-s3cret"
+)
+
+// received collects the spans that have arrived, by name: the server has
+// exited, and it flushed its spans before it did.
+func received(t *testing.T, recv *otlprecv.Receiver) map[string][]otlprecv.Span {
+	t.Helper()
+	got := map[string][]otlprecv.Span{}
+	for {
+		select {
+		case s := <-recv.Spans():
+			got[s.Name] = append(got[s.Name], s)
+		default:
+			return got
+		}
+	}
+}
+
+func wantAttrs(t *testing.T, s otlprecv.Span, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got := s.Attr(k); got != v {
+			t.Errorf("span %q: %s = %q, want %q", s.Name, k, got, v)
+		}
+	}
+}
+
+// TestTracesStdio: the real server on the API backend (the fake Gemini
+// API), with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a loopback receiver.
+// A chat whose params._meta carries a traceparent gives a server span of
+// the caller's trace, its parent the caller's span, named and attributed
+// as the MCP semantic conventions say, and a child span of the backend
+// call with the GenAI attributes and the token usage; the spans arrive
+// when the client closes stdin (the flush at shutdown); the exporter's
+// header is sent, and never logged.
+func TestTracesStdio(t *testing.T) {
+	t.Parallel()
+	recv := otlprecv.Start(t)
+	e, _ := apiEnv(t)
+	e.vars = append(e.vars, "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL, "OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20"+traceSecret,
+		"GEMINI_MCP_BACKEND=api")
+	cmd := e.command()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "traces-test", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "traced"},
+		Meta: mcp.Meta{"traceparent": "00-" + callerTrace + "-" + callerSpan + "-01"}})
+	if err != nil || res.IsError {
+		t.Fatalf("chat: %v %+v\n%s", err, res, stderr.String())
+	}
+	if err := cs.Close(); err != nil { // stdin closed: the server exits
+		t.Fatal(err)
+	}
+	got := received(t, recv)
+	if len(got["tools/call chat"]) != 1 || len(got["chat"]) != 1 {
+		t.Fatalf("spans %v\n%s", got, stderr.String())
+	}
+	srv, be := got["tools/call chat"][0], got["chat"][0]
+	if srv.TraceID != callerTrace || srv.ParentSpanID != callerSpan || srv.Kind != 2 || srv.Status.Code != 0 {
+		t.Errorf("server span %+v: want the caller's trace and span as parent, kind server, no error", srv)
+	}
+	wantAttrs(t, srv, map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "chat", "network.transport": "pipe"})
+	if srv.Attr("mcp.protocol.version") == "" || srv.Resource["service.name"] != "gemini-mcp-server" || srv.Resource["service.version"] != "v9.8.7-test" {
+		t.Errorf("server span %+v", srv)
+	}
+	if be.TraceID != callerTrace || be.ParentSpanID != srv.SpanID || be.Kind != 3 {
+		t.Errorf("backend span %+v: want the server span's child", be)
+	}
+	wantAttrs(t, be, map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "gcp.gemini", "gemini_mcp.backend": "api", "gemini_mcp.outcome": "ok"})
+	if be.Attr("gen_ai.usage.input_tokens") == "" || be.Attr("gen_ai.usage.output_tokens") == "" {
+		t.Errorf("backend span %+v: want the token usage", be)
+	}
+	h := recv.Headers()
+	if len(h) == 0 || h[0].Get("Authorization") != "Bearer "+traceSecret {
+		t.Errorf("the exporter's requests carried %v", h)
+	}
+	if strings.Contains(stderr.String(), traceSecret) || !strings.Contains(stderr.String(), "traces: exporting over OTLP/HTTP") {
+		t.Errorf("stderr names the header's secret, or not the exporter:\n%s", stderr.String())
+	}
+}
+
+// TestTracesHTTP: over HTTP the server span says tcp and names the MCP
+// session; a malformed traceparent starts a trace of its own and the call
+// is answered; the spans are flushed at SIGTERM.
+func TestTracesHTTP(t *testing.T) {
+	t.Parallel()
+	recv := otlprecv.Start(t)
+	e := newEnv(t)
+	e.vars = append(e.vars, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+recv.URL+"/v1/traces", "OTEL_SERVICE_NAME=gemini-traced")
+	addr, stop := startHTTP(t, e)
+	cs := httpClient(t, addr, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "traced"},
+		Meta: mcp.Meta{"traceparent": "00-" + strings.ToUpper(callerTrace) + "-" + callerSpan + "-01"}})
+	if err != nil || res.IsError {
+		t.Fatalf("chat: %v %+v", err, res)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("the server's exit: %v", err)
+	}
+	got := received(t, recv)
+	if len(got["tools/call chat"]) != 1 || len(got["chat"]) != 1 {
+		t.Fatalf("spans %v", got)
+	}
+	srv, be := got["tools/call chat"][0], got["chat"][0]
+	if srv.TraceID == callerTrace || srv.ParentSpanID != "" || srv.Resource["service.name"] != "gemini-traced" {
+		t.Errorf("server span %+v: a malformed traceparent must give a root span", srv)
+	}
+	wantAttrs(t, srv, map[string]string{"network.transport": "tcp", "mcp.session.id": cs.ID()})
+	wantAttrs(t, be, map[string]string{"gemini_mcp.backend": "oneshot", "gen_ai.provider.name": "gcp.gemini"})
+	if be.ParentSpanID != srv.SpanID {
+		t.Errorf("backend span %+v: want the server span's child", be)
+	}
+}
+
+// TestTracesOff: without OTEL_EXPORTER_OTLP_ENDPOINT nothing is traced
+// (no exporter is started, nothing said of traces); with OTEL_SDK_DISABLED
+// the receiver an endpoint names hears nothing.
+func TestTracesOff(t *testing.T) {
+	t.Parallel()
+	recv := otlprecv.Start(t)
+	for _, vars := range [][]string{
+		{"OTEL_SERVICE_NAME=x"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL, "OTEL_SDK_DISABLED=true"},
+	} {
+		e := newEnv(t)
+		e.vars = append(e.vars, vars...)
+		cmd := e.command()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "traces-off", Version: "1"}, nil).
+			Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "untraced"},
+			Meta: mcp.Meta{"traceparent": "00-" + callerTrace + "-" + callerSpan + "-01"}})
+		cancel()
+		if err != nil || res.IsError {
+			t.Fatalf("chat: %v %+v", err, res)
+		}
+		if err := cs.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(stderr.String(), "traces:") {
+			t.Errorf("%v: the server speaks of traces:\n%s", vars, stderr.String())
+		}
+	}
+	if h := recv.Headers(); len(h) != 0 {
+		t.Errorf("the receiver heard %d requests", len(h))
+	}
+}
+
+// TestTracesBadSetting: a setting the server cannot use stops it at
+// start, naming the variable.
+func TestTracesBadSetting(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.vars = append(e.vars, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc")
+	out, err := e.command().CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "OTEL_EXPORTER_OTLP_PROTOCOL") {
+		t.Fatalf("the server with OTLP over gRPC asked: %v\n%s", err, out)
+	}
+}
