@@ -255,7 +255,7 @@ func waitMetrics(t *testing.T, url string, want map[string]float64) map[string]f
 }
 
 // TestMetricsWarmPool: the warm pool's gauges show the process and spare
-// session prepared when a client connects; a chat through it is a warm
+// session prepared when a client connects (lists the tools); a chat through it is a warm
 // backend call, and --warm-max-prompts 1 recycles the process after it.
 func TestMetricsWarmPool(t *testing.T) {
 	t.Parallel()
@@ -264,6 +264,9 @@ func TestMetricsWarmPool(t *testing.T) {
 	addr, maddr, _ := startWithMetrics(t, e, "--warm-max-prompts", "1")
 	url := "http://" + maddr + "/metrics"
 	cs := httpClient(t, addr, "")
+	if _, err := cs.ListTools(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
 	waitMetrics(t, url, map[string]float64{
 		"gemini_mcp_warm_processes":                          1,
 		"gemini_mcp_warm_spare_sessions":                     1,
