@@ -21,7 +21,7 @@ type composeFile struct {
 		Environment map[string]string
 		Volumes     []string
 		Ports       []string
-		DependsOn   any `yaml:"depends_on"`
+		DependsOn   any    `yaml:"depends_on"`
 		StopSignal  string `yaml:"stop_signal"`
 	}
 	Volumes map[string]any
