@@ -25,7 +25,7 @@ import (
 
 func TestHAProxy(t *testing.T) {
 	t.Parallel()
-	runScenarios(t, startHAProxy(t))
+	runScenarios(t, startHAProxy(t, "haproxy.cfg", "stateless"))
 }
 
 func TestNginx(t *testing.T) {

@@ -221,7 +221,9 @@ type topology struct {
 	kind     string
 }
 
-func newReplicas(t *testing.T) *topology {
+// newReplicas starts the replicas, with --stateless or, given mode
+// "sessions", without.
+func newReplicas(t *testing.T, mode string) *topology {
 	t.Helper()
 	redis := redistest.Start(t)
 	top := &topology{t: t}
@@ -229,9 +231,11 @@ func newReplicas(t *testing.T) *topology {
 		fake := fakeapi.New()
 		t.Cleanup(fake.Close)
 		dir := t.TempDir()
-		r := &replica{root: t, n: n, port: freePort(t), fake: fake,
-			args: []string{"--stateless", "--backend", "api", "--store", redis.URL(0),
-				"--max-answer-bytes", "1000", "--progress-interval", "100ms"},
+		args := []string{"--backend", "api", "--store", redis.URL(0), "--max-answer-bytes", "1000", "--progress-interval", "100ms"}
+		if mode != "sessions" {
+			args = append(args, "--stateless")
+		}
+		r := &replica{root: t, n: n, port: freePort(t), fake: fake, args: args,
 			env: append(os.Environ(), "GEMINI_API_KEY=k", "GOOGLE_GEMINI_BASE_URL="+fake.URL(),
 				"GEMINI_MCP_STATE_DIR="+filepath.Join(dir, "state"), "HOME="+dir),
 		}
@@ -241,15 +245,16 @@ func newReplicas(t *testing.T) *topology {
 	return top
 }
 
-// startHAProxy runs haproxy.cfg, the file compose.yaml mounts, in front of
-// the replicas, and returns once it sees all three up.
-func startHAProxy(t *testing.T) *topology {
+// startHAProxy runs cfg (haproxy.cfg, the file compose.yaml mounts, or a
+// variant of it) in front of the replicas (see newReplicas for mode), and
+// returns once it sees all three up.
+func startHAProxy(t *testing.T, cfg, mode string) *topology {
 	bin := binary(t, "haproxy")
-	top := newReplicas(t)
+	top := newReplicas(t, mode)
 	top.kind = "haproxy"
 	top.lbAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	top.stats = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cfg, err := filepath.Abs("haproxy.cfg")
+	cfg, err := filepath.Abs(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +274,7 @@ func startHAProxy(t *testing.T) *topology {
 // in front of the replicas, and returns once it answers.
 func startNginx(t *testing.T) *topology {
 	bin := binary(t, "nginx")
-	top := newReplicas(t)
+	top := newReplicas(t, "stateless")
 	top.kind = "nginx"
 	port := freePort(t)
 	top.lbAddr = fmt.Sprintf("127.0.0.1:%d", port)
