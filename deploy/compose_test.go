@@ -1,3 +1,11 @@
+// Package deploy_test runs the deployment files of this directory: three
+// --stateless replicas of the server on one real redis-server, each with a
+// fake Gemini API of its own (so that the requests a fake receives are the
+// turns its replica ran), behind a real HAProxy running haproxy.cfg and a
+// real nginx running nginx.conf, driven by several go-sdk clients through
+// the balancer; and replicas with MCP sessions behind HAProxy with a stick
+// table. compose.yaml describes the same topology in containers; the
+// suite checks it and runs the topology without them.
 package deploy_test
 
 import (

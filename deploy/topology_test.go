@@ -496,7 +496,11 @@ func (top *topology) client(progress func(*mcp.ProgressNotificationParams)) *cli
 	if err := c.connect(); err != nil {
 		top.t.Fatal(err)
 	}
-	top.t.Cleanup(func() { c.cs.Close() })
+	top.t.Cleanup(func() {
+		if c.cs != nil {
+			c.cs.Close()
+		}
+	})
 	return c
 }
 
@@ -567,8 +571,8 @@ func answer(res *mcp.CallToolResult) string {
 	return s
 }
 
-// carries reports the texts that the API request r did not send in its
-// history.
+// missing returns those of texts that the API request r did not send in
+// its history.
 func missing(r fakeapi.Request, texts ...string) []string {
 	var out []string
 	for _, s := range texts {
