@@ -14,8 +14,9 @@
 # redis-server (one, a 3-master cluster, a master with a replica and a
 # sentinel): Debian's package is installed when none is on PATH, and
 # those tests fail, never skip, when it cannot run. So does the browser
-# test of CORS, with Debian's chromium, and the metrics test, with Debian's
-# prometheus.
+# test of CORS, with Debian's chromium, the metrics test, with Debian's
+# prometheus, and the load balancer tests of deploy/, with Debian's haproxy
+# and nginx.
 #
 # Environment:
 #   GEMINI_MCP_CACHE   where the pinned npm tools go (default: $XDG_CACHE_HOME
@@ -85,6 +86,20 @@ command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
 # rather than skip without them.
 export GEMINI_MCP_REDIS_REQUIRED=1
 redis-server --version
+
+say "HAProxy and nginx, for the load balancer tests of deploy/"
+# Debian's packages (haproxy 2.6 and nginx 1.22 on bookworm: 2.9 MB to
+# download, about 20 s to install from cold); the tests run them as plain
+# unprivileged processes on loopback ports, never the system services.
+for lb in haproxy nginx; do
+	if ! command -v "$lb" >/dev/null && [ ! -x "/usr/sbin/$lb" ]; then
+		apt_install "$lb"
+	fi
+	command -v "$lb" >/dev/null || [ -x "/usr/sbin/$lb" ] || { echo "test.sh: $lb is required for deploy/ (Debian: apt-get install $lb; elsewhere put it on PATH)" >&2; exit 1; }
+done
+export GEMINI_MCP_LB_REQUIRED=1
+PATH=$PATH:/usr/sbin haproxy -v | head -1
+PATH=$PATH:/usr/sbin nginx -v
 
 say "Chromium, for the browser test of CORS"
 if ! command -v chromium >/dev/null; then
