@@ -164,17 +164,12 @@ func namedMedia(entry string, r Resolved, _ Options) (string, error) {
 // readMedia reads a media candidate whole (at most max bytes), checking
 // that it is still media of the same type.
 func readMedia(c MediaCandidate, max int64) ([]byte, Reason, string) {
-	f, err := os.Open(c.Path)
-	if err != nil {
-		return nil, SkipError, err.Error()
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, SkipError, err.Error()
-	}
-	if int64(len(data)) > max {
-		return nil, SkipTooLarge, fmt.Sprintf("the media files come to more than %d bytes (--max-media-bytes)", max)
+	data, reason, why := readCapped(c.Path, max)
+	if reason != "" {
+		if reason == SkipTooLarge {
+			why = fmt.Sprintf("the media files come to more than %d bytes (--max-media-bytes)", max)
+		}
+		return nil, reason, why
 	}
 	if mime, ok := SniffMedia(data[:min(len(data), SniffLen)]); !ok || mime != c.MIMEType {
 		return nil, SkipError, "the file changed while it was read"

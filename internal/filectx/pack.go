@@ -166,7 +166,24 @@ func (r *Result) skip(s Skipped, max int) {
 // readCandidate reads a file, or says why it is skipped. The size is
 // checked again on reading, since the file may have grown since the scan.
 func readCandidate(c Candidate, max int64) ([]byte, Reason, string) {
-	f, err := os.Open(c.Path)
+	data, reason, why := readCapped(c.Path, max)
+	if reason != "" {
+		if reason == SkipTooLarge {
+			why = fmt.Sprintf("more than %d bytes", max)
+		}
+		return nil, reason, why
+	}
+	if IsBinary(data) {
+		return nil, SkipBinary, "NUL bytes in its first 8 KiB"
+	}
+	return data, "", ""
+}
+
+// readCapped reads the file at path whole, or says why not: SkipError
+// with the error, or SkipTooLarge when it holds more than max bytes (of
+// which it reads max+1 at the most).
+func readCapped(path string, max int64) ([]byte, Reason, string) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, SkipError, err.Error()
 	}
@@ -176,10 +193,7 @@ func readCandidate(c Candidate, max int64) ([]byte, Reason, string) {
 		return nil, SkipError, err.Error()
 	}
 	if int64(len(data)) > max {
-		return nil, SkipTooLarge, fmt.Sprintf("more than %d bytes", max)
-	}
-	if IsBinary(data) {
-		return nil, SkipBinary, "NUL bytes in its first 8 KiB"
+		return nil, SkipTooLarge, ""
 	}
 	return data, "", ""
 }
