@@ -465,10 +465,11 @@ network_config_dir = %q
 		"CONTAINERS_CONF="+filepath.Join(dir, "containers.conf"),
 		"TMPDIR="+filepath.Join(dir, "tmp"))}
 	t.Cleanup(func() {
-		// Every container stops (SIGTERM, then SIGKILL after 5 s), then
-		// goes with its volumes and the images.
+		// Every container stops (SIGTERM: the server drains, 5 s of
+		// --drain-delay with no call in flight; SIGKILL only past 30 s,
+		// the longest drain), then goes with its volumes and the images.
 		for _, args := range [][]string{
-			{"rm", "--all", "--force", "--time", "5"},
+			{"rm", "--all", "--force", "--time", "30"},
 			{"volume", "rm", "--all", "--force"},
 			{"rmi", "--all", "--force"},
 		} {
@@ -699,7 +700,7 @@ func TestImageRuns(t *testing.T) {
 	}
 
 	// A new container on the same volume continues the session.
-	if out, code := p.run(t, "rm", "--force", "--time", "10", "gmcp-1"); code != 0 {
+	if out, code := p.run(t, "rm", "--force", "--time", "30", "gmcp-1"); code != 0 {
 		t.Fatalf("podman rm: exit %d\n%s", code, out)
 	}
 	base = start("gmcp-2")

@@ -221,6 +221,11 @@ func newCLIHome(t *testing.T) *cliHome {
 	c.env = append([]string{
 		"PATH=" + filepath.Dir(cli) + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"TMPDIR=" + t.TempDir(),
+		// Node writes its compile cache into TMPDIR as it exits, and the
+		// CLI does not wait for the MCP servers it stops on its way out
+		// (npx and the launcher, in the npx form), so such a write could
+		// race the test's removal of TMPDIR.
+		"NODE_DISABLE_COMPILE_CACHE=1",
 		"GEMINI_CLI_NO_RELAUNCH=true",
 		"NO_COLOR=1",
 	}, c.api.Home(t, c.home)...)
