@@ -729,6 +729,7 @@ func TestKubernetesBroken(t *testing.T) {
 // the http port answer 200, /metrics on the metrics port answers. At
 // SIGTERM /readyz answers 503 and the server exits 0.
 func TestKubernetesRun(t *testing.T) {
+	t.Parallel() // most of its time is the Deployment's --drain-delay
 	m, errs := decodeK8s(readK8s(t, k8sDir))
 	if len(errs) > 0 {
 		t.Fatal(errs)
