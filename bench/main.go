@@ -7,7 +7,7 @@
 // the report gives medians with min–max over rounds and ratios against
 // ours.
 //
-//	go run ./bench [-rounds N] [-calls N] [-only overhead,cold,memory,parallel,http,e2e,api,warm,first] [-out FILE] [-quick] [-peers=false]
+//	go run ./bench [-rounds N] [-calls N] [-only overhead,cold,memory,parallel,http,e2e,api,warm,first,replicas] [-out FILE] [-quick] [-peers=false]
 //
 // See docs/contributing.md, "Benchmarks", for what each number means.
 package main
@@ -41,9 +41,10 @@ const (
 	secAPI      = "api"
 	secWarm     = "warm"
 	secFirst    = "first"
+	secReplicas = "replicas"
 )
 
-var allSections = []string{secOverhead, secCold, secMemory, secParallel, secHTTP, secE2E, secAPI, secWarm, secFirst}
+var allSections = []string{secOverhead, secCold, secMemory, secParallel, secHTTP, secE2E, secAPI, secWarm, secFirst, secReplicas}
 
 type config struct {
 	warmCalls   int           // calls per row of the warm series
@@ -231,6 +232,7 @@ func run(ctx context.Context, cfg *config, stdout, log io.Writer) (err error) {
 		{secAPI, b.apiBackend},
 		{secWarm, b.warmSeries},
 		{secFirst, b.firstChat},
+		{secReplicas, b.replicas},
 	}
 	var failed []string
 	for _, r := range runners {
@@ -305,7 +307,7 @@ func (b *bench) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	needPeers := cfg.peers && slices.ContainsFunc(cfg.only, func(s string) bool { return s != secHTTP && s != secAPI })
+	needPeers := cfg.peers && slices.ContainsFunc(cfg.only, func(s string) bool { return s != secHTTP && s != secAPI && s != secReplicas })
 	if needPeers {
 		var err error
 		if b.node, err = exec.LookPath("node"); err != nil {
