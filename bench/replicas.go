@@ -181,6 +181,15 @@ func (b *bench) replicas(ctx context.Context) *section {
 			tp.lat = append(tp.lat, ls...)
 		}
 	}
+	mem := newTable("process", "VmRSS after the rounds", "peak (VmHWM)")
+	for i, p := range replicaPIDs {
+		if m, err := readMem(p); err == nil {
+			mem.add(fmt.Sprintf("replica %d", i+1), fmtMB(m.rss), fmtMB(m.hwm))
+		}
+	}
+	if m, err := readMem(redisPID); err == nil {
+		mem.add("redis-server", fmtMB(m.rss), fmtMB(m.hwm))
+	}
 	tb := newTable("topology", "calls/s (median)", "min – max", "p50 latency", "p99 latency", "calls", "failed calls")
 	var failed []string
 	for _, tp := range topos {
@@ -212,10 +221,12 @@ func (b *bench) replicas(ctx context.Context) *section {
 			per(func(tp *topo) float64 { return tp.cpu.lb }),
 			topos[0].rps.median(), topos[1].rps.median()))
 	}
-	if mem, err := b.redisMemory(ctx, rdb, topos[1].sessions); err != nil {
+	s.notes = append(s.notes, "Resident memory after the rounds (replica 1 served every call of the 1-replica rounds and a third of the others; "+
+		"redis-server holds every session the rounds created):\n\n"+mem.markdown())
+	if note, err := b.redisMemory(ctx, rdb, topos[1].sessions); err != nil {
 		failed = append(failed, "Redis memory: "+err.Error())
 	} else {
-		s.notes = append(s.notes, mem)
+		s.notes = append(s.notes, note)
 	}
 	if len(failed) > 0 {
 		s.failed = errors.New(strings.Join(failed, "; "))
@@ -230,8 +241,8 @@ func projection(replicaSec, redisSec, lbSec, rps1, rps3 float64) string {
 	cores := runtime.NumCPU()
 	var b strings.Builder
 	fmt.Fprintf(&b, "**Projection.** This machine has %d CPUs, shared by the replicas, redis-server, HAProxy and the bench's own clients and fake API, "+
-		"so three replicas cannot serve more than one here (measured: %.0f calls/s through 3 replicas against %.0f through 1, ×%.2f): "+
-		"the extra replicas only add processes to the same CPUs. What carries over to a larger machine is the CPU time per call "+
+		"so three replicas share the CPUs the one had: what they serve here (%.0f calls/s through 3 replicas against %.0f through 1, ×%.2f) says nothing "+
+		"of how they scale, only that spreading the calls costs little. What carries over to a larger machine is the CPU time per call "+
 		"(of the two topologies, the larger for each process; HAProxy's health checks of /readyz, 12 a second in all here, are in it):\n\n", cores, rps3, rps1, rps3/rps1)
 	fmt.Fprintf(&b, "- replica: %.3f ms of CPU per call → calls/s per core = 1 ÷ %.6f s = **%.0f**\n", replicaSec*1000, replicaSec, perCore)
 	fmt.Fprintf(&b, "- redis-server: %.3f ms per call → one Redis core (Redis runs commands on one thread) serves up to 1 ÷ %.6f s = **%.0f calls/s**\n", redisSec*1000, redisSec, 1/redisSec)
@@ -239,8 +250,8 @@ func projection(replicaSec, redisSec, lbSec, rps1, rps3 float64) string {
 	for _, c := range []int{2, 4, 8, 16} {
 		fmt.Fprintf(&b, "- a replica given %d cores (GOMAXPROCS %d): %d × %.0f = **%.0f calls/s** at full CPU; plan on 70%%: %.0f\n", c, c, c, perCore, float64(c)*perCore, 0.7*float64(c)*perCore)
 	}
-	fmt.Fprintf(&b, "\nThe Gemini API's own latency does not cost CPU: a call that waits seconds for the API holds a goroutine and a few kB, not a core "+
-		"(see the memory section for the per-call heap), so these are bounds for CPU; the limit of calls in flight is `--max-concurrent`. "+
+	fmt.Fprintf(&b, "\nThe fake API answers at once; a real call waits seconds for the Gemini API, which costs a replica memory while it waits, not CPU, "+
+		"so these are bounds for CPU, and `--max-concurrent` bounds the calls in flight. "+
 		"Redis is the shared part: at %.0f calls/s it is one core, whatever the number of replicas.", 1/redisSec)
 	return b.String()
 }
@@ -259,19 +270,20 @@ func (b *bench) redisMemory(ctx context.Context, rdb *redis.Client, sessions []*
 		p := m + fmt.Sprintf(" [[bytes:%d]] ", answerBytes)
 		return p + strings.Repeat("lorem ipsum ", (promptBytes-len(p))/12+1)[:promptBytes-len(p)]
 	}
-	used := func() (float64, error) {
+	field := func(name string) (float64, error) {
 		info, err := rdb.Info(ctx, "memory").Result()
 		if err != nil {
 			return 0, err
 		}
 		sc := bufio.NewScanner(strings.NewReader(info))
 		for sc.Scan() {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "used_memory:"); ok {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), name+":"); ok {
 				return strconv.ParseFloat(v, 64)
 			}
 		}
-		return 0, errors.New("INFO memory has no used_memory")
+		return 0, fmt.Errorf("INFO memory has no %s", name)
 	}
+	used := func() (float64, error) { return field("used_memory") }
 	ids := make([]string, n)
 	// each runs f(i) for i in [0, n) on the clients, in parallel.
 	each := func(f func(cs *mcp.ClientSession, i int) error) error {
@@ -337,19 +349,32 @@ func (b *bench) redisMemory(ctx context.Context, rdb *redis.Client, sessions []*
 	if err != nil {
 		return "", err
 	}
+	rss, err := field("used_memory_rss")
+	if err != nil {
+		return "", err
+	}
 	perSession := (afterFirst - before) / float64(n)
 	perTurn := (after - afterFirst) / float64(n*(k-1))
 	mt := newTable("measure", "value")
 	mt.add("used_memory before", fmtMB(before))
 	mt.add(fmt.Sprintf("after %d sessions of 1 turn", n), fmtMB(afterFirst))
-	mt.add(fmt.Sprintf("after %d more turns in each (%d turns each)", k-1, k), fmtMB(after))
+	mt.add(fmt.Sprintf("after %d more %s in each (%d turns each)", k-1, plural(k-1, "turn"), k), fmtMB(after))
+	mt.add("used_memory_rss after", fmtMB(rss))
 	mt.add("per session with its first turn", fmt.Sprintf("%.1f kB", perSession/1e3))
 	mt.add("per further turn", fmt.Sprintf("%.1f kB", perTurn/1e3))
 	mt.add(fmt.Sprintf("per 1,000 sessions of %d turns", k), fmtMB(1000*(perSession+float64(k-1)*perTurn)))
 	return fmt.Sprintf("**Redis memory per session and per turn.** Through the 3-replica balancer, %d clients start %d sessions with `chat` "+
-		"(a %d-byte prompt whose answer the fake API makes %d bytes long), then add %d turns to each with `chat-reply {sessionId}`; "+
+		"(a %d-byte prompt whose answer the fake API makes %d bytes long), then add %d %s to each with `chat-reply {sessionId}`; "+
 		"Redis's `INFO memory` used_memory is read before, between and after (it counts the store's keys and Redis's own overhead per key, "+
-		"not the allocator's fragmentation; plan RSS about 1.2 to 1.5 times it):\n\n%s", len(sessions), n, promptBytes, answerBytes, k-1, mt.markdown()), nil
+		"not the allocator's fragmentation, which used_memory_rss adds):\n\n%s", len(sessions), n, promptBytes, answerBytes, k-1, plural(k-1, "turn"), mt.markdown()), nil
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // cleanups are the stops of a section's processes, run last first.
