@@ -263,3 +263,21 @@ func TestShellQuote(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
+
+// TestProjection checks the arithmetic the replicas section prints: calls/s
+// per core is the inverse of the CPU seconds per call, and a replica of C
+// cores serves C times that.
+func TestProjection(t *testing.T) {
+	text := projection(0.002, 0.0002, 0.0001, 400, 420)
+	for _, want := range []string{
+		"calls/s per core = 1 ÷ 0.002000 s = **500**",
+		"1 ÷ 0.000200 s = **5000 calls/s**",
+		"1 ÷ 0.000100 s = 10000 calls/s per core",
+		"4 × 500 = **2000 calls/s** at full CPU; plan on 70%: 1400",
+		"420 calls/s through 3 replicas against 400 through 1, ×1.05",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the projection lacks %q:\n%s", want, text)
+		}
+	}
+}
