@@ -297,7 +297,7 @@ func (b *bench) redisMemory(ctx context.Context, rdb *redis.Client, sessions []*
 			})
 		}
 		wg.Wait()
-		return errors.Join(append(errs, ctx.Err())...)
+		return errors.Join(errors.Join(errs...), ctx.Err())
 	}
 	call := func(cs *mcp.ClientSession, tool string, args map[string]any, expect string) (*mcp.CallToolResult, error) {
 		cctx, cancel := context.WithTimeout(ctx, fakeCallTimeout)
