@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,7 +33,7 @@ const replicaClients = 16
 func (b *bench) replicas(ctx context.Context) *section {
 	s := &section{
 		title: "Replicas: the same HTTP load through HAProxy to 1 and to 3 replicas on one Redis",
-		intro: fmt.Sprintf("Three gemini-mcp-server processes with `--http 127.0.0.1:PORT --backend api --stateless --store redis://… --max-concurrent %d` "+
+		intro: fmt.Sprintf("Three gemini-mcp-server processes with `--http 127.0.0.1:PORT --backend api --stateless --store redis://… --max-concurrent %d --drain-delay 0` "+
 			"on one redis-server (`--save \"\" --appendonly no`), answering from internal/geminitest/fakeapi (in the bench process, one for all). "+
 			"Two HAProxy processes run deploy/haproxy.cfg as it is: one with all three server lines on replica 1 (*1 replica*), one with a line per replica (*3 replicas*). "+
 			"%d clients (Go SDK, Streamable HTTP, each its own session) call `chat` back to back for %s per topology per round through one balancer, then the other; "+
@@ -68,6 +69,12 @@ func (b *bench) replicas(ctx context.Context) *section {
 	api := fakeapi.New()
 	cleanup.add(func() error { api.Close(); return nil })
 
+	// No calls are in flight when the section stops the replicas: they
+	// need not wait for a balancer to notice (--drain-delay, 5 s each).
+	var noDrain []string
+	if helpMentions(ctx, b.serverBin, "drain-delay") {
+		noDrain = []string{"--drain-delay", "0"}
+	}
 	var replicaPIDs []int
 	var replicaAddrs []string
 	for n := 1; n <= 3; n++ {
@@ -84,6 +91,7 @@ func (b *bench) replicas(ctx context.Context) *section {
 		}
 		flags := append(append([]string{}, b.cfg.serverFlags...), "--backend", "api", "--stateless",
 			"--store", "redis://"+rdb.Options().Addr+"/0", "--max-concurrent", fmt.Sprint(replicaClients))
+		flags = append(flags, noDrain...)
 		pid, stop, err := startHTTPServer(ctx, b.serverBin, addr, sb, flags...)
 		if err != nil {
 			s.failed = err
@@ -335,7 +343,7 @@ func (b *bench) redisMemory(ctx context.Context, rdb *redis.Client, sessions []*
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(b.log, "  Redis memory: %d more turns in each\n", k-1)
+	fmt.Fprintf(b.log, "  Redis memory: %d more %s in each\n", k-1, plural(k-1, "turn"))
 	for turn := 1; turn < k; turn++ {
 		if err := each(func(cs *mcp.ClientSession, i int) error {
 			m := marker("mem", turn, i)
@@ -455,7 +463,7 @@ func startHAProxy(ctx context.Context, bin, cfg string, replicas []string, tmp s
 		}
 		defer resp.Body.Close()
 		n := 0
-		sc := bufio.NewScanner(http.MaxBytesReader(nil, resp.Body, 1<<20))
+		sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
 		for sc.Scan() {
 			f := strings.Split(sc.Text(), ",")
 			if len(f) > 17 && f[0] == "replicas" && strings.HasPrefix(f[1], "r") && f[17] == "UP" {
