@@ -1,7 +1,8 @@
 // Command bench measures gemini-mcp-server: its overhead per call over a
 // bare exec of the CLI, cold start, memory, parallel calls, HTTP throughput,
-// an end-to-end call with the real Gemini CLI, and the API backend's
-// overhead over a bare genai call and start-up cost, side by side with other
+// an end-to-end call with the real Gemini CLI, the API backend's overhead
+// over a bare genai call and start-up cost, and replicas on Redis behind
+// HAProxy (CPU per call, Redis memory per session), side by side with other
 // MCP servers that wrap the same CLI. Targets are interleaved round by
 // round (A B C A B C …) so that drift of the machine hits them all alike;
 // the report gives medians with min–max over rounds and ratios against
