@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 // CI proves the bench still works against the current server. It needs no
 // npm: the peers are left out, and the end-to-end section runs only when
 // $GEMINI_MCP_E2E_GEMINI names the real CLI (scripts/test.sh sets it).
+// The replicas section runs when redis-server and haproxy are on PATH (it
+// says it skipped otherwise; with GEMINI_MCP_REDIS_REQUIRED=1 and
+// GEMINI_MCP_LB_REQUIRED=1 a skip fails the test).
 // It asserts that every section ran, not how fast: CI machines differ.
 func TestQuick(t *testing.T) {
 	if testing.Short() {
@@ -75,6 +78,7 @@ func TestQuick(t *testing.T) {
 		"### How each server ran the CLI", "--output-format json", "### Targets",
 		"### 7. API backend", "| bare genai client (in the bench process) |", "| gemini-mcp-server --backend api |",
 		"| `-tags noapi` build, backend warm |", "**Package initialisation**", "API backend: overhead ≤ 1 ms",
+		"Replicas: the same HTTP load through HAProxy to 1 and to 3 replicas",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
@@ -88,6 +92,13 @@ func TestQuick(t *testing.T) {
 	}
 	if os.Getenv("GEMINI_MCP_E2E_GEMINI") != "" && strings.Contains(report, "skipped: no real Gemini CLI") {
 		t.Error("the end-to-end section skipped although GEMINI_MCP_E2E_GEMINI is set")
+	}
+	if os.Getenv("GEMINI_MCP_REDIS_REQUIRED") == "1" && os.Getenv("GEMINI_MCP_LB_REQUIRED") == "1" {
+		for _, want := range []string{"| 3 replicas |", "**Projection.**", "calls/s per core = 1 ÷", "per further turn"} {
+			if !strings.Contains(report, want) {
+				t.Errorf("the replicas section lacks %q although redis-server and haproxy are required", want)
+			}
+		}
 	}
 	left, _ := filepath.Glob(filepath.Join(tmp, "*"))
 	if len(left) > 0 {
@@ -250,5 +261,23 @@ func TestShellQuote(t *testing.T) {
 	got := fmt.Sprint(shellQuote("-rounds"), " ", shellQuote("a b"), " ", shellQuote("it's"), " ", shellQuote(""))
 	if want := `-rounds 'a b' 'it'\''s' ''`; got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestProjection checks the arithmetic the replicas section prints: calls/s
+// per core is the inverse of the CPU seconds per call, and a replica of C
+// cores serves C times that.
+func TestProjection(t *testing.T) {
+	text := projection(0.002, 0.0002, 0.0001, 400, 420)
+	for _, want := range []string{
+		"calls/s per core = 1 ÷ 0.002000 s = **500**",
+		"1 ÷ 0.000200 s = **5000 calls/s**",
+		"1 ÷ 0.000100 s = 10000 calls/s per core",
+		"4 × 500 = **2000 calls/s** at full CPU; plan on 70%: 1400",
+		"420 calls/s through 3 replicas against 400 through 1, ×1.05",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the projection lacks %q:\n%s", want, text)
+		}
 	}
 }

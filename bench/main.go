@@ -1,13 +1,14 @@
 // Command bench measures gemini-mcp-server: its overhead per call over a
 // bare exec of the CLI, cold start, memory, parallel calls, HTTP throughput,
-// an end-to-end call with the real Gemini CLI, and the API backend's
-// overhead over a bare genai call and start-up cost, side by side with other
+// an end-to-end call with the real Gemini CLI, the API backend's overhead
+// over a bare genai call and start-up cost, and replicas on Redis behind
+// HAProxy (CPU per call, Redis memory per session), side by side with other
 // MCP servers that wrap the same CLI. Targets are interleaved round by
 // round (A B C A B C …) so that drift of the machine hits them all alike;
 // the report gives medians with min–max over rounds and ratios against
 // ours.
 //
-//	go run ./bench [-rounds N] [-calls N] [-only overhead,cold,memory,parallel,http,e2e,api,warm,first] [-out FILE] [-quick] [-peers=false]
+//	go run ./bench [-rounds N] [-calls N] [-only overhead,cold,memory,parallel,http,e2e,api,warm,first,replicas] [-out FILE] [-quick] [-peers=false]
 //
 // See docs/contributing.md, "Benchmarks", for what each number means.
 package main
@@ -41,9 +42,10 @@ const (
 	secAPI      = "api"
 	secWarm     = "warm"
 	secFirst    = "first"
+	secReplicas = "replicas"
 )
 
-var allSections = []string{secOverhead, secCold, secMemory, secParallel, secHTTP, secE2E, secAPI, secWarm, secFirst}
+var allSections = []string{secOverhead, secCold, secMemory, secParallel, secHTTP, secE2E, secAPI, secWarm, secFirst, secReplicas}
 
 type config struct {
 	warmCalls   int           // calls per row of the warm series
@@ -231,6 +233,7 @@ func run(ctx context.Context, cfg *config, stdout, log io.Writer) (err error) {
 		{secAPI, b.apiBackend},
 		{secWarm, b.warmSeries},
 		{secFirst, b.firstChat},
+		{secReplicas, b.replicas},
 	}
 	var failed []string
 	for _, r := range runners {
@@ -305,7 +308,7 @@ func (b *bench) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	needPeers := cfg.peers && slices.ContainsFunc(cfg.only, func(s string) bool { return s != secHTTP && s != secAPI })
+	needPeers := cfg.peers && slices.ContainsFunc(cfg.only, func(s string) bool { return s != secHTTP && s != secAPI && s != secReplicas })
 	if needPeers {
 		var err error
 		if b.node, err = exec.LookPath("node"); err != nil {

@@ -205,8 +205,9 @@ func helpText(ctx context.Context, bin string) string {
 	return out.String()
 }
 
-// helpMentions reports whether `bin --help` lists flag.
+// helpMentions reports whether `bin --help` lists flag (with a value, or
+// alone on its line, as a boolean flag is).
 func helpMentions(ctx context.Context, bin, flag string) bool {
 	h := helpText(ctx, bin)
-	return strings.Contains(h, "\n  -"+flag+" ") || strings.Contains(h, "--"+flag+" ")
+	return strings.Contains(h, "\n  -"+flag+" ") || strings.Contains(h, "\n  -"+flag+"\n") || strings.Contains(h, "--"+flag+" ")
 }
