@@ -177,7 +177,10 @@ func (h *harness) shutdown(t *testing.T) {
 	if err := h.session.Close(); err != nil {
 		t.Errorf("server did not exit cleanly after stdin closed: %v", err)
 	}
-	if d := time.Since(start); d > 4*time.Second {
+	// A guard against a server that hangs, not a measure of how fast it
+	// stops (a busy machine makes that slow at times): the shutdown's
+	// own limits are the kill grace and 5 s for the calls in flight.
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("server took %v to exit after stdin closed", d)
 	}
 	geminitest.CheckStderr(t, "server", h.stderr.String())
