@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 )
 
@@ -419,7 +420,7 @@ func startRedis(ctx context.Context, bin, tmp string, c *cleanups) (*redis.Clien
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	c.add(rdb.Close)
-	if err := waitUntil(ctx, 15*time.Second, func() bool { return rdb.Ping(ctx).Err() == nil }); err != nil {
+	if err := pollFor(ctx, 15*time.Second, "redis-server answering", func() (bool, error) { err := rdb.Ping(ctx).Err(); return err == nil, err }); err != nil {
 		data, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
 		return nil, 0, fmt.Errorf("redis-server did not answer PING: %w: %s", err, clip(string(data), -1000))
 	}
@@ -472,7 +473,7 @@ func startHAProxy(ctx context.Context, bin, cfg string, replicas []string, tmp s
 		}
 		return n == len(replicas)
 	}
-	if err := waitUntil(ctx, 20*time.Second, up); err != nil {
+	if err := pollFor(ctx, 20*time.Second, "HAProxy's checks of the replicas", func() (bool, error) { return up(), nil }); err != nil {
 		data, _ := os.ReadFile(logFile.Name())
 		return 0, "", fmt.Errorf("HAProxy never had its servers UP: %w: %s", err, clip(string(data), -1000))
 	}
@@ -503,18 +504,9 @@ func startOwned(cmd *exec.Cmd, name string, c *cleanups) (int, error) {
 	return cmd.Process.Pid, nil
 }
 
-// waitUntil polls ok every 20 ms until it holds, ctx ends or d passes.
-func waitUntil(ctx context.Context, d time.Duration, ok func() bool) error {
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not within %v", d)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return nil
+// pollFor is geminitest.Poll for at most d.
+func pollFor(ctx context.Context, d time.Duration, what string, done func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return geminitest.Poll(ctx, what, done)
 }

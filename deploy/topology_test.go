@@ -293,7 +293,7 @@ func startNginx(t *testing.T) *topology {
 	}
 	top.lb = startProc(t, "nginx", exec.Command(bin, "-p", prefix, "-c", path, "-e", "stderr", "-g", "daemon off;"))
 	ctx := waitCtx(t)
-	if err := poll(ctx, func() bool { return healthy("http://" + top.lbAddr + "/healthz") }); err != nil {
+	if err := geminitest.Poll(ctx, "the balancer's /healthz", func() (bool, error) { return healthy("http://" + top.lbAddr + "/healthz"), nil }); err != nil {
 		t.Fatalf("nginx never answered /healthz: %v", err)
 	}
 	return top
@@ -319,21 +319,6 @@ func envsubst(t *testing.T, file string, vars map[string]string) string {
 		}
 	}
 	return s
-}
-
-// poll checks ok until it holds or ctx ends. It polls what has no event
-// to wait on: a balancer's view of its servers, and ports.
-func poll(ctx context.Context, ok func() bool) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-	return nil
 }
 
 func healthy(url string) bool {
@@ -376,13 +361,13 @@ func (top *topology) waitUp(r *replica) {
 	t := top.t
 	t.Helper()
 	ctx := waitCtx(t)
-	if err := poll(ctx, func() bool { return healthy("http://" + r.addr() + "/healthz") }); err != nil {
+	if err := geminitest.Poll(ctx, "the replica's /healthz", func() (bool, error) { return healthy("http://" + r.addr() + "/healthz"), nil }); err != nil {
 		t.Fatalf("replica %d never answered /healthz: %v", r.n, err)
 	}
 	if top.stats == "" {
 		return
 	}
-	if err := poll(ctx, func() bool { return top.haproxyStatus(r.n) == "UP" }); err != nil {
+	if err := geminitest.Poll(ctx, "HAProxy's check of the replica", func() (bool, error) { return top.haproxyStatus(r.n) == "UP", nil }); err != nil {
 		t.Fatalf("HAProxy never had r%d up (status %q): %v", r.n, top.haproxyStatus(r.n), err)
 	}
 }

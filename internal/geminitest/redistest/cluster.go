@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
-// pollEvery is how often the starters below ask the servers whether they
-// have reached the state they wait for (a cluster's slots all served, a
-// replica in sync, a new master): Redis announces none of these to a
-// client that is not subscribed, so they are polled, under a deadline.
-const pollEvery = 20 * time.Millisecond
+// The starters below poll the servers (geminitest.Poll) for the state
+// they wait for (a cluster's slots all served, a replica in sync, a new
+// master): Redis announces none of these to a client that is not
+// subscribed, so they are polled, under a deadline.
 
 // Tool returns the path of a Redis command (redis-cli), or skips t (fails
 // it when EnvRequired is 1) when there is none.
@@ -97,7 +98,7 @@ func (c *Cluster) URL() string {
 // WaitOK returns once every running node says cluster_state:ok and knows
 // every other node, or ctx ends.
 func (c *Cluster) WaitOK(ctx context.Context) error {
-	return poll(ctx, "the cluster's state ok on every running node", func() (bool, error) {
+	return geminitest.Poll(ctx, "the cluster's state ok on every running node", func() (bool, error) {
 		for _, s := range c.Nodes {
 			if !s.Running() {
 				continue
@@ -114,7 +115,7 @@ func (c *Cluster) WaitOK(ctx context.Context) error {
 // WaitDown returns once the running nodes say cluster_state:fail (a
 // master they all know is down), or ctx ends.
 func (c *Cluster) WaitDown(ctx context.Context) error {
-	return poll(ctx, "the cluster's state fail", func() (bool, error) {
+	return geminitest.Poll(ctx, "the cluster's state fail", func() (bool, error) {
 		for _, s := range c.Nodes {
 			if !s.Running() {
 				continue
@@ -155,7 +156,7 @@ func StartSentinel(t testing.TB, replicas, sentinels int) *Sentinel {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	if err := poll(ctx, "the replicas in sync", func() (bool, error) {
+	if err := geminitest.Poll(ctx, "the replicas in sync", func() (bool, error) {
 		info, err := command(ctx, st.Master.Addr(), "INFO", "replication")
 		return err == nil && strings.Count(info, "state=online") == replicas, nil
 	}); err != nil {
@@ -176,7 +177,7 @@ func StartSentinel(t testing.TB, replicas, sentinels int) *Sentinel {
 		s.ready = "+monitor master " + st.Name
 		st.Sentinels = append(st.Sentinels, startWith(t, s))
 	}
-	if err := poll(ctx, "every sentinel knowing the replicas", func() (bool, error) {
+	if err := geminitest.Poll(ctx, "every sentinel knowing the replicas", func() (bool, error) {
 		for _, s := range st.Sentinels {
 			out, err := command(ctx, s.Addr(), "SENTINEL", "REPLICAS", st.Name)
 			if err != nil || strings.Count(out, "flags\nslave\n") < replicas {
@@ -225,7 +226,7 @@ func (st *Sentinel) Failover(ctx context.Context) (old, now *Server, err error) 
 		return nil, nil, err
 	}
 	var addr string
-	if err := poll(ctx, "a new master every sentinel names", func() (bool, error) {
+	if err := geminitest.Poll(ctx, "a new master every sentinel names", func() (bool, error) {
 		for _, s := range st.Sentinels {
 			out, err := command(ctx, s.Addr(), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", st.Name)
 			f := strings.Fields(out)
@@ -253,7 +254,7 @@ func (st *Sentinel) Failover(ctx context.Context) (old, now *Server, err error) 
 	// The switch is complete once the old master is a replica of the new
 	// one: until then it still takes writes, which its resync from the
 	// new master then drops.
-	if err := poll(ctx, "the old master a replica of the new one", func() (bool, error) {
+	if err := geminitest.Poll(ctx, "the old master a replica of the new one", func() (bool, error) {
 		info, err := command(ctx, old.Addr(), "INFO", "replication")
 		return err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+strconv.Itoa(now.port)) &&
 			strings.Contains(info, "master_link_status:up"), nil
@@ -299,30 +300,6 @@ func text(v any) string {
 	}
 }
 
-// poll asks done until it says so, fails, or ctx ends.
-func poll(ctx context.Context, what string, done func() (bool, error)) error {
-	t := time.NewTicker(pollEvery)
-	defer t.Stop()
-	var last error
-	for {
-		ok, err := done()
-		if ok {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
-			}
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-t.C:
-		}
-	}
-}
-
 // Role returns the node's role: "master" or "slave".
 func (s *Server) Role(ctx context.Context) (string, error) {
 	out, err := command(ctx, s.Addr(), "ROLE")
@@ -336,7 +313,7 @@ func (s *Server) Role(ctx context.Context) (string, error) {
 // WaitReplicated returns once every replica of the master s has received
 // all that s has written (their offsets equal its own), or ctx ends.
 func (s *Server) WaitReplicated(ctx context.Context) error {
-	return poll(ctx, "the replicas of "+s.Addr()+" in step", func() (bool, error) {
+	return geminitest.Poll(ctx, "the replicas of "+s.Addr()+" in step", func() (bool, error) {
 		info, err := command(ctx, s.Addr(), "INFO", "replication")
 		if err != nil {
 			return false, err
