@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,29 +53,11 @@ func TestE2ECancelKillsNode(t *testing.T) {
 // with this harness's HOME: the CLI and whatever it started.
 func (h *harness) cliProcesses(t *testing.T) map[int]string {
 	t.Helper()
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
+	procs, ok := homeProcesses(h.home, h.cmd.Process.Pid)
+	if !ok {
+		t.Fatal("no /proc to list processes in")
 	}
-	needle := []byte("\x00HOME=" + h.home + "\x00")
-	out := map[int]string{}
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil || pid == h.cmd.Process.Pid {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
-		if err != nil || !bytes.Contains(append([]byte{0}, env...), needle) {
-			continue
-		}
-		stat, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			continue // reaped soon by whoever is its parent
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		out[pid] = string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
-	}
-	return out
+	return procs
 }
 
 // TestE2EWarmCancel cancels a warm call while the real CLI waits for the

@@ -429,26 +429,16 @@ func (h *harness) checkTmpDir(t *testing.T) {
 // itself still runs with this harness's HOME: every CLI the server started
 // has been waited for, its re-spawned child included.
 func (h *harness) checkNoCLIProcesses(t *testing.T) {
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
 		t.Skip("no /proc")
 	}
-	needle := []byte("\x00HOME=" + h.home + "\x00")
-	hasHome := func(pid string) bool {
-		env, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
-		return err == nil && bytes.Contains(append([]byte{0}, env...), needle)
-	}
 	self := h.cmd.Process.Pid
-	if !hasHome(strconv.Itoa(self)) {
+	if procs, _ := homeProcesses(h.home, 0); procs[self] == "" {
 		t.Fatalf("cannot read the server's environment in /proc/%d/environ: the check would see nothing", self)
 	}
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil || pid == self || !hasHome(p.Name()) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		t.Errorf("process %d still runs with the test's HOME: %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+	procs, _ := homeProcesses(h.home, self)
+	for pid, cmdline := range procs {
+		t.Errorf("process %d still runs with the test's HOME: %s", pid, cmdline)
 	}
 }
 

@@ -250,6 +250,9 @@ func (c *cliHome) exec(t *testing.T, name string, args ...string) (stdout, stder
 	if ctx.Err() != nil {
 		t.Fatalf("%s %q: still running after 3 minutes\nstdout: %s\nstderr: %s", name, args, so.String(), se.String())
 	}
+	// The servers the client started, and theirs, are gone before the
+	// test looks at the home or removes it.
+	waitHomeFree(t, c.home)
 	if err != nil && cmd.ProcessState == nil {
 		t.Fatalf("%s: %v", name, err)
 	}
