@@ -64,8 +64,11 @@ func (t *table) markdown() string {
 // verdict is one of the targets against what was measured.
 type verdict struct {
 	goal, measured string
-	met            bool
-	known          bool // false when the section did not run
+	// limit is what the goal is measured against in the same run (the
+	// no-op go-sdk server, say), with its figure; "" for a fixed limit.
+	limit string
+	met   bool
+	known bool // false when the section did not run
 }
 
 // report is the whole markdown document.
@@ -117,7 +120,7 @@ func (r *report) markdown() string {
 	}
 	if len(r.verdicts) > 0 {
 		b.WriteString("\n### Targets\n\n")
-		t := newTable("target", "measured", "verdict").alignLeft(1, 2)
+		t := newTable("target", "measured", "limit, same run", "verdict").alignLeft(1, 2, 3)
 		for _, v := range r.verdicts {
 			verdict := "not measured"
 			if v.known {
@@ -126,7 +129,11 @@ func (r *report) markdown() string {
 					verdict = "met"
 				}
 			}
-			t.add(v.goal, v.measured, verdict)
+			limit := v.limit
+			if limit == "" {
+				limit = "fixed"
+			}
+			t.add(v.goal, v.measured, limit, verdict)
 		}
 		b.WriteString(t.markdown())
 	}
