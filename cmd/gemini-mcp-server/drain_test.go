@@ -155,14 +155,21 @@ func TestHTTPDrainFinishesCallInFlight(t *testing.T) {
 func TestReadyzStoreDown(t *testing.T) {
 	e := newEnv(t)
 	redis := redistest.Start(t)
-	addr, _ := startHTTP(t, e, "--store", redis.URL(0))
+	addr, _, log := startHTTPCmd(t, e.command("--http", "127.0.0.1:0", "--store", redis.URL(0)))
 	if code, body := readyz(t, addr); code != http.StatusOK || body["status"] != "ready" {
 		t.Fatalf("/readyz: %d %v", code, body)
 	}
 	redis.Kill()
 	code, body := readyz(t, addr)
-	if code != http.StatusServiceUnavailable || body["status"] != "unready" || !strings.Contains(body["reason"], "session store") || !strings.Contains(body["reason"], redis.Addr()) {
+	if code != http.StatusServiceUnavailable || body["status"] != "unready" || !strings.Contains(body["reason"], "session store") {
 		t.Fatalf("/readyz with Redis down: %d %v", code, body)
+	}
+	// /readyz answers anyone: the store's address is for the log only.
+	if strings.Contains(body["reason"], redis.Addr()) {
+		t.Fatalf("/readyz names the store's address to an unauthenticated caller: %v", body)
+	}
+	if !log.WaitFor(ctx30(t), redis.Addr()) {
+		t.Fatalf("the log does not say which store failed: \n%s", log.String())
 	}
 	if resp, err := http.Get("http://" + addr + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("/healthz with Redis down: %v %v", resp, err)
@@ -179,9 +186,19 @@ func TestReadyzStoreDown(t *testing.T) {
 // is missing is not ready, and says why.
 func TestReadyzNoGemini(t *testing.T) {
 	e := newEnv(t)
-	addr, _ := startHTTP(t, e, "--gemini", "/nonexistent/gemini")
+	addr, _, log := startHTTPCmd(t, e.command("--http", "127.0.0.1:0", "--gemini", "/nonexistent/gemini"))
 	code, body := readyz(t, addr)
-	if code != http.StatusServiceUnavailable || !strings.Contains(body["reason"], "backend") || !strings.Contains(body["reason"], "/nonexistent/gemini") {
+	if code != http.StatusServiceUnavailable || !strings.Contains(body["reason"], "backend") || strings.Contains(body["reason"], "/nonexistent/gemini") {
 		t.Fatalf("/readyz without gemini: %d %v", code, body)
 	}
+	if !log.WaitFor(ctx30(t), "/nonexistent/gemini") {
+		t.Fatalf("the log does not say what the backend lacks: \n%s", log.String())
+	}
+}
+
+// ctx30 bounds a wait for a log line: 30 s, against a hang.
+func ctx30(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }

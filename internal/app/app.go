@@ -266,10 +266,12 @@ const readyProbe = "00000000-0000-4000-8000-000000000000"
 // is usable.
 func (s *serving) ready(ctx context.Context) error {
 	if _, _, err := s.conv.Store().Get(ctx, readyProbe); err != nil {
-		return fmt.Errorf("session store: %w", err)
+		return &server.NotReady{Reason: "the session store does not answer", Err: err}
 	}
 	if s.backend.Usable != nil {
-		return s.backend.Usable()
+		if err := s.backend.Usable(); err != nil {
+			return &server.NotReady{Reason: "the backend cannot run", Err: err}
+		}
 	}
 	return nil
 }

@@ -103,7 +103,7 @@ func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logg
 func cliUsable(gemini string) func() error {
 	return func() error {
 		if _, err := cli.Resolve(gemini); err != nil {
-			return fmt.Errorf("backend: %w", err)
+			return err
 		}
 		return nil
 	}
@@ -115,7 +115,7 @@ func cliUsable(gemini string) func() error {
 func apiUsable(getenv func(string) string) func() error {
 	return func() error {
 		if len(apiCredentials(getenv)) == 0 {
-			return errors.New("backend: no Gemini API or Vertex AI credentials are set")
+			return errors.New("no Gemini API or Vertex AI credentials are set")
 		}
 		return nil
 	}

@@ -202,7 +202,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]string{"status": "ok", "name": Name, "version": o.Version})
 	})
-	mux.HandleFunc(PathReadyz, readyz(o.Drain, o.Ready, o.Version))
+	mux.HandleFunc(PathReadyz, readyz(o.Drain, o.Ready, o.Version, o.Log))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("not found: MCP is served at %s (Streamable HTTP) and %s (SSE)", PathMCP, PathSSE), http.StatusNotFound)
 	})

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,10 +79,44 @@ func (d *Drain) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// NotReady is why a server cannot take calls: Reason, which /readyz
+// gives to anyone who asks (it is served without authentication, to load
+// balancers), names the part at fault; Err, which only the log gets,
+// says what failed, with what addresses and paths that takes.
+type NotReady struct {
+	Reason string
+	Err    error
+}
+
+func (e *NotReady) Error() string { return e.Reason + ": " + e.Err.Error() }
+func (e *NotReady) Unwrap() error { return e.Err }
+
 // readyz answers the readiness check: draining, then ready (the store
 // answers and the backend is usable), each as JSON with a reason when
-// not ready.
-func readyz(d *Drain, ready func(context.Context) error, version string) http.HandlerFunc {
+// not ready. The reason is a NotReady's public one; what failed goes to
+// log, once each time it changes, not at every probe.
+func readyz(d *Drain, ready func(context.Context) error, version string, log *slog.Logger) http.HandlerFunc {
+	var (
+		mu   sync.Mutex
+		last string // the failure last logged; "" while ready
+	)
+	logged := func(err error) {
+		detail := ""
+		if err != nil {
+			detail = err.Error()
+		}
+		mu.Lock()
+		changed := detail != last
+		last = detail
+		mu.Unlock()
+		switch {
+		case !changed || log == nil:
+		case err != nil:
+			log.Warn("not ready", "err", err)
+		default:
+			log.Info("ready again")
+		}
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
@@ -96,8 +132,14 @@ func readyz(d *Drain, ready func(context.Context) error, version string) http.Ha
 		if ready != nil {
 			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 			defer cancel()
-			if err := ready(ctx); err != nil {
-				answer(http.StatusServiceUnavailable, map[string]string{"status": "unready", "reason": err.Error()})
+			err := ready(ctx)
+			logged(err)
+			if err != nil {
+				reason := "not ready (the server's log says why)"
+				if nr := (*NotReady)(nil); errors.As(err, &nr) {
+					reason = nr.Reason + " (the server's log says why)"
+				}
+				answer(http.StatusServiceUnavailable, map[string]string{"status": "unready", "reason": reason})
 				return
 			}
 		}
