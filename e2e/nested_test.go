@@ -23,7 +23,7 @@ func TestNestedServerIsQuiet(t *testing.T) {
 		t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
 	}
 	c.env = append(c.env, app.NestedEnv+"=1")
-	stdout, stderr, code := c.exec(t, c.cli, "-m", "gemini-nested-model", "-o", "json", "--prompt=hello from a nested call")
+	stdout, stderr, code := c.client(t, c.cli, "-m", "gemini-nested-model", "-o", "json", "--prompt=hello from a nested call")
 	if code != 0 {
 		t.Fatalf("gemini: exit %d\nstdout: %s\nstderr: %s", code, clip(stdout, 4000), clip(stderr, 8000))
 	}

@@ -250,13 +250,20 @@ func (c *cliHome) exec(t *testing.T, name string, args ...string) (stdout, stder
 	if ctx.Err() != nil {
 		t.Fatalf("%s %q: still running after 3 minutes\nstdout: %s\nstderr: %s", name, args, so.String(), se.String())
 	}
-	// The servers the client started, and theirs, are gone before the
-	// test looks at the home or removes it.
-	waitHomeFree(t, c.home)
 	if err != nil && cmd.ProcessState == nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return so.String(), se.String(), cmd.ProcessState.ExitCode()
+}
+
+// client runs an MCP client that starts stdio servers and stops them as
+// it exits: its run ends when those servers, and what they started, are
+// gone, before the test looks at the home or removes it.
+func (c *cliHome) client(t *testing.T, name string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	stdout, stderr, code = c.exec(t, name, args...)
+	waitHomeFree(t, c.home)
+	return stdout, stderr, code
 }
 
 // askChat has the model (the fake API) call mcp_gemini_chat through a
@@ -271,7 +278,7 @@ func (c *cliHome) ask(t *testing.T, api bool) {
 	const tool = "mcp_gemini_chat"
 	inner := "readme: the registered server answers"
 	args, _ := json.Marshal(map[string]string{"prompt": inner})
-	stdout, stderr, code := c.exec(t, c.cli, "-m", "gemini-readme-model", "-o", "json",
+	stdout, stderr, code := c.client(t, c.cli, "-m", "gemini-readme-model", "-o", "json",
 		"--prompt=Ask the other Gemini. [[call:"+tool+":"+string(args)+"]]")
 	if code != 0 {
 		t.Fatalf("gemini -p: exit %d\nstdout: %s\nstderr: %s", code, clip(stdout, 4000), clip(stderr, 8000))
@@ -350,7 +357,7 @@ func TestReadmeGeminiCLIRegistration(t *testing.T) {
 			if stdout, stderr, code := c.sh(t, line); code != 0 {
 				t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
 			}
-			stdout, stderr, code := c.exec(t, c.cli, "mcp", "list")
+			stdout, stderr, code := c.client(t, c.cli, "mcp", "list")
 			if code != 0 || !regexp.MustCompile(`(?m)^✓ gemini: .*- Connected$`).MatchString(stdout+stderr) {
 				t.Fatalf("gemini mcp list: exit %d\n%s%s", code, stdout, stderr)
 			}
@@ -535,7 +542,7 @@ func testClaudeCodeRegistration(t *testing.T, line string, f form, api bool) {
 	// Claude Code runs without the key in its own environment (started
 	// from an IDE, say): the registration must carry it.
 	c.env = slices.DeleteFunc(c.env, func(kv string) bool { return strings.HasPrefix(kv, "GEMINI_API_KEY=") })
-	stdout, stderr, code := c.exec(t, claude, "mcp", "list")
+	stdout, stderr, code := c.client(t, claude, "mcp", "list")
 	want := map[form]string{npxForm: npxCommand, pathForm: pathCommand}[f]
 	if code != 0 || !regexp.MustCompile(`(?m)^gemini: `+regexp.QuoteMeta(want)+`( .*)? - ✔ Connected$`).MatchString(stdout) {
 		t.Fatalf("claude mcp list: exit %d\n%s%s", code, stdout, stderr)
