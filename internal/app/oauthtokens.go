@@ -25,7 +25,7 @@ const TokenFileName = "mcp-oauth-tokens.json"
 type oauthTokenBytes interface {
 	LoadOAuthTokens(ctx context.Context, server string) (map[string][]byte, error)
 	SaveOAuthToken(ctx context.Context, server, issuer string, value []byte) error
-	DeleteOAuthToken(ctx context.Context, server, issuer string) error
+	DeleteOAuthToken(ctx context.Context, server, issuer string, stale func(value []byte) bool) (bool, error)
 }
 
 // sharesTokens says whether the store URL names a store that replicas
@@ -111,13 +111,13 @@ func (l *lazyTokens) Save(ctx context.Context, tok *mcphost.Token) error {
 	return t.Save(ctx, tok)
 }
 
-// Delete implements mcphost.TokenStore.
-func (l *lazyTokens) Delete(ctx context.Context, server, issuer string) error {
+// Forget implements mcphost.TokenStore.
+func (l *lazyTokens) Forget(ctx context.Context, tok *mcphost.Token) error {
 	t, err := l.open(ctx)
 	if err != nil {
 		return err
 	}
-	return t.Delete(ctx, server, issuer)
+	return t.Forget(ctx, tok)
 }
 
 // serverTokens is where the running server's MCP host keeps OAuth tokens:
@@ -192,9 +192,15 @@ func (s *storeTokens) Save(ctx context.Context, t *mcphost.Token) error {
 	return nil
 }
 
-// Delete implements mcphost.TokenStore.
-func (s *storeTokens) Delete(ctx context.Context, server, issuer string) error {
-	if err := s.st.DeleteOAuthToken(ctx, server, issuer); err != nil {
+// Forget implements mcphost.TokenStore: the kept value goes when it
+// decodes to t; one that does not (another process's since, or one this
+// server did not write) stays.
+func (s *storeTokens) Forget(ctx context.Context, t *mcphost.Token) error {
+	_, err := s.st.DeleteOAuthToken(ctx, t.Server, t.Issuer, func(value []byte) bool {
+		kept := new(mcphost.Token)
+		return json.Unmarshal(value, kept) == nil && t.Same(kept)
+	})
+	if err != nil {
 		return s.fail("deleting", err)
 	}
 	return nil

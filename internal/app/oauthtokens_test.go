@@ -59,7 +59,17 @@ func TestTokenStoreRedis(t *testing.T) {
 	if err != nil || got == nil || got.AccessToken != "at-newer" || !got.Expiry.Equal(newer.Expiry) || len(got.Scopes) != 1 {
 		t.Fatalf("the other process loads %+v, %v; want the newer token", got, err)
 	}
-	if err := b.Delete(ctx, server, newer.Issuer); err != nil {
+	// Forgetting a token that is no longer the one kept leaves the kept
+	// one: another process refreshed it meanwhile.
+	stale := *got
+	stale.RefreshToken, stale.AccessToken = "rt-stale", "at-stale"
+	if err := b.Forget(ctx, &stale); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.Load(ctx, server); err != nil || got == nil || got.AccessToken != "at-newer" {
+		t.Fatalf("after forgetting a stale token: %+v, %v; want the newer token kept", got, err)
+	}
+	if err := b.Forget(ctx, got); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := a.Load(ctx, server); err != nil || got == nil || got.AccessToken != "at-older" || got.RefreshToken != "rt-older" {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,74 +143,6 @@ func (a *serverAuth) setLocked(t *Token) {
 	if t != nil {
 		a.red.Add(t.AccessToken, t.RefreshToken, t.ClientSecret)
 	}
-}
-
-// refreshLocked trades the refresh token for a new access token and keeps
-// it. A refused refresh token is forgotten: the server then needs a new
-// sign-in.
-func (a *serverAuth) refreshLocked(ctx context.Context) error {
-	t := a.tok
-	// Another process sharing the store (a replica, `mcp auth`) may have
-	// refreshed or replaced the token since this one read it: its
-	// refresh token may be the only valid one now (authorization servers
-	// rotate them).
-	if kept := a.keptOther(ctx, t); kept != nil {
-		a.setLocked(kept)
-		if kept.Expiry.IsZero() || a.now().Add(expiryMargin).Before(kept.Expiry) || kept.RefreshToken == "" {
-			return nil
-		}
-		t = kept
-	}
-	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {t.RefreshToken}, "resource": {t.Server}}
-	user, pass := "", ""
-	if t.AuthMethod == "client_secret_basic" {
-		user, pass = t.ClientID, t.ClientSecret
-	} else {
-		form.Set("client_id", t.ClientID)
-		if t.ClientSecret != "" && t.AuthMethod != "none" {
-			form.Set("client_secret", t.ClientSecret)
-		}
-	}
-	var ans tokenAnswer
-	err := postForm(ctx, a.http, t.TokenURL, form, user, pass, &ans)
-	if err == nil {
-		err = ans.check()
-	}
-	if err != nil {
-		if grantRevoked(err) {
-			if kept := a.keptOther(ctx, t); kept != nil && kept.RefreshToken != t.RefreshToken {
-				// Refreshed elsewhere meanwhile: that token is the one.
-				a.setLocked(kept)
-				return nil
-			}
-			a.log.Warn("MCP server: the refresh token was refused; a new sign-in is needed", "error", a.red.String(err.Error()))
-			if derr := a.store.Delete(ctx, t.Server, t.Issuer); derr != nil {
-				a.log.Warn("MCP server: forgetting the refused token failed", "error", derr)
-			}
-			a.tok = nil
-			a.needs = &NeedsSignInError{Server: a.cfg.Name, Why: "the authorization server refused the refresh token"}
-			return a.needs
-		}
-		return fmt.Errorf("refreshing the OAuth token: %s", a.red.String(err.Error()))
-	}
-	n := *t
-	ans.apply(&n, a.now())
-	a.setLocked(&n)
-	if err := a.store.Save(ctx, &n); err != nil {
-		a.log.Warn("MCP server: keeping the refreshed OAuth token failed", "error", err)
-	}
-	a.log.Info("MCP server: OAuth token refreshed")
-	return nil
-}
-
-// keptOther is the token the store keeps for the server when it is not t
-// (nil when it is, or the store cannot be read).
-func (a *serverAuth) keptOther(ctx context.Context, t *Token) *Token {
-	kept, err := a.store.Load(ctx, t.Server)
-	if err != nil || kept == nil || (kept.AccessToken == t.AccessToken && kept.RefreshToken == t.RefreshToken) {
-		return nil
-	}
-	return kept
 }
 
 // unauthorized handles a 401, or a 403 for insufficient scope, to a

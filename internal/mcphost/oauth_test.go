@@ -101,7 +101,15 @@ func TestTokenFile(t *testing.T) {
 			t.Errorf("%s: mode %v (%v), want %v", path, fi.Mode().Perm(), err, want)
 		}
 	}
-	if err := f.Delete(ctx, "https://a/mcp", "https://new"); err != nil {
+	stale := *tok
+	stale.AccessToken = "another process's since"
+	if err := f.Forget(ctx, &stale); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := f.Load(ctx, "https://a/mcp"); kept == nil || kept.Issuer != "https://new" {
+		t.Fatalf("forgetting a token no longer kept removed the kept one: %+v", kept)
+	}
+	if err := f.Forget(ctx, tok); err != nil {
 		t.Fatal(err)
 	}
 	if tok, _ := f.Load(ctx, "https://a/mcp"); tok == nil || tok.Issuer != "https://old" {
@@ -385,5 +393,91 @@ func TestRefreshSharedWithAReplica(t *testing.T) {
 	}
 	if b.needsSignIn() != nil {
 		t.Error("b asks for a sign-in")
+	}
+}
+
+// forgetHook is a TokenStore that runs before ahead of each Forget.
+type forgetHook struct {
+	TokenStore
+	before func()
+}
+
+func (h *forgetHook) Forget(ctx context.Context, t *Token) error {
+	h.before()
+	return h.TokenStore.Forget(ctx, t)
+}
+
+// TestRefusedRefreshKeepsAReplicasToken: a host's refresh token is
+// refused because another host refreshed first, and that host's new
+// token is kept only after this one looked at the store, just before it
+// forgets its refused token. The forget leaves the other host's token,
+// and this host takes it up instead of asking for a sign-in.
+func TestRefusedRefreshKeepsAReplicasToken(t *testing.T) {
+	ctx := context.Background()
+	srv, _ := tokenServer(t, http.StatusBadRequest, `{"error":"invalid_grant","error_description":"refresh token already used"}`)
+	mem := &MemoryTokens{}
+	a := testAuth(t, srv.URL, mem)
+	old, _ := mem.Load(ctx, a.cfg.HTTPURL)
+	replicas := *old
+	replicas.AccessToken, replicas.RefreshToken, replicas.Expiry = "replica-access", "refresh-2", time.Now().Add(time.Hour)
+	store := &forgetHook{TokenStore: mem, before: func() {
+		if err := mem.Save(ctx, &replicas); err != nil {
+			t.Error(err)
+		}
+	}}
+	a.store = store
+	tok, err := a.current(ctx)
+	if err != nil || tok != "replica-access" {
+		t.Fatalf("current: %q %v, want the replica's token", tok, err)
+	}
+	if kept, _ := mem.Load(ctx, a.cfg.HTTPURL); kept == nil || kept.RefreshToken != "refresh-2" {
+		t.Fatalf("kept %+v: the replica's token was forgotten", kept)
+	}
+	if a.needsSignIn() != nil {
+		t.Error("the host asks for a sign-in")
+	}
+}
+
+// loadHook is a TokenStore that runs before ahead of the nth Load.
+type loadHook struct {
+	TokenStore
+	n      int
+	loads  int
+	before func()
+}
+
+func (h *loadHook) Load(ctx context.Context, server string) (*Token, error) {
+	h.loads++
+	if h.loads == h.n {
+		h.before()
+	}
+	return h.TokenStore.Load(ctx, server)
+}
+
+// TestRefusedRefreshAwaitsAReplicasSave: another host's refresh refused
+// this host's refresh token, and that host keeps its new token a moment
+// later (after this host's first look at the store, while it looks
+// again): this host takes that token up, and forgets nothing.
+func TestRefusedRefreshAwaitsAReplicasSave(t *testing.T) {
+	ctx := context.Background()
+	srv, _ := tokenServer(t, http.StatusBadRequest, `{"error":"invalid_grant"}`)
+	mem := &MemoryTokens{}
+	a := testAuth(t, srv.URL, mem)
+	old, _ := mem.Load(ctx, a.cfg.HTTPURL)
+	replicas := *old
+	replicas.AccessToken, replicas.RefreshToken, replicas.Expiry = "replica-access", "refresh-2", time.Now().Add(time.Hour)
+	// Loads: the first token, the look before the refresh, the first
+	// look after the refusal; the replica's save lands before the fourth.
+	a.store = &loadHook{TokenStore: mem, n: 4, before: func() {
+		if err := mem.Save(ctx, &replicas); err != nil {
+			t.Error(err)
+		}
+	}}
+	tok, err := a.current(ctx)
+	if err != nil || tok != "replica-access" {
+		t.Fatalf("current: %q %v, want the replica's token", tok, err)
+	}
+	if kept, _ := mem.Load(ctx, a.cfg.HTTPURL); kept == nil || kept.RefreshToken != "refresh-2" {
+		t.Fatalf("kept %+v, want the replica's token", kept)
 	}
 }

@@ -49,8 +49,17 @@ type TokenStore interface {
 	Load(ctx context.Context, server string) (*Token, error)
 	// Save keeps t, replacing the token of the same issuer and server.
 	Save(ctx context.Context, t *Token) error
-	// Delete forgets the token of issuer and server; none is not an error.
-	Delete(ctx context.Context, server, issuer string) error
+	// Forget forgets t, the token kept for its issuer and server, when
+	// the store still keeps t (the same access and refresh tokens): a
+	// token another process has kept since (its refresh, a sign-in)
+	// stays. None kept is not an error.
+	Forget(ctx context.Context, t *Token) error
+}
+
+// Same reports whether t and o are the same grant's same tokens: the same
+// server, issuer, access token and refresh token.
+func (t *Token) Same(o *Token) bool {
+	return t.Server == o.Server && t.Issuer == o.Issuer && t.AccessToken == o.AccessToken && t.RefreshToken == o.RefreshToken
 }
 
 // Limits of the token file: it is read whole.
@@ -102,11 +111,11 @@ func (f *TokenFile) Save(_ context.Context, t *Token) error {
 	})
 }
 
-// Delete implements TokenStore.
-func (f *TokenFile) Delete(_ context.Context, server, issuer string) error {
+// Forget implements TokenStore.
+func (f *TokenFile) Forget(_ context.Context, t *Token) error {
 	return f.with(true, func(d *tokenFileData) bool {
 		n := len(d.Tokens)
-		d.Tokens = slices.DeleteFunc(d.Tokens, func(o *Token) bool { return o.Server == server && o.Issuer == issuer })
+		d.Tokens = slices.DeleteFunc(d.Tokens, t.Same)
 		return len(d.Tokens) != n
 	})
 }
@@ -236,10 +245,10 @@ func (m *MemoryTokens) Save(_ context.Context, t *Token) error {
 	return nil
 }
 
-// Delete implements TokenStore.
-func (m *MemoryTokens) Delete(_ context.Context, server, issuer string) error {
+// Forget implements TokenStore.
+func (m *MemoryTokens) Forget(_ context.Context, t *Token) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.tokens = slices.DeleteFunc(m.tokens, func(o Token) bool { return o.Server == server && o.Issuer == issuer })
+	m.tokens = slices.DeleteFunc(m.tokens, func(o Token) bool { return t.Same(&o) })
 	return nil
 }

@@ -25,7 +25,7 @@ type sharedStore interface {
 	TakeCall(ctx context.Context, key string, n int, per time.Duration) (ok bool, retryAfter time.Duration, err error)
 	LoadOAuthTokens(ctx context.Context, server string) (map[string][]byte, error)
 	SaveOAuthToken(ctx context.Context, server, issuer string, value []byte) error
-	DeleteOAuthToken(ctx context.Context, server, issuer string) error
+	DeleteOAuthToken(ctx context.Context, server, issuer string, stale func(value []byte) bool) (bool, error)
 }
 
 type observedShared struct {
@@ -54,11 +54,11 @@ func (o *observedShared) SaveOAuthToken(ctx context.Context, server, issuer stri
 	return err
 }
 
-func (o *observedShared) DeleteOAuthToken(ctx context.Context, server, issuer string) error {
+func (o *observedShared) DeleteOAuthToken(ctx context.Context, server, issuer string, stale func(value []byte) bool) (bool, error) {
 	start := time.Now()
-	err := o.sh.DeleteOAuthToken(ctx, server, issuer)
+	deleted, err := o.sh.DeleteOAuthToken(ctx, server, issuer, stale)
 	o.done("DeleteOAuthToken", start, err)
-	return err
+	return deleted, err
 }
 
 type observed struct {

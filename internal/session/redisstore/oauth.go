@@ -117,14 +117,62 @@ func (s *Store) SaveOAuthToken(ctx context.Context, server, issuer string, value
 	return nil
 }
 
-// DeleteOAuthToken forgets the OAuth token of issuer for the server URL;
-// none is not an error.
-func (s *Store) DeleteOAuthToken(ctx context.Context, server, issuer string) error {
+// DeleteOAuthToken forgets the OAuth token of issuer for the server URL
+// when stale, given the kept value, says it is the one to forget (nil:
+// whatever is kept). The look and the delete are one step against other
+// writers: a token another process saves between them is judged anew,
+// so a process never deletes a token it has not seen. None kept is not
+// an error; deleted says whether one was.
+func (s *Store) DeleteOAuthToken(ctx context.Context, server, issuer string, stale func(value []byte) bool) (deleted bool, err error) {
 	if err := checkOAuthNames(server, issuer); err != nil {
-		return err
+		return false, err
 	}
-	if err := s.rdb.HDel(ctx, s.oauthKey(server), issuer).Err(); err != nil {
-		return s.fail(ctx, err)
+	key := s.oauthKey(server)
+	if stale == nil {
+		n, err := s.rdb.HDel(ctx, key, issuer).Result()
+		if err != nil {
+			return false, s.fail(ctx, err)
+		}
+		return n > 0, nil
 	}
-	return nil
+	const tries = 8 // each lost only to another writer's change
+	var tooBig error
+	for range tries {
+		deleted = false
+		err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			n, err := tx.HStrLen(ctx, key, issuer).Result()
+			if err != nil || n == 0 {
+				return err
+			}
+			if n > MaxOAuthTokenBytes {
+				tooBig = fmt.Errorf("session store: %s holds an OAuth token of issuer %s of %d bytes, over the %d allowed: delete it", key, issuer, n, MaxOAuthTokenBytes)
+				return tooBig
+			}
+			v, err := tx.HGet(ctx, key, issuer).Bytes()
+			if errors.Is(err, redis.Nil) {
+				return nil
+			}
+			if err != nil || !stale(v) {
+				return err
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.HDel(ctx, key, issuer)
+				return nil
+			})
+			deleted = err == nil
+			return err
+		}, key)
+		if !errors.Is(err, redis.TxFailedErr) {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, redis.TxFailedErr):
+		return false, fmt.Errorf("session store: %s changed %d times while a token was being deleted: try again", key, tries)
+	case tooBig != nil:
+		return false, tooBig
+	case err != nil:
+		return false, s.fail(ctx, err)
+	}
+	return deleted, nil
 }

@@ -57,10 +57,10 @@ func TestOAuthTokens(t *testing.T) {
 		t.Errorf("after a save PTTL %v, want about %v", ttl, OAuthTokenTTL)
 	}
 
-	if err := replica.DeleteOAuthToken(ctx, downURL, "https://idp-a.example.com"); err != nil {
+	if _, err := replica.DeleteOAuthToken(ctx, downURL, "https://idp-a.example.com", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := replica.DeleteOAuthToken(ctx, downURL, "https://never.example.com"); err != nil {
+	if _, err := replica.DeleteOAuthToken(ctx, downURL, "https://never.example.com", nil); err != nil {
 		t.Fatalf("deleting what is not there: %v", err)
 	}
 	if got, err := s.LoadOAuthTokens(ctx, downURL); err != nil || len(got) != 1 || string(got["https://idp-b.example.com"]) != `{"n":5}` {
@@ -69,7 +69,7 @@ func TestOAuthTokens(t *testing.T) {
 	if got, _ := s.LoadOAuthTokens(ctx, "https://other.example.com/mcp"); len(got) != 1 {
 		t.Errorf("the other server's token went with the delete: %q", got)
 	}
-	if err := s.DeleteOAuthToken(ctx, downURL, "https://idp-b.example.com"); err != nil {
+	if _, err := s.DeleteOAuthToken(ctx, downURL, "https://idp-b.example.com", nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := plain(t, srv).Exists(ctx, s.prefix+"oauth:"+downURL).Val(); n != 0 {
@@ -150,7 +150,7 @@ func TestOAuthTokensPrefix(t *testing.T) {
 	if got, err := b.LoadOAuthTokens(ctx, downURL); err != nil || len(got) != 0 {
 		t.Errorf("a store under another prefix loads %q, %v", got, err)
 	}
-	if err := b.DeleteOAuthToken(ctx, downURL, "https://idp.example.com"); err != nil {
+	if _, err := b.DeleteOAuthToken(ctx, downURL, "https://idp.example.com", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := a.LoadOAuthTokens(ctx, downURL); len(got) != 1 {
@@ -174,7 +174,56 @@ func TestOAuthTokensRedisDown(t *testing.T) {
 	if err := s.SaveOAuthToken(ctx, downURL, "https://idp.example.com", []byte("{}")); !errors.Is(err, session.ErrUnavailable) {
 		t.Errorf("Save: %v", err)
 	}
-	if err := s.DeleteOAuthToken(ctx, downURL, "https://idp.example.com"); !errors.Is(err, session.ErrUnavailable) {
+	if _, err := s.DeleteOAuthToken(ctx, downURL, "https://idp.example.com", nil); !errors.Is(err, session.ErrUnavailable) {
 		t.Errorf("Delete: %v", err)
+	}
+}
+
+// TestOAuthTokenDeleteIf: a delete judged on the kept value removes only
+// the value it was shown. A process whose refresh token was refused
+// forgets its token so; a token another process keeps meanwhile (its own
+// refresh, a sign-in) stays, and a change made while the judgement runs
+// makes it judge the new value.
+func TestOAuthTokenDeleteIf(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv, session.Options{})
+	other := open(t, srv, session.Options{})
+	ctx := t.Context()
+	const iss = "https://idp.example.com"
+	if err := s.SaveOAuthToken(ctx, downURL, iss, []byte(`{"refresh_token":"r1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	isR1 := func(v []byte) bool { return string(v) == `{"refresh_token":"r1"}` }
+	// Another process saves r2 while this one judges r1: the judgement
+	// runs again, on r2, which it keeps.
+	var judged []string
+	deleted, err := s.DeleteOAuthToken(ctx, downURL, iss, func(v []byte) bool {
+		judged = append(judged, string(v))
+		if len(judged) == 1 {
+			if err := other.SaveOAuthToken(ctx, downURL, iss, []byte(`{"refresh_token":"r2"}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return isR1(v)
+	})
+	if err != nil || deleted {
+		t.Fatalf("deleted %v, %v: the token saved meanwhile must stay", deleted, err)
+	}
+	if len(judged) != 2 || judged[1] != `{"refresh_token":"r2"}` {
+		t.Fatalf("judged %q, want r1 then r2", judged)
+	}
+	if got, _ := s.LoadOAuthTokens(ctx, downURL); string(got[iss]) != `{"refresh_token":"r2"}` {
+		t.Fatalf("kept %q, want r2", got)
+	}
+	// The value it judges stale goes.
+	if deleted, err := s.DeleteOAuthToken(ctx, downURL, iss, func(v []byte) bool { return !isR1(v) }); err != nil || !deleted {
+		t.Fatalf("deleted %v, %v", deleted, err)
+	}
+	if got, _ := s.LoadOAuthTokens(ctx, downURL); len(got) != 0 {
+		t.Fatalf("kept %q after the delete", got)
+	}
+	// Nothing kept: nothing judged, no error.
+	if deleted, err := s.DeleteOAuthToken(ctx, downURL, iss, func([]byte) bool { t.Error("judged a token that is not there"); return true }); err != nil || deleted {
+		t.Fatalf("deleted %v, %v", deleted, err)
 	}
 }

@@ -21,7 +21,7 @@ func TestObservedKeepsSharedMethods(t *testing.T) {
 	if _, ok := st.(interface {
 		LoadOAuthTokens(ctx context.Context, server string) (map[string][]byte, error)
 		SaveOAuthToken(ctx context.Context, server, issuer string, value []byte) error
-		DeleteOAuthToken(ctx context.Context, server, issuer string) error
+		DeleteOAuthToken(ctx context.Context, server, issuer string, stale func(value []byte) bool) (bool, error)
 	}); !ok {
 		t.Error("the OAuth token methods are lost")
 	}
