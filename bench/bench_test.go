@@ -32,6 +32,7 @@ import (
 var fakeGemini string
 
 func TestMain(m *testing.M) {
+	serveNoopIfAsked()
 	flag.Parse()
 	os.Exit(geminitest.RunWithFake(m, &fakeGemini))
 }
