@@ -142,6 +142,7 @@ func shellQuote(s string) string {
 }
 
 func main() {
+	serveNoopIfAsked()
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)

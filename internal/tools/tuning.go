@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,8 +54,8 @@ func checkTuning(raw json.RawMessage) error {
 		Temperature  json.RawMessage `json:"temperature"`
 		ThinkingMode json.RawMessage `json:"thinking_mode"`
 	}
-	if len(raw) == 0 || json.Unmarshal(raw, &args) != nil {
-		return nil // not an object: the SDK's own validation says so
+	if !mayTune(raw) || json.Unmarshal(raw, &args) != nil {
+		return nil // none, or not an object: the SDK's own validation says so
 	}
 	if args.Temperature != nil {
 		var t float64
@@ -72,6 +73,46 @@ func checkTuning(raw json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// tuningKeys are the arguments checkTuning reads, in lower case.
+var tuningKeys = []string{"temperature", "thinking_mode"}
+
+// mayTune says whether raw may hold a tuning argument, without decoding
+// it: most calls have none, and the decoding would cost each of them
+// about as much as the rest of this server's own checks. encoding/json
+// matches a key to a field without regard to case, and after unescaping
+// it; so only text that is ASCII, has no escape and holds neither name in
+// any case certainly has no tuning argument.
+func mayTune(raw []byte) bool {
+	for _, b := range raw {
+		if b >= utf8.RuneSelf || b == '\\' {
+			return true
+		}
+	}
+	for i, b := range raw {
+		for _, k := range tuningKeys {
+			if b|0x20 == k[0] && len(raw)-i >= len(k) && asciiFoldEqual(raw[i:i+len(k)], k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// asciiFoldEqual says whether the ASCII bytes b spell lower, whose
+// letters are lower case, in any case.
+func asciiFoldEqual(b []byte, lower string) bool {
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // tuningMiddleware checks the tuning of the calls of the tool named tool

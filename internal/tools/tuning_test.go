@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -133,5 +134,49 @@ func TestTuningNotAppliedReported(t *testing.T) {
 	got, _ := res.Meta["notApplied"].([]any)
 	if len(got) != 1 || got[0] != "temperature: the Gemini CLI takes no per-call temperature" {
 		t.Fatalf("_meta.notApplied = %#v", res.Meta["notApplied"])
+	}
+}
+
+// TestTuningFoundAsDecoded checks that checkTuning, which decodes a call's
+// arguments only when their text may name a tuning argument, refuses
+// every spelling that encoding/json would decode into one (any case, an
+// escape, a non-ASCII letter that folds to an ASCII one) and passes the
+// arguments that hold none.
+func TestTuningFoundAsDecoded(t *testing.T) {
+	t.Parallel()
+	decodes := func(raw string) bool {
+		var args struct {
+			Temperature  json.RawMessage `json:"temperature"`
+			ThinkingMode json.RawMessage `json:"thinking_mode"`
+		}
+		return json.Unmarshal([]byte(raw), &args) == nil && (args.Temperature != nil || args.ThinkingMode != nil)
+	}
+	for _, c := range []struct {
+		raw  string
+		bad  bool // carries a tuning argument outside what the tools take
+		fast bool // mayTune may say no without decoding
+	}{
+		{`{"prompt":"p"}`, false, true},
+		{`{"prompt":"p","model":"flash","cwd":"/tmp"}`, false, true},
+		{`{"prompt":"set the temperature to 5"}`, false, false},
+		{`{"prompt":"p","temperature":5}`, true, false},
+		{`{"prompt":"p","TEMPERATURE":5}`, true, false},
+		{`{"prompt":"p","Temperature":-1}`, true, false},
+		{`{"prompt":"p","\u0074emperature":5}`, true, false},
+		{`{"prompt":"p","thinking_mode":"huge"}`, true, false},
+		{`{"prompt":"p","THINKING_MODE":"huge"}`, true, false},
+		{"{\"prompt\":\"p\",\"thin\u212aing_mode\":\"huge\"}", decodes("{\"thin\u212aing_mode\":1}"), false},
+		{`{"prompt":"p","thin\u212aing_mode":"huge"}`, decodes(`{"thin\u212aing_mode":1}`), false},
+		{`{"prompt":"p","temperatur":5}`, false, true},
+	} {
+		if got := checkTuning(json.RawMessage(c.raw)) != nil; got != c.bad {
+			t.Errorf("checkTuning(%s) refused: %v, want %v", c.raw, got, c.bad)
+		}
+		if c.bad && !decodes(c.raw) {
+			t.Errorf("%s: the case is wrong: encoding/json finds no tuning argument in it", c.raw)
+		}
+		if got := mayTune([]byte(c.raw)); got == c.fast {
+			t.Errorf("mayTune(%s) = %v", c.raw, got)
+		}
 	}
 }
