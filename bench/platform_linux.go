@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -28,43 +29,52 @@ func killGroup(pid int) {
 // terminate asks a process to stop, as a service manager would.
 func terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
 
-// memInfo is a process's resident set, now and at its peak, in bytes.
-type memInfo struct{ rss, hwm float64 }
+// memInfo is a process's resident set, now and at its peak, and the
+// resident set's anonymous (private: heap, stacks) and file-backed (the
+// binary's pages it touched, shared libraries) parts, in bytes.
+type memInfo struct{ rss, hwm, anon, file float64 }
 
-// readMem reads VmRSS and VmHWM from /proc/<pid>/status.
+// readMem reads VmRSS, VmHWM, RssAnon and RssFile from /proc/<pid>/status.
 func readMem(pid int) (memInfo, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return memInfo{}, err
 	}
 	defer f.Close()
+	return parseMem(f, fmt.Sprintf("/proc/%d/status", pid))
+}
+
+// parseMem reads the memInfo fields from a /proc/<pid>/status text; name
+// is for errors.
+func parseMem(r io.Reader, name string) (memInfo, error) {
 	var m memInfo
+	fields := map[string]*float64{"VmRSS": &m.rss, "VmHWM": &m.hwm, "RssAnon": &m.anon, "RssFile": &m.file}
 	found := 0
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		key, val, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
+		dst := fields[key]
+		if !ok || dst == nil {
 			continue
 		}
-		fields := strings.Fields(val) // "12345 kB"
-		if len(fields) != 2 || fields[1] != "kB" {
-			return memInfo{}, fmt.Errorf("/proc/%d/status: odd %s line %q", pid, key, val)
+		f := strings.Fields(val) // "12345 kB"
+		if len(f) != 2 || f[1] != "kB" {
+			return memInfo{}, fmt.Errorf("%s: odd %s line %q", name, key, val)
 		}
-		kb, err := strconv.ParseFloat(fields[0], 64)
+		kb, err := strconv.ParseFloat(f[0], 64)
 		if err != nil {
-			return memInfo{}, err
+			return memInfo{}, fmt.Errorf("%s: %s: %w", name, key, err)
 		}
-		if key == "VmRSS" {
-			m.rss = kb * 1024
-		} else {
-			m.hwm = kb * 1024
-		}
+		*dst = kb * 1024
 		found++
 	}
-	if found != 2 {
-		return memInfo{}, fmt.Errorf("/proc/%d/status: no VmRSS/VmHWM", pid)
+	if err := sc.Err(); err != nil {
+		return memInfo{}, err
 	}
-	return m, sc.Err()
+	if found != len(fields) {
+		return memInfo{}, fmt.Errorf("%s: want VmRSS, VmHWM, RssAnon and RssFile, found %d of them", name, found)
+	}
+	return m, nil
 }
 
 // machine describes the CPU and memory for the report.

@@ -21,7 +21,7 @@ func killGroup(int) {}
 
 func terminate(p *os.Process) error { return p.Kill() }
 
-type memInfo struct{ rss, hwm float64 }
+type memInfo struct{ rss, hwm, anon, file float64 }
 
 func readMem(int) (memInfo, error) { return memInfo{}, errNotLinux }
 
