@@ -79,7 +79,7 @@ func TestQuick(t *testing.T) {
 		"### 7. API backend", "| bare genai client (in the bench process) |", "| gemini-mcp-server --backend api |",
 		"| `-tags noapi` build, backend warm |", "**Package initialisation**", "API backend: overhead ≤ 1 ms",
 		"Replicas: the same HTTP load through HAProxy to 1 and to 3 replicas",
-		"| no-op go-sdk server |", "cold start to tools/list ≤ 1.3× the no-op go-sdk server",
+		"| no-op go-sdk server |", "cold start to tools/list ≤ 1.3× the no-op go-sdk server", "| floor: `gemini-mcp-server --version` (exec to exit) |", "`--version` alone peaks at",
 		"resident memory ≤ 16 MB after 50 calls", "private (anonymous) memory after 50 calls ≤ 2× the no-op go-sdk server's",
 	} {
 		if !strings.Contains(report, want) {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -44,37 +42,13 @@ func readMem(pid int) (memInfo, error) {
 	return parseMem(f, fmt.Sprintf("/proc/%d/status", pid))
 }
 
-// parseMem reads the memInfo fields from a /proc/<pid>/status text; name
-// is for errors.
-func parseMem(r io.Reader, name string) (memInfo, error) {
-	var m memInfo
-	fields := map[string]*float64{"VmRSS": &m.rss, "VmHWM": &m.hwm, "RssAnon": &m.anon, "RssFile": &m.file}
-	found := 0
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), ":")
-		dst := fields[key]
-		if !ok || dst == nil {
-			continue
-		}
-		f := strings.Fields(val) // "12345 kB"
-		if len(f) != 2 || f[1] != "kB" {
-			return memInfo{}, fmt.Errorf("%s: odd %s line %q", name, key, val)
-		}
-		kb, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			return memInfo{}, fmt.Errorf("%s: %s: %w", name, key, err)
-		}
-		*dst = kb * 1024
-		found++
+// peakRSS is an exited process's peak resident set in bytes (Linux gives
+// ru_maxrss in KiB).
+func peakRSS(ps *os.ProcessState) float64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return float64(ru.Maxrss) * 1024
 	}
-	if err := sc.Err(); err != nil {
-		return memInfo{}, err
-	}
-	if found != len(fields) {
-		return memInfo{}, fmt.Errorf("%s: want VmRSS, VmHWM, RssAnon and RssFile, found %d of them", name, found)
-	}
-	return m, nil
+	return 0
 }
 
 // machine describes the CPU and memory for the report.

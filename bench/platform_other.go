@@ -25,6 +25,8 @@ type memInfo struct{ rss, hwm, anon, file float64 }
 
 func readMem(int) (memInfo, error) { return memInfo{}, errNotLinux }
 
+func peakRSS(*os.ProcessState) float64 { return 0 }
+
 func machine() (string, float64) { return "", 0 }
 
 func kernel() string { return runtime.GOOS }
