@@ -159,7 +159,7 @@ func (b *bench) memory(ctx context.Context) *section {
 		"what this binary holds before it serves anything, mostly pages of the binary that initialisation touched.", fmtMB(initPeak.median())))
 	o, z := last[0], last[noop]
 	b.rep.verdicts = append(b.rep.verdicts,
-		verdict{goal: fmt.Sprintf("resident memory ≤ %s after %d calls", fmtMB(memoryRSSLimit), n),
+		verdict{goal: fmt.Sprintf("resident memory ≤ %.0f MB after %d calls", memoryRSSLimit/1e6, n),
 			measured: fmt.Sprintf("%s (%s private, %s file-backed; %s idle before the calls, %s %v after them); %.2f× the no-op's; `--version` alone peaks at %s",
 				fmtMB(o.rss), fmtMB(o.anon), fmtMB(o.file), fmtMB(idle[0].rss), fmtMB(quiet[0].rss), memoryQuiet, o.rss/z.rss, fmtMB(initPeak.median())),
 			limit: fmt.Sprintf("fixed; %s: %s", noopName, fmtMB(z.rss)),
