@@ -82,6 +82,8 @@ func TestQuick(t *testing.T) {
 		"Replicas: the same HTTP load through HAProxy to 1 and to 3 replicas",
 		"| no-op go-sdk server | MCP client (bench process), driving the no-op |", "**Bound at 16 clients.**",
 		"HTTP `tools/call`, 16 clients: calls/s ≥ 0.6× the no-op go-sdk server's", "HTTP `tools/call`, 16 clients: our server's CPU per call ≤ 1.6×",
+		"| no-op go-sdk server |", "cold start to tools/list ≤ 1.3× the no-op go-sdk server", "| floor: `gemini-mcp-server --version` (exec to exit) |", "`--version` alone peaks at",
+		"resident memory ≤ 16 MB after 50 calls", "private (anonymous) memory after 50 calls ≤ 2× the no-op go-sdk server's",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
@@ -256,6 +258,28 @@ func BenchmarkBareGenai(b *testing.B) {
 		m := marker("gobench", 0, i)
 		if _, err := bareGenai(context.Background(), client, prompt(m), m); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestParseMem checks the reading of /proc/<pid>/status: the four sizes the
+// memory section reports, and an error when one is missing or odd.
+func TestParseMem(t *testing.T) {
+	status := "Name:\tgemini-mcp-serv\nVmHWM:\t   20480 kB\nVmRSS:\t   18432 kB\nRssAnon:\t    6144 kB\nRssFile:\t   12288 kB\nRssShmem:\t       0 kB\n"
+	m, err := parseMem(strings.NewReader(status), "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (memInfo{rss: 18432 * 1024, hwm: 20480 * 1024, anon: 6144 * 1024, file: 12288 * 1024}); m != want {
+		t.Errorf("got %+v, want %+v", m, want)
+	}
+	for _, bad := range []string{
+		strings.Replace(status, "RssAnon", "RssAnonX", 1),
+		strings.Replace(status, "6144 kB", "6144 MB", 1),
+		strings.Replace(status, "12288 kB", "x kB", 1),
+	} {
+		if _, err := parseMem(strings.NewReader(bad), "status"); err == nil {
+			t.Errorf("no error for %q", bad)
 		}
 	}
 }

@@ -169,6 +169,7 @@ type bench struct {
 	serverBin, serverVersion string
 	serverNoAPI              string // the same built with -tags noapi
 	noop                     string // an empty Go program
+	noopServer               string // the no-op go-sdk MCP server over stdio (bench/noopserver)
 	defaultBackend           string // --backend's default; "" when the build has no --backend
 	fake, fakeDir            string
 	fakeHomes                string // where the fake CLI's homes go, if not in each sandbox
@@ -293,6 +294,13 @@ func (b *bench) setup(ctx context.Context) error {
 	if cfg.wants(secCold) || cfg.wants(secAPI) {
 		b.noop = filepath.Join(b.tmp, "bin", "noop")
 		if err := buildNoop(ctx, filepath.Join(b.tmp, "noop-src"), b.noop); err != nil {
+			return err
+		}
+	}
+	if cfg.wants(secCold) || cfg.wants(secMemory) {
+		b.noopServer = filepath.Join(b.tmp, "bin", "noopserver")
+		fmt.Fprintln(b.log, "building ./bench/noopserver")
+		if err := buildNoopServer(ctx, b.root, b.noopServer); err != nil {
 			return err
 		}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,43 +27,28 @@ func killGroup(pid int) {
 // terminate asks a process to stop, as a service manager would.
 func terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
 
-// memInfo is a process's resident set, now and at its peak, in bytes.
-type memInfo struct{ rss, hwm float64 }
+// memInfo is a process's resident set, now and at its peak, and the
+// resident set's anonymous (private: heap, stacks) and file-backed (the
+// binary's pages it touched, shared libraries) parts, in bytes.
+type memInfo struct{ rss, hwm, anon, file float64 }
 
-// readMem reads VmRSS and VmHWM from /proc/<pid>/status.
+// readMem reads VmRSS, VmHWM, RssAnon and RssFile from /proc/<pid>/status.
 func readMem(pid int) (memInfo, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return memInfo{}, err
 	}
 	defer f.Close()
-	var m memInfo
-	found := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
-			continue
-		}
-		fields := strings.Fields(val) // "12345 kB"
-		if len(fields) != 2 || fields[1] != "kB" {
-			return memInfo{}, fmt.Errorf("/proc/%d/status: odd %s line %q", pid, key, val)
-		}
-		kb, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return memInfo{}, err
-		}
-		if key == "VmRSS" {
-			m.rss = kb * 1024
-		} else {
-			m.hwm = kb * 1024
-		}
-		found++
+	return parseMem(f, fmt.Sprintf("/proc/%d/status", pid))
+}
+
+// peakRSS is an exited process's peak resident set in bytes (Linux gives
+// ru_maxrss in KiB).
+func peakRSS(ps *os.ProcessState) float64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return float64(ru.Maxrss) * 1024
 	}
-	if found != 2 {
-		return memInfo{}, fmt.Errorf("/proc/%d/status: no VmRSS/VmHWM", pid)
-	}
-	return m, sc.Err()
+	return 0
 }
 
 // machine describes the CPU and memory for the report.

@@ -21,9 +21,11 @@ func killGroup(int) {}
 
 func terminate(p *os.Process) error { return p.Kill() }
 
-type memInfo struct{ rss, hwm float64 }
+type memInfo struct{ rss, hwm, anon, file float64 }
 
 func readMem(int) (memInfo, error) { return memInfo{}, errNotLinux }
+
+func peakRSS(*os.ProcessState) float64 { return 0 }
 
 func machine() (string, float64) { return "", 0 }
 

@@ -44,6 +44,18 @@ func buildServer(ctx context.Context, root, out string, flags ...string) error {
 	return nil
 }
 
+// buildNoopServer builds bench/noopserver, the no-op go-sdk MCP server over
+// stdio, as our server is built (static, go build).
+func buildNoopServer(ctx context.Context, root, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./bench/noopserver")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./bench/noopserver: %w\n%s", err, b)
+	}
+	return nil
+}
+
 // buildFake builds the fake CLI into dir/gemini. geminitest.BuildFake
 // would do the same in a directory of its own; the bench keeps everything
 // in its temporary directory so that one RemoveAll cleans up.

@@ -68,6 +68,23 @@ func ours(bin, version, name, backend string, extra ...string) *target {
 	}
 }
 
+// noopName is the no-op go-sdk server's name in the tables.
+const noopName = "no-op go-sdk server"
+
+// noopTarget is bench/noopserver built at bin: a go-sdk MCP server over
+// stdio whose chat tool echoes the prompt, the limit our server's cold
+// start and memory are measured against.
+func noopTarget(bin string) *target {
+	return &target{
+		Name:     noopName,
+		Version:  "go-sdk (this module's)",
+		Path:     bin,
+		Tool:     "chat",
+		Notes:    "tool `chat {prompt, model}`; echoes the prompt, runs nothing",
+		ToolArgs: promptModelArgs,
+	}
+}
+
 // oneshot reports whether t runs the CLI once per call, as the peers do.
 func (t *target) oneshot() bool { return t.Ours && (t.Backend == "" || t.Backend == backendOneshot) }
 

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +22,12 @@ import (
 func TestStoreStartupErrors(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	// A state directory that is a file: the embedded store's file cannot
+	// be made, which the server finds before it serves.
+	notDir := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(notDir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -31,6 +40,7 @@ func TestStoreStartupErrors(t *testing.T) {
 		// Nothing listens on port 1: an unreachable Redis stops the start,
 		// naming its address.
 		{[]string{"--store", "redis://127.0.0.1:1/0"}, 1, []string{"opening the session store redis://127.0.0.1:1/0", "127.0.0.1:1"}},
+		{[]string{"--state-dir", notDir}, 1, []string{"opening the session store sqlite:" + notDir, "not a directory", "check --store and --state-dir"}},
 		{[]string{"--max-turns", "0"}, 2, []string{"--max-turns must be at least 1"}},
 		{[]string{"--session-ttl", "30s"}, 2, []string{"--session-ttl must be at least 1m"}},
 	} {
@@ -46,6 +56,64 @@ func TestStoreStartupErrors(t *testing.T) {
 		}
 		if strings.Contains(string(out), "s3cret") {
 			t.Errorf("%v: the password shows in\n%s", tc.args, out)
+		}
+	}
+}
+
+// TestStoreOpensInTheBackground: the embedded store's database is opened
+// while the server answers its client, so a database SQLite cannot read
+// does not stop the start: the server lists its tools, a chat answers
+// without recording its session (as when the store fails during a call),
+// listing the sessions fails with the store's error, and the log says why.
+func TestStoreOpensInTheBackground(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if err := os.MkdirAll(e.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.state, "sessions.db"), bytes.Repeat([]byte("not a database "), 400), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := e.command()
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "store-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "hello"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved, _ := res.Meta["sessionSaved"].(bool); res.IsError || saved || res.Meta["sessionSaved"] == nil {
+		t.Errorf("chat on a store that could not be opened: IsError %v, meta %v; want an answer with sessionSaved false", res.IsError, res.Meta)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "sessions", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.Contains(text, "session store") {
+		t.Errorf("sessions on a store that could not be opened: IsError %v, %q", res.IsError, text)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("the server's exit: %v", err)
+	}
+	log, err := os.ReadFile(stderr.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"the session store could not be opened: sessions are not recorded", "opening the session store sqlite:" + filepath.Join(e.state, "sessions.db"), "not a database"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
 		}
 	}
 }

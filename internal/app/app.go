@@ -196,7 +196,9 @@ func configRules() config.Rules {
 // session store and the backend it opens are the caller's to close
 // (Store().Close, Close).
 func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger, life context.Context, requests func(*mcp.CallToolRequest) context.Context) (conv *conversation.Service, b *builtBackend, err error) {
-	store, where, err := openStore(ctx, cfg)
+	store, where, err := openStore(ctx, cfg, func(err error) {
+		log.Error("the session store could not be opened: sessions are not recorded, and calls that need them fail, until the server is restarted", "err", err)
+	})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -18,7 +18,13 @@ import (
 // openStore opens the session store cfg names: --store, or by default the
 // embedded store in the state directory. Its description (the value, any
 // password hidden) is for logs and doctor.
-func openStore(ctx context.Context, cfg *config.Config) (st session.Store, where string, err error) {
+//
+// With failed not nil (the server), the embedded store's file is checked
+// and created at once, and SQLite's open, schema check and clean-up run in
+// the background while the server answers its client (session.Opening):
+// a call waits for them, and failed hears of their error, which every call
+// then returns.
+func openStore(ctx context.Context, cfg *config.Config, failed func(error)) (st session.Store, where string, err error) {
 	raw := cfg.Store.URL
 	if raw == "" {
 		dir, err := stateDir(cfg)
@@ -38,7 +44,21 @@ func openStore(ctx context.Context, cfg *config.Config) (st session.Store, where
 			err = fmt.Errorf("%q names no file: use sqlite:PATH", raw)
 			break
 		}
-		st, err = embedded.Open(rest, opts)
+		if failed == nil {
+			st, err = embedded.Open(rest, opts)
+			break
+		}
+		var abs string
+		if abs, err = embedded.Prepare(rest); err != nil {
+			break
+		}
+		st = session.Opening(func() (session.Store, error) {
+			s, err := embedded.Open(abs, opts)
+			if err != nil {
+				return nil, storeError(where, err)
+			}
+			return s, nil
+		}, failed)
 	case "memory":
 		// A store in this process's memory: its sessions end with it.
 		if rest != "" {
@@ -54,9 +74,14 @@ func openStore(ctx context.Context, cfg *config.Config) (st session.Store, where
 		return nil, where, fmt.Errorf("--store %s: this server has no %q store; it supports memory:, redis:, rediss:, redis+cluster:, redis+sentinel: (rediss+… for TLS), sqlite:", where, scheme)
 	}
 	if err != nil {
-		return nil, where, fmt.Errorf("opening the session store %s: %w (check --store and --state-dir; gemini-mcp-server doctor checks the store)", where, err)
+		return nil, where, storeError(where, err)
 	}
 	return st, where, nil
+}
+
+// storeError is the error of a store that could not be opened.
+func storeError(where string, err error) error {
+	return fmt.Errorf("opening the session store %s: %w (check --store and --state-dir; gemini-mcp-server doctor checks the store)", where, err)
 }
 
 // redactStore hides a password in a store URL, so that logs and errors can
@@ -95,7 +120,7 @@ func stateDir(cfg *config.Config) (string, error) {
 // write. The write is a turn of a session of its own, never listed (it has
 // no record), deleted at once.
 func checkStore(ctx context.Context, r *report, cfg *config.Config) {
-	st, where, err := openStore(ctx, cfg)
+	st, where, err := openStore(ctx, cfg, nil)
 	if err != nil {
 		r.fail("session store: %v", err)
 		return

@@ -21,7 +21,7 @@ func parseStore(t *testing.T, args ...string) *config.Config {
 
 func TestOpenStore(t *testing.T) {
 	ctx := context.Background()
-	st, where, err := openStore(ctx, parseStore(t, "--store", "memory:"))
+	st, where, err := openStore(ctx, parseStore(t, "--store", "memory:"), nil)
 	if err != nil || where != "memory:" {
 		t.Fatalf("memory: %v %q", err, where)
 	}
@@ -31,7 +31,7 @@ func TestOpenStore(t *testing.T) {
 	st.Close()
 	// The default is the embedded store in the state directory.
 	cfg := parseStore(t)
-	st, where, err = openStore(ctx, cfg)
+	st, where, err = openStore(ctx, cfg, nil)
 	if err != nil || where != "sqlite:"+cfg.Store.StateDir+"/sessions.db" {
 		t.Fatalf("default: %v %q", err, where)
 	}
@@ -42,12 +42,12 @@ func TestOpenStore(t *testing.T) {
 		{"memory:extra", "the memory store takes nothing after memory:", ""},
 		{"sqlite:", "names no file: use sqlite:PATH", ""},
 	} {
-		_, _, err := openStore(ctx, parseStore(t, "--store", tc.store))
+		_, _, err := openStore(ctx, parseStore(t, "--store", tc.store), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || tc.not != "" && strings.Contains(err.Error(), tc.not) {
 			t.Errorf("--store %s: %v, want %q", tc.store, err, tc.want)
 		}
 	}
-	_, _, err = openStore(ctx, parseStore(t, "--store", "mongodb://db"))
+	_, _, err = openStore(ctx, parseStore(t, "--store", "mongodb://db"), nil)
 	for _, kind := range []string{"memory:", "sqlite:"} {
 		if !strings.Contains(err.Error(), kind) {
 			t.Errorf("the unknown kind's error does not name %s: %v", kind, err)

@@ -72,25 +72,11 @@ const busyTimeout = 5 * time.Second
 // at path. On a new database it imports the records and turns of the
 // earlier file store found in path's directory (see importLegacy).
 func Open(path string, opts session.Options) (*Store, error) {
-	if path == "" {
-		return nil, errors.New("session store: no database file given")
-	}
-	abs, err := filepath.Abs(path)
+	abs, err := Prepare(path)
 	if err != nil {
-		return nil, fmt.Errorf("session store: %w", err)
+		return nil, err
 	}
 	opts = opts.WithDefaults()
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("session store: %w: %w", session.ErrUnavailable, err)
-	}
-	// SQLite creates the WAL and shared-memory files with the database
-	// file's mode, so creating it private first keeps all three private.
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("session store: %w: %w", session.ErrUnavailable, err)
-	}
-	f.Close()
-
 	db, err := sql.Open(driverName, dsn(abs))
 	if err != nil {
 		return nil, fmt.Errorf("session store %s: %w: %w", abs, session.ErrUnavailable, err)
@@ -117,6 +103,33 @@ func Open(path string, opts session.Options) (*Store, error) {
 	s.bg.Add(1)
 	go s.background()
 	return s, nil
+}
+
+// Prepare is the part of Open that costs next to nothing and finds most
+// mistakes of configuration: it makes path's directory (private to the
+// user) and creates the file, private, if it is missing, and returns the
+// absolute path. Open starts with it; a server calls it before it serves
+// and leaves Open (SQLite's open, the schema, the clean-up) to the
+// background (session.Opening).
+func Prepare(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("session store: no database file given")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("session store: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return "", fmt.Errorf("session store: %w: %w", session.ErrUnavailable, err)
+	}
+	// SQLite creates the WAL and shared-memory files with the database
+	// file's mode, so creating it private first keeps all three private.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("session store: %w: %w", session.ErrUnavailable, err)
+	}
+	f.Close()
+	return abs, nil
 }
 
 // dsn is the modernc.org/sqlite data source name of the file at path: WAL

@@ -39,3 +39,12 @@ func TestObservedConformance(t *testing.T) {
 		}
 	}
 }
+
+// TestOpeningConformance: a store opened in the background through
+// session.Opening (as the server opens the embedded store) is still a
+// conformant store.
+func TestOpeningConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, opts session.Options) session.Store {
+		return session.Opening(func() (session.Store, error) { return New(opts), nil }, nil)
+	})
+}
