@@ -58,7 +58,9 @@ type pool struct {
 	// fills are the spares being made. close waits for them before it
 	// stops the processes: a session/new cut short would leave a session
 	// file that no one knows the id of.
-	fills    sync.WaitGroup
+	fills sync.WaitGroup
+	// topMu makes topUp's choice and start of a spare one at a time.
+	topMu    sync.Mutex
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 }
@@ -164,7 +166,7 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 	switch {
 	case c.Session == "":
 		var err error
-		if p, err = pl.process(ctx, cmd, key, c.SystemPrompt); err != nil {
+		if p, err = pl.process(ctx, cmd, key, c.SystemPrompt, c.Dir); err != nil {
 			return nil, pl.errs.of(err)
 		}
 		if p == nil {
@@ -172,11 +174,13 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 		}
 		// Once the call ends the process may be idle: the time to make
 		// the next chat's spare session.
-		defer pl.refill(p, c.Dir, false)
+		defer pl.topUp(key, c.Dir)
 		defer pl.leave(p)
 		if id, err = pl.session(ctx, p, c.Dir); err != nil {
 			return nil, pl.errs.of(err)
 		}
+		// Another process, idle, can make one meanwhile.
+		pl.topUp(key, c.Dir)
 		pl.mu.Lock()
 		pl.owner[id] = p
 		pl.mu.Unlock()
@@ -217,8 +221,12 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 // process returns a live process started with key, reserved for the call
 // (the caller must call done), starting one when the pool has room (or can
 // make room by retiring an idle process started with another system
-// prompt). It returns nil when no process can serve now.
-func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt string) (*acpProc, error) {
+// prompt). A new chat in dir ("" for none) goes to the process whose spare
+// for dir is ready (see rank); when none is, and the pool has room,
+// another process starts in the background for the chats that follow. It
+// returns nil when no process can serve now.
+func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt, dir string) (*acpProc, error) {
+	started := false // a process started for this call: no other is needed yet
 	for {
 		pl.mu.Lock()
 		if pl.closed {
@@ -226,23 +234,35 @@ func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt 
 			return nil, nil
 		}
 		var best *acpProc
+		var bestRank procRank
 		live := 0
 		for _, p := range pl.procs {
 			if !p.alive() {
 				continue
 			}
 			live++
-			if p.key == key && !p.isDraining() && (best == nil || p.load() < best.load()) {
-				best = p
+			if p.key != key {
+				continue
+			}
+			if r, ok := pl.rank(p, dir); ok && (best == nil || r.better(bestRank)) {
+				best, bestRank = p, r
 			}
 		}
 		if best != nil {
 			ok := best.use()
+			// Busy (making a spare or serving a call) with none ready: new
+			// chats come faster than it makes spares.
+			grow := dir != "" && !started && bestRank.ready == 0 && (bestRank.making || bestRank.load > 0) &&
+				pl.opts.SpareAge >= 0 && pl.starting[key] == nil &&
+				live+len(pl.starting) < pl.opts.Processes && !pl.clock.Now().Before(pl.noStartUntil)
 			pl.mu.Unlock()
-			if ok {
-				return best, nil
+			if !ok {
+				continue // it began draining meanwhile: choose again
 			}
-			continue // it began draining meanwhile: choose again
+			if grow {
+				pl.grow(cmd, key, systemPrompt, dir)
+			}
+			return best, nil
 		}
 		if w := pl.starting[key]; w != nil {
 			pl.mu.Unlock()
@@ -310,7 +330,99 @@ func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt 
 			}
 			return nil, nil
 		}
+		started = true
 	}
+}
+
+// procRank is how well a process suits a new chat in a folder.
+type procRank struct {
+	ready  int  // its spares ready for the folder
+	making bool // it is making a spare (session/new runs first)
+	load   int  // calls holding it
+}
+
+// better reports whether a process ranked r serves a new chat sooner than
+// one ranked o: one with a spare ready and not making one (it answers at
+// once), then one with a spare ready, then the least loaded, then the one
+// with more spares ready.
+func (r procRank) better(o procRank) bool {
+	rs, os := r.score(), o.score()
+	switch {
+	case rs != os:
+		return rs < os
+	case r.load != o.load:
+		return r.load < o.load
+	default:
+		return r.ready > o.ready
+	}
+}
+
+func (r procRank) score() int {
+	switch {
+	case r.ready > 0 && !r.making:
+		return 0
+	case r.ready > 0:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// rank ranks p for a new chat in dir, reporting false when p takes no new
+// work; pl.mu must be held.
+func (pl *pool) rank(p *acpProc, dir string) (procRank, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.draining {
+		return procRank{}, false
+	}
+	var r procRank
+	if dir != "" {
+		r.ready, r.making = p.spareState(dir)
+	}
+	r.load = p.inflight
+	return r, true
+}
+
+// grow starts another process for chats with system prompt key in the
+// background, and its spares for dir once it is up: new chats come faster
+// than the processes running make spares. --warm-idle-timeout stops it
+// once they stop coming.
+func (pl *pool) grow(cmd cli.Command, key, systemPrompt, dir string) {
+	pl.mu.Lock()
+	if pl.closed || pl.starting[key] != nil {
+		pl.mu.Unlock()
+		return
+	}
+	w := &startWait{done: make(chan struct{})}
+	pl.starting[key] = w
+	pl.bg.Add(1)
+	pl.mu.Unlock()
+	go func() {
+		defer pl.bg.Done()
+		p, err := pl.startProc(pl.bgCtx, cmd, key, systemPrompt)
+		pl.mu.Lock()
+		delete(pl.starting, key)
+		closed := pl.closed
+		if p != nil && !closed {
+			pl.procs = append(pl.procs, p)
+			pl.watchProc(p)
+		}
+		if p == nil && pl.bgCtx.Err() == nil {
+			pl.noStartUntil = pl.clock.Now().Add(startRetry)
+		}
+		pl.mu.Unlock()
+		close(w.done)
+		switch {
+		case p != nil && closed:
+			p.kill()
+		case p != nil:
+			pl.log.Info("another warm gemini process started: new chats come faster than spare sessions are made", "pid", p.cmd.Process.Pid, "dir", dir)
+			pl.topUp(key, dir)
+		case pl.bgCtx.Err() == nil:
+			pl.log.Warn("could not start another warm gemini process", "err", err)
+		}
+	}()
 }
 
 // prepare gets the pool ready for a new chat without a system prompt in
@@ -344,7 +456,7 @@ func (pl *pool) prepare(cmd cli.Command, dir string) <-chan struct{} {
 		if busy {
 			return
 		}
-		p, err := pl.process(pl.bgCtx, cmd, "", "")
+		p, err := pl.process(pl.bgCtx, cmd, "", "", "")
 		if p == nil {
 			if err != nil && pl.bgCtx.Err() == nil {
 				pl.log.Debug("could not prepare a warm process", "err", err)
