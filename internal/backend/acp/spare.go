@@ -42,9 +42,10 @@ func slotKey(dir string, i int) string {
 }
 
 // spareState is what p holds for dir: its spares ready (made without
-// error) and whether one is being made (for any folder: session/new runs
-// one at a time in a process); p.mu must be held.
-func (p *acpProc) spareState(dir string) (ready int, making bool) {
+// error), whether one is being made (for any folder: session/new runs one
+// at a time in a process), and whether that one is for dir; p.mu must be
+// held.
+func (p *acpProc) spareState(dir string) (ready int, making, pending bool) {
 	for _, s := range p.spares {
 		select {
 		case <-s.ready:
@@ -53,18 +54,20 @@ func (p *acpProc) spareState(dir string) (ready int, making bool) {
 			}
 		default:
 			making = true
+			pending = pending || s.dir == dir
 		}
 	}
-	return ready, making
+	return ready, making, pending
 }
 
-// takeSpare removes one of p's spares for dir and returns it, a ready one
-// first, else one being made; nil when p has none.
+// takeSpare removes one of p's spares for dir and returns it: the oldest
+// ready (the younger ones keep longer), else one being made; nil when p
+// has none.
 func (p *acpProc) takeSpare(dir string, slots int) *spare {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var pending *spare
-	pendingKey := ""
+	var ready, pending *spare
+	readyKey, pendingKey := "", ""
 	for i := range slots {
 		key := slotKey(dir, i)
 		s := p.spares[key]
@@ -73,15 +76,20 @@ func (p *acpProc) takeSpare(dir string, slots int) *spare {
 		}
 		select {
 		case <-s.ready:
-			delete(p.spares, key)
-			return s
+			if ready == nil || s.made.Before(ready.made) {
+				ready, readyKey = s, key
+			}
 		default:
 			if pending == nil {
 				pending, pendingKey = s, key
 			}
 		}
 	}
-	if pending != nil {
+	switch {
+	case ready != nil:
+		delete(p.spares, readyKey)
+		return ready
+	case pending != nil:
 		delete(p.spares, pendingKey)
 	}
 	return pending
@@ -138,7 +146,7 @@ func (pl *pool) refill(p *acpProc, dir string, kept bool) *spare {
 	ok := p.inflight == 0 && !p.draining && !p.replacing && p.alive() && p.sessions < pl.opts.MaxSessions
 	key := ""
 	if ok {
-		_, making := p.spareState(dir)
+		_, making, _ := p.spareState(dir)
 		ok = false
 		for i := range pl.opts.Spares {
 			if k := slotKey(dir, i); p.spares[k] == nil {
@@ -204,7 +212,7 @@ func (pl *pool) topUp(key, dir string) {
 	var bestUsed time.Time
 	for _, p := range procs {
 		p.mu.Lock()
-		ready, making := p.spareState(dir)
+		ready, making, _ := p.spareState(dir)
 		idle := p.inflight == 0 && !p.draining && !p.replacing && p.sessions < pl.opts.MaxSessions
 		used := p.lastUsed
 		p.mu.Unlock()
