@@ -245,6 +245,7 @@ func (pl *pool) fill(p *acpProc, key string, s *spare) {
 	s.id, s.made, s.err = id, made, err
 	if err == nil {
 		s.file = sessionFile(p.cliDir, id)
+		pl.log.Debug("made a spare session", "pid", p.cmd.Process.Pid, "session", id, "elapsed", pl.clock.Now().Sub(made))
 	}
 	close(s.ready)
 	if err != nil {
