@@ -82,11 +82,7 @@ type acpProc struct {
 
 	writeMu sync.Mutex
 	nextID  atomic.Int64
-	// newMu makes session/new one at a time, in the process and, given by
-	// the pool, across its processes: the CLI takes a lock over its
-	// project registry (projects.json) in each, and one that finds it
-	// taken retries after 100 ms or more.
-	newMu *sync.Mutex
+	newMu   sync.Mutex // session/new (and load) one at a time: they contend on projects.json
 
 	mu           sync.Mutex
 	pending      map[int64]chan rpcMessage
@@ -148,7 +144,7 @@ func startACP(ctx context.Context, cmdline cli.Command, args []string, env []str
 		return nil, err
 	}
 	p := &acpProc{key: key, cmd: cmd, sysDir: sysDir, log: log, allow: allow, maxOutput: maxOutput, started: time.Now(), lastUsed: time.Now(),
-		pending: map[int64]chan rpcMessage{}, subs: map[string]*promptSub{}, models: map[string]string{}, spares: map[string]*spare{}, dead: make(chan struct{}), newMu: &sync.Mutex{}}
+		pending: map[int64]chan rpcMessage{}, subs: map[string]*promptSub{}, models: map[string]string{}, spares: map[string]*spare{}, dead: make(chan struct{})}
 	go p.readLoop(cmd.Stdout, stderr)
 	var init struct {
 		ProtocolVersion int `json:"protocolVersion"`

@@ -60,9 +60,7 @@ type pool struct {
 	// file that no one knows the id of.
 	fills sync.WaitGroup
 	// topMu makes topUp's choice and start of a spare one at a time.
-	topMu sync.Mutex
-	// newMu is every process's session-creation lock (acpProc.newMu).
-	newMu    sync.Mutex
+	topMu    sync.Mutex
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 }
@@ -98,7 +96,6 @@ func newPool(c poolConfig) *pool {
 		if p != nil {
 			// Idle from its start, on the pool's clock; not yet shared.
 			p.lastUsed = pl.clock.Now()
-			p.newMu = &pl.newMu
 		}
 		return p, err
 	}

@@ -46,7 +46,7 @@ func settled(t *testing.T, pl *pool, dir string, want int) {
 		pl.mu.Unlock()
 		for _, p := range procs {
 			p.mu.Lock()
-			ready, making, _ := p.spareState(dir)
+			ready, making := p.spareState(dir)
 			p.mu.Unlock()
 			if making || ready != want {
 				return false, fmt.Errorf("process %d: %d ready, making %v", p.cmd.Process.Pid, ready, making)

@@ -11,16 +11,16 @@ import (
 
 // procRank is how well a process suits a new chat in a folder.
 type procRank struct {
-	ready   int  // its spares ready for the folder
-	making  bool // it is making a spare (session/new runs first)
-	pending bool // the spare it is making is for the folder
-	load    int  // calls holding it
+	ready  int  // its spares ready for the folder
+	making bool // it is making a spare (session/new runs first)
+	load   int  // calls holding it
 }
 
 // better reports whether a process ranked r serves a new chat sooner than
 // one ranked o: one with a spare ready and not making one (it answers at
-// once), then one with a spare ready, then the least loaded, then the one
-// with more spares ready.
+// once), then one with a spare ready, then one making none (it can make
+// the chat's session at once, beside another process making a spare), then
+// the least loaded, then the one with more spares ready.
 func (r procRank) better(o procRank) bool {
 	rs, os := r.score(), o.score()
 	switch {
@@ -39,7 +39,7 @@ func (r procRank) score() int {
 		return 0
 	case r.ready > 0:
 		return 1
-	case r.pending:
+	case !r.making:
 		return 2
 	default:
 		return 3
@@ -56,7 +56,7 @@ func (pl *pool) rank(p *acpProc, dir string) (procRank, bool) {
 	}
 	var r procRank
 	if dir != "" {
-		r.ready, r.making, r.pending = p.spareState(dir)
+		r.ready, r.making = p.spareState(dir)
 	}
 	r.load = p.inflight
 	return r, true

@@ -42,10 +42,9 @@ func slotKey(dir string, i int) string {
 }
 
 // spareState is what p holds for dir: its spares ready (made without
-// error), whether one is being made (for any folder: session/new runs one
-// at a time in a process), and whether that one is for dir; p.mu must be
-// held.
-func (p *acpProc) spareState(dir string) (ready int, making, pending bool) {
+// error), and whether one is being made (for any folder: session/new runs
+// one at a time in a process); p.mu must be held.
+func (p *acpProc) spareState(dir string) (ready int, making bool) {
 	for _, s := range p.spares {
 		select {
 		case <-s.ready:
@@ -54,10 +53,9 @@ func (p *acpProc) spareState(dir string) (ready int, making, pending bool) {
 			}
 		default:
 			making = true
-			pending = pending || s.dir == dir
 		}
 	}
-	return ready, making, pending
+	return ready, making
 }
 
 // takeSpare removes one of p's spares for dir and returns it: the oldest
@@ -146,7 +144,7 @@ func (pl *pool) refill(p *acpProc, dir string, kept bool) *spare {
 	ok := p.inflight == 0 && !p.draining && !p.replacing && p.alive() && p.sessions < pl.opts.MaxSessions
 	key := ""
 	if ok {
-		_, making, _ := p.spareState(dir)
+		_, making := p.spareState(dir)
 		ok = false
 		for i := range pl.opts.Spares {
 			if k := slotKey(dir, i); p.spares[k] == nil {
@@ -212,7 +210,7 @@ func (pl *pool) topUp(key, dir string) {
 	var bestUsed time.Time
 	for _, p := range procs {
 		p.mu.Lock()
-		ready, making, _ := p.spareState(dir)
+		ready, making := p.spareState(dir)
 		idle := p.inflight == 0 && !p.draining && !p.replacing && p.sessions < pl.opts.MaxSessions
 		used := p.lastUsed
 		p.mu.Unlock()
