@@ -183,14 +183,14 @@ func (pl *pool) refill(p *acpProc, dir string, kept bool) *spare {
 	return s
 }
 
-// topUp makes the next spare for new chats in dir without a system prompt
-// key: in the idle process of key that holds the fewest ready for dir (the
-// one that did not answer last on a tie), and only while no process of
-// key is making one. One spare at a time across the pool: session/new in
-// two processes at once contend on the CLI's lock over its project
-// registry, and the process not making one stays free to answer the next
-// chat at once. Each spare made asks for the next (see fill), until every
-// idle process holds WarmOptions.Spares for dir.
+// topUp makes the next spare for new chats in dir with system prompt key:
+// in the idle process of key that holds the fewest ready for dir (the one
+// that answered less recently on a tie), and only while no process of key
+// is making one. One spare at a time across the pool, so that a process
+// making none stays free to answer the next chat at once (the CLI runs on
+// one thread), and spares in two processes do not contend on the CLI's
+// lock over its project registry. Each spare made asks for the next (see
+// fill), until every idle process holds WarmOptions.Spares for dir.
 func (pl *pool) topUp(key, dir string) {
 	if pl.opts.SpareAge < 0 {
 		return
