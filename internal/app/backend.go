@@ -92,7 +92,7 @@ func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logg
 		spareAge = -1 // the flag's 0 turns spares off
 	}
 	warm := acp.WarmOptions{Processes: cfg.Warm.Processes, MaxPrompts: cfg.Warm.MaxPrompts, MaxRSS: int64(cfg.Warm.MaxRSSBytes), IdleTimeout: cfg.Warm.IdleTimeout,
-		SpareAge: spareAge, MaxSessions: cfg.Warm.MaxSessions, NotOnConnect: !cfg.Warm.OnConnect}
+		SpareAge: spareAge, MaxSessions: cfg.Warm.MaxSessions, Spares: cfg.Warm.Spares, NotOnConnect: !cfg.Warm.OnConnect}
 	b := acp.New(acp.ConfigFor(opts, warm, cli.NewRunner(opts, log)), log)
 	return &builtBackend{Backend: backend.Limit(b, cfg.Turns.MaxConcurrent), Usable: cliUsable(cfg.CLI.Gemini)}, nil
 }

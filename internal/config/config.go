@@ -71,6 +71,7 @@ type Warm struct {
 	IdleTimeout time.Duration
 	SpareAge    time.Duration // 0: no spare sessions
 	MaxSessions int
+	Spares      int // spare sessions per process and folder
 	// OnConnect starts a process and its spare session when a client
 	// connects, ahead of its first chat.
 	OnConnect bool
@@ -315,6 +316,9 @@ func (c *Config) validate(rules Rules) error {
 	}
 	if c.Warm.MaxSessions < 1 || c.Warm.SpareAge < 0 {
 		return errors.New("--warm-max-sessions must be at least 1, --warm-spare-age 0 (no spare sessions) or more")
+	}
+	if c.Warm.Spares < 1 || c.Warm.Spares > 16 {
+		return errors.New("--warm-spares must be 1 to 16")
 	}
 	if c.API.CacheTTL < 0 {
 		return errors.New("--cache-ttl must be 0 (no context caches) or more")

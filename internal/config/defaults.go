@@ -36,6 +36,7 @@ const (
 	DefaultWarmIdleTimeout = 10 * time.Minute
 	DefaultWarmSpareAge    = time.Minute
 	DefaultWarmMaxSessions = 100
+	DefaultWarmSpares      = 3
 
 	// The API backend as an MCP host: a round is one answer of Gemini's
 	// that asks for tool calls (one or several, run in parallel) and the

@@ -75,6 +75,8 @@ var flags = []spec{
 		func(c *Config) *time.Duration { return &c.Warm.SpareAge }),
 	boolean("warm-on-connect", "GEMINI_MCP_WARM_ON_CONNECT", true, "warm backend: start a gemini --acp process and its spare session when a client connects (at its first tools/list), so that its first chat finds them ready; false waits for the first chat",
 		func(c *Config) *bool { return &c.Warm.OnConnect }),
+	integer("warm-spares", "GEMINI_MCP_WARM_SPARES", DefaultWarmSpares, "warm backend: spare sessions each process keeps per folder, made one at a time across the processes, for new chats that come in a row",
+		func(c *Config) *int { return &c.Warm.Spares }),
 	integer("warm-max-sessions", "GEMINI_MCP_WARM_MAX_SESSIONS", DefaultWarmMaxSessions, "warm backend: recycle a process holding more sessions than this (each new session costs more in a process holding many)",
 		func(c *Config) *int { return &c.Warm.MaxSessions }),
 	size("max-inline-bytes", "GEMINI_MCP_MAX_INLINE_BYTES", DefaultMaxInlineBytes, "api backend: largest request with media sent inline (the Gemini API's limit of a request); media files that do not fit are uploaded through the Files API, once per content, and deleted with their session",

@@ -25,6 +25,11 @@ type WarmOptions struct {
 	// (session/new slows down with every session a process holds); 0 means
 	// config.DefaultWarmMaxSessions.
 	MaxSessions int
+	// Spares is how many spare sessions each process keeps per folder,
+	// made one at a time while it is idle: a burst of new chats uses them
+	// up faster than session/new makes them. 0 means
+	// config.DefaultWarmSpares.
+	Spares int
 	// NotOnConnect makes Prepare do nothing: a process starts at the
 	// first call instead of when a client connects.
 	NotOnConnect bool
@@ -46,6 +51,9 @@ func (o WarmOptions) withDefaults() WarmOptions {
 	}
 	if o.SpareAge == 0 {
 		o.SpareAge = config.DefaultWarmSpareAge
+	}
+	if o.Spares <= 0 {
+		o.Spares = config.DefaultWarmSpares
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = config.DefaultWarmMaxSessions

@@ -58,7 +58,9 @@ type pool struct {
 	// fills are the spares being made. close waits for them before it
 	// stops the processes: a session/new cut short would leave a session
 	// file that no one knows the id of.
-	fills    sync.WaitGroup
+	fills sync.WaitGroup
+	// topMu makes topUp's choice and start of a spare one at a time.
+	topMu    sync.Mutex
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 }
@@ -164,7 +166,7 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 	switch {
 	case c.Session == "":
 		var err error
-		if p, err = pl.process(ctx, cmd, key, c.SystemPrompt); err != nil {
+		if p, err = pl.process(ctx, cmd, key, c.SystemPrompt, c.Dir); err != nil {
 			return nil, pl.errs.of(err)
 		}
 		if p == nil {
@@ -172,11 +174,13 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 		}
 		// Once the call ends the process may be idle: the time to make
 		// the next chat's spare session.
-		defer pl.refill(p, c.Dir, false)
+		defer pl.topUp(key, c.Dir)
 		defer pl.leave(p)
 		if id, err = pl.session(ctx, p, c.Dir); err != nil {
 			return nil, pl.errs.of(err)
 		}
+		// Another process, idle, can make one meanwhile.
+		pl.topUp(key, c.Dir)
 		pl.mu.Lock()
 		pl.owner[id] = p
 		pl.mu.Unlock()
@@ -217,8 +221,12 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 // process returns a live process started with key, reserved for the call
 // (the caller must call done), starting one when the pool has room (or can
 // make room by retiring an idle process started with another system
-// prompt). It returns nil when no process can serve now.
-func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt string) (*acpProc, error) {
+// prompt). A new chat in dir ("" for none) goes to the process whose spare
+// for dir is ready (see rank); when none is, and the pool has room,
+// another process starts in the background for the chats that follow. It
+// returns nil when no process can serve now.
+func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt, dir string) (*acpProc, error) {
+	started := false // a process started for this call: no other is needed yet
 	for {
 		pl.mu.Lock()
 		if pl.closed {
@@ -226,23 +234,35 @@ func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt 
 			return nil, nil
 		}
 		var best *acpProc
+		var bestRank procRank
 		live := 0
 		for _, p := range pl.procs {
 			if !p.alive() {
 				continue
 			}
 			live++
-			if p.key == key && !p.isDraining() && (best == nil || p.load() < best.load()) {
-				best = p
+			if p.key != key {
+				continue
+			}
+			if r, ok := pl.rank(p, dir); ok && (best == nil || r.better(bestRank)) {
+				best, bestRank = p, r
 			}
 		}
 		if best != nil {
 			ok := best.use()
+			// Busy (making a spare or serving a call) with none ready: new
+			// chats come faster than it makes spares.
+			grow := dir != "" && !started && bestRank.ready == 0 && (bestRank.making || bestRank.load > 0) &&
+				pl.opts.SpareAge >= 0 && pl.starting[key] == nil &&
+				live+len(pl.starting) < pl.opts.Processes && !pl.clock.Now().Before(pl.noStartUntil)
 			pl.mu.Unlock()
-			if ok {
-				return best, nil
+			if !ok {
+				continue // it began draining meanwhile: choose again
 			}
-			continue // it began draining meanwhile: choose again
+			if grow {
+				pl.grow(cmd, key, systemPrompt, dir)
+			}
+			return best, nil
 		}
 		if w := pl.starting[key]; w != nil {
 			pl.mu.Unlock()
@@ -310,6 +330,7 @@ func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt 
 			}
 			return nil, nil
 		}
+		started = true
 	}
 }
 
@@ -344,7 +365,7 @@ func (pl *pool) prepare(cmd cli.Command, dir string) <-chan struct{} {
 		if busy {
 			return
 		}
-		p, err := pl.process(pl.bgCtx, cmd, "", "")
+		p, err := pl.process(pl.bgCtx, cmd, "", "", "")
 		if p == nil {
 			if err != nil && pl.bgCtx.Err() == nil {
 				pl.log.Debug("could not prepare a warm process", "err", err)

@@ -35,7 +35,7 @@ func prepared(t *testing.T, r backend.Backend, dir string) {
 // own. A second Prepare starts nothing more.
 func TestPrepareReadiesTheFirstChat(t *testing.T) {
 	home := t.TempDir()
-	r, log, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{})
+	r, log, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
 	dir := geminitest.WorkDir(t)
 	prepared(t, r, dir)
 	p := onlyProc(t, r)

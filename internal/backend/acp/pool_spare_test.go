@@ -94,7 +94,7 @@ func countMethod(t *testing.T, acpLog, method string) int {
 
 func TestWarmSpareServesANewChat(t *testing.T) {
 	home := t.TempDir()
-	warm, _, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{})
+	warm, _, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
 	cold, _ := newTestRunner(t, cli.Options{})
 	dir := geminitest.WorkDir(t)
 	if _, err := warm.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
@@ -151,7 +151,7 @@ func TestWarmSpareServesANewChat(t *testing.T) {
 }
 
 func TestWarmSpareOnlyWhenIdle(t *testing.T) {
-	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{Spares: 1, Processes: 1})
 	dir, other := geminitest.WorkDir(t), geminitest.WorkDir(t)
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ func promptsText(t *testing.T, acpLog string) string {
 }
 
 func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
-	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{Spares: 1})
 	dir := geminitest.WorkDir(t)
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)
@@ -265,7 +265,7 @@ func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 
 func TestWarmSpareExpires(t *testing.T) {
 	home := t.TempDir()
-	r, _, _ := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{SpareAge: time.Hour})
+	r, _, _ := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1, SpareAge: time.Hour})
 	clk := newFakeClock()
 	poolOf(r).clock = clk
 	advance := clk.Advance
@@ -313,7 +313,7 @@ func TestWarmSpareExpires(t *testing.T) {
 
 func TestWarmSparesGoWithTheProcess(t *testing.T) {
 	home := t.TempDir()
-	r, _, _, logs := newWarmRunnerLogged(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{MaxPrompts: 2})
+	r, _, _, logs := newWarmRunnerLogged(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1, MaxPrompts: 2})
 	dir := geminitest.WorkDir(t)
 	first, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir})
 	if err != nil {
@@ -431,7 +431,7 @@ func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
 // that resume needs).
 func TestWarmSpareWhoseFileWasRemoved(t *testing.T) {
 	home := t.TempDir()
-	r, _, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{})
+	r, _, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
 	dir := geminitest.WorkDir(t)
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)

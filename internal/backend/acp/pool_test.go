@@ -428,7 +428,9 @@ func TestWarmRecycleUnderLoad(t *testing.T) {
 // TestWarmRecycleLogsOnce: the recycle is logged once, by the prompt that
 // decides it, and never for a process that stays.
 func TestWarmRecycleLogsOnce(t *testing.T) {
-	r, log, _, logs := newWarmRunnerLogged(t, cli.Options{}, WarmOptions{MaxPrompts: 3})
+	// Without spares, so that no second process starts (see pool.grow)
+	// and the first serves every prompt until its limit.
+	r, log, _, logs := newWarmRunnerLogged(t, cli.Options{}, WarmOptions{MaxPrompts: 3, SpareAge: -1})
 	dir := geminitest.WorkDir(t)
 	for i := 1; i <= 4; i++ {
 		if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -31,16 +32,77 @@ type spare struct {
 	file string
 }
 
-// session returns a new session in dir for a call holding p: the process's
-// spare for dir if it has one young enough (waiting for it if it is being
-// made, which is never slower than asking for another: session/new runs
-// one at a time), else a new one.
-func (pl *pool) session(ctx context.Context, p *acpProc, dir string) (string, error) {
+// slotKey names spare slot i of dir in acpProc.spares (slot 0 is dir
+// itself): a process keeps up to WarmOptions.Spares spares per folder.
+func slotKey(dir string, i int) string {
+	if i == 0 {
+		return dir
+	}
+	return dir + "\x00" + strconv.Itoa(i)
+}
+
+// spareState is what p holds for dir: its spares ready (made without
+// error), and whether one is being made (for any folder: session/new runs
+// one at a time in a process); p.mu must be held.
+func (p *acpProc) spareState(dir string) (ready int, making bool) {
+	for _, s := range p.spares {
+		select {
+		case <-s.ready:
+			if s.err == nil && s.dir == dir {
+				ready++
+			}
+		default:
+			making = true
+		}
+	}
+	return ready, making
+}
+
+// takeSpare removes one of p's spares for dir and returns it: the oldest
+// ready (the younger ones keep longer), else one being made; nil when p
+// has none.
+func (p *acpProc) takeSpare(dir string, slots int) *spare {
 	p.mu.Lock()
-	s := p.spares[dir]
-	delete(p.spares, dir)
-	p.mu.Unlock()
-	if s != nil {
+	defer p.mu.Unlock()
+	var ready, pending *spare
+	readyKey, pendingKey := "", ""
+	for i := range slots {
+		key := slotKey(dir, i)
+		s := p.spares[key]
+		if s == nil {
+			continue
+		}
+		select {
+		case <-s.ready:
+			if ready == nil || s.made.Before(ready.made) {
+				ready, readyKey = s, key
+			}
+		default:
+			if pending == nil {
+				pending, pendingKey = s, key
+			}
+		}
+	}
+	switch {
+	case ready != nil:
+		delete(p.spares, readyKey)
+		return ready
+	case pending != nil:
+		delete(p.spares, pendingKey)
+	}
+	return pending
+}
+
+// session returns a new session in dir for a call holding p: one of the
+// process's spares for dir young enough (waiting for one being made,
+// which is never slower than asking for another: session/new runs one at
+// a time), else a new one.
+func (pl *pool) session(ctx context.Context, p *acpProc, dir string) (string, error) {
+	for {
+		s := p.takeSpare(dir, pl.opts.Spares)
+		if s == nil {
+			break
+		}
 		select {
 		case <-s.ready:
 			if s.err == nil {
@@ -70,19 +132,31 @@ func (pl *pool) session(ctx context.Context, p *acpProc, dir string) (string, er
 }
 
 // refill makes a spare session for dir in p, if p is idle (so that making
-// it competes with no call), has none for dir, and is not on its way out.
-// It returns the spare being made, or nil. kept marks a spare renewed on
-// expiry while no call comes (see spare.kept).
+// it competes with no call), makes none already, has fewer than
+// WarmOptions.Spares for dir, and is not on its way out. It returns the
+// spare being made, or nil. kept marks a spare renewed on expiry while no
+// call comes (see spare.kept).
 func (pl *pool) refill(p *acpProc, dir string, kept bool) *spare {
 	if pl.opts.SpareAge < 0 {
 		return nil
 	}
 	p.mu.Lock()
-	ok := p.inflight == 0 && !p.draining && !p.replacing && p.alive() && p.spares[dir] == nil && p.sessions < pl.opts.MaxSessions
+	ok := p.inflight == 0 && !p.draining && !p.replacing && p.alive() && p.sessions < pl.opts.MaxSessions
+	key := ""
+	if ok {
+		_, making := p.spareState(dir)
+		ok = false
+		for i := range pl.opts.Spares {
+			if k := slotKey(dir, i); p.spares[k] == nil {
+				key, ok = k, !making
+				break
+			}
+		}
+	}
 	var s *spare
 	if ok {
 		s = &spare{dir: dir, calls: p.calls, kept: kept, ready: make(chan struct{})}
-		p.spares[dir] = s
+		p.spares[key] = s
 	}
 	p.mu.Unlock()
 	if !ok {
@@ -95,22 +169,68 @@ func (pl *pool) refill(p *acpProc, dir string, kept bool) *spare {
 	}
 	pl.mu.Unlock()
 	if started {
-		go pl.fill(p, s)
+		go pl.fill(p, key, s)
 	}
 	if !started {
 		s.err = errors.New("the pool is closed")
 		close(s.ready)
 		p.mu.Lock()
-		if p.spares[dir] == s {
-			delete(p.spares, dir)
+		if p.spares[key] == s {
+			delete(p.spares, key)
 		}
 		p.mu.Unlock()
 	}
 	return s
 }
 
-// fill makes spare s in p.
-func (pl *pool) fill(p *acpProc, s *spare) {
+// topUp makes the next spare for new chats in dir with system prompt key:
+// in the idle process of key that holds the fewest ready for dir (the one
+// that answered less recently on a tie), and only while no process of key
+// is making one. One spare at a time across the pool, so that a process
+// making none stays free to answer the next chat at once (the CLI runs on
+// one thread), and spares in two processes do not contend on the CLI's
+// lock over its project registry. Each spare made asks for the next (see
+// fill), until every idle process holds WarmOptions.Spares for dir.
+func (pl *pool) topUp(key, dir string) {
+	if pl.opts.SpareAge < 0 {
+		return
+	}
+	pl.topMu.Lock()
+	defer pl.topMu.Unlock()
+	pl.mu.Lock()
+	procs := make([]*acpProc, 0, len(pl.procs))
+	for _, p := range pl.procs {
+		if p.key == key && p.alive() {
+			procs = append(procs, p)
+		}
+	}
+	pl.mu.Unlock()
+	var best *acpProc
+	bestReady := 0
+	var bestUsed time.Time
+	for _, p := range procs {
+		p.mu.Lock()
+		ready, making := p.spareState(dir)
+		idle := p.inflight == 0 && !p.draining && !p.replacing && p.sessions < pl.opts.MaxSessions
+		used := p.lastUsed
+		p.mu.Unlock()
+		if making {
+			return
+		}
+		if !idle || ready >= pl.opts.Spares {
+			continue
+		}
+		if best == nil || ready < bestReady || ready == bestReady && used.Before(bestUsed) {
+			best, bestReady, bestUsed = p, ready, used
+		}
+	}
+	if best != nil {
+		pl.refill(best, dir, false)
+	}
+}
+
+// fill makes spare s in p's slot key, then asks for the next spare.
+func (pl *pool) fill(p *acpProc, key string, s *spare) {
 	defer pl.fills.Done()
 	// Not cut short by close (see fills); the process's end ends it.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -123,17 +243,23 @@ func (pl *pool) fill(p *acpProc, s *spare) {
 	s.id, s.made, s.err = id, made, err
 	if err == nil {
 		s.file = sessionFile(p.cliDir, id)
+		pl.log.Debug("made a spare session", "pid", p.cmd.Process.Pid, "session", id, "elapsed", pl.clock.Now().Sub(made))
 	}
 	close(s.ready)
 	if err != nil {
 		p.mu.Lock()
-		if p.spares[s.dir] == s {
-			delete(p.spares, s.dir)
+		if p.spares[key] == s {
+			delete(p.spares, key)
 		}
 		p.mu.Unlock()
 		if !errors.Is(err, errCreating) && p.alive() {
 			pl.log.Debug("could not make a spare session", "pid", p.cmd.Process.Pid, "err", err)
 		}
+		return
+	}
+	// A spare kept for a client's first chat asks for no more.
+	if !s.kept {
+		pl.topUp(p.key, s.dir)
 	}
 }
 
@@ -145,14 +271,14 @@ func (pl *pool) expireSpares(p *acpProc) {
 	now := pl.clock.Now()
 	var old []*spare
 	p.mu.Lock()
-	for dir, s := range p.spares {
+	for key, s := range p.spares {
 		select {
 		case <-s.ready:
 		default:
 			continue
 		}
 		if s.err == nil && now.Sub(s.made) >= pl.opts.SpareAge {
-			delete(p.spares, dir)
+			delete(p.spares, key)
 			old = append(old, s)
 		}
 	}
