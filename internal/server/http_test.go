@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -192,11 +193,28 @@ func TestHTTPGuards(t *testing.T) {
 			t.Fatalf("origin %q: %d", origin, r.StatusCode)
 		}
 	}
+	// An oversized body: the server answers 413 once it has read one byte
+	// over the cap, and closes the connection without reading the rest.
+	// The client sends no more than that byte and waits for the answer:
+	// with unread bytes in its socket, the server's close would reset the
+	// connection, and the reset could overtake the answer.
 	big := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"chat","arguments":{"prompt":"` + strings.Repeat("x", 100<<10) + `"}}}`
-	if r := post("", testToken, big); r.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Fatalf("oversized body: %d", r.StatusCode)
+	pr, pw := io.Pipe()
+	go pw.Write([]byte(big[:64<<10+1])) // ends with the pipe's close below
+	req, _ := http.NewRequest("POST", h.url+PathMCP, pr)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	pw.CloseWithError(errors.New("the test sends no more"))
+	if err != nil {
+		t.Fatalf("oversized body: %v", err)
 	}
-	resp, err := http.Get(h.url + PathHealthz)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized body: %d", resp.StatusCode)
+	}
+	resp, err = http.Get(h.url + PathHealthz)
 	if err != nil {
 		t.Fatal(err)
 	}
