@@ -82,7 +82,7 @@ type acpProc struct {
 
 	writeMu sync.Mutex
 	nextID  atomic.Int64
-	newMu   sync.Mutex // session/new (and load) one at a time: they contend on projects.json
+	newMu   ctxLock // session/new (and load) one at a time: they contend on projects.json
 
 	mu           sync.Mutex
 	pending      map[int64]chan rpcMessage
@@ -143,7 +143,7 @@ func startACP(ctx context.Context, cmdline cli.Command, args []string, env []str
 	if err != nil {
 		return nil, err
 	}
-	p := &acpProc{key: key, cmd: cmd, sysDir: sysDir, log: log, allow: allow, maxOutput: maxOutput, started: time.Now(), lastUsed: time.Now(),
+	p := &acpProc{newMu: newCtxLock(), key: key, cmd: cmd, sysDir: sysDir, log: log, allow: allow, maxOutput: maxOutput, started: time.Now(), lastUsed: time.Now(),
 		pending: map[int64]chan rpcMessage{}, subs: map[string]*promptSub{}, models: map[string]string{}, spares: map[string]*spare{}, dead: make(chan struct{})}
 	go p.readLoop(cmd.Stdout, stderr)
 	var init struct {
@@ -401,3 +401,33 @@ func (p *acpProc) rss() int64 {
 	}
 	return 0
 }
+
+// ctxLock is a mutex whose Lock gives up when the caller's context ends:
+// a call waiting behind another's session/new, which a wedged CLI can
+// hold until that call's own deadline, goes when it is cancelled.
+type ctxLock chan struct{}
+
+func newCtxLock() ctxLock { return make(ctxLock, 1) }
+
+// Lock takes the lock, or returns ctx's error if ctx ends first.
+func (l ctxLock) Lock(ctx context.Context) error {
+	select {
+	case l <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TryLock takes the lock if it is free.
+func (l ctxLock) TryLock() bool {
+	select {
+	case l <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// Unlock frees the lock.
+func (l ctxLock) Unlock() { <-l }

@@ -214,7 +214,9 @@ func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 	// it): a spare asked for meanwhile is not made, rather than queue.
 	other := geminitest.WorkDir(t)
 	news := countMethod(t, acpLog, "session/new")
-	p.newMu.Lock()
+	if !p.newMu.TryLock() {
+		t.Fatal("the session-creation lock is held")
+	}
 	s := poolOf(r).refill(p, other, false)
 	select {
 	case <-s.ready:
@@ -458,5 +460,42 @@ func TestWarmSpareWhoseFileWasRemoved(t *testing.T) {
 	// Its own session/new, then the next spare's.
 	if n := countMethod(t, acpLog, "session/new"); n < news+1 {
 		t.Fatalf("%d session/new, want at least %d", n, news+1)
+	}
+}
+
+// TestWarmNewSessionWaitEndsWithItsCall: a call waiting for the
+// session-creation lock, which another call's session/new holds (a wedged
+// CLI can hold it until that call's deadline), gives up when its own
+// context ends; the process serves on once the lock is free.
+func TestWarmNewSessionWaitEndsWithItsCall(t *testing.T) {
+	r, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{Spares: 1, Processes: 1})
+	dir := geminitest.WorkDir(t)
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	p := onlyProc(t, r)
+	readySpare(t, p, dir)
+	if !p.newMu.TryLock() {
+		t.Fatal("the session-creation lock is held")
+	}
+	ctx, cancel := context.WithCancel(geminitest.Context(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.newSession(ctx, geminitest.WorkDir(t), false)
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("newSession: %v, want the call's own cancellation", err)
+		}
+	case <-time.After(30 * time.Second):
+		p.newMu.Unlock()
+		t.Fatal("a cancelled call still waits for the session-creation lock")
+	}
+	p.newMu.Unlock()
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "after", Dir: geminitest.WorkDir(t)}); err != nil {
+		t.Fatalf("the process after the cancelled wait: %v", err)
 	}
 }

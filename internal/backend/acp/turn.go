@@ -26,8 +26,8 @@ func (p *acpProc) newSession(ctx context.Context, dir string, try bool) (string,
 		if !p.newMu.TryLock() {
 			return "", errCreating
 		}
-	} else {
-		p.newMu.Lock()
+	} else if err := p.newMu.Lock(ctx); err != nil {
+		return "", err
 	}
 	defer p.newMu.Unlock()
 	var res struct {
