@@ -64,11 +64,7 @@ func settled(t *testing.T, pl *pool, dir string, want int) {
 // use them without a session/new of their own.
 func TestWarmSparesUpToTheirNumber(t *testing.T) {
 	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{Processes: 1, Spares: 3})
-	dir := geminitest.WorkDir(t)
-	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
-	p := onlyProc(t, r)
+	p, dir := firstChat(t, r)
 	settled(t, poolOf(r), dir, 3)
 	spares := readySpares(p, dir)
 	news := countMethod(t, acpLog, "session/new")

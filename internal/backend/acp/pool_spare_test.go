@@ -33,6 +33,17 @@ func poolOf(r backend.Backend) *pool {
 }
 
 // onlyProc returns the pool's one process.
+// firstChat runs a first chat in a new folder, which starts the pool's
+// process, and returns that process and the folder.
+func firstChat(t *testing.T, r backend.Backend) (*acpProc, string) {
+	t.Helper()
+	dir := geminitest.WorkDir(t)
+	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	return onlyProc(t, r), dir
+}
+
 func onlyProc(t *testing.T, r backend.Backend) *acpProc {
 	t.Helper()
 	pl := poolOf(r)
@@ -204,11 +215,7 @@ func promptsText(t *testing.T, acpLog string) string {
 
 func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{Spares: 1})
-	dir := geminitest.WorkDir(t)
-	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
-	p := onlyProc(t, r)
+	p, dir := firstChat(t, r)
 	readySpare(t, p, dir)
 	// A call creating a session holds the lock (the test stands in for
 	// it): a spare asked for meanwhile is not made, rather than queue.
@@ -271,11 +278,7 @@ func TestWarmSpareExpires(t *testing.T) {
 	clk := newFakeClock()
 	poolOf(r).clock = clk
 	advance := clk.Advance
-	dir := geminitest.WorkDir(t)
-	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
-	p := onlyProc(t, r)
+	p, dir := firstChat(t, r)
 	s := readySpare(t, p, dir)
 	// Too old at call time: a new session serves the chat, the spare's
 	// file goes.
@@ -469,11 +472,7 @@ func TestWarmSpareWhoseFileWasRemoved(t *testing.T) {
 // context ends; the process serves on once the lock is free.
 func TestWarmNewSessionWaitEndsWithItsCall(t *testing.T) {
 	r, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{Spares: 1, Processes: 1})
-	dir := geminitest.WorkDir(t)
-	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
-	p := onlyProc(t, r)
+	p, dir := firstChat(t, r)
 	readySpare(t, p, dir)
 	if !p.newMu.TryLock() {
 		t.Fatal("the session-creation lock is held")
