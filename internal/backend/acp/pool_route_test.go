@@ -162,9 +162,7 @@ func TestWarmNewChatGoesWhereASpareIsReady(t *testing.T) {
 	// While a makes one, no other process starts one: b, idle with none
 	// ready, gets none until a's is made.
 	pl.topUp("", dir)
-	b.mu.Lock()
-	n := len(b.spares)
-	b.mu.Unlock()
+	n := spareFolders(b)
 	if n != 0 {
 		t.Fatalf("a spare started in one process while another made one (%d)", n)
 	}

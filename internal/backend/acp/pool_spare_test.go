@@ -44,6 +44,13 @@ func firstChat(t *testing.T, r backend.Backend) (*acpProc, string) {
 	return onlyProc(t, r), dir
 }
 
+// spareFolders is how many folders p keeps spares for, or is making one.
+func spareFolders(p *acpProc) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.spares)
+}
+
 func onlyProc(t *testing.T, r backend.Backend) *acpProc {
 	t.Helper()
 	pl := poolOf(r)
@@ -184,9 +191,7 @@ func TestWarmSpareOnlyWhenIdle(t *testing.T) {
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "busy", Dir: other}); err != nil {
 		t.Fatal(err)
 	}
-	p.mu.Lock()
-	busySpares := len(p.spares)
-	p.mu.Unlock()
+	busySpares := spareFolders(p)
 	if busySpares != 0 {
 		t.Fatalf("%d spares made while a call held the process", busySpares)
 	}
@@ -308,9 +313,7 @@ func TestWarmSpareExpires(t *testing.T) {
 	// Idle since: the next sweep makes none.
 	advance(time.Hour)
 	poolOf(r).expireSpares(p)
-	p.mu.Lock()
-	n := len(p.spares)
-	p.mu.Unlock()
+	n := spareFolders(p)
 	if n != 0 || len(chatFiles(t, home, s3.id)) != 0 {
 		t.Fatalf("%d spares after an idle sweep, or a file left", n)
 	}
@@ -336,9 +339,7 @@ func TestWarmSparesGoWithTheProcess(t *testing.T) {
 	if !logs.WaitFor(geminitest.Context(t), `"msg":"discarded a spare session`) {
 		t.Fatal("the spare of a recycled process was not discarded")
 	}
-	p.mu.Lock()
-	n := len(p.spares)
-	p.mu.Unlock()
+	n := spareFolders(p)
 	if n != 0 || len(chatFiles(t, home, s.id)) != 0 {
 		t.Fatalf("%d spares, or the spare's file, left after a recycle", n)
 	}
