@@ -206,6 +206,11 @@ func TestGeminiCLIOAuth(t *testing.T) {
 	setUp := func(t *testing.T) (*geminiHome, *server, *recordingProxy, string) {
 		g := newGeminiHome(t, cli)
 		s, p := oauthBehindProxy(t, idp)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("the CLI's exchanges through the proxy: %v", p.seen())
+			}
+		})
 		resource := p.url + "/mcp"
 		g.setServers(t, map[string]any{"gemini": map[string]any{
 			"httpUrl": resource, "oauth": map[string]any{"enabled": true}, "trust": true,
