@@ -109,6 +109,18 @@ func TestOAuthTokenLimits(t *testing.T) {
 	if err == nil || got != nil || !strings.Contains(err.Error(), fmt.Sprint(len(huge))+" bytes") || strings.Contains(err.Error(), "xxxx") {
 		t.Errorf("loading a huge value: %v, %d tokens", err, len(got))
 	}
+	// A delete judged on the value does not read such a value either, and
+	// leaves it.
+	deleted, err := s.DeleteOAuthToken(ctx, downURL, "https://idp.example.com", func([]byte) bool {
+		t.Error("a value over the cap was read for judging")
+		return true
+	})
+	if err == nil || deleted || !strings.Contains(err.Error(), fmt.Sprint(len(huge))+" bytes") || strings.Contains(err.Error(), "xxxx") {
+		t.Errorf("deleting beside a huge value: %v, deleted %v", err, deleted)
+	}
+	if n := plain(t, srv).HLen(ctx, key).Val(); n != 1 {
+		t.Errorf("the huge value went with a refused delete (%d fields left)", n)
+	}
 	plain(t, srv).Del(ctx, key)
 	plain(t, srv).HSet(ctx, key, strings.Repeat("i", maxOAuthName+1), "{}")
 	if _, err := s.LoadOAuthTokens(ctx, downURL); err == nil {
