@@ -739,7 +739,7 @@ func TestReadmeContainer(t *testing.T) {
 	archive := imageArchive(t)
 	claude := otherCLI(t, "claude")
 	p := newPodman(t, archive)
-	blocks := codeBlocks(readmeSection(t, "Run it in a container"), "sh")
+	blocks := codeBlocks(readmeSection(t, "Run it in a container (after the first release)"), "sh")
 	if len(blocks) != 1 {
 		t.Fatalf("want one sh block in the README's container section, found %d", len(blocks))
 	}

@@ -23,7 +23,10 @@ import (
 const readmePath = "../README.md"
 
 // The README's registrations start the server in one of two installed
-// forms: through npx from the npm package, or as the binary on PATH.
+// forms: as the binary on PATH, or, in its section for after the first
+// release (the npm package is not published before), through npx from
+// the npm package, which these tests install offline from the packed
+// tarballs.
 const (
 	npxCommand  = "npx -y gemini-mcp-server"
 	pathCommand = "gemini-mcp-server"
@@ -143,13 +146,13 @@ func settingsForm(t *testing.T, servers map[string]map[string]any) form {
 	return ""
 }
 
-// onPATH rewrites an npx snippet into the binary-on-PATH form, as the
-// README says to: command gemini-mcp-server, and args without -y and
-// gemini-mcp-server.
-func onPATH(t *testing.T, servers map[string]map[string]any) map[string]map[string]any {
+// onNPX rewrites a snippet of the binary on PATH into the npx form, as
+// the README's section for after the first release says to: command npx,
+// and args with -y and gemini-mcp-server first.
+func onNPX(t *testing.T, servers map[string]map[string]any) map[string]map[string]any {
 	t.Helper()
-	if settingsForm(t, servers) != npxForm {
-		t.Fatalf("not an npx snippet: %v", servers)
+	if settingsForm(t, servers) != pathForm {
+		t.Fatalf("not a snippet of the binary on PATH: %v", servers)
 	}
 	out := map[string]map[string]any{}
 	for name, s := range servers {
@@ -157,8 +160,9 @@ func onPATH(t *testing.T, servers map[string]map[string]any) map[string]map[stri
 		for k, v := range s {
 			c[k] = v
 		}
-		c["command"] = pathCommand
-		c["args"] = s["args"].([]any)[2:]
+		args, _ := s["args"].([]any)
+		c["command"] = "npx"
+		c["args"] = append([]any{"-y", pathCommand}, args...)
 		out[name] = c
 	}
 	return out
@@ -367,13 +371,14 @@ func TestReadmeGeminiCLIRegistration(t *testing.T) {
 }
 
 // TestReadmeGeminiCLISettings puts the README's settings.json snippet
-// into the CLI's settings, as written (npx) and in the binary-on-PATH
-// form the README describes, and calls chat the same way.
+// into the CLI's settings, as written (the binary on PATH) and in the npx
+// form the README describes for after the first release, and calls chat
+// the same way.
 func TestReadmeGeminiCLISettings(t *testing.T) {
 	t.Parallel()
 	servers := readmeSettings(t, false)
-	if f := settingsForm(t, servers); f != npxForm {
-		t.Fatalf("the README's settings.json snippet is in the %s form; the test expects npx, and the PATH form described", f)
+	if f := settingsForm(t, servers); f != pathForm {
+		t.Fatalf("the README's settings.json snippet is in the %s form; the test expects the binary on PATH, and the npx form described", f)
 	}
 	for _, f := range []form{npxForm, pathForm} {
 		t.Run(string(f), func(t *testing.T) {
@@ -381,8 +386,8 @@ func TestReadmeGeminiCLISettings(t *testing.T) {
 			c := newCLIHome(t)
 			c.install(t, f, filepath.Dir(serverBin))
 			s := servers
-			if f == pathForm {
-				s = onPATH(t, servers)
+			if f == npxForm {
+				s = onNPX(t, servers)
 			}
 			geminitest.SetSetting(t, c.home, "mcpServers", s)
 			c.askChat(t)
@@ -604,7 +609,7 @@ func TestReadmeCodexConfig(t *testing.T) {
 		t.Fatalf("codex mcp list --json: %v\n%s", err, stdout)
 	}
 	if len(servers) != 1 || servers[0].Name != "gemini" || !servers[0].Enabled || servers[0].Transport.Type != "stdio" ||
-		servers[0].Transport.Command+" "+strings.Join(servers[0].Transport.Args, " ") != npxCommand || !slices.Contains(servers[0].Transport.EnvVars, "GEMINI_API_KEY") || servers[0].ToolTimeoutSec < 300 {
+		strings.TrimSpace(servers[0].Transport.Command+" "+strings.Join(servers[0].Transport.Args, " ")) != pathCommand || !slices.Contains(servers[0].Transport.EnvVars, "GEMINI_API_KEY") || servers[0].ToolTimeoutSec < 300 {
 		t.Fatalf("Codex read the README's snippet as %+v\n%s", servers, stdout)
 	}
 }

@@ -13,7 +13,9 @@
 // stderr. Its answer is a deterministic function of its input (see [Answer]), so tests can assert
 // on it. Directives written anywhere in the prompt make it misbehave:
 //
-//	[[exit:N]]      fail with exit code N (144..255 are API HTTP statuses N+256); the turn is not saved
+//	[[exit:N]]      fail with exit code N (those of 144..255 whose N+256 is a status the Gemini
+//	                API answers with are API errors of that status; 255, say, is an error's
+//	                own code); the turn is not saved
 //	[[nosession]]   leave session_id out of the JSON output; the session is still saved
 //	[[empty]]       answer with an empty response
 //	[[badjson]]     print "this is not json" on stdout and exit 0
@@ -69,9 +71,10 @@
 // prompt only until it is cancelled; [[nosession]] does nothing. These directives behave
 // differently or only work there:
 //
-//	[[exit:N]]      answer with a JSON-RPC error shaped like the real CLI's API errors: for N in
-//	                144..255, code N+256 and the API's JSON error body as message (a 404 comes
-//	                back as code 500 "fake api error 404"); other N, code -32603
+//	[[exit:N]]      answer with a JSON-RPC error shaped like the real CLI's API errors: for N an
+//	                API status modulo 256 (as above), code N+256 and the API's JSON error body
+//	                as message (a 404 comes back as code 500 "fake api error 404"); other N,
+//	                code -32603
 //	[[tool:NAME]]   report a tool call NAME (tool_call, then tool_call_update) before answering
 //	[[permission]]  ask session/request_permission to write fake-permission.txt in the session's
 //	                cwd and wait for the answer; the answer text ends with " permission=OUTCOME"

@@ -55,7 +55,7 @@ func classifyRPC(re *rpcError) *backend.Error {
 	switch {
 	case re.Code == acpAuthRequired:
 		e = cli.AuthError(re.Message, "")
-	case re.Code >= 100 && re.Code <= 599:
+	case cli.IsHTTPStatus(re.Code):
 		out := &cli.Output{Error: &cli.OutputError{Type: "Error", Message: re.Message, Code: []byte(fmt.Sprint(re.Code))}}
 		msg, status := cli.FailureMessage(out, "")
 		e = cli.APIError(status, msg, "")

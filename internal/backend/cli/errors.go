@@ -149,9 +149,12 @@ const InstallHelp = "Install it with `npm install -g @google/gemini-cli` (Node.j
 // it resumed one; dir is its working directory.
 func classify(exit int, out *Output, stderr string, resume string, dir string) *backend.Error {
 	msg, status := FailureMessage(out, stderr)
-	// The CLI exits with an API status modulo 256 (400 gives 144, 429 gives
-	// 173, 500 gives 244); no CLI-defined exit code falls in that range but 130.
-	if status == 0 && exit >= 144 && exit <= 255 {
+	// The CLI exits with its error's code modulo 256: an API failure's HTTP
+	// status (400 gives 144, 429 gives 173, 500 gives 244), but any other
+	// number an error carries too. Without the status in its output, an
+	// exit code stands for a status only when it is one the Gemini API
+	// answers with; 255, say, is not taken for 511.
+	if status == 0 && exit >= 144 && exit <= 255 && APIStatuses[exit+256] {
 		status = exit + 256
 	}
 	note := fmt.Sprintf("(exit %d)", exit)
@@ -177,8 +180,14 @@ func classify(exit int, out *Output, stderr string, resume string, dir string) *
 		e = APIError(status, msg, note)
 	case exit == 0:
 		e = FailedError(withMessage("gemini reported an error "+note, msg), nil)
+	case exit == 1:
+		// The CLI's own exit for a bad flag, a crash, a missing system
+		// prompt file or a sandbox failure: its message tells which.
+		e = FailedError(withMessage("gemini exited with code 1", msg), nil)
 	default:
-		e = FailedError(withMessage(fmt.Sprintf("gemini exited with code %d", exit), msg), nil)
+		e = FailedError(withMessage(fmt.Sprintf("gemini exited with code %d, "+
+			"which is neither one of the Gemini CLI's exit codes nor an HTTP status of the Gemini API modulo 256", exit), msg)+
+			". See the CLI's stderr below", nil)
 	}
 	return e.SetRan(stderr).SetExited(exit)
 }
@@ -188,17 +197,30 @@ func classify(exit int, out *Output, stderr string, resume string, dir string) *
 func FailureMessage(out *Output, stderr string) (msg string, status int) {
 	msg = cliMessage(out, stderr)
 	if out != nil && out.Error != nil {
-		if c, ok := out.Error.CodeInt(); ok && c >= 100 && c <= 599 {
+		if c, ok := out.Error.CodeInt(); ok && IsHTTPStatus(c) {
 			status = c
 		}
 		if text, _, code := splitAPIMessage(out.Error.Message); code != 0 || text != out.Error.Message {
 			msg = text
-			if status == 0 && code >= 100 && code <= 599 {
+			if status == 0 && IsHTTPStatus(code) {
 				status = code
 			}
 		}
 	}
 	return msg, status
+}
+
+// APIStatuses are the HTTP statuses the Gemini API answers failures with
+// (those of google.rpc's codes it uses, and the 502 of a proxy on the way):
+// the only ones an exit code alone is taken for.
+var APIStatuses = map[int]bool{400: true, 401: true, 403: true, 404: true, 408: true, 409: true, 413: true,
+	429: true, 499: true, 500: true, 501: true, 502: true, 503: true, 504: true}
+
+// IsHTTPStatus says whether the code of an error the CLI reported is an
+// HTTP error status: 400 to 599 and named; other numbers an error carries
+// (255, -1) are not.
+func IsHTTPStatus(code int) bool {
+	return code >= 400 && code <= 599 && http.StatusText(code) != ""
 }
 
 // statusHelp says what to do about an API status.

@@ -42,6 +42,10 @@ func TestClassify(t *testing.T) {
 		{"429 exit only", 173, nil, "", "", backend.KindAPI, 429, []string{"429", "quota"}},
 		{"500", 244, apiOut(500, "internal"), "", "", backend.KindAPI, 500, []string{"500", "internal", "try again later"}},
 		{"error on exit 0", 0, apiOut(500, "internal"), "", "", backend.KindAPI, 500, []string{"500", "internal", "exit 0"}},
+		{"255 exit only", 255, nil, "", "", backend.KindFailed, 0, []string{"exited with code 255", "neither one of the Gemini CLI's exit codes"}},
+		{"255 code 255", 255, &Output{Error: &OutputError{Type: "Error", Message: "boom", Code: []byte("255")}}, "", "", backend.KindFailed, 0, []string{"exited with code 255", "boom"}},
+		{"255 code -1", 255, &Output{Error: &OutputError{Type: "Error", Message: "boom", Code: []byte("-1")}}, "", "", backend.KindFailed, 0, []string{"exited with code 255", "boom"}},
+		{"511 json", 255, apiOut(511, "proxy sign-in"), "", "", backend.KindAPI, 511, []string{"Gemini API error 511", "proxy sign-in", "exit 255"}},
 		{"crash", 1, nil, "    at x (y.js:1:1)\nTypeError: boom\n", "", backend.KindFailed, 0, []string{"exited with code 1", "TypeError: boom"}},
 	}
 	for _, c := range cases {

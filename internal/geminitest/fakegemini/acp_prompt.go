@@ -257,15 +257,17 @@ func (s *acpServer) askPermission(run *promptRun, a *acpSession, sessionID, mode
 }
 
 // promptFailure is the error a prompt with [[exit:N]] answers, shaped like the real CLI's API
-// errors: for N in 144..255 the code is the HTTP status N+256 and the message the API's error
-// body, except that a 404 comes back as code 500 with the bare message. Other exit codes have no
-// ACP counterpart; they answer an internal error carrying the one-shot error message.
+// errors: for N an API status modulo 256 (see failureFor) the code is that HTTP status and the
+// message the API's error body, except that a 404 comes back as code 500 with the bare message.
+// Other exit codes have no ACP counterpart; they answer an internal error carrying the one-shot
+// error message.
 func promptFailure(exit int) *rpcError {
 	f := failureFor(exit)
+	api := exit >= 144 && f.Code == exit+256
 	switch {
-	case exit >= 144 && f.Code == 404:
+	case api && f.Code == 404:
 		return &rpcError{Code: 500, Message: "fake api error 404"}
-	case exit >= 144:
+	case api:
 		return &rpcError{Code: f.Code, Message: f.Message}
 	default:
 		return internalError(f.Message)

@@ -530,6 +530,7 @@ func TestACPErrors(t *testing.T) {
 		{148, 500, "fake api error 404"},
 		{173, 429, `{"error":{"code":429,"message":"fake api error 429","status":"RESOURCE_EXHAUSTED"}}`},
 		{53, codeInternal, "Internal error"},
+		{255, codeInternal, "Internal error"},
 	} {
 		r := p.prompt(info.SessionID, fmt.Sprintf("fail [[exit:%d]]", c.exit))
 		if r.resp.Error == nil || r.resp.Error.Code != c.code || r.resp.Error.Message != c.message || len(r.updates) != 0 {

@@ -95,11 +95,13 @@ type apiFailure struct {
 	Code    int    `json:"code"`
 }
 
-// failureFor returns the error the real CLI reports with exit code exit. Codes 144 to 255 are API
-// HTTP statuses 400 to 511 modulo 256; their message is the API's JSON error body as a string.
+// failureFor returns the error the real CLI reports with exit code exit. The codes 144 to 255
+// that are the statuses of apiStatuses modulo 256 (400 gives 144) are API errors, their message
+// the API's JSON error body as a string; the others, 255 among them, are errors that carry a code
+// of their own, as any exit code but the CLI's fatal ones.
 func failureFor(exit int) apiFailure {
 	switch {
-	case exit >= 144:
+	case exit >= 144 && exit <= 255 && apiStatuses[exit+256] != "":
 		status := exit + 256
 		body := fmt.Sprintf(`{"error":{"code":%d,"message":"fake api error %d","status":"%s"}}`,
 			status, status, apiStatus(status))

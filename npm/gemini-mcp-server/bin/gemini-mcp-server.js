@@ -8,6 +8,7 @@
 'use strict';
 
 const { spawn } = require('child_process');
+const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
@@ -25,16 +26,63 @@ if (!Object.prototype.hasOwnProperty.call(optional, pkg)) {
   process.exit(1);
 }
 
-let bin;
-try {
-  const dir = path.dirname(require.resolve(`${pkg}/package.json`));
-  bin = path.join(dir, 'bin', process.platform === 'win32' ? 'gemini-mcp-server.exe' : 'gemini-mcp-server');
-} catch (err) {
-  process.stderr.write(`gemini-mcp-server: the binary for this platform (${platform}) is in the package ${pkg}, which is not installed. ` +
+// The platform package is looked for in this launcher's own install only,
+// as npm lays it out: nested in the launcher's node_modules (where npm puts
+// a dependency it cannot hoist, and a global install's), else beside the
+// launcher in the node_modules that holds it (a local install's, npx's
+// cache, pnpm's store). Never further up: a node_modules in an ancestor
+// directory (a shared /tmp) is not this install's, and its package is not
+// run. It must be this launcher's version, as npm installs it.
+const root = path.dirname(__dirname);
+const own = require('../package.json').version;
+const candidates = [path.join(root, 'node_modules', pkg)];
+if (path.basename(path.dirname(root)) === 'node_modules') {
+  candidates.push(path.join(path.dirname(root), pkg));
+}
+
+// find returns the package's directory and package.json, or undefined.
+function find() {
+  if (process.versions.pnp) {
+    // Yarn Plug'n'Play resolves only the launcher's declared
+    // dependencies, never an ancestor's node_modules.
+    try {
+      const file = require.resolve(`${pkg}/package.json`);
+      return { dir: path.dirname(file), file };
+    } catch (err) {
+      return undefined;
+    }
+  }
+  for (const dir of candidates) {
+    const file = path.join(dir, 'package.json');
+    if (fs.existsSync(file)) {
+      return { dir, file };
+    }
+  }
+  return undefined;
+}
+
+const found = find();
+if (found === undefined) {
+  process.stderr.write(`gemini-mcp-server: the binary for this platform (${platform}) is in the package ${pkg}, which is not installed ` +
+    `(looked for in ${candidates.join(' and ')}). ` +
     'npm installs it as an optional dependency of gemini-mcp-server: install again without --omit=optional or --no-optional ' +
-    `(and without a lockfile made on another platform), or install ${pkg} at the version of gemini-mcp-server.\n`);
+    `(and without a lockfile made on another platform), or install ${pkg}@${own} beside gemini-mcp-server.\n`);
   process.exit(1);
 }
+let meta;
+try {
+  meta = JSON.parse(fs.readFileSync(found.file, 'utf8'));
+} catch (err) {
+  process.stderr.write(`gemini-mcp-server: cannot read ${found.file}: ${err.message}\n`);
+  process.exit(1);
+}
+if (meta === null || typeof meta !== 'object' || meta.name !== pkg || meta.version !== own) {
+  const what = meta !== null && typeof meta === 'object' ? `${meta.name}@${meta.version}` : 'not a package';
+  process.stderr.write(`gemini-mcp-server: ${found.dir} holds ${what}, not ${pkg}@${own}, the version of this launcher: ` +
+    `it is not run. Install gemini-mcp-server again, so that npm installs ${pkg}@${own} with it.\n`);
+  process.exit(1);
+}
+const bin = path.join(found.dir, 'bin', process.platform === 'win32' ? 'gemini-mcp-server.exe' : 'gemini-mcp-server');
 
 const child = spawn(bin, process.argv.slice(2), { stdio: 'inherit', windowsHide: true });
 
