@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -239,5 +242,146 @@ func TestRateLimitsFollowTheCaller(t *testing.T) {
 	}
 	if !limited(connectAs(t, addr2, "sse", "", nil, "")) {
 		t.Error("without tokens, an SSE session from the same address got a fresh bucket")
+	}
+}
+
+// TestConcurrentNewSessionsOverHTTP: hundreds of clients with three
+// tokens open a Streamable HTTP session each at once and make their first
+// requests on it (notifications/initialized, ping): each is answered,
+// none is told that its new session is unknown.
+func TestConcurrentNewSessionsOverHTTP(t *testing.T) {
+	t.Parallel()
+	const clients = 600
+	tokens := []string{tokenOne, tokenTwo, "third-token-0123456789"}
+	e := newEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+strings.Join(tokens, ","))
+	addr, _ := startHTTP(t, e, "--max-sessions", "2000", "--max-sessions-per-token", "1000", "--max-conns-per-ip", "0")
+	tr := &http.Transport{MaxIdleConnsPerHost: clients}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr, Timeout: 2 * time.Minute}
+	post := func(token, session, body string) (int, string, string, error) {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
+		if err != nil {
+			return 0, "", "", err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, "", "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b), nil
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		failures []string
+		start    = make(chan struct{})
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, fmt.Sprintf(format, args...))
+	}
+	for i := range clients {
+		token := tokens[i%len(tokens)]
+		wg.Go(func() {
+			<-start
+			code, id, body, err := post(token, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+			if err != nil || code != http.StatusOK || id == "" {
+				fail("client %d: initialize: %v %d %q", i, err, code, body)
+				return
+			}
+			if code, _, body, err := post(token, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil || code != http.StatusAccepted {
+				fail("client %d: initialized on its new session: %v %d %q", i, err, code, body)
+				return
+			}
+			if code, _, body, err := post(token, id, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); err != nil || code != http.StatusOK {
+				fail("client %d: ping on its new session: %v %d %q", i, err, code, body)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Errorf("%d of %d new sessions failed; the first: %s", len(failures), clients, strings.Join(failures[:min(5, len(failures))], "; "))
+	}
+}
+
+// TestSSESessionsBelongToTheirToken: over HTTP with two tokens, A chats
+// over /sse. B, over /mcp or /sse, neither lists A's session nor continues
+// it, by its id or as its newest, and nothing of A's conversation is sent
+// to Gemini for B. A lists it over /sse and /mcp, and continues it over
+// both, with its history.
+func TestSSESessionsBelongToTheirToken(t *testing.T) {
+	t.Parallel()
+	e, fake := apiEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
+	addr, _ := startHTTP(t, e, "--backend", "api", "--store", "memory:")
+	aSSE := connectAs(t, addr, "sse", tokenOne, nil, "")
+	res := callOK(t, aSSE, "chat", map[string]any{"prompt": "secret of A: the vault code is 4711"})
+	id, _ := res.Meta["sessionId"].(string)
+	if id == "" {
+		t.Fatalf("A's chat over /sse has no sessionId: %+v", res)
+	}
+	listed := func(cs *mcp.ClientSession) []string {
+		t.Helper()
+		res := callOK(t, cs, "sessions", map[string]any{})
+		raw, _ := json.Marshal(res.StructuredContent)
+		var out struct{ Sessions []struct{ ID string } }
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range out.Sessions {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	sent := len(fake.Requests())
+	for _, transport := range []string{"mcp", "sse"} {
+		b := connectAs(t, addr, transport, tokenTwo, nil, "")
+		if got := listed(b); slices.Contains(got, id) {
+			t.Errorf("B over /%s lists A's session: %v", transport, got)
+		}
+		for _, args := range []map[string]any{
+			{"prompt": "what was the code?", "sessionId": id},
+			{"prompt": "what was the code?"},
+		} {
+			res, err := callTool(b, "chat-reply", args)
+			if err == nil && !res.IsError {
+				t.Errorf("B over /%s continued %v: %s", transport, args, resultText(res))
+			}
+		}
+	}
+	for _, r := range fake.Requests()[sent:] {
+		if strings.Contains(string(r.Body), "4711") {
+			t.Fatalf("A's conversation was sent to Gemini for B: %s", r.Body)
+		}
+	}
+	aMCP := connectAs(t, addr, "mcp", tokenOne, nil, "")
+	for _, a := range []struct {
+		transport string
+		cs        *mcp.ClientSession
+	}{{"sse", aSSE}, {"mcp", aMCP}} {
+		if got := listed(a.cs); !slices.Contains(got, id) {
+			t.Errorf("A over /%s does not list its session %s: %v", a.transport, id, got)
+		}
+		before := len(fake.Requests())
+		res := callOK(t, a.cs, "chat-reply", map[string]any{"prompt": "A again over " + a.transport, "sessionId": id})
+		if res.Meta["sessionId"] != id {
+			t.Errorf("A's reply over /%s: session %v, want %s", a.transport, res.Meta["sessionId"], id)
+		}
+		reqs := fake.Requests()[before:]
+		if len(reqs) == 0 || !strings.Contains(string(reqs[len(reqs)-1].Body), "4711") {
+			t.Errorf("A's reply over /%s was not sent with its history", a.transport)
+		}
 	}
 }

@@ -14,7 +14,8 @@ import (
 //
 //   - "token:<id>" over HTTP with bearer tokens, <id> a non-secret id of
 //     the static token, or of an OAuth access token's issuer and subject
-//     (the same as ClientHeader's);
+//     (TokenCaller; TokenOf gives <id> back, the owner of the sessions it
+//     starts);
 //   - "addr:<ip>" over HTTP without tokens: the remote address of the
 //     connection, which behind a reverse proxy is the proxy's (the
 //     X-Forwarded-For header is not trusted);
@@ -22,7 +23,12 @@ import (
 //
 // The HTTP server derives it from each request (and binds a session to
 // the caller that opened it) and hands it down in the request's context,
-// which the SDK passes on to the handlers of the session's requests.
+// which the SDK passes on to the handlers of the session's requests: for
+// an SSE session, the context of the GET that opened its stream (the
+// POSTs that carry its messages, refused unless they come from the same
+// caller, have no context of their own); for a Streamable HTTP session,
+// that of its initialize; stateless, that of each request. It is the one
+// way the tools learn who calls, on every transport.
 type callerKey struct{}
 
 // CallerLocal is the caller of stdio, and of requests whose transport
@@ -53,11 +59,18 @@ func DescribeCaller(caller string) string {
 	return "this client"
 }
 
-// ClientHeader carries, from the HTTP server's auth check to the tools, a
-// non-secret id of the bearer token a request presented (of its subject,
-// for an OAuth access token). The auth check
-// deletes any value a client sends, so the tools can trust it.
-const ClientHeader = "X-Gemini-Mcp-Server-Client"
+// TokenCaller is the caller of the bearer token (or OAuth subject) whose
+// non-secret id is id.
+func TokenCaller(id string) string { return "token:" + id }
+
+// TokenOf returns the id of the bearer token caller names (of its
+// subject, for an OAuth access token), "" for a caller without a token.
+func TokenOf(caller string) string {
+	if id, ok := strings.CutPrefix(caller, "token:"); ok {
+		return id
+	}
+	return ""
+}
 
 // Who is who a call comes from, as far as the transport tells: resolved
 // once, by the tool's handler (Service.CallOf), and passed down as a
@@ -66,8 +79,8 @@ type Who struct {
 	// Caller is the call's caller (CallerOf): its rate limits, its
 	// confirmations and grants.
 	Caller string
-	// Token is the id of its bearer token, if any: a session started with
-	// it belongs to it.
+	// Token is the id of its bearer token (TokenOf its caller) over HTTP,
+	// if any: a session started with it belongs to it.
 	Token string
 	// MCPSession is its MCP session id when sessions are stateful over
 	// HTTP.
@@ -79,7 +92,7 @@ type Who struct {
 func (w Who) Key() string {
 	switch {
 	case w.Token != "":
-		return "token:" + w.Token
+		return TokenCaller(w.Token)
 	case w.MCPSession != "":
 		return "mcp:" + w.MCPSession
 	}
@@ -104,18 +117,16 @@ type Call struct {
 // CallOf resolves the call req makes under ctx.
 func (s *Service) CallOf(ctx context.Context, req *mcp.CallToolRequest) Call {
 	c := Call{Who: Who{Caller: CallerOf(ctx)}}
+	if s.o.Remote {
+		c.Who.Token = TokenOf(c.Who.Caller)
+	}
 	if req == nil {
 		return c
 	}
-	if s.o.Remote {
-		if req.Extra != nil && req.Extra.Header != nil {
-			c.Who.Token = req.Extra.Header.Get(ClientHeader)
-		}
-		// A stateless server makes up a session id per request (or takes
-		// the client's word for it): it names no one.
-		if req.Session != nil && !s.o.Stateless {
-			c.Who.MCPSession = req.Session.ID()
-		}
+	// A stateless server makes up a session id per request (or takes the
+	// client's word for it): it names no one.
+	if s.o.Remote && req.Session != nil && !s.o.Stateless {
+		c.Who.MCPSession = req.Session.ID()
 	}
 	if req.Params != nil && req.Session != nil {
 		if token := req.Params.GetProgressToken(); token != nil {

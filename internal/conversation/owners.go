@@ -31,6 +31,21 @@ func (d *Service) scoped() bool {
 	return d.o.Remote && d.o.Authenticated && !d.o.ShareSessions
 }
 
+// identified refuses a call over HTTP with tokens (static or OAuth) that
+// names no token. Every request there presents one, and each transport
+// hands its caller down to the tools (see CallerOf), so such a call would
+// be a fault of the server's own wiring; the session it started would
+// have no owner and be open to every client.
+func (d *Service) identified(c Who) error {
+	if d.o.Remote && d.o.Authenticated && c.Token == "" {
+		d.o.Log.Error("refused a call over HTTP with tokens that names no token: its transport did not pass its caller on", "caller", c.Caller)
+		return errUnidentified
+	}
+	return nil
+}
+
+var errUnidentified = errors.New("this server requires a bearer token, and could not tell which token this call came with; nothing was run: report this to the server's operator")
+
 var errScoped = errors.New("this server continues only sessions that this client started through it (the operator can allow others with --share-sessions)")
 
 // latestOf is chat-reply's session when no sessionId is given, for a
@@ -38,7 +53,7 @@ var errScoped = errors.New("this server continues only sessions that this client
 func (d *Service) latestOf(ctx context.Context, c Who, dir string) (session.Record, bool, error) {
 	key := c.Key()
 	if key == "" {
-		return session.Record{}, false, errors.New("without sessionId, chat-reply continues this client's most recent session, but this server cannot tell its clients apart (stateless HTTP without tokens): pass the sessionId of an earlier chat or chat-reply result")
+		return session.Record{}, false, errors.New("without sessionId, chat-reply continues this client's most recent session, but this server cannot tell its clients apart (stateless HTTP, or the SSE transport, without tokens): pass the sessionId of an earlier chat or chat-reply result")
 	}
 	rec, ok, err := session.Latest(ctx, d.o.Store, d.continuableFilter(d.usable(session.Filter{Client: key, Cwd: dir}, c)))
 	if err != nil {
@@ -59,6 +74,9 @@ func (d *Service) latestOf(ctx context.Context, c Who, dir string) (session.Reco
 // operator shares sessions), in cwd when cwd is given; more says whether
 // more follow.
 func (d *Service) Sessions(ctx context.Context, who Who, cwd string, offset, limit int) (recs []session.Record, more bool, err error) {
+	if err := d.identified(who); err != nil {
+		return nil, false, err
+	}
 	var dir string
 	if cwd != "" {
 		if dir, err = d.ResolveDir(cwd); err != nil {

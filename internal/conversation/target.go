@@ -46,6 +46,9 @@ func (d *Service) Continue(ctx context.Context, who Who, call *backend.Turn, ses
 // keeps the system prompt it started with when the reply gives none: the
 // API remembers nothing, so the server sends it again.
 func (d *Service) Target(ctx context.Context, call *backend.Turn, sessionID, cwd string, who Who) error {
+	if err := d.identified(who); err != nil {
+		return err
+	}
 	var dir string
 	if cwd != "" {
 		var err error

@@ -16,12 +16,14 @@ type scripted struct {
 	answer *backend.Answer
 	err    error
 	traced bool // whether the turn's ctx carried a span
+	runs   int
 }
 
 func (s *scripted) Name() string { return "oneshot" }
 func (s *scripted) Close()       {}
 func (s *scripted) Run(ctx context.Context, _ backend.Turn) (*backend.Answer, error) {
 	s.traced = trace.FromContext(ctx) != nil
+	s.runs++
 	return s.answer, s.err
 }
 

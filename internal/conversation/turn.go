@@ -33,6 +33,9 @@ func (d *Service) Answer(ctx context.Context, c Call, call backend.Turn, title s
 // could not be recorded, unsaved is the note to show the caller beside
 // it.
 func (d *Service) Run(ctx context.Context, c Call, call backend.Turn, title string) (res *backend.Answer, unsaved string, err error) {
+	if err := d.identified(c.Who); err != nil {
+		return nil, "", err
+	}
 	p := d.startProgress(ctx, c)
 	defer p.finish()
 	if p != nil {

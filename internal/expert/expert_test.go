@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -346,9 +345,8 @@ func TestContinuationOfAnotherClientRefused(t *testing.T) {
 	d := &Deps{Turns: conv}
 	addAll(s, d)
 	call := func(token, args string) (*mcp.CallToolResult, error) {
-		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "thinkdeep", Arguments: json.RawMessage(args)},
-			Extra: &mcp.RequestExtra{Header: http.Header{conversation.ClientHeader: {token}}}}
-		return d.handler(specByName("thinkdeep"))(context.Background(), req)
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "thinkdeep", Arguments: json.RawMessage(args)}}
+		return d.handler(specByName("thinkdeep"))(conversation.WithCaller(context.Background(), conversation.TokenCaller(token)), req)
 	}
 	res, err := call("alice", `{"current_analysis":"x"}`)
 	if err != nil {

@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
@@ -13,7 +16,9 @@ import (
 
 const otherToken = "other-token-0123456789abcdef"
 
-// spoof sends a client id header of its own, as an attacker would.
+// spoof sends a client id header of its own, as an attacker would: the
+// header that carried the token's id to the tools before the request's
+// context did (the server must ignore it).
 type spoof struct {
 	id string
 	rt http.RoundTripper
@@ -21,7 +26,7 @@ type spoof struct {
 
 func (s spoof) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set(conversation.ClientHeader, s.id)
+	r.Header.Set("X-Gemini-Mcp-Server-Client", s.id)
 	return s.rt.RoundTrip(r)
 }
 
@@ -170,5 +175,85 @@ func TestHTTPShareSessions(t *testing.T) {
 	// It is now client two's newest too.
 	if text, got, isErr := callOn(t, two, "chat-reply", map[string]any{"prompt": "no id"}); isErr || got != id1 {
 		t.Fatalf("shared session, no id: %q %s", got, text)
+	}
+}
+
+// TestSSESessionsBelongToTheirCaller: with static tokens, and with OAuth
+// access tokens (their subject is the caller, whichever of its tokens it
+// presents), a session started over /sse belongs to its caller as one
+// started over /mcp does: another caller, on either transport, neither
+// lists it nor continues it, by id or as its newest; its own caller lists
+// and continues it on both, with another of its tokens too.
+func TestSSESessionsBelongToTheirCaller(t *testing.T) {
+	t.Parallel()
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		subject := map[string]string{"jwt-alice": "alice", "jwt-alice-again": "alice", "jwt-bob": "bob"}[token]
+		if subject == "" {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: "https://idp.example.com " + subject, Expiration: time.Now().Add(time.Hour), Scopes: []string{"gemini"}}, nil
+	}
+	oauth := &OAuthOptions{Verify: verify, Resource: "https://mcp.example.com/mcp", Issuers: []string{"https://idp.example.com"}, Scopes: []string{"gemini"}}
+	for _, tc := range []struct {
+		name                   string
+		o                      HTTPOptions
+		owner, again, stranger string
+	}{
+		{"tokens", HTTPOptions{Tokens: []string{testToken, otherToken}}, testToken, testToken, otherToken},
+		{"oauth", HTTPOptions{OAuth: oauth}, "jwt-alice", "jwt-alice-again", "jwt-bob"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newClientsHarness(t, tc.o, false)
+			connect := func(transport, token string) *mcp.ClientSession {
+				t.Helper()
+				cs, err := h.connect(t, transport, token, nil)
+				if err != nil {
+					t.Fatalf("%s as %s: %v", transport, token, err)
+				}
+				return cs
+			}
+			listed := func(cs *mcp.ClientSession) string {
+				t.Helper()
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sessions", Arguments: map[string]any{}})
+				if err != nil || res.IsError {
+					t.Fatalf("sessions: %v %+v", err, res)
+				}
+				raw, _ := json.Marshal(res.StructuredContent)
+				return string(raw)
+			}
+			owner := connect("sse", tc.owner)
+			_, id, isErr := callOn(t, owner, "chat", map[string]any{"prompt": "the owner's secret"})
+			if isErr || id == "" {
+				t.Fatal("the owner's chat over /sse failed")
+			}
+			before := len(h.invocations())
+			for _, transport := range []string{"streamable", "sse"} {
+				stranger := connect(transport, tc.stranger)
+				if l := listed(stranger); strings.Contains(l, id) {
+					t.Errorf("another caller over %s lists the session: %s", transport, l)
+				}
+				for _, args := range []map[string]any{{"prompt": "by id", "sessionId": id}, {"prompt": "newest"}} {
+					if text, _, isErr := callOn(t, stranger, "chat-reply", args); !isErr {
+						t.Errorf("another caller over %s continued it with %v: %s", transport, args, text)
+					}
+				}
+			}
+			if n := len(h.invocations()); n != before {
+				t.Fatalf("%d of another caller's calls ran", n-before)
+			}
+			for _, c := range []struct{ transport, token string }{{"sse", tc.owner}, {"streamable", tc.owner}, {"streamable", tc.again}, {"sse", tc.again}} {
+				cs := connect(c.transport, c.token)
+				if l := listed(cs); !strings.Contains(l, id) {
+					t.Errorf("the owner over %s (%s) does not list its session: %s", c.transport, c.token, l)
+				}
+				if text, got, isErr := callOn(t, cs, "chat-reply", map[string]any{"prompt": "more", "sessionId": id}); isErr || got != id {
+					t.Errorf("the owner over %s (%s) could not continue its session: %q %s", c.transport, c.token, got, text)
+				}
+			}
+			if text, got, isErr := callOn(t, owner, "chat-reply", map[string]any{"prompt": "newest"}); isErr || got != id {
+				t.Errorf("the owner's newest over /sse: %q %s", got, text)
+			}
+		})
 	}
 }

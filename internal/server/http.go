@@ -240,11 +240,11 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 			http.Error(w, "origin not allowed: "+origin, http.StatusForbidden)
 			return
 		}
-		// Only this check may say which token a request holds.
-		r.Header.Del(conversation.ClientHeader)
+		// Only this check says who a request comes from: it names the
+		// caller in the request's context (conversation.WithCaller), which
+		// every transport hands down to the tools.
 		if oauth != nil {
 			if g.checkToken(r) == nil {
-				r.Header.Set(conversation.ClientHeader, clientID(r))
 				next.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), callerOf(r, true))))
 				return
 			}
@@ -261,7 +261,6 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 				http.Error(w, err.Error(), http.StatusUnauthorized)
 				return
 			}
-			r.Header.Set(conversation.ClientHeader, clientID(r))
 		}
 		next.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), callerOf(r, len(g.tokens) > 0))))
 	})

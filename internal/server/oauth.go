@@ -71,9 +71,7 @@ func (o *OAuthOptions) oauthCheck(next http.Handler) http.Handler {
 			w = cw.ResponseWriter // the check is passed: its writer is done
 		}
 		info := auth.TokenInfoFromContext(r.Context())
-		id := subjectID(info.UserID)
-		r.Header.Set(conversation.ClientHeader, id)
-		next.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), "token:"+id)))
+		next.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), conversation.TokenCaller(subjectID(info.UserID)))))
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inner.ServeHTTP(&challengeWriter{ResponseWriter: w, presented: r.Header.Get("Authorization") != ""}, r)

@@ -20,7 +20,7 @@ import (
 // proxy.
 func callerOf(r *http.Request, tokens bool) string {
 	if tokens {
-		return "token:" + clientID(r)
+		return conversation.TokenCaller(clientID(r))
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -44,6 +44,9 @@ type sessionOwners struct {
 	mu         sync.Mutex
 	streamable map[string]string // Mcp-Session-Id → caller
 	sse        map[string]string // sessionid → caller, while its GET lasts
+	// binding, when set (by tests), runs as a session is bound, between
+	// finding it among the live sessions and recording its owner.
+	binding func(id string)
 }
 
 // sessionGuards are what stateful sessions pass on top of the guard: the
@@ -94,21 +97,35 @@ func (o *sessionOwners) refuse(w http.ResponseWriter, r *http.Request, caller st
 	http.Error(w, "session not found", http.StatusNotFound)
 }
 
-// bindStreamable records a new Streamable HTTP session's owner, and
-// forgets the sessions that have ended (DELETE, idle timeout).
+// bindStreamable records a new Streamable HTTP session's owner until the
+// session ends (DELETE, idle timeout, shutdown): each owner is forgotten
+// when its own session closes, never by a look at the live sessions that
+// another request's bind may have overtaken. The session is connected
+// when its initialize is answered; one already gone by then gets no owner,
+// and every request naming it is answered 404.
 func (o *sessionOwners) bindStreamable(id, caller string) {
-	live := map[string]bool{id: true}
-	for ss := range o.srv.Sessions() {
-		live[ss.ID()] = true
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for old := range o.streamable {
-		if !live[old] {
-			delete(o.streamable, old)
+	var ss *mcp.ServerSession
+	for s := range o.srv.Sessions() {
+		if s.ID() == id {
+			ss = s
+			break
 		}
 	}
+	if ss == nil {
+		return
+	}
+	if o.binding != nil {
+		o.binding(id)
+	}
+	o.mu.Lock()
 	o.streamable[id] = caller
+	o.mu.Unlock()
+	go func() {
+		ss.Wait()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		delete(o.streamable, id)
+	}()
 }
 
 func (o *sessionOwners) bindSSE(id, caller string) {

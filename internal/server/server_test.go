@@ -121,7 +121,7 @@ func (h *harness) newServer() *mcp.Server {
 		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes, RequestContext: h.requestContext,
 		AllowedRoots: roots, ShareSessions: h.opts.shareSessions, SessionIDInText: h.opts.sessionIDInText}
 	if r := h.opts.remote; r != nil {
-		o.Remote, o.Authenticated, o.Stateless = true, len(r.Tokens) > 0, r.Stateless
+		o.Remote, o.Authenticated, o.Stateless = true, len(r.Tokens) > 0 || r.OAuth != nil, r.Stateless
 	}
 	return New("test", Families{Chat: &tools.Deps{Conv: conversation.New(o), MaxPromptBytes: 1 << 20}}, nil)
 }

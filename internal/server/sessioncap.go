@@ -37,12 +37,12 @@ func newSessionCap(srv *mcp.Server, o HTTPOptions) *sessionCap {
 	return c
 }
 
-// tokenKey is whose sessions the per-token cap counts: the id the auth
-// check gave the request (a static token's, or an OAuth access token's
-// subject, whichever of its tokens it presents); "" for every request of
-// a server without auth.
+// tokenKey is whose sessions the per-token cap counts: the token of the
+// caller the auth check named (a static token's id, or an OAuth access
+// token's subject's, whichever of its tokens it presents); "" for every
+// request of a server without auth.
 func tokenKey(r *http.Request) string {
-	return r.Header.Get(conversation.ClientHeader)
+	return conversation.TokenOf(conversation.CallerOf(r.Context()))
 }
 
 // reserve takes a slot for a new session of key, or says why not.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -77,19 +76,23 @@ func (d *Deps) with(change func(*conversation.Options)) *Deps {
 	return &Deps{Conv: conversation.New(o), MaxPromptBytes: d.MaxPromptBytes, Files: d.Files, ConfirmWait: d.ConfirmWait}
 }
 
-// request builds a tools/call request as the SDK hands it to a handler; a
-// token, when given, is the client id the HTTP auth check would set.
-func request(t *testing.T, tool string, args map[string]any, token string) *mcp.CallToolRequest {
+// request builds a tools/call request as the SDK hands it to a handler.
+func request(t *testing.T, tool string, args map[string]any) *mcp.CallToolRequest {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tool, Arguments: raw}}
-	if token != "" {
-		req.Extra = &mcp.RequestExtra{Header: http.Header{conversation.ClientHeader: {token}}}
+	return &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tool, Arguments: raw}}
+}
+
+// as is the context of a call from the holder of the token whose id is
+// token, as the HTTP auth check names its caller (no one for "").
+func as(token string) context.Context {
+	if token == "" {
+		return context.Background()
 	}
-	return req
+	return conversation.WithCaller(context.Background(), conversation.TokenCaller(token))
 }
 
 func textOf(res *mcp.CallToolResult) string {
@@ -125,7 +128,7 @@ func TestUnknownArgumentsFromSchema(t *testing.T) {
 		{"chat-page", map[string]any{"answerId": "x", "page": 2, "pages": 3}, `unknown argument "pages"; this tool takes answerId, page`},
 	}
 	for _, c := range cases {
-		req := request(t, c.tool, c.args, "")
+		req := request(t, c.tool, c.args)
 		var res *mcp.CallToolResult
 		switch c.tool {
 		case "chat":
@@ -163,7 +166,7 @@ func TestReplyTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	chat := func(cwd, token string) string {
-		res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p", "cwd": cwd}, token), ChatInput{Prompt: "p", Cwd: cwd})
+		res, _, _ := d.chat(as(token), request(t, "chat", map[string]any{"prompt": "p", "cwd": cwd}), ChatInput{Prompt: "p", Cwd: cwd})
 		if res.IsError {
 			t.Fatal(textOf(res))
 		}
@@ -171,7 +174,7 @@ func TestReplyTargets(t *testing.T) {
 	}
 	reply := func(in ReplyInput, token string) (backend.Turn, string, bool) {
 		before := len(r.calls)
-		res, _, _ := d.chatReply(context.Background(), request(t, "chat-reply", map[string]any{"prompt": "p"}, token), in)
+		res, _, _ := d.chatReply(as(token), request(t, "chat-reply", map[string]any{"prompt": "p"}), in)
 		if res.IsError {
 			return backend.Turn{}, textOf(res), false
 		}
@@ -234,13 +237,13 @@ func TestReplyTargets(t *testing.T) {
 func TestUsageAndNotAppliedInMeta(t *testing.T) {
 	t.Parallel()
 	d, r := newStubDeps(t)
-	res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}, ""), ChatInput{Prompt: "p"})
+	res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}), ChatInput{Prompt: "p"})
 	if res.IsError || res.Meta["usage"] != nil || res.Meta["notApplied"] != nil {
 		t.Fatalf("without usage: %v %v", res.IsError, res.Meta)
 	}
 	usage := &backend.Usage{PromptTokens: 3, OutputTokens: 5, ThinkingTokens: 7}
 	r.answer = backend.Answer{Usage: usage, NotApplied: []string{"temperature: no"}}
-	res, _, _ = d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}, ""), ChatInput{Prompt: "p"})
+	res, _, _ = d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}), ChatInput{Prompt: "p"})
 	if res.IsError || res.Meta["usage"] != usage || len(res.Meta["notApplied"].([]string)) != 1 {
 		t.Fatalf("with usage: %v", res.Meta)
 	}
@@ -260,7 +263,7 @@ func TestSessionBelongsToItsBackend(t *testing.T) {
 	apiStub := &stubRunner{name: "api"}
 	chat := func() string {
 		t.Helper()
-		res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}, ""), ChatInput{Prompt: "p"})
+		res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}), ChatInput{Prompt: "p"})
 		if res.IsError {
 			t.Fatal(textOf(res))
 		}
@@ -272,7 +275,7 @@ func TestSessionBelongsToItsBackend(t *testing.T) {
 		if id != "" {
 			args["sessionId"] = id
 		}
-		res, _, _ := d.chatReply(context.Background(), request(t, "chat-reply", args, ""), ReplyInput{Prompt: "q", SessionID: id})
+		res, _, _ := d.chatReply(context.Background(), request(t, "chat-reply", args), ReplyInput{Prompt: "q", SessionID: id})
 		return res, textOf(res)
 	}
 	family := func(id string) string {
@@ -336,14 +339,14 @@ func TestUnkeptTurn(t *testing.T) {
 	t.Parallel()
 	d, r := newStubDeps(t)
 	ctx := context.Background()
-	req := request(t, "chat", map[string]any{"prompt": "first"}, "")
+	req := request(t, "chat", map[string]any{"prompt": "first"})
 	res, _, _ := d.chat(ctx, req, ChatInput{Prompt: "first"})
 	id, _ := res.Meta["sessionId"].(string)
 	if res.IsError || id == "" {
 		t.Fatalf("chat: %+v", res)
 	}
 	r.answer.Unsaved = errors.New("OOM command not allowed")
-	req = request(t, "chat-reply", map[string]any{"prompt": "second", "sessionId": id}, "")
+	req = request(t, "chat-reply", map[string]any{"prompt": "second", "sessionId": id})
 	res, _, _ = d.chatReply(ctx, req, ReplyInput{Prompt: "second", SessionID: id})
 	if res.IsError || res.Meta["sessionSaved"] != false || res.Meta["sessionId"] != id {
 		t.Fatalf("chat-reply: %+v", res)

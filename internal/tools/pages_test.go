@@ -19,7 +19,7 @@ func TestPagesFromTheStore(t *testing.T) {
 	a, r := newStubDeps(t)
 	a = a.with(func(o *conversation.Options) { o.MaxAnswerBytes = 1000 })
 	prompt := strings.Repeat("line of text\n", 200)
-	res, _, _ := a.chat(context.Background(), request(t, "chat", map[string]any{"prompt": prompt}, ""), ChatInput{Prompt: prompt})
+	res, _, _ := a.chat(context.Background(), request(t, "chat", map[string]any{"prompt": prompt}), ChatInput{Prompt: prompt})
 	if res.IsError {
 		t.Fatal(textOf(res))
 	}
@@ -33,7 +33,7 @@ func TestPagesFromTheStore(t *testing.T) {
 	var all strings.Builder
 	all.WriteString(strings.SplitN(textOf(res), "\n\n[gemini-mcp-server:", 2)[0])
 	for page := 2; page <= n; page++ {
-		res, _, _ := b.chatPage(context.Background(), request(t, "chat-page", map[string]any{"answerId": id, "page": page}, ""), PageInput{AnswerID: id, Page: page})
+		res, _, _ := b.chatPage(context.Background(), request(t, "chat-page", map[string]any{"answerId": id, "page": page}), PageInput{AnswerID: id, Page: page})
 		if res.IsError {
 			t.Fatalf("page %d: %s", page, textOf(res))
 		}
@@ -49,7 +49,7 @@ func TestPagesFromTheStore(t *testing.T) {
 		{session.NewUUID(), "unknown or expired answerId"},
 		{"not-an-id", `answerId "not-an-id" is not an answer id`},
 	} {
-		res, _, _ := b.chatPage(context.Background(), request(t, "chat-page", map[string]any{"answerId": tc.id, "page": 2}, ""), PageInput{AnswerID: tc.id, Page: 2})
+		res, _, _ := b.chatPage(context.Background(), request(t, "chat-page", map[string]any{"answerId": tc.id, "page": 2}), PageInput{AnswerID: tc.id, Page: 2})
 		if !res.IsError || !strings.Contains(textOf(res), tc.want) {
 			t.Errorf("answerId %q: %s", tc.id, textOf(res))
 		}

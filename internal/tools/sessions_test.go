@@ -24,12 +24,12 @@ func tick(d *Deps) *Deps {
 
 func listSessions(t *testing.T, d *Deps, args map[string]any, token string) (*mcp.CallToolResult, *SessionsOutput) {
 	t.Helper()
-	req := request(t, "sessions", args, token)
+	req := request(t, "sessions", args)
 	var in SessionsInput
 	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
 		t.Fatal(err)
 	}
-	res, out, err := d.listSessions(context.Background(), req, in)
+	res, out, err := d.listSessions(as(token), req, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestSessionsOverHTTPAreTheCallers(t *testing.T) {
 	open := chatOK(t, d, ChatInput{Prompt: "from stdio"})
 	d = d.with(func(o *conversation.Options) { o.Remote, o.Authenticated = true, true })
 	chat := func(token string) string {
-		res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": "p"}, token), ChatInput{Prompt: "p"})
+		res, _, _ := d.chat(as(token), request(t, "chat", map[string]any{"prompt": "p"}), ChatInput{Prompt: "p"})
 		return res.Meta["sessionId"].(string)
 	}
 	one, two := chat("id-one"), chat("id-two")

@@ -20,7 +20,7 @@ import (
 
 func chatOK(t *testing.T, d *Deps, in ChatInput) string {
 	t.Helper()
-	res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": in.Prompt}, ""), in)
+	res, _, _ := d.chat(context.Background(), request(t, "chat", map[string]any{"prompt": in.Prompt}), in)
 	if res.IsError {
 		t.Fatal(textOf(res))
 	}
@@ -29,7 +29,7 @@ func chatOK(t *testing.T, d *Deps, in ChatInput) string {
 
 func replyTo(t *testing.T, d *Deps, in ReplyInput) *mcp.CallToolResult {
 	t.Helper()
-	res, _, _ := d.chatReply(context.Background(), request(t, "chat-reply", map[string]any{"prompt": in.Prompt}, ""), in)
+	res, _, _ := d.chatReply(context.Background(), request(t, "chat-reply", map[string]any{"prompt": in.Prompt}), in)
 	return res
 }
 
@@ -211,7 +211,7 @@ func TestStoreUnavailable(t *testing.T) {
 		}
 	}
 	aid := session.NewUUID()
-	res, _, _ := d.chatPage(context.Background(), request(t, "chat-page", map[string]any{"answerId": aid, "page": 2}, ""), PageInput{AnswerID: aid, Page: 2})
+	res, _, _ := d.chatPage(context.Background(), request(t, "chat-page", map[string]any{"answerId": aid, "page": 2}), PageInput{AnswerID: aid, Page: 2})
 	if !res.IsError || !strings.Contains(textOf(res), "the session store is unavailable") {
 		t.Errorf("chat-page: %s", textOf(res))
 	}
