@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,7 +81,7 @@ func (l *lazyTokens) open(ctx context.Context) (*storeTokens, error) {
 		st.Close()
 		return nil, fmt.Errorf("the session store %s cannot keep OAuth tokens", where)
 	}
-	l.st, l.tokens = st, &storeTokens{st: b, where: where}
+	l.st, l.tokens = st, &storeTokens{st: b, lease: st.Lease, where: where}
 	return l.tokens, nil
 }
 
@@ -120,6 +121,15 @@ func (l *lazyTokens) Forget(ctx context.Context, tok *mcphost.Token) error {
 	return t.Forget(ctx, tok)
 }
 
+// LockRefresh implements mcphost.RefreshLocker.
+func (l *lazyTokens) LockRefresh(ctx context.Context, server, issuer string) (func(), error) {
+	t, err := l.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t.LockRefresh(ctx, server, issuer)
+}
+
 // serverTokens is where the running server's MCP host keeps OAuth tokens:
 // in its session store when that is Redis (so that replicas share them),
 // else in the state directory's file.
@@ -131,7 +141,7 @@ func serverTokens(cfg *config.Config, store session.Store) (mcphost.TokenStore, 
 	if !ok {
 		return nil, fmt.Errorf("the session store %s cannot keep OAuth tokens", redactStore(cfg.Store.URL))
 	}
-	return &storeTokens{st: b, where: redactStore(cfg.Store.URL)}, nil
+	return &storeTokens{st: b, lease: store.Lease, where: redactStore(cfg.Store.URL)}, nil
 }
 
 func tokenFile(cfg *config.Config) (mcphost.TokenStore, error) {
@@ -146,11 +156,44 @@ func tokenFile(cfg *config.Config) (mcphost.TokenStore, error) {
 // JSON, kept by server URL and issuer. Its errors name the store (its
 // password hidden), never a token.
 type storeTokens struct {
-	st    oauthTokenBytes
+	st oauthTokenBytes
+	// lease is the session store's: it holds off the refreshes of the
+	// processes sharing the store (nil: none).
+	lease func(ctx context.Context, id string) (func(), error)
 	where string
 }
 
-var _ mcphost.TokenStore = (*storeTokens)(nil)
+var (
+	_ mcphost.TokenStore    = (*storeTokens)(nil)
+	_ mcphost.RefreshLocker = (*storeTokens)(nil)
+	_ mcphost.RefreshLocker = (*lazyTokens)(nil)
+)
+
+// LockRefresh implements mcphost.RefreshLocker: the session store's lease
+// of an id of the server and issuer's own, which holds off the refreshes
+// of the replicas and `mcp auth` that share the store while this one
+// refreshes (an authorization server that rotates refresh tokens revokes
+// the grant when a spent one comes back).
+func (s *storeTokens) LockRefresh(ctx context.Context, server, issuer string) (func(), error) {
+	if s.lease == nil {
+		return func() {}, nil
+	}
+	release, err := s.lease(ctx, refreshLeaseID(server, issuer))
+	if err != nil {
+		return nil, s.fail("waiting for another refresh of", err)
+	}
+	return release, nil
+}
+
+// refreshLeaseID is the lease id of the refreshes of a server's token of
+// an issuer: a UUID (the form the store's leases take) made from their
+// hash, of a version (5) no session id has.
+func refreshLeaseID(server, issuer string) string {
+	sum := sha256.Sum256([]byte("gemini-mcp-server oauth refresh\x00" + server + "\x00" + issuer))
+	sum[6] = sum[6]&0x0f | 0x50
+	sum[8] = sum[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16])
+}
 
 // Load implements mcphost.TokenStore: the newest token of any issuer.
 func (s *storeTokens) Load(ctx context.Context, server string) (*mcphost.Token, error) {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -207,5 +208,53 @@ func TestTokenStoreOpensOnUse(t *testing.T) {
 	closeTokens()
 	if err := tokens.Save(t.Context(), &mcphost.Token{Server: "https://mcp.example.com/mcp", Issuer: "https://idp.example.com"}); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("Save after close: %v", err)
+	}
+}
+
+// TestTokenStoreRedisRefreshLock: processes sharing a Redis store refresh
+// a server's token of an issuer one at a time (the authorization server
+// revokes the grant when a rotated refresh token is spent twice): while
+// one holds the refresh, another waits (here until its context ends),
+// and takes it once the first lets go; another issuer's refresh does not
+// wait.
+func TestTokenStoreRedisRefreshLock(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	const server, issuer = "https://mcp.example.com/mcp", "https://idp.example.com"
+	locker := func() mcphost.RefreshLocker {
+		tokens, closeTokens, err := tokenStore(parseStore(t, "--store", srv.URL(0), "--store-prefix", "gm:"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeTokens)
+		l, ok := tokens.(mcphost.RefreshLocker)
+		if !ok {
+			t.Fatalf("%T cannot lock a refresh", tokens)
+		}
+		return l
+	}
+	a, b := locker(), locker()
+	unlock, err := a.LockRefresh(ctx, server, issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	if _, err := b.LockRefresh(wctx, server, issuer); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("b's refresh while a's holds: %v, want it to wait", err)
+	}
+	cancel()
+	other, err := b.LockRefresh(ctx, server, "https://other-idp.example.com")
+	if err != nil {
+		t.Fatalf("another issuer's refresh: %v", err)
+	}
+	other()
+	unlock()
+	unlockB, err := b.LockRefresh(ctx, server, issuer)
+	if err != nil {
+		t.Fatalf("b's refresh once a's is over: %v", err)
+	}
+	unlockB()
+	if keys := plainRedis(t, srv).Keys(ctx, "gm:*lease*").Val(); len(keys) != 0 {
+		t.Errorf("leases left: %q", keys)
 	}
 }

@@ -133,6 +133,13 @@ func (h *Host) connect(ctx context.Context, s *server) (*mcp.ClientSession, stri
 	})
 	transport := s.cfg.Transport()
 	sess, release, err := dial(cctx, client, h.transport(s, transport))
+	if err != nil && s.auth != nil && s.auth.signIn != nil {
+		if serr := s.auth.signInFailed(); serr != nil {
+			// A failed sign-in is the answer: the fallback would start
+			// another.
+			return nil, "", nil, nil, serr
+		}
+	}
 	if err != nil && s.cfg.SSEFallback() && ctx.Err() == nil && !isAuthError(err) && s.needsSignIn() == nil {
 		// The CLI's rule for a url without a type: Streamable HTTP first,
 		// then SSE; when both fail, the first error is the one reported.

@@ -2,7 +2,10 @@
 
 package mcphost
 
-import "os"
+import (
+	"context"
+	"os"
+)
 
 // lockFile only checks that the lock file can be opened: without flock,
 // the in-process mutex is the only lock (one process per token file).
@@ -16,4 +19,10 @@ func lockFile(path string, exclusive bool) (func(), error) {
 		return nil, err
 	}
 	return func() { f.Close() }, nil
+}
+
+// waitLockFile only checks that the lock file can be opened: without
+// flock, the process's own flight is the only lock.
+func waitLockFile(_ context.Context, path string) (func(), error) {
+	return lockFile(path, true)
 }

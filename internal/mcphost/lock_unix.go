@@ -3,7 +3,9 @@
 package mcphost
 
 import (
+	"context"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,4 +32,36 @@ func lockFile(path string, exclusive bool) (func(), error) {
 		return nil, err
 	}
 	return func() { f.Close() }, nil
+}
+
+// waitLockFile takes an exclusive advisory lock on path (created), within
+// ctx, and returns its release. It looks again after a pause, each
+// longer, up to 50 ms, as long as another holds the lock.
+func waitLockFile(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	pause := time.Millisecond
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return func() { f.Close() }, nil
+		case err == unix.EINTR:
+			continue
+		case err != unix.EWOULDBLOCK:
+			f.Close()
+			return nil, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			f.Close()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
 }

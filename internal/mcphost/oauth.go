@@ -70,6 +70,9 @@ type serverAuth struct {
 	loaded bool
 	needs  *NeedsSignInError
 	forced time.Time // the last refresh a 401 asked for
+	// signInErr is why the last sign-in (with a browser) failed: the
+	// connection then fails with it, and is not tried another way.
+	signInErr error
 }
 
 func newServerAuth(cfg ServerConfig, store TokenStore, red *redact.Redactor, log *slog.Logger) *serverAuth {
@@ -85,6 +88,13 @@ func (a *serverAuth) needsSignIn() *NeedsSignInError {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.needs
+}
+
+// signInFailed is why the last sign-in failed, or nil.
+func (a *serverAuth) signInFailed() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.signInErr
 }
 
 // current returns the access token to send ("" for none).
@@ -198,12 +208,16 @@ func (a *serverAuth) unauthorized(ctx context.Context, req *http.Request, res *h
 		a.needs = &NeedsSignInError{Server: a.cfg.Name, Why: why}
 		return false, a.needs
 	}
+	if a.signInErr != nil {
+		// The sign-in failed: that is the answer, to this connection's
+		// other requests (its close, a fallback's) too, not another one.
+		io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
+		return false, a.signInErr
+	}
 	t, err := a.signIn.authorize(ctx, a, req, res)
+	a.signInErr = err
 	if err != nil {
 		return false, err
-	}
-	if err := a.store.Save(ctx, t); err != nil {
-		return false, fmt.Errorf("keeping the OAuth token: %w", err)
 	}
 	a.loaded = true
 	a.setLocked(t)
@@ -291,7 +305,7 @@ func (h *Host) newAuth(c ServerConfig) (*serverAuth, error) {
 		return a, nil
 	}
 	if h.opts.Browser != nil {
-		si, err := newSignIn(c, h.opts.Browser, h.opts.ClientMetadataURL)
+		si, err := newSignIn(c, h.opts.Browser, h.opts.ClientMetadataURL, h.log.With("mcp_server", c.Name))
 		if err != nil {
 			return a, err
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"reflect"
+	"sync"
 	"time"
 )
 
@@ -19,8 +21,36 @@ var refusedRechecks = []time.Duration{50 * time.Millisecond, 100 * time.Millisec
 // refreshLocked trades the refresh token for a new access token and keeps
 // it. A refused refresh token is forgotten: the server then needs a new
 // sign-in.
+//
+// A refresh token is spent once. Authorization servers rotate refresh
+// tokens, and one that sees a spent refresh token again takes it for a
+// stolen one and revokes the whole grant, the newest tokens too (RFC 9700
+// §4.14.2; oidc-provider does). So one refresh of a server's token is in
+// flight at a time: in this process (all its servers of that URL and
+// issuer), and across the processes sharing the store when it can lock
+// (the token file can). The others wait, then take up the token it got.
 func (a *serverAuth) refreshLocked(ctx context.Context) error {
 	t := a.tok
+	f, release, err := a.holdRefresh(ctx, t)
+	if err != nil {
+		return fmt.Errorf("waiting for another refresh of the OAuth token: %w", err)
+	}
+	defer release()
+	// Once it holds the refresh, it sees it through even when the request
+	// that needed it ends: the authorization server may spend the refresh
+	// token and answer with the only one left (the OAuth client's timeout
+	// bounds the request).
+	ctx = context.WithoutCancel(ctx)
+	// The refresh this one waited for may have spent t's refresh token:
+	// its token is the one to use.
+	if f.got != nil && f.spent == t.RefreshToken && f.got.AccessToken != t.AccessToken {
+		got := *f.got
+		a.setLocked(&got)
+		if got.Expiry.IsZero() || a.now().Before(got.Expiry) {
+			return nil
+		}
+		t = &got
+	}
 	// Another process sharing the store (a replica, `mcp auth`) may have
 	// refreshed or replaced the token since this one read it: its
 	// refresh token may be the only valid one now (authorization servers
@@ -43,7 +73,7 @@ func (a *serverAuth) refreshLocked(ctx context.Context) error {
 		}
 	}
 	var ans tokenAnswer
-	err := postForm(ctx, a.http, t.TokenURL, form, user, pass, &ans)
+	err = postForm(ctx, a.http, t.TokenURL, form, user, pass, &ans)
 	if err == nil {
 		err = ans.check()
 	}
@@ -74,6 +104,8 @@ func (a *serverAuth) refreshLocked(ctx context.Context) error {
 	n := *t
 	ans.apply(&n, a.now())
 	a.setLocked(&n)
+	got := n
+	f.spent, f.got = t.RefreshToken, &got
 	if err := a.store.Save(ctx, &n); err != nil {
 		a.log.Warn("MCP server: keeping the refreshed OAuth token failed", "error", err)
 	}
@@ -106,4 +138,62 @@ func (a *serverAuth) keptOther(ctx context.Context, t *Token) *Token {
 		return nil
 	}
 	return kept
+}
+
+// RefreshLocker is a TokenStore that processes share and that can hold
+// off the others' refreshes while one process refreshes a token.
+type RefreshLocker interface {
+	// LockRefresh waits, within ctx, until no other process refreshes the
+	// server's token of the issuer, and holds them off until unlock.
+	LockRefresh(ctx context.Context, server, issuer string) (unlock func(), err error)
+}
+
+// refreshFlight is the one refresh of a store's token for a server and
+// issuer that a process has in flight; its fields belong to the holder
+// of sem.
+type refreshFlight struct {
+	sem chan struct{}
+	// The last refresh's: the refresh token it spent, the token it got.
+	spent string
+	got   *Token
+}
+
+type flightKey struct {
+	store          TokenStore
+	server, issuer string
+}
+
+var (
+	flightsMu sync.Mutex
+	flights   = map[flightKey]*refreshFlight{}
+)
+
+// holdRefresh waits, within ctx, until this process and (when the store
+// can lock) the others sharing the store refresh no token of t's server
+// and issuer, and holds them off until release.
+func (a *serverAuth) holdRefresh(ctx context.Context, t *Token) (f *refreshFlight, release func(), err error) {
+	key := flightKey{server: t.Server, issuer: t.Issuer}
+	if a.store != nil && reflect.TypeOf(a.store).Comparable() {
+		key.store = a.store
+	}
+	flightsMu.Lock()
+	f = flights[key]
+	if f == nil {
+		f = &refreshFlight{sem: make(chan struct{}, 1)}
+		flights[key] = f
+	}
+	flightsMu.Unlock()
+	select {
+	case f.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	unlock := func() {}
+	if l, ok := a.store.(RefreshLocker); ok {
+		if unlock, err = l.LockRefresh(ctx, t.Server, t.Issuer); err != nil {
+			<-f.sem
+			return nil, nil, err
+		}
+	}
+	return f, func() { unlock(); <-f.sem }, nil
 }

@@ -120,6 +120,20 @@ func (f *TokenFile) Forget(_ context.Context, t *Token) error {
 	})
 }
 
+// LockRefresh implements RefreshLocker: an advisory lock on a file beside
+// the token file, the same for every server (refreshes are short and
+// rare), so that processes sharing the file refresh one at a time.
+func (f *TokenFile) LockRefresh(ctx context.Context, _, _ string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("token file: %w", err)
+	}
+	unlock, err := waitLockFile(ctx, f.Path+".refresh.lock")
+	if err != nil {
+		return nil, fmt.Errorf("token file: %w", err)
+	}
+	return unlock, nil
+}
+
 // with reads the file under the lock (exclusive when write), calls fn,
 // and writes the file back when fn says it changed it.
 func (f *TokenFile) with(write bool, fn func(*tokenFileData) (changed bool)) error {

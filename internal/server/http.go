@@ -232,7 +232,7 @@ func newGuard(o HTTPOptions) *guard {
 func (g *guard) wrap(next http.Handler) http.Handler {
 	var oauth http.Handler // checks a token that is no static one, then serves next
 	if g.oauthOpts != nil {
-		oauth = g.oauthOpts.oauthCheck(next)
+		oauth = g.oauthOpts.oauthCheck(next, g.log)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {

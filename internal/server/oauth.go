@@ -1,8 +1,11 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -60,8 +63,24 @@ func (o *OAuthOptions) metadataHandler() http.Handler {
 // with the challenge that points at the metadata, and checks the scopes;
 // the challenge gets the error code the SDK leaves out. next runs with the
 // token's holder as the caller.
-func (o *OAuthOptions) oauthCheck(next http.Handler) http.Handler {
-	require := auth.RequireBearerToken(o.Verify, &auth.RequireBearerTokenOptions{
+//
+// A token the verifier could not check (the authorization server, its
+// keys or its introspection endpoint unreachable, or answering wrong) is
+// answered 503 "authorization server unavailable", with a Retry-After:
+// the cause, which may name internal addresses, goes to the log only.
+func (o *OAuthOptions) oauthCheck(next http.Handler, log *slog.Logger) http.Handler {
+	verify := func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+		info, err := o.Verify(ctx, token, r)
+		if err != nil && !errors.Is(err, auth.ErrInvalidToken) && !errors.Is(err, auth.ErrOAuth) {
+			log.Warn("OAuth: an access token could not be checked: the authorization server is unavailable", "err", err, "remote", r.RemoteAddr)
+			if cw, ok := ctx.Value(challengeKey{}).(*challengeWriter); ok {
+				cw.unavailable = true
+			}
+			return nil, errAuthUnavailable
+		}
+		return info, err
+	}
+	require := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: o.MetadataURL(),
 		Scopes:              o.Scopes,
 		ClockSkew:           o.ClockSkew,
@@ -74,9 +93,20 @@ func (o *OAuthOptions) oauthCheck(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), conversation.TokenCaller(subjectID(info.UserID)))))
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inner.ServeHTTP(&challengeWriter{ResponseWriter: w, presented: r.Header.Get("Authorization") != ""}, r)
+		cw := &challengeWriter{ResponseWriter: w, presented: r.Header.Get("Authorization") != ""}
+		inner.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), challengeKey{}, cw)))
 	})
 }
+
+// errAuthUnavailable is all a client is told when its token could not be
+// checked.
+var errAuthUnavailable = errors.New("authorization server unavailable")
+
+// authRetryAfter is the Retry-After, in seconds, of that answer.
+const authRetryAfter = "5"
+
+// challengeKey is the request context's key of its challengeWriter.
+type challengeKey struct{}
 
 // subjectID names a token's holder (its issuer and subject) as clientID
 // names a static token's: a non-secret id, under a prefix of its own.
@@ -92,11 +122,18 @@ type challengeWriter struct {
 	http.ResponseWriter
 	presented bool
 	wrote     bool
+	// unavailable: the token could not be checked; the SDK's 500 for
+	// that becomes a 503.
+	unavailable bool
 }
 
 func (c *challengeWriter) WriteHeader(code int) {
 	if !c.wrote {
 		c.wrote = true
+		if c.unavailable && code == http.StatusInternalServerError {
+			code = http.StatusServiceUnavailable
+			c.Header().Set("Retry-After", authRetryAfter)
+		}
 		errCode := map[int]string{http.StatusUnauthorized: "invalid_token", http.StatusForbidden: "insufficient_scope"}[code]
 		if v := c.Header().Get("WWW-Authenticate"); v != "" && errCode != "" && (c.presented || code == http.StatusForbidden) {
 			c.Header().Set("WWW-Authenticate", v+`, error="`+errCode+`"`)

@@ -2,14 +2,25 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/oauth"
 )
 
 // TestOAuthGuard: with OAuth beside static tokens, a static token is
@@ -111,5 +122,54 @@ func TestOAuthSessionCapPerSubject(t *testing.T) {
 	}
 	if _, err := h.connect(t, "streamable", "jwt-bob", nil); err != nil {
 		t.Errorf("another subject: %v", err)
+	}
+}
+
+// TestOAuthIssuerUnavailable: a token the server cannot check because its
+// authorization server is unreachable (the JWKS of a JWT's issuer, the
+// introspection endpoint of an opaque token) is answered 503
+// "authorization server unavailable" with a Retry-After, naming neither
+// the address nor the dial error, which go to the log.
+func TestOAuthIssuerUnavailable(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "http://" + ln.Addr().String()
+	ln.Close()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Unix()
+	jwtToken, err := jwt.Signed(signer).Claims(map[string]any{"iss": gone, "sub": "alice", "aud": "https://mcp.example.com/mcp", "exp": now + 600, "iat": now}).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := oauth.New(oauth.Options{Issuers: []string{gone}, Audience: "https://mcp.example.com/mcp",
+		Introspection: &oauth.Introspection{URL: gone + "/introspect", ClientID: "rs", ClientSecret: "rs-secret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &geminitest.LockedBuffer{}
+	h := newHTTPHarness(t, HTTPOptions{Log: slog.New(slog.NewTextHandler(logs, nil)),
+		OAuth: &OAuthOptions{Verify: v.Verify, Resource: "https://mcp.example.com/mcp", Issuers: []string{gone}}})
+	for name, token := range map[string]string{"jwt": jwtToken, "opaque": "opaque-token"} {
+		req, _ := http.NewRequest(http.MethodPost, h.url+PathMCP, strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || strings.TrimSpace(string(body)) != "authorization server unavailable" || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s token: %s, Retry-After %q, body %q; want 503 \"authorization server unavailable\"", name, resp.Status, resp.Header.Get("Retry-After"), body)
+		}
+	}
+	if l := logs.String(); strings.Count(l, "the authorization server is unavailable") != 2 || !strings.Contains(l, ln.Addr().String()) {
+		t.Errorf("the log does not hold the causes:\n%s", l)
 	}
 }
