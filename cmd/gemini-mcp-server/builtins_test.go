@@ -162,6 +162,26 @@ func TestChatURLs(t *testing.T) {
 	}
 }
 
+// TestChatURLsNormalised: a URL whose host has other forms than ASCII
+// (full-width letters and dots, an internationalised name) reaches the
+// API with its host as a URL parser maps it: what was judged is what
+// Gemini reads.
+func TestChatURLsNormalised(t *testing.T) {
+	h := newHostEnv(t, map[string]any{})
+	cs := h.stdio(t, nil, "")
+	res, err := callTool(cs, "chat", map[string]any{"prompt": "summarise", "urls": []any{"https://ｅｘａｍｐｌｅ．ｃｏｍ/spec", "https://bücher.de/katalog"}})
+	if err != nil || res.IsError {
+		t.Fatalf("chat: %v %s", err, resultText(res))
+	}
+	reqs := h.api.Requests()
+	r := reqs[len(reqs)-1]
+	if !r.URLContext() || !strings.HasSuffix(r.LastUserText, "URLs:\nhttps://example.com/spec\nhttps://xn--bcher-kva.de/katalog") {
+		t.Errorf("request urlContext %v, prompt %q", r.URLContext(), r.LastUserText)
+	}
+	// The same URL in two forms is the same URL.
+	callErr(t, cs, "chat", map[string]any{"prompt": "read", "urls": []any{"https://example.com/spec", "https://ＥＸＡＭＰＬＥ.com/spec"}}, "urls[1]", "given twice")
+}
+
 func TestChatURLsRefused(t *testing.T) {
 	h := newHostEnv(t, map[string]any{})
 	cs := h.stdio(t, nil, "")
@@ -173,6 +193,14 @@ func TestChatURLsRefused(t *testing.T) {
 		"https://metadata.google.internal/computeM": ".internal",
 		"https://user:hunter2@example.com/":         "user information",
 		"file:///etc/passwd":                        "only http",
+		// Hosts a URL parser maps to the ones above (full-width digits,
+		// letters and dots, U+3002), and a URL that would be two in the
+		// prompt's text.
+		"http://１２７.０.０.１/admin":                   "127.0.0.1, a loopback",
+		"http://169.254.169.２５４/latest/meta-data/": "169.254.169.254, a loopback, private, link-local",
+		"http://10。0。0。5/":                         "10.0.0.5",
+		"https://ｍｅｔａｄａｔａ．ｇｏｏｇｌｅ．ｉｎｔｅｒｎａｌ/computeMetadata/v1/": "metadata.google.internal names this machine",
+		"https://example.org/a http://127.0.0.1/":              "white space",
 	} {
 		text := callErr(t, cs, "chat", map[string]any{"prompt": "read", "urls": []any{"https://example.com/", url}}, "urls[1]", says)
 		if strings.Contains(text, "hunter2") {

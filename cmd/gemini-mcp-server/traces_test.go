@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,6 +106,51 @@ func TestTracesStdio(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), traceSecret) || !strings.Contains(stderr.String(), "traces: exporting over OTLP/HTTP") {
 		t.Errorf("stderr names the header's secret, or not the exporter:\n%s", stderr.String())
+	}
+}
+
+// TestTracesRedirectNotFollowed: a receiver that redirects (307) to
+// another origin (here another port of 127.0.0.1, where a real receiver
+// listens) does not get the spans sent there with the
+// OTEL_EXPORTER_OTLP_HEADERS secret: the other origin hears nothing, the
+// log says why and names no secret.
+func TestTracesRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
+	recv := otlprecv.Start(t)
+	var redirected atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		redirected.Add(1)
+		http.Redirect(w, r, recv.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(front.Close)
+	e, _ := apiEnv(t)
+	e.vars = append(e.vars, "OTEL_EXPORTER_OTLP_ENDPOINT="+front.URL, "OTEL_EXPORTER_OTLP_HEADERS=x-api-key="+traceSecret,
+		"GEMINI_MCP_BACKEND=api")
+	cmd := e.command()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "traces-test", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "traced"}})
+	if err != nil || res.IsError {
+		t.Fatalf("chat: %v %+v\n%s", err, res, stderr.String())
+	}
+	if err := cs.Close(); err != nil { // stdin closed: the server flushes its spans and exits
+		t.Fatal(err)
+	}
+	if redirected.Load() == 0 {
+		t.Fatalf("the exporter did not post to the endpoint\n%s", stderr.String())
+	}
+	if h := recv.Headers(); len(h) != 0 {
+		t.Errorf("the origin redirected to got %d requests, headers %v", len(h), h)
+	}
+	if !strings.Contains(stderr.String(), "not followed") || strings.Contains(stderr.String(), traceSecret) {
+		t.Errorf("stderr does not say the redirect was not followed, or names the secret:\n%s", stderr.String())
 	}
 }
 

@@ -69,7 +69,10 @@ type Options struct {
 	Audience      string
 	AlsoAudiences []string
 	// Client makes the requests to the issuers; nil means one with
-	// FetchTimeout.
+	// FetchTimeout that dials no link-local, unspecified or multicast
+	// address. Whichever it is, its redirects are followed only within
+	// the rule every URL of an issuer obeys (see fetchRule), and
+	// introspection follows none.
 	Client *http.Client
 	Log    *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -82,19 +85,35 @@ type Options struct {
 // Verifier checks access tokens of the configured issuers.
 type Verifier struct {
 	o       Options
+	client  *http.Client // o.Client, following redirects within the issuer's fetchRule
 	issuers map[string]*issuer
 	intro   *introspector // nil: opaque tokens are refused
 }
 
 // issuer is one trusted authorization server and its keys.
 type issuer struct {
-	id      string
+	id   string
+	rule fetchRule // where its documents may come from
+	// onWait, when set (by tests), is called when a token waits for the
+	// fetch in flight.
+	onWait func()
+
 	mu      sync.Mutex
 	jwksURI string
 	keys    *jose.JSONWebKeySet
+	// fetching is the fetch of the keys in flight, nil when none is: one
+	// at a time, made without the lock held, so that tokens signed with
+	// a key already kept never wait for it.
+	fetching *fetch
 	// credit is the refreshes allowed now, as of last.
 	credit float64
 	last   time.Time
+}
+
+// fetch is a fetch of an issuer's keys; err is set before done is closed.
+type fetch struct {
+	done chan struct{}
+	err  error
 }
 
 // allowRefresh takes one refresh of the JWKS if the budget has one.
@@ -125,7 +144,7 @@ func New(o Options) (*Verifier, error) {
 		return nil, errors.New("no audience")
 	}
 	if o.Client == nil {
-		o.Client = &http.Client{Timeout: FetchTimeout}
+		o.Client = defaultClient()
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -133,12 +152,12 @@ func New(o Options) (*Verifier, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	v := &Verifier{o: o, issuers: map[string]*issuer{}}
+	v := &Verifier{o: o, client: fetchClient(o.Client), issuers: map[string]*issuer{}}
 	for _, id := range o.Issuers {
 		if err := CheckIssuer(id); err != nil {
 			return nil, fmt.Errorf("issuer %q: %v", id, err)
 		}
-		v.issuers[id] = &issuer{id: id, credit: RefreshBurst}
+		v.issuers[id] = &issuer{id: id, rule: newFetchRule(id), credit: RefreshBurst}
 	}
 	if o.Introspection != nil {
 		in, err := newIntrospector(*o.Introspection, o.Client)
@@ -245,22 +264,43 @@ func scopes(c claims) []string {
 }
 
 // key finds the key that signed a token: in the cached JWKS, else in a
-// fresh one (within the refresh budget, see RefreshBurst).
+// fresh one (within the refresh budget, see RefreshBurst). The fetch is
+// made by its own goroutine without the lock held, one at a time: tokens
+// signed with a key already kept are checked meanwhile, and tokens that
+// need the new set wait for the fetch in flight rather than start
+// another (nor spend the budget).
 func (is *issuer) key(ctx context.Context, v *Verifier, h jose.Header) (*jose.JSONWebKey, error) {
 	is.mu.Lock()
-	defer is.mu.Unlock()
 	if k := pick(is.keys, h); k != nil {
+		is.mu.Unlock()
 		return k, nil
 	}
-	if !is.allowRefresh(v.o.Now()) {
-		return nil, invalid("unknown signing key")
+	f := is.fetching
+	if f == nil {
+		if !is.allowRefresh(v.o.Now()) {
+			is.mu.Unlock()
+			return nil, invalid("unknown signing key")
+		}
+		f = &fetch{done: make(chan struct{})}
+		is.fetching = f
+		// The fetch is the issuer's, not the request's: a client that
+		// goes away does not cut it short (and spend the budget for
+		// nothing).
+		go is.refresh(context.WithoutCancel(ctx), v, f)
+	} else if is.onWait != nil {
+		is.onWait()
 	}
-	// The fetch is the issuer's, not the request's: a client that goes
-	// away does not cut it short (and spend the budget for nothing).
-	if err := is.refresh(context.WithoutCancel(ctx), v); err != nil {
-		v.o.Log.Warn("could not fetch an authorization server's keys", "issuer", is.id, "err", err)
-		return nil, fmt.Errorf("authorization server %s unreachable: %v", is.id, err)
+	is.mu.Unlock()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the keys of authorization server %s: %w", is.id, context.Cause(ctx))
 	}
+	if f.err != nil {
+		return nil, fmt.Errorf("authorization server %s unreachable: %v", is.id, f.err)
+	}
+	is.mu.Lock()
+	defer is.mu.Unlock()
 	if k := pick(is.keys, h); k != nil {
 		return k, nil
 	}
@@ -295,24 +335,47 @@ func pick(set *jose.JSONWebKeySet, h jose.Header) *jose.JSONWebKey {
 	return found
 }
 
-// refresh fetches the issuer's metadata (once) and its JWKS.
-func (is *issuer) refresh(ctx context.Context, v *Verifier) error {
-	if is.jwksURI == "" {
-		uri, err := discover(ctx, v.o.Client, is.id)
-		if err != nil {
-			return err
+// refresh fetches the issuer's metadata (once) and its JWKS, keeps the
+// set, and ends f.
+func (is *issuer) refresh(ctx context.Context, v *Verifier, f *fetch) {
+	set, err := is.fetchKeys(ctx, v)
+	is.mu.Lock()
+	if err == nil {
+		is.keys = set
+	}
+	is.fetching = nil
+	is.mu.Unlock()
+	if err != nil {
+		v.o.Log.Warn("could not fetch an authorization server's keys", "issuer", is.id, "err", err)
+	}
+	f.err = err
+	close(f.done)
+}
+
+// fetchKeys fetches the issuer's metadata (once) and its JWKS. Only the
+// goroutine of the fetch in flight calls it.
+func (is *issuer) fetchKeys(ctx context.Context, v *Verifier) (*jose.JSONWebKeySet, error) {
+	is.mu.Lock()
+	uri := is.jwksURI
+	is.mu.Unlock()
+	ctx = withRule(ctx, is.rule)
+	if uri == "" {
+		var err error
+		if uri, err = discover(ctx, v.client, is.id); err != nil {
+			return nil, err
 		}
+		is.mu.Lock()
 		is.jwksURI = uri
+		is.mu.Unlock()
 	}
 	var set jose.JSONWebKeySet
-	if err := getJSON(ctx, v.o.Client, is.jwksURI, &set); err != nil {
-		return fmt.Errorf("JWKS %s: %v", is.jwksURI, err)
+	if err := getJSON(ctx, v.client, uri, &set); err != nil {
+		return nil, fmt.Errorf("JWKS %s: %v", uri, err)
 	}
 	if len(set.Keys) > MaxKeys {
-		return fmt.Errorf("JWKS %s: %d keys, more than %d", is.jwksURI, len(set.Keys), MaxKeys)
+		return nil, fmt.Errorf("JWKS %s: %d keys, more than %d", uri, len(set.Keys), MaxKeys)
 	}
-	is.keys = &set
-	return nil
+	return &set, nil
 }
 
 // MetadataURLs are where an issuer's metadata may be, in the order tried:
@@ -354,17 +417,25 @@ func discover(ctx context.Context, c *http.Client, issuerID string) (string, err
 		if err := CheckIssuer(meta.JWKSURI); err != nil {
 			return "", fmt.Errorf("%s: jwks_uri %q: %v", mu, meta.JWKSURI, err)
 		}
+		u, _ := url.Parse(meta.JWKSURI) // CheckIssuer parsed it
+		if err := checkRequest(ctx, u); err != nil {
+			return "", fmt.Errorf("%s: jwks_uri: %v", mu, err)
+		}
 		return meta.JWKSURI, nil
 	}
 	return "", fmt.Errorf("no metadata found: %w", errors.Join(errs...))
 }
 
-// getJSON fetches u into dst, within FetchTimeout and MaxDocumentBytes.
+// getJSON fetches u into dst, within FetchTimeout and MaxDocumentBytes;
+// u and every redirect obey the fetchRule in ctx.
 func getJSON(ctx context.Context, c *http.Client, u string, dst any) error {
 	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
+		return err
+	}
+	if err := checkRequest(ctx, req.URL); err != nil {
 		return err
 	}
 	req.Header.Set("Accept", "application/json")

@@ -33,6 +33,12 @@ type fakeIssuer struct {
 	jwksGets   atomic.Int32
 	metaPath   string
 	metaIssuer string // overrides the metadata's issuer when set
+	jwksURI    string // overrides the metadata's jwks_uri when set
+	// jwksGate, when set, is called before the JWKS is served (to
+	// hold it back); jwksRedirect, when set, is where the JWKS's URL
+	// redirects to instead.
+	jwksGate     func(*http.Request)
+	jwksRedirect string
 }
 
 func newFakeIssuer(t *testing.T, path string) *fakeIssuer {
@@ -41,17 +47,30 @@ func newFakeIssuer(t *testing.T, path string) *fakeIssuer {
 		switch {
 		case r.URL.Path == "/jwks":
 			f.jwksGets.Add(1)
+			if f.jwksGate != nil {
+				f.jwksGate(r)
+			}
+			if f.jwksRedirect != "" {
+				http.Redirect(w, r, f.jwksRedirect, http.StatusFound)
+				return
+			}
 			if f.jwks != nil {
 				w.Write(f.jwks())
 				return
 			}
+			json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: f.keys})
+		case r.URL.Path == "/keys": // the set at another path, as is
 			json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: f.keys})
 		case strings.Contains(r.URL.Path, "/.well-known/") && (f.metaPath == "" || r.URL.Path == f.metaPath):
 			iss := f.id
 			if f.metaIssuer != "" {
 				iss = f.metaIssuer
 			}
-			json.NewEncoder(w).Encode(map[string]string{"issuer": iss, "jwks_uri": f.srv.URL + "/jwks"})
+			jwks := f.srv.URL + "/jwks"
+			if f.jwksURI != "" {
+				jwks = f.jwksURI
+			}
+			json.NewEncoder(w).Encode(map[string]string{"issuer": iss, "jwks_uri": jwks})
 		default:
 			http.NotFound(w, r)
 		}

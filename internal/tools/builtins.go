@@ -30,16 +30,23 @@ func (g Grounding) apply(turn *backend.Turn) error {
 	if len(g.URLs) > backend.MaxURLs {
 		return fmt.Errorf("urls has %d URLs, over the Gemini API's limit of %d per request", len(g.URLs), backend.MaxURLs)
 	}
+	// Each URL goes on in the form it was judged in (its host as a URL
+	// parser maps it, see validate.PublicURL).
+	urls := make([]string, 0, len(g.URLs))
 	for i, u := range g.URLs {
-		if err := validate.PublicURL(u); err != nil {
+		norm, err := validate.PublicURL(u)
+		if err != nil {
 			return fmt.Errorf("urls[%d]: %w", i, err)
 		}
-		if slices.Contains(g.URLs[:i], u) {
+		if slices.Contains(urls, norm) {
 			return fmt.Errorf("urls[%d]: URL %q is given twice", i, msg.Clip(u, 200))
 		}
+		urls = append(urls, norm)
 	}
 	turn.GoogleSearch = g.GoogleSearch
-	turn.URLs = slices.Clone(g.URLs)
+	if len(urls) > 0 {
+		turn.URLs = urls
+	}
 	return nil
 }
 

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -33,7 +36,9 @@ type ExporterOptions struct {
 	QueueSize, BatchSize int
 	Interval             time.Duration
 	Log                  *slog.Logger
-	// Client sends the requests (a client of its own by default).
+	// Client sends the requests (a client of its own by default). Its
+	// redirects are followed only within the receiver's origin (see
+	// sameOrigin), whichever client it is.
 	Client *http.Client
 }
 
@@ -84,6 +89,9 @@ func NewExporter(o ExporterOptions) *Exporter {
 	if o.Client == nil {
 		o.Client = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConns: 2, IdleConnTimeout: 30 * time.Second}}
 	}
+	c := *o.Client
+	c.CheckRedirect = sameOrigin
+	o.Client = &c
 	e := &Exporter{o: o, backoff: 250 * time.Millisecond, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	go e.run()
@@ -236,6 +244,38 @@ func (e *Exporter) drop(batch []*Span, err error) {
 	}
 }
 
+// maxRedirects bounds the redirects one POST follows, within its origin.
+const maxRedirects = 3
+
+// sameOrigin follows a redirect only to the origin (scheme, host and
+// port) of the request it answers: the request carries the
+// OTEL_EXPORTER_OTLP_HEADERS, secrets meant for the receiver named, which
+// another host (another port of the same one, or plain http instead of
+// https) must not get. Such a redirect is not followed; post reports it.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) > maxRedirects {
+		return fmt.Errorf("more than %d redirects", maxRedirects)
+	}
+	if origin(req.URL) != origin(via[0].URL) {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// origin is u's scheme, host and port, the port explicit.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), port)
+}
+
 // maxErrBody caps what is read of a receiver's answer.
 const maxErrBody = 4 << 10
 
@@ -262,6 +302,15 @@ func (e *Exporter) post(body []byte) (retry time.Duration, err error) {
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
 	if resp.StatusCode/100 == 2 {
 		return 0, nil
+	}
+	if resp.StatusCode/100 == 3 {
+		// Only a redirect to another origin ends here (sameOrigin).
+		where := "another origin"
+		if loc, err := resp.Location(); err == nil {
+			where = origin(loc)
+		}
+		return -1, fmt.Errorf("the receiver answered %s, a redirect to %s, which is not followed: the requests carry OTEL_EXPORTER_OTLP_HEADERS, "+
+			"meant for %s only; set the endpoint to where the spans are to go", resp.Status, where, origin(req.URL))
 	}
 	err = fmt.Errorf("the receiver answered %s: %.200q", resp.Status, msg)
 	switch resp.StatusCode {
