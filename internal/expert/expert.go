@@ -321,6 +321,9 @@ func (o *output) result() *mcp.CallToolResult {
 	if o.answer.Incomplete != "" {
 		meta["incomplete"] = true
 	}
+	if o.answer.FinishReason != "" {
+		meta["finishReason"] = o.answer.FinishReason
+	}
 	if len(o.secrets) > 0 {
 		meta["secrets"] = o.secrets
 		meta["verdict"] = "no-go"
