@@ -187,3 +187,27 @@ func TestAPIToolUseTokens(t *testing.T) {
 		t.Errorf("%s = %v, want %d", series, got[series], want)
 	}
 }
+
+// TestWarmStopReasons: the warm backend says a turn the Gemini CLI ended
+// with a stopReason other than end_turn: max_turn_requests (its loop
+// detector) gives the text said cut, with _meta.incomplete and
+// _meta.finishReason, and the session goes on; a refusal fails the call.
+func TestWarmStopReasons(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cs := connect(t, e.command("--backend", "warm"))
+	res := callOK(t, cs, "chat", map[string]any{"prompt": "[[stop:max_turn_requests]] loop"})
+	if res.Meta["incomplete"] != true || res.Meta["finishReason"] != "max_turn_requests" ||
+		!strings.Contains(lastNote(res), "INCOMPLETE") || !strings.Contains(lastNote(res), "loop detector") {
+		t.Errorf("a turn the CLI stopped: _meta %v, note %q", res.Meta, lastNote(res))
+	}
+	id, _ := res.Meta["sessionId"].(string)
+	if id == "" {
+		t.Fatalf("no session: %v", res.Meta)
+	}
+	reply := callOK(t, cs, "chat-reply", map[string]any{"sessionId": id, "prompt": "go on"})
+	if reply.Meta["incomplete"] != nil || !strings.Contains(answerOf(reply), "go on") {
+		t.Errorf("the reply %q, _meta %v", answerOf(reply), reply.Meta)
+	}
+	callErr(t, cs, "chat", map[string]any{"prompt": "[[stop:refusal]] no"}, "refused", "refusal")
+}

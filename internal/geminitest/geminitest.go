@@ -82,6 +82,8 @@
 //	[[badjson]]     write a line that is not JSON on stdout before answering
 //	[[holdend]]     after streaming the answer, answer the prompt only once it is cancelled, and
 //	                then with {stopReason: "cancelled"} (the turn stays saved)
+//	[[stop:REASON]] answer the prompt with stopReason REASON (e.g. max_turn_requests, as the real
+//	                CLI does when its loop detector stops a turn) instead of end_turn
 package geminitest
 
 import (
