@@ -5,8 +5,9 @@
 // The API remembers nothing between calls, so the backend keeps each
 // conversation's turns in a [History] (the session store) and sends the
 // whole conversation with every turn. A turn is recorded only once its
-// answer is complete: a failed or cancelled call, or an answer whose stream
-// ended without a finish reason, leaves the conversation as it was.
+// answer is complete, or cut at the model's output limit (for a next turn
+// to continue, finish.go): a failed or cancelled call, or an answer whose
+// stream ended without a finish reason, leaves the conversation as it was.
 //
 // A turn keeps every part of each answer as it came, thought signatures
 // included, which Gemini 3 wants back (stream.go); media files go inline
