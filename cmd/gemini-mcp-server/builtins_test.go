@@ -135,6 +135,13 @@ func TestDebugGoogleSearch(t *testing.T) {
 	if !s[len(s)-1].GoogleSearch() {
 		t.Error("debug's request did not offer googleSearch")
 	}
+	// What the search fed the model is billed, and counted.
+	var u struct{ PromptTokens, OutputTokens, ThinkingTokens, ToolUsePromptTokens int }
+	metaOf(t, res, "usage", &u)
+	if want := u.PromptTokens + u.OutputTokens + u.ThinkingTokens + fakeapi.SearchToolUseTokens; u.ToolUsePromptTokens != fakeapi.SearchToolUseTokens ||
+		res.Meta["tokensUsed"] != float64(want) || !strings.Contains(resultText(res), fmt.Sprintf("- tokens_used: %d\n", want)) {
+		t.Errorf("usage %+v, tokensUsed %v, want %d", u, res.Meta["tokensUsed"], want)
+	}
 }
 
 func TestChatURLs(t *testing.T) {
