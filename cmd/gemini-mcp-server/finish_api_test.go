@@ -211,3 +211,25 @@ func TestWarmStopReasons(t *testing.T) {
 	}
 	callErr(t, cs, "chat", map[string]any{"prompt": "[[stop:refusal]] no"}, "refused", "refusal")
 }
+
+// TestOneshotLoopWarning: a one-shot run whose JSON output warns that the
+// CLI's loop detector stopped the turn gives the text said cut, with
+// _meta.incomplete and _meta.finishReason, and the session goes on.
+func TestOneshotLoopWarning(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cs := connect(t, e.command("--backend", "oneshot"))
+	res := callOK(t, cs, "chat", map[string]any{"prompt": "[[loop]] again and again"})
+	if res.Meta["incomplete"] != true || res.Meta["finishReason"] != "loop_detected" ||
+		!strings.Contains(lastNote(res), "INCOMPLETE") || !strings.Contains(lastNote(res), "loop detector") {
+		t.Errorf("a turn the CLI stopped: _meta %v, note %q", res.Meta, lastNote(res))
+	}
+	id, _ := res.Meta["sessionId"].(string)
+	if id == "" {
+		t.Fatalf("no session: %v", res.Meta)
+	}
+	reply := callOK(t, cs, "chat-reply", map[string]any{"sessionId": id, "prompt": "go on"})
+	if reply.Meta["incomplete"] != nil || !strings.Contains(answerOf(reply), "turn=2") {
+		t.Errorf("the reply %q, _meta %v", answerOf(reply), reply.Meta)
+	}
+}

@@ -16,6 +16,8 @@
 //	[[exit:N]]      fail with exit code N (144..255 are API HTTP statuses N+256); the turn is not saved
 //	[[nosession]]   leave session_id out of the JSON output; the session is still saved
 //	[[empty]]       answer with an empty response
+//	[[loop]]        add the warning "Loop detected, stopping execution" to the JSON output, as
+//	                the real CLI does when its loop detector stopped the turn (json format only)
 //	[[badjson]]     print "this is not json" on stdout and exit 0
 //	[[sleep:MS]]    sleep MS milliseconds before answering
 //	[[hang]]        block until killed or until the self-timeout
