@@ -236,6 +236,12 @@ func TestChatResponseSchema(t *testing.T) {
 		"does not satisfy response_schema", "more than one JSON value")
 	callErr(t, cs, "chat", map[string]any{"prompt": `describe [[json:{"name":"x",}]]`, "response_schema": schema},
 		"does not satisfy response_schema", "not JSON")
+	// JSON cut at the model's output limit is given as it came, said cut,
+	// with no structuredContent.
+	res, err = callTool(cs, "chat", map[string]any{"prompt": `describe [[json:{"name":"x","st}]] [[finish-text:MAX_TOKENS]]`, "response_schema": schema})
+	if err != nil || res.IsError || res.StructuredContent != nil || res.Meta["finishReason"] != "MAX_TOKENS" || resultText(res) != `{"name":"x","st}` {
+		t.Errorf("a cut JSON answer: %v %+v", err, res)
+	}
 
 	// Schemas that are not JSON Schema, or not of an object, or too
 	// large, are refused before any call.
