@@ -135,6 +135,13 @@ func TestDebugGoogleSearch(t *testing.T) {
 	if !s[len(s)-1].GoogleSearch() {
 		t.Error("debug's request did not offer googleSearch")
 	}
+	// What the search fed the model is billed, and counted.
+	var u struct{ PromptTokens, OutputTokens, ThinkingTokens, ToolUsePromptTokens int }
+	metaOf(t, res, "usage", &u)
+	if want := u.PromptTokens + u.OutputTokens + u.ThinkingTokens + fakeapi.SearchToolUseTokens; u.ToolUsePromptTokens != fakeapi.SearchToolUseTokens ||
+		res.Meta["tokensUsed"] != float64(want) || !strings.Contains(resultText(res), fmt.Sprintf("- tokens_used: %d\n", want)) {
+		t.Errorf("usage %+v, tokensUsed %v, want %d", u, res.Meta["tokensUsed"], want)
+	}
 }
 
 func TestChatURLs(t *testing.T) {
@@ -257,6 +264,12 @@ func TestChatResponseSchema(t *testing.T) {
 		"does not satisfy response_schema", "more than one JSON value")
 	callErr(t, cs, "chat", map[string]any{"prompt": `describe [[json:{"name":"x",}]]`, "response_schema": schema},
 		"does not satisfy response_schema", "not JSON")
+	// JSON cut at the model's output limit is given as it came, said cut,
+	// with no structuredContent.
+	res, err = callTool(cs, "chat", map[string]any{"prompt": `describe [[json:{"name":"x","st}]] [[finish-text:MAX_TOKENS]]`, "response_schema": schema})
+	if err != nil || res.IsError || res.StructuredContent != nil || res.Meta["finishReason"] != "MAX_TOKENS" || resultText(res) != `{"name":"x","st}` {
+		t.Errorf("a cut JSON answer: %v %+v", err, res)
+	}
 
 	// Schemas that are not JSON Schema, or not of an object, or too
 	// large, are refused before any call.

@@ -83,6 +83,23 @@ type Usage struct {
 	// context cache (explicit, or its implicit caching), billed at its
 	// lower rate.
 	CachedTokens int `json:"cachedTokens,omitempty"`
+	// ToolUsePromptTokens are the tokens of what the API's own tools
+	// (Google Search, URL context) fed the model, billed as input on top
+	// of PromptTokens.
+	ToolUsePromptTokens int `json:"toolUsePromptTokens,omitempty"`
+	// TotalTokens is the API's own total: prompt, output, tool use and
+	// thinking tokens.
+	TotalTokens int `json:"totalTokens,omitempty"`
+}
+
+// Add adds o's counts to u's.
+func (u *Usage) Add(o *Usage) {
+	u.PromptTokens += o.PromptTokens
+	u.OutputTokens += o.OutputTokens
+	u.ThinkingTokens += o.ThinkingTokens
+	u.CachedTokens += o.CachedTokens
+	u.ToolUsePromptTokens += o.ToolUsePromptTokens
+	u.TotalTokens += o.TotalTokens
 }
 
 // Answer is a successful turn.
@@ -95,8 +112,9 @@ type Answer struct {
 	// per-call temperature".
 	NotApplied []string
 	// Model is the model that answered, when the backend knows it (the
-	// API backend: a short alias such as "pro" resolved to a model name);
-	// "" otherwise.
+	// API backend: the modelVersion the API reports, else the model asked
+	// for, a short alias such as "pro" resolved to a model name); ""
+	// otherwise.
 	Model string
 	// Via says, for logs, how the answer came: "warm", "json",
 	// "preselected", "api"…
@@ -109,8 +127,18 @@ type Answer struct {
 	// Incomplete is "" for a whole answer. Otherwise the answer is what
 	// arrived of one that was cut short, and Incomplete says so and why,
 	// in sentences for the caller; such a turn is not recorded in its
-	// session (SessionID is then "" for a new conversation).
+	// session (SessionID is then "" for a new conversation), unless
+	// IncompleteKept.
 	Incomplete string
+	// IncompleteKept says that an Incomplete answer was recorded all the
+	// same as its session's last turn, so that a chat-reply can ask Gemini
+	// to go on from where it stopped (an answer cut at the model's output
+	// limit).
+	IncompleteKept bool
+	// FinishReason is why the model stopped, when the backend knows it
+	// and it is not a natural stop (the API's MAX_TOKENS, OTHER…); "" for
+	// a whole answer.
+	FinishReason string
 	// Grounding is what Google Search gave the answer (Turn.GoogleSearch),
 	// nil when the turn did not ask for it or the API reported none.
 	Grounding *Grounding

@@ -94,7 +94,7 @@ func observe(name, model string, ans *Answer, err error, d time.Duration) {
 	metrics.BackendCall(name, outcome, d)
 	if ans != nil && ans.Usage != nil {
 		u := ans.Usage
-		metrics.Tokens(name, model, u.PromptTokens, u.OutputTokens, u.CachedTokens, u.ThinkingTokens)
+		metrics.Tokens(name, model, u.PromptTokens, u.OutputTokens, u.CachedTokens, u.ThinkingTokens, u.ToolUsePromptTokens)
 	}
 }
 

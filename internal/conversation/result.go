@@ -48,6 +48,12 @@ func (d *Service) Result(ctx context.Context, res *backend.Answer, unsaved strin
 		}
 		out.Meta["incomplete"] = true
 	}
+	if res.FinishReason != "" {
+		if out.Meta == nil {
+			out.Meta = mcp.Meta{}
+		}
+		out.Meta["finishReason"] = res.FinishReason
+	}
 	AddBuiltins(out, res)
 	AddUnsaved(out, unsaved)
 	return out

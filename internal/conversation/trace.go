@@ -47,6 +47,9 @@ func (d *Service) runBackend(ctx context.Context, call backend.Turn) (*backend.A
 		outcome = "incomplete"
 	}
 	span.SetAttrs(trace.String("gemini_mcp.outcome", outcome), trace.String("gemini_mcp.via", res.Via))
+	if res.Model != "" {
+		span.SetAttrs(trace.String("gen_ai.response.model", res.Model))
+	}
 	if u := res.Usage; u != nil {
 		span.SetAttrs(trace.Int("gen_ai.usage.input_tokens", int64(u.PromptTokens)), trace.Int("gen_ai.usage.output_tokens", int64(u.OutputTokens)))
 		if u.ThinkingTokens > 0 {

@@ -88,8 +88,9 @@ func (d *Service) Run(ctx context.Context, c Call, call backend.Turn, title stri
 		// caller learns what can still be done.
 		return res, d.unkeptNote(res, res.Unsaved), nil
 	}
-	if res.SessionID != "" && res.Incomplete == "" {
-		// A cut answer is not a turn of the session.
+	if res.SessionID != "" && (res.Incomplete == "" || res.IncompleteKept) {
+		// A cut answer is not a turn of the session, unless the backend
+		// kept it for a next turn to continue.
 		turn := session.Turn{Cwd: call.Dir, Model: call.Model, Owner: c.Who.Token, Client: c.Who.Key(), Backend: d.family(),
 			Title: Title(title), SystemPrompt: call.SystemPrompt}
 		if d.family() == config.FamilyCLI {

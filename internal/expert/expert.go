@@ -235,7 +235,7 @@ func (o *output) metadata() [][2]string {
 		m = append(m, [2]string{"temperature", fmt.Sprint(*o.temperature)})
 	}
 	if u := o.answer.Usage; u != nil {
-		m = append(m, [2]string{"tokens_used", fmt.Sprint(u.PromptTokens + u.OutputTokens + u.ThinkingTokens)},
+		m = append(m, [2]string{"tokens_used", fmt.Sprint(tokensUsed(u))},
 			[2]string{"thinking_tokens", fmt.Sprint(u.ThinkingTokens)})
 	} else {
 		m = append(m, [2]string{"tokens_used", "not reported by this backend"})
@@ -312,7 +312,7 @@ func (o *output) result() *mcp.CallToolResult {
 	}
 	if u := o.answer.Usage; u != nil {
 		meta["usage"] = u
-		meta["tokensUsed"] = u.PromptTokens + u.OutputTokens + u.ThinkingTokens
+		meta["tokensUsed"] = tokensUsed(u)
 		meta["thinkingTokens"] = u.ThinkingTokens
 	}
 	if len(o.answer.NotApplied) > 0 {
@@ -320,6 +320,9 @@ func (o *output) result() *mcp.CallToolResult {
 	}
 	if o.answer.Incomplete != "" {
 		meta["incomplete"] = true
+	}
+	if o.answer.FinishReason != "" {
+		meta["finishReason"] = o.answer.FinishReason
 	}
 	if len(o.secrets) > 0 {
 		meta["secrets"] = o.secrets
@@ -336,4 +339,10 @@ func notes(n []filectx.FileNote) []filectx.FileNote {
 		return []filectx.FileNote{}
 	}
 	return n
+}
+
+// tokensUsed is what a turn was billed in tokens: its prompt, output,
+// thinking, and what the API's tools fed the model.
+func tokensUsed(u *backend.Usage) int {
+	return u.PromptTokens + u.OutputTokens + u.ThinkingTokens + u.ToolUsePromptTokens
 }

@@ -18,6 +18,8 @@
 //	                own code); the turn is not saved
 //	[[nosession]]   leave session_id out of the JSON output; the session is still saved
 //	[[empty]]       answer with an empty response
+//	[[loop]]        add the warning "Loop detected, stopping execution" to the JSON output, as
+//	                the real CLI does when its loop detector stopped the turn (json format only)
 //	[[badjson]]     print "this is not json" on stdout and exit 0
 //	[[sleep:MS]]    sleep MS milliseconds before answering
 //	[[hang]]        block until killed or until the self-timeout
@@ -85,6 +87,8 @@
 //	[[badjson]]     write a line that is not JSON on stdout before answering
 //	[[holdend]]     after streaming the answer, answer the prompt only once it is cancelled, and
 //	                then with {stopReason: "cancelled"} (the turn stays saved)
+//	[[stop:REASON]] answer the prompt with stopReason REASON (e.g. max_turn_requests, as the real
+//	                CLI does when its loop detector stops a turn) instead of end_turn
 package geminitest
 
 import (

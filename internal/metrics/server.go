@@ -70,7 +70,7 @@ func New(tools []string) *Set {
 	s.session = r.NewHistogram("mcp_server_session_duration_seconds",
 		"Lifetime of MCP sessions that have ended, from initialize to their end.", sessionBuckets)
 	s.tokens = r.NewHistogram("gen_ai_client_token_usage",
-		"Tokens per Gemini call, by token type (input, output, cached, reasoning), requested model and backend.",
+		"Tokens per Gemini call, by token type (input, output, cached, reasoning, tool_use), requested model and backend.",
 		tokenBuckets, "gen_ai_token_type", "gen_ai_request_model", "backend")
 	s.backendCall = r.NewHistogram("gemini_mcp_backend_call_duration_seconds",
 		"Time of a call to Gemini through the backend, from holding a slot to the answer, by backend and outcome.",
@@ -241,7 +241,9 @@ func BackendCall(backend, outcome string, d time.Duration) {
 
 // Tokens records the tokens of one answered call; a count of 0 (not
 // reported) is not recorded. model "" stands for the backend's default.
-func Tokens(backend, model string, input, output, cached, reasoning int) {
+// toolUse are the input tokens of what the API's own tools (search, URL
+// context) fed the model, billed beside input.
+func Tokens(backend, model string, input, output, cached, reasoning, toolUse int) {
 	s := Current()
 	if s == nil {
 		return
@@ -250,7 +252,7 @@ func Tokens(backend, model string, input, output, cached, reasoning int) {
 	for _, t := range [...]struct {
 		kind string
 		n    int
-	}{{"input", input}, {"output", output}, {"cached", cached}, {"reasoning", reasoning}} {
+	}{{"input", input}, {"output", output}, {"cached", cached}, {"reasoning", reasoning}, {"tool_use", toolUse}} {
 		if t.n > 0 {
 			s.tokens.Observe(float64(t.n), t.kind, m, backend)
 		}

@@ -101,7 +101,7 @@ func TestHooksOffCostNothing(t *testing.T) {
 		running()
 		done()
 		BackendCall("warm", "ok", time.Second)
-		Tokens("warm", "m", 1, 2, 3, 4)
+		Tokens("warm", "m", 1, 2, 3, 4, 5)
 		StoreOp("Get", time.Millisecond, nil)
 		RateLimited("chat")
 		WarmRecycle("idle")
@@ -137,7 +137,7 @@ func BenchmarkBackendHooks(b *testing.B) {
 			running, done := BackendQueued()
 			running()
 			BackendCall("warm", "ok", time.Second)
-			Tokens("warm", "gemini-2.5-flash", 1000, 200, 0, 50)
+			Tokens("warm", "gemini-2.5-flash", 1000, 200, 0, 50, 0)
 			done()
 		}
 	}

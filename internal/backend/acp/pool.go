@@ -205,17 +205,25 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 	if err := p.setModel(ctx, id, model); err != nil {
 		return nil, pl.errs.of(err)
 	}
-	text, usage, err := p.prompt(ctx, id, c.Prompt, c.Observer, pl.killGrace)
+	text, usage, stop, err := p.prompt(ctx, id, c.Prompt, c.Observer, pl.killGrace)
 	// The check runs while this call still holds p, so that a recycle
 	// starts draining before the hold ends and no new call slips in.
 	pl.afterPrompt(p)
 	if err != nil {
 		return nil, pl.errs.of(err)
 	}
+	ans := &backend.Answer{SessionID: id, Text: text, Usage: usage, Via: "warm"}
+	if err := stopped(ans, stop); err != nil {
+		return nil, err.SetRan(warmStderr)
+	}
 	if strings.TrimSpace(text) == "" {
+		if stop == "max_tokens" {
+			return nil, (&backend.Error{Kind: backend.KindInput, Reason: "the conversation would overflow the model's " +
+				"context window (stopReason max_tokens); start a new session, summarising this one"}).SetRan(warmStderr)
+		}
 		return nil, cli.EmptyError().SetRan(warmStderr)
 	}
-	return &backend.Answer{SessionID: id, Text: text, Usage: usage, Via: "warm"}, nil
+	return ans, nil
 }
 
 // process returns a live process started with key, reserved for the call

@@ -82,7 +82,7 @@ func (p *acpProc) setModel(ctx context.Context, id, model string) error {
 // tokens it cost when the agent says (nil otherwise). When ctx
 // ends it cancels the turn (session/cancel) and gives the agent grace to
 // confirm; an agent that does not is killed.
-func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Observer, grace time.Duration) (string, *backend.Usage, error) {
+func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Observer, grace time.Duration) (answer string, usage *backend.Usage, reason string, err error) {
 	sub := &promptSub{obs: obs, tooBig: make(chan struct{})}
 	p.mu.Lock()
 	p.subs[id] = sub
@@ -124,33 +124,62 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Obser
 			<-done
 		}
 	}
-	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
 		stopTurn()
-		return "", nil, ctx.Err()
+		return "", nil, "", ctx.Err()
 	case <-sub.tooBig:
 		stopTurn()
-		return "", nil, errOutputTooBig
+		return "", nil, "", errOutputTooBig
 	}
 	select {
 	case <-sub.tooBig:
 		// The whole answer arrived before the cancel could matter.
-		return "", nil, errOutputTooBig
+		return "", nil, "", errOutputTooBig
 	default:
 	}
 	if err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
 	if res.StopReason == "cancelled" {
-		return "", nil, errors.New("the turn was cancelled by gemini")
+		return "", nil, "", errors.New("the turn was cancelled by gemini")
 	}
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	var usage *backend.Usage
 	if tc := res.Meta.Quota.TokenCount; tc != nil {
 		usage = &backend.Usage{PromptTokens: tc.InputTokens, OutputTokens: tc.OutputTokens}
 	}
-	return sub.text.String(), usage, nil
+	return sub.text.String(), usage, res.StopReason, nil
+}
+
+// stopped applies the stopReason of a turn (ACP's end_turn, max_tokens,
+// max_turn_requests, refusal; cancelled is an error before this) to its
+// answer ans. The Gemini CLI 0.61 ends a turn with end_turn also when the
+// model stopped at its output limit (MAX_TOKENS) after some text: that is
+// not seen here. It sends max_tokens when the conversation would overflow
+// the model's context window, and max_turn_requests when its loop
+// detector or its limit on a session's turns stopped the turn: what came
+// is given, said to be cut, and the session (which the CLI keeps) goes on
+// from it. A refusal fails the call; an unknown reason is said as a cut.
+func stopped(ans *backend.Answer, stop string) *backend.Error {
+	var why string
+	switch stop {
+	case "", "end_turn":
+		return nil
+	case "refusal":
+		return &backend.Error{Kind: backend.KindEmpty, Reason: "Gemini refused to answer (stopReason refusal); rephrase the prompt"}
+	case "max_tokens":
+		why = "the conversation would overflow the model's context window (stopReason max_tokens); start a new " +
+			"session, summarising this one"
+	case "max_turn_requests":
+		why = "the Gemini CLI stopped the turn: its loop detector, or its limit on a session's turns, ended it " +
+			"(stopReason max_turn_requests)"
+	default:
+		why = "the Gemini CLI ended the turn with stopReason " + stop
+	}
+	ans.Incomplete = "The answer may be cut short: " + why + ". The Gemini CLI keeps the turn in its session: " +
+		"chat-reply with sessionId " + ans.SessionID + " goes on from it."
+	ans.IncompleteKept, ans.FinishReason = true, stop
+	return nil
 }

@@ -5,8 +5,9 @@
 // The API remembers nothing between calls, so the backend keeps each
 // conversation's turns in a [History] (the session store) and sends the
 // whole conversation with every turn. A turn is recorded only once its
-// answer is complete: a failed or cancelled call, or an answer whose stream
-// ended without a finish reason, leaves the conversation as it was.
+// answer is complete, or cut at the model's output limit (for a next turn
+// to continue, finish.go): a failed or cancelled call, or an answer whose
+// stream ended without a finish reason, leaves the conversation as it was.
 //
 // A turn keeps every part of each answer as it came, thought signatures
 // included, which Gemini 3 wants back (stream.go); media files go inline
@@ -297,8 +298,12 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	var contents []*genai.Content
 	var refs map[string]mediaRef
 	ctxParts := 0 // of contents[0], its stable context
+	// A conversation goes on with the model of its last turn unless the
+	// turn names another: the default model may differ, and its requests
+	// would carry another model's thought signatures.
+	sessionModel := ""
 	if !fresh {
-		if contents, refs, ctxParts, err = b.loadHistory(ctx, id); err != nil {
+		if contents, refs, ctxParts, sessionModel, err = b.loadHistory(ctx, id); err != nil {
 			return nil, err
 		}
 	}
@@ -309,6 +314,9 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	contents = append(contents, user)
 
 	model := shortName(t.Model)
+	if model == "" {
+		model = sessionModel
+	}
 	if model == "" {
 		model = b.model
 	}
@@ -383,26 +391,32 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		return nil, builtinError(err, t.Builtins, model)
 	}
 
-	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Model: model, Via: "api",
+	answered := model
+	if res.modelVersion != "" {
+		answered = res.modelVersion
+	}
+	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Model: answered, Via: "api",
 		Grounding: res.meta.grounding, URLs: res.meta.urls}
 	if res.meta.dropped {
 		ans.NotApplied = append(ans.NotApplied, fmt.Sprintf("google_search: the search suggestions' HTML was over %d bytes, "+
 			"this server's cap, and was left out of _meta.grounding", maxRenderedBytes))
 	}
-	if res.incomplete {
-		// What came may be any part of the answer: it is given, said to
-		// be cut, and kept out of the conversation, which a next turn
+	if note, keep := incompleteNote(res, fresh, id); note != "" {
+		// What came is given and said to be cut. An answer cut at the
+		// model's output limit is the start of a whole one: it is kept,
+		// for a next turn to continue. Any other may be any part of the
+		// answer: it is kept out of the conversation, which a next turn
 		// continues from the last whole one.
-		ans.Incomplete = "The Gemini API's stream ended without a finish reason, so this answer may be cut short. " +
-			"It was not recorded in the conversation: "
-		if fresh {
-			ans.SessionID = ""
-			ans.Incomplete += "no conversation was started; ask again with chat."
-		} else {
-			ans.Incomplete += "chat-reply with sessionId " + id + " continues from the turn before it."
+		ans.Incomplete, ans.IncompleteKept, ans.FinishReason = note, keep, string(res.finish)
+		if !keep {
+			if fresh {
+				ans.SessionID = ""
+			}
+			b.log.Warn("gemini api: the answer may be cut short; not recorded", "session", id, "finishReason", res.finish)
+			return ans, nil
 		}
-		b.log.Warn("gemini api: the answer's stream ended without a finish reason; not recorded", "session", id)
-		return ans, nil
+		b.log.Info("gemini api: the answer was cut at the model's output limit; recorded for a next turn to continue",
+			"session", id, "finishReason", res.finish)
 	}
 	rec, err := json.Marshal(turnRecord{
 		User:         user,
@@ -411,6 +425,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		Model:        &genai.Content{Role: genai.RoleModel, Parts: res.parts},
 		Media:        media,
 		ModelName:    model,
+		ModelVersion: res.modelVersion,
 		Time:         time.Now().UTC(),
 		Usage:        res.usage,
 	})
@@ -425,33 +440,6 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		}
 	}
 	return ans, nil
-}
-
-// resolveAlias returns the model name stands for: name itself, or, for one
-// of Aliases, the newest stable model of its family in the model list.
-func (b *Backend) resolveAlias(parent, ctx context.Context, name string) (string, error) {
-	if !IsAlias(name) {
-		return name, nil
-	}
-	model, found, known, err := b.models.resolve(ctx, name)
-	if err != nil {
-		be := b.classify(parent, ctx, err, name)
-		if be.Kind == backend.KindFailed || be.Kind == backend.KindAPI {
-			be.Reason = fmt.Sprintf("model %q is an alias for the newest stable %s model in the Gemini API's model list, "+
-				"which could not be read: %s; give a model's full name instead", name, name, be.Reason)
-		}
-		return "", be
-	}
-	if !known {
-		return "", newError(backend.KindInput, nil, "model %q is an alias for the newest stable %s model in the Gemini "+
-			"API's model list, but the API listed no models; give a model's full name instead", name, name)
-	}
-	if !found {
-		return "", newError(backend.KindInput, nil, "model %q is an alias for the newest stable %s model (gemini-<version>-%s, "+
-			"without -preview or another suffix), and the Gemini API's model list has none; give a model's full name instead",
-			name, name, name)
-	}
-	return model, nil
 }
 
 // classify turns any error of a call into the *backend.Error the tools

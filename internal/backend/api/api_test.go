@@ -306,7 +306,8 @@ func TestUsage(t *testing.T) {
 	f := newFixture(t, Options{})
 	prompt := "three word prompt"
 	a := f.mustRun(backend.Turn{Prompt: prompt, ThinkingMode: "low"})
-	want := backend.Usage{PromptTokens: 3, OutputTokens: fakeapi.CountTokens(a.Text), ThinkingTokens: fakeapi.ThoughtTokens}
+	want := backend.Usage{PromptTokens: 3, OutputTokens: fakeapi.CountTokens(a.Text), ThinkingTokens: fakeapi.ThoughtTokens,
+		TotalTokens: 3 + fakeapi.CountTokens(a.Text) + fakeapi.ThoughtTokens}
 	if a.Usage == nil || *a.Usage != want {
 		t.Fatalf("usage %+v, want %+v", a.Usage, want)
 	}

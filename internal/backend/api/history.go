@@ -39,31 +39,36 @@ type turnRecord struct {
 	// Media are the media files User sent through the Files API (those
 	// sent inline are in User itself).
 	Media []mediaRef `json:"media,omitempty"`
-	// ModelName is the model that answered.
-	ModelName string         `json:"modelName,omitempty"`
-	Time      time.Time      `json:"time"`
-	Usage     *backend.Usage `json:"usage,omitempty"`
+	// ModelName is the model the turn asked for (an alias resolved): a
+	// next turn that names none asks it again. ModelVersion is the model
+	// that answered, as the API named it.
+	ModelName    string         `json:"modelName,omitempty"`
+	ModelVersion string         `json:"modelVersion,omitempty"`
+	Time         time.Time      `json:"time"`
+	Usage        *backend.Usage `json:"usage,omitempty"`
 }
 
 // loadHistory returns the contents of session id so far, the media its
-// turns sent through the Files API, by URI, and the number of parts of
-// the first content that are its stable context.
-func (b *Backend) loadHistory(ctx context.Context, id string) ([]*genai.Content, map[string]mediaRef, int, error) {
+// turns sent through the Files API, by URI, the number of parts of the
+// first content that are its stable context, and the model its last turn
+// asked for ("" for turns recorded before it was kept).
+func (b *Backend) loadHistory(ctx context.Context, id string) ([]*genai.Content, map[string]mediaRef, int, string, error) {
 	raws, ok, err := b.hist.LoadTurns(ctx, id)
 	if err != nil {
-		return nil, nil, 0, newError(backend.KindSession, err, "session %s could not be read: %v", id, err)
+		return nil, nil, 0, "", newError(backend.KindSession, err, "session %s could not be read: %v", id, err)
 	}
 	if !ok {
-		return nil, nil, 0, newError(backend.KindSession, nil, "no API conversation has id %s: it was never "+
+		return nil, nil, 0, "", newError(backend.KindSession, nil, "no API conversation has id %s: it was never "+
 			"started here, or it was started on another backend; start a new one with chat", id)
 	}
 	var refs map[string]mediaRef
 	ctxParts := 0
+	model := ""
 	contents := make([]*genai.Content, 0, 2*len(raws)+1)
 	for i, raw := range raws {
 		var tr turnRecord
 		if err := json.Unmarshal(raw, &tr); err != nil || tr.User == nil || tr.Model == nil {
-			return nil, nil, 0, newError(backend.KindSession, err, "session %s is damaged at turn %d; start a new one with chat", id, i+1)
+			return nil, nil, 0, "", newError(backend.KindSession, err, "session %s is damaged at turn %d; start a new one with chat", id, i+1)
 		}
 		for _, m := range tr.Media {
 			if refs == nil {
@@ -77,6 +82,7 @@ func (b *Backend) loadHistory(ctx context.Context, id string) ([]*genai.Content,
 		contents = append(contents, tr.User)
 		contents = append(contents, tr.Exchange...)
 		contents = append(contents, tr.Model)
+		model = tr.ModelName
 	}
-	return contents, refs, ctxParts, nil
+	return contents, refs, ctxParts, model, nil
 }

@@ -55,10 +55,7 @@ func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Tur
 			if usage == nil {
 				usage = &backend.Usage{}
 			}
-			usage.PromptTokens += res.usage.PromptTokens
-			usage.OutputTokens += res.usage.OutputTokens
-			usage.ThinkingTokens += res.usage.ThinkingTokens
-			usage.CachedTokens += res.usage.CachedTokens
+			usage.Add(res.usage)
 		}
 		res.usage = usage
 		if len(res.calls) == 0 {
@@ -72,6 +69,11 @@ func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Tur
 			return nil, nil, nil, newError(backend.KindBadOutput, nil, "the Gemini API's stream ended without a finish "+
 				"reason while Gemini asked for tool calls, so some may be missing; none was run, and nothing was "+
 				"recorded; try again")
+		}
+		if endingOf(res.finish) != endWhole {
+			return nil, nil, nil, newError(backend.KindBadOutput, nil, "the Gemini API stopped the answer (finish "+
+				"reason %s) while Gemini asked for tool calls, so some may be missing; none was run, and nothing was "+
+				"recorded; try again", res.finish)
 		}
 		if calls += len(res.calls); calls > MaxCallsPerTurn {
 			return nil, nil, nil, newError(backend.KindOutputTooBig, nil, "Gemini asked for more than %d function "+

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
 // modelInfo is what the model list says of one model.
@@ -331,4 +333,31 @@ func (m *models) all(ctx context.Context) ([]modelInfo, error) {
 		out = append(out, mi)
 	}
 	return out, nil
+}
+
+// resolveAlias returns the model name stands for: name itself, or, for one
+// of Aliases, the newest stable model of its family in the model list.
+func (b *Backend) resolveAlias(parent, ctx context.Context, name string) (string, error) {
+	if !IsAlias(name) {
+		return name, nil
+	}
+	model, found, known, err := b.models.resolve(ctx, name)
+	if err != nil {
+		be := b.classify(parent, ctx, err, name)
+		if be.Kind == backend.KindFailed || be.Kind == backend.KindAPI {
+			be.Reason = fmt.Sprintf("model %q is an alias for the newest stable %s model in the Gemini API's model list, "+
+				"which could not be read: %s; give a model's full name instead", name, name, be.Reason)
+		}
+		return "", be
+	}
+	if !known {
+		return "", newError(backend.KindInput, nil, "model %q is an alias for the newest stable %s model in the Gemini "+
+			"API's model list, but the API listed no models; give a model's full name instead", name, name)
+	}
+	if !found {
+		return "", newError(backend.KindInput, nil, "model %q is an alias for the newest stable %s model (gemini-<version>-%s, "+
+			"without -preview or another suffix), and the Gemini API's model list has none; give a model's full name instead",
+			name, name, name)
+	}
+	return model, nil
 }

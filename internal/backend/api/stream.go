@@ -29,6 +29,11 @@ type streamResult struct {
 	// incomplete says the stream ended cleanly but with no finish reason:
 	// the answer may be cut short.
 	incomplete bool
+	// finish is the answer's finish reason ("" for none; see endingOf).
+	finish genai.FinishReason
+	// modelVersion is the model that answered, as the API names it
+	// (without "models/"); "" when it named none.
+	modelVersion string
 	// meta is the grounding and URL context metadata of the answer.
 	meta metadata
 }
@@ -107,6 +112,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 	parts := 0
 	var usage *genai.GenerateContentResponseUsageMetadata
 	var finish genai.FinishReason
+	var version string
 	var lastReport time.Time
 	var meta metadata
 	for chunk, err := range b.client.Models.GenerateContentStream(ctx, model, contents, cfg) {
@@ -127,6 +133,9 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		}
 		if chunk.UsageMetadata != nil {
 			usage = chunk.UsageMetadata
+		}
+		if chunk.ModelVersion != "" {
+			version = chunk.ModelVersion
 		}
 		if len(chunk.Candidates) == 0 || chunk.Candidates[0] == nil {
 			continue
@@ -172,23 +181,11 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 			obs.Activity(fmt.Sprintf("receiving the answer: %d characters", text.Len()))
 		}
 	}
-	switch finish {
-	case genai.FinishReasonSafety, genai.FinishReasonProhibitedContent, genai.FinishReasonBlocklist,
-		genai.FinishReasonSPII, genai.FinishReasonImageSafety:
-		return nil, received, newError(backend.KindEmpty, nil, "the Gemini API stopped the answer for safety "+
-			"(finish reason %s); rephrase the prompt", finish)
-	case genai.FinishReasonRecitation:
-		return nil, received, newError(backend.KindEmpty, nil, "the Gemini API stopped the answer because it "+
-			"recited existing material (finish reason RECITATION); ask for it in other words")
+	if err := finishError(finish, text.Len() > 0 || len(callParts) > 0); err != nil {
+		return nil, received, err
 	}
-	if text.Len() == 0 && len(callParts) == 0 {
-		reason := string(finish)
-		if reason == "" {
-			reason = "none"
-		}
-		return nil, received, newError(backend.KindEmpty, nil, "the Gemini API answered no text (finish reason %s); try again", reason)
-	}
-	res = &streamResult{text: text.String(), incomplete: finish == "", parts: ap.done(), meta: meta}
+	res = &streamResult{text: text.String(), incomplete: finish == "", finish: finish, parts: ap.done(), meta: meta,
+		modelVersion: strings.TrimPrefix(version, "models/")}
 	for _, p := range callParts {
 		res.calls = append(res.calls, p.FunctionCall)
 	}
@@ -198,6 +195,9 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 			OutputTokens:   int(usage.CandidatesTokenCount),
 			ThinkingTokens: int(usage.ThoughtsTokenCount),
 			CachedTokens:   int(usage.CachedContentTokenCount),
+
+			ToolUsePromptTokens: int(usage.ToolUsePromptTokenCount),
+			TotalTokens:         int(usage.TotalTokenCount),
 		}
 	}
 	return res, received, nil

@@ -208,3 +208,37 @@ func (o *Output) Usage() *backend.Usage {
 	}
 	return &u
 }
+
+// The warnings of the CLI's JSON output (0.61.0) that say it stopped a
+// turn before the model had finished.
+const (
+	loopWarning  = "Loop detected, stopping execution"
+	turnsWarning = "Maximum session turns exceeded"
+)
+
+// stoppedEarly marks ans, once its session is known, as cut short when
+// the CLI's warnings say it stopped the turn: its loop detector, or its
+// limit on a session's turns. The CLI keeps the turn in its session,
+// which goes on from it. (An answer the model ended at its output limit
+// looks whole here: the CLI's JSON has no finish reason.)
+func stoppedEarly(ans *backend.Answer, warnings []string) {
+	for _, w := range warnings {
+		var reason, why string
+		switch {
+		case strings.HasPrefix(w, loopWarning):
+			reason, why = "loop_detected", "its loop detector"
+		case strings.HasPrefix(w, turnsWarning):
+			reason, why = "max_session_turns", "its limit on a session's turns (model.maxSessionTurns)"
+		default:
+			continue
+		}
+		ans.Incomplete = "The answer may be cut short: the Gemini CLI stopped the turn (" + why + "). " +
+			"The Gemini CLI keeps the turn in its session"
+		if ans.SessionID != "" {
+			ans.Incomplete += ": chat-reply with sessionId " + ans.SessionID + " goes on from it"
+		}
+		ans.Incomplete += "."
+		ans.IncompleteKept, ans.FinishReason = true, reason
+		return
+	}
+}

@@ -188,6 +188,7 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c backend.Turn) (*
 		r.sessionIDFlag.CompareAndSwap(0, 1)
 	}
 	result := &backend.Answer{Text: *out.Response, Usage: out.Usage(), SessionID: strings.ToLower(out.SessionID), Via: "json"}
+	defer stoppedEarly(result, out.Warnings)
 	switch {
 	case result.SessionID != "":
 		if preselect != "" && result.SessionID != preselect {

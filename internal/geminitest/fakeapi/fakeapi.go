@@ -19,9 +19,12 @@
 //     of the contents.
 //
 // Streamed answers carry usageMetadata: promptTokenCount is [CountTokens]
-// of the contents, candidatesTokenCount that of the answer, and
+// of the contents, candidatesTokenCount that of the answer,
 // thoughtsTokenCount is [ThoughtTokens] when the request asks for thinking
-// (a thinkingConfig with a level or a non-zero budget).
+// (a thinkingConfig with a level or a non-zero budget),
+// toolUsePromptTokenCount is [SearchToolUseTokens] and [URLToolUseTokens]
+// when the request offers googleSearch and urlContext, and
+// totalTokenCount their sum; and a modelVersion.
 //
 // Every request is recorded ([Server.Requests]). The text of the last user
 // content of a streamGenerateContent request may carry directives:
@@ -65,6 +68,12 @@
 //     all of them) as read from the API's implicit cache
 //     (cachedContentTokenCount), as the API does for a request whose
 //     start it saw recently;
+//   - [[finish-text:REASON]] streams the usual answer, with finishReason
+//     REASON (e.g. MAX_TOKENS) in its last event instead of STOP: an
+//     answer cut at the model's output limit;
+//   - [[model-version:NAME]] reports NAME as the modelVersion of the
+//     answer (by default, every streamed answer reports the model of the
+//     request's path);
 //   - [[continuation]] answers with finishReason CONTINUATION and a
 //     continuationToken, as the API does for an answer it will go on with
 //     when asked (a request that carries the token is answered normally).

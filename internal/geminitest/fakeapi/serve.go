@@ -32,6 +32,8 @@ var (
 	dripRE   = regexp.MustCompile(`\[\[drip:(\d+)\]\]`)
 	cutRE    = regexp.MustCompile(`\[\[no-finish(?::(\d+))?\]\]`)
 	hitRE    = regexp.MustCompile(`\[\[implicit-cache:(\d+)\]\]`)
+	endRE    = regexp.MustCompile(`\[\[finish-text:([A-Z_]+)\]\]`)
+	verRE    = regexp.MustCompile(`\[\[model-version:([A-Za-z0-9_./-]+)\]\]`)
 )
 
 type part struct {
@@ -293,7 +295,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Status = http.StatusOK
 		rec.FunctionCall = &rec.FunctionCalls[0]
 		s.record(rec)
-		s.stream(w, functionCallJSON(rec.FunctionCalls...))
+		s.stream(w, withVersion([][]byte{functionCallJSON(rec.FunctionCalls...)}, rec)...)
 		return
 	}
 
@@ -305,9 +307,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Answer = structured(rec.Answer, rec)
 	usage := map[string]any{"promptTokenCount": countContents(req.Contents), "candidatesTokenCount": CountTokens(rec.Answer)}
+	total := countContents(req.Contents) + CountTokens(rec.Answer)
 	if wantsThinking(req.GenerationConfig) {
 		usage["thoughtsTokenCount"] = ThoughtTokens
+		total += ThoughtTokens
 	}
+	if n := toolUseTokens(rec); n > 0 {
+		usage["toolUsePromptTokenCount"] = n
+		total += n
+	}
+	usage["totalTokenCount"] = total
 	if rec.CachedContent != "" {
 		usage["cachedContentTokenCount"] = rec.CachedTokens
 	} else if hm := hitRE.FindStringSubmatch(rec.LastUserText); hm != nil {
@@ -358,8 +367,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			delete(m["candidates"].([]any)[0].(map[string]any), "finishReason")
 			frames[i], _ = json.Marshal(m)
 		}
+		if em := endRE.FindStringSubmatch(rec.LastUserText); u != nil && !cut && em != nil {
+			// The same last event, with another finishReason.
+			var m map[string]any
+			_ = json.Unmarshal(frames[i], &m)
+			m["candidates"].([]any)[0].(map[string]any)["finishReason"] = em[1]
+			frames[i], _ = json.Marshal(m)
+		}
 	}
-	s.stream(w, frames...)
+	s.stream(w, withVersion(frames, rec)...)
 }
 
 // withoutContext drops the <session_context> part the CLI puts before the
@@ -382,4 +398,45 @@ func joinParts(ps []part) string {
 		}
 	}
 	return strings.Join(texts, "\n")
+}
+
+// Tokens the Server reports as toolUsePromptTokenCount, for a request that
+// offers googleSearch or urlContext (both: their sum): what the API's
+// tools fed the model, as real answers report it (a URL context answer
+// 4,610 against a prompt of 32).
+const (
+	SearchToolUseTokens = 87
+	URLToolUseTokens    = 4610
+)
+
+func toolUseTokens(rec Request) int {
+	n := 0
+	if rec.GoogleSearch() {
+		n += SearchToolUseTokens
+	}
+	if rec.URLContext() {
+		n += URLToolUseTokens
+	}
+	return n
+}
+
+// withVersion puts in each event the modelVersion the API reports: the
+// model of the request's path, or the NAME of a [[model-version:NAME]]
+// directive.
+func withVersion(frames [][]byte, rec Request) [][]byte {
+	version := rec.Model
+	if vm := verRE.FindStringSubmatch(rec.Prompt); vm != nil {
+		version = vm[1]
+	}
+	out := make([][]byte, len(frames))
+	for i, f := range frames {
+		var m map[string]any
+		if json.Unmarshal(f, &m) != nil {
+			out[i] = f
+			continue
+		}
+		m["modelVersion"] = version
+		out[i], _ = json.Marshal(m)
+	}
+	return out
 }

@@ -175,7 +175,11 @@ func (s *acpServer) prompt(a *acpSession, run *promptRun, sessionID, text string
 		<-run.ctx.Done()
 		return cancelled, nil
 	}
-	return endTurn(model), nil
+	res := endTurn(model)
+	if d.stop != "" {
+		res.StopReason = d.stop
+	}
+	return res, nil
 }
 
 // sleep waits for d or until ctx is done, and reports whether it waited the whole time.

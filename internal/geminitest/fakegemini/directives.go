@@ -34,6 +34,7 @@ type directives struct {
 	holdEnd    bool
 	chunks     int // 0 when absent
 	allocMB    int
+	stop       string // the stopReason of [[stop:REASON]], "" when absent
 }
 
 // numericDirective matches the directives that carry a number.
@@ -41,6 +42,9 @@ var numericDirective = regexp.MustCompile(`\[\[(exit|sleep|stdout|stderr|chunks|
 
 // toolDirective matches [[tool:NAME]].
 var toolDirective = regexp.MustCompile(`\[\[tool:([A-Za-z0-9_.-]+)\]\]`)
+
+// stopDirective matches [[stop:REASON]].
+var stopDirective = regexp.MustCompile(`\[\[stop:([a-z_]+)\]\]`)
 
 // parseDirectives finds the directives anywhere in prompt. Of a numeric directive given twice the
 // first counts; [[exit:N]] counts only for N in 1..255, the range of exit codes.
@@ -59,6 +63,9 @@ func parseDirectives(prompt string) directives {
 	}
 	if m := toolDirective.FindStringSubmatch(prompt); m != nil {
 		d.tool = m[1]
+	}
+	if m := stopDirective.FindStringSubmatch(prompt); m != nil {
+		d.stop = m[1]
 	}
 	seen := map[string]bool{}
 	for _, m := range numericDirective.FindAllStringSubmatch(prompt, -1) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 )
 
 // printer writes a run's result in the chosen output format.
@@ -20,7 +21,12 @@ type jsonOutput struct {
 	SessionID string    `json:"session_id,omitempty"`
 	Response  string    `json:"response"`
 	Stats     jsonStats `json:"stats"`
+	Warnings  []string  `json:"warnings,omitempty"`
 }
+
+// loopWarning is the warning the real CLI's JSON output carries when its
+// loop detector stopped the turn; [[loop]] in a prompt adds it.
+const loopWarning = "Loop detected, stopping execution"
 
 // jsonFailure is the object that --output-format json prints on stderr on failure.
 type jsonFailure struct {
@@ -99,7 +105,11 @@ func (p printer) success(prompt, response string) error {
 	switch p.format {
 	case "json":
 		fmt.Fprintln(os.Stderr, colorWarningLine)
-		return write(encode(jsonOutput{SessionID: p.sessionID, Response: response, Stats: p.stats()}, true))
+		out := jsonOutput{SessionID: p.sessionID, Response: response, Stats: p.stats()}
+		if strings.Contains(prompt, "[[loop]]") {
+			out.Warnings = []string{loopWarning}
+		}
+		return write(encode(out, true))
 	case "stream-json":
 		return p.stream(prompt,
 			streamEvent{Type: "message", Role: "assistant", Content: &response, Delta: true},
