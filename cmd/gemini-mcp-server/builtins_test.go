@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -278,12 +279,100 @@ func TestChatResponseSchema(t *testing.T) {
 		"response_schema is not a valid JSON Schema")
 	callErr(t, cs, "chat", map[string]any{"prompt": "x", "response_schema": map[string]any{"type": "array"}}, `"type": "object"`)
 	callErr(t, cs, "chat", map[string]any{"prompt": "x", "response_schema": map[string]any{"type": "object", "$ref": "https://example.com/s.json"}},
-		"response_schema is not a valid JSON Schema")
+		"response_schema asks for what the Gemini API or this server does not take", "points outside the schema")
 	callErr(t, cs, "chat", map[string]any{"prompt": "x", "response_schema": map[string]any{"type": "object", "description": strings.Repeat("d", 40<<10)}},
 		"over this server's limit")
 	if got := len(h.api.Requests()); got != n {
 		t.Errorf("%d requests reached the API for refused schemas", got-n)
 	}
+}
+
+// hostileSchema is a response_schema of levels levels of anyOf of two
+// references to the next level: 2^levels subschemas once its references
+// are followed, in 2.6 KB for 40 levels.
+func hostileSchema(levels int) map[string]any {
+	defs := map[string]any{}
+	for i := range levels {
+		next := map[string]any{"$ref": fmt.Sprintf("#/$defs/d%d", i+1)}
+		defs[fmt.Sprintf("d%d", i)] = map[string]any{"anyOf": []any{next, next}}
+	}
+	defs[fmt.Sprintf("d%d", levels)] = map[string]any{"type": "string"}
+	return map[string]any{"type": "object", "$defs": defs, "properties": map[string]any{"a": map[string]any{"$ref": "#/$defs/d0"}}}
+}
+
+// TestChatResponseSchemaRefusedFirst: a response_schema whose checking
+// would not end, or would cost without bound, or that is not valid JSON
+// Schema, is refused at once with the reason, and the fake Gemini API
+// sees no request for it. Before, the 2.6 KB schema of forty levels of
+// anyOf was sent, and checking the answer {"a":5} against it ran on
+// (2^40 paths) after the client gave up; the $ref loop was sent, and
+// checking its answer overflowed the stack, which killed the server; and
+// "type": "numbr" was sent, a billed call. A recursive schema (a tree),
+// which ends with the answer, is still taken.
+func TestChatResponseSchemaRefusedFirst(t *testing.T) {
+	h := newHostEnv(t, map[string]any{})
+	cs := h.stdio(t, nil, "")
+	before := len(h.api.Requests())
+	start := time.Now()
+	text := callErr(t, cs, "chat", map[string]any{"prompt": `answer [[json:{"a":5}]]`, "response_schema": hostileSchema(40)},
+		"response_schema is too complex for this server", "this server's limit")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the refusal took %v", d)
+	}
+	t.Logf("hostile schema: %s", text)
+	loop := map[string]any{"type": "object", "$defs": map[string]any{"x": map[string]any{"anyOf": []any{map[string]any{"$ref": "#/$defs/x"}}}},
+		"properties": map[string]any{"a": map[string]any{"$ref": "#/$defs/x"}}}
+	callErr(t, cs, "chat", map[string]any{"prompt": `answer [[json:{"a":5}]]`, "response_schema": loop},
+		"response_schema is not a valid JSON Schema", "would never end")
+	for _, c := range []struct {
+		schema map[string]any
+		says   []string
+	}{
+		{map[string]any{"type": "object", "properties": map[string]any{"age": map[string]any{"type": "numbr"}}},
+			[]string{"response_schema is not a valid JSON Schema", "#/properties/age", `"numbr" is not a JSON Schema type`, "integer"}},
+		{map[string]any{"type": "object", "properties": map[string]any{"tags": map[string]any{"type": []any{"array", "nul"}}}},
+			[]string{"response_schema is not a valid JSON Schema", `"nul" is not a JSON Schema type`}},
+		{map[string]any{"type": "object", "required": "name"},
+			[]string{"response_schema is not a valid JSON Schema", "required", "not a list of strings"}},
+		{map[string]any{"type": "object", "properties": map[string]any{"l": map[string]any{"type": "array", "minItems": -1}}},
+			[]string{"response_schema is not a valid JSON Schema", "minItems", "not a non-negative integer"}},
+		{map[string]any{"type": "object", "properties": map[string]any{"s": map[string]any{"pattern": "(unclosed"}}},
+			[]string{"response_schema is not a valid JSON Schema", "not a regular expression"}},
+		{map[string]any{"type": "object", "properties": map[string]any{"s": "string"}},
+			[]string{"response_schema is not a valid JSON Schema", "#/properties/s", "a schema is a JSON object or a boolean"}},
+		{map[string]any{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"},
+			[]string{"does not take", "draft 2020-12", "draft-07"}},
+		{map[string]any{"type": "object", "properties": map[string]any{"l": map[string]any{"items": []any{map[string]any{"type": "string"}}}}},
+			[]string{"does not take", "prefixItems"}},
+		{map[string]any{"type": "object", "$defs": map[string]any{"n": map[string]any{"$dynamicAnchor": "n"}}},
+			[]string{"does not take", "dynamic references"}},
+	} {
+		callErr(t, cs, "chat", map[string]any{"prompt": "x", "response_schema": c.schema}, c.says...)
+	}
+	if got := len(h.api.Requests()); got != before {
+		t.Errorf("%d requests reached the fake Gemini API for refused schemas", got-before)
+	}
+
+	// The server is alive, and takes a recursive schema: a tree.
+	tree := map[string]any{"type": "object", "required": []any{"root"},
+		"$defs": map[string]any{"node": map[string]any{"type": "object", "required": []any{"name"}, "properties": map[string]any{
+			"name":     map[string]any{"type": "string"},
+			"children": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/$defs/node"}}}}},
+		"properties": map[string]any{"root": map[string]any{"$ref": "#/$defs/node"}}}
+	answer := `{"root":{"name":"a","children":[{"name":"b","children":[{"name":"c"}]},{"name":"d"}]}}`
+	res, err := callTool(cs, "chat", map[string]any{"prompt": "a tree [[json:" + answer + "]]", "response_schema": tree})
+	if err != nil || res.IsError {
+		t.Fatalf("chat with a recursive schema: %v %s", err, resultText(res))
+	}
+	var want any
+	if err := json.Unmarshal([]byte(answer), &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.StructuredContent, want) {
+		t.Errorf("structuredContent %v, want %s", res.StructuredContent, answer)
+	}
+	callErr(t, cs, "chat", map[string]any{"prompt": `a tree [[json:{"root":{"name":"a","children":[{"children":[]}]}}]]`, "response_schema": tree},
+		"does not satisfy response_schema", "at /root/children/0: required: missing \"name\"")
 }
 
 func TestCLIBackendRefusesBuiltins(t *testing.T) {

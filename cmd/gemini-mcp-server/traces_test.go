@@ -239,3 +239,61 @@ func TestTracesBadSetting(t *testing.T) {
 		t.Fatalf("the server with OTLP over gRPC asked: %v\n%s", err, out)
 	}
 }
+
+// TestTracesCarryNoContent: the spans of failing calls carry the error's
+// kind and code only, never its text, which quotes the answer (a
+// response_schema mismatch) or the arguments (a refused URL); the
+// server's log, at debug level, names neither the prompts nor the
+// answer either. Before, the server span's status held the first 1 KiB
+// of the tool's error text: the answer, which here holds the canary.
+func TestTracesCarryNoContent(t *testing.T) {
+	t.Parallel()
+	recv := otlprecv.Start(t)
+	h := newHostEnv(t, map[string]any{})
+	h.vars = append(h.vars, "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL)
+	cs := h.stdio(t, nil, "")
+	const canary = "c4n4ry"
+	schema := map[string]any{"type": "object", "required": []any{"name", "stars"},
+		"properties": map[string]any{"name": map[string]any{"type": "string"}, "stars": map[string]any{"type": "integer", "minimum": 0}}}
+	callErr(t, cs, "chat", map[string]any{"prompt": `prompt-` + canary + ` [[json:{"name":"answer-` + canary + `","stars":-3}]]`,
+		"response_schema": schema}, "does not satisfy response_schema", "answer-"+canary)
+	callErr(t, cs, "chat", map[string]any{"prompt": "prompt-" + canary + "-url", "urls": []any{"http://127.0.0.1/url-" + canary}}, "url-"+canary)
+	callErr(t, cs, "chat", map[string]any{"prompt": "prompt-" + canary + "-api [[status:400]]"}, "400")
+	if err := cs.Close(); err != nil { // stdin closed: the server flushes its spans and exits
+		t.Fatal(err)
+	}
+	got := received(t, recv)
+	if len(got["tools/call chat"]) != 3 || len(got["chat"]) != 2 {
+		t.Fatalf("spans %v", got)
+	}
+	failed := 0
+	for name, spans := range got {
+		for _, s := range spans {
+			if strings.Contains(s.Name, canary) || strings.Contains(s.Status.Message, canary) {
+				t.Errorf("span %q carries the call's content: status %+v", name, s.Status)
+			}
+			for _, a := range s.Attributes {
+				if v := s.Attr(a.Key); strings.Contains(v, canary) {
+					t.Errorf("span %q: attribute %s = %q carries the call's content", name, a.Key, v)
+				}
+			}
+			if s.Status.Code == 2 {
+				failed++
+				if s.Status.Message != s.Attr("error.type") {
+					t.Errorf("span %q: status message %q, want its error.type %q", name, s.Status.Message, s.Attr("error.type"))
+				}
+			}
+		}
+	}
+	if failed != 4 { // three tool calls, one backend call
+		t.Errorf("%d failed spans, want 4: %v", failed, got)
+	}
+	for _, s := range got["chat"] {
+		if s.Status.Code == 2 && (s.Attr("error.type") != "api" || s.Attr("http.response.status_code") != "400") {
+			t.Errorf("the failed backend span %+v: want error.type api, http.response.status_code 400", s)
+		}
+	}
+	if log := h.stderr.String(); strings.Contains(log, canary) {
+		t.Errorf("the server's log names the prompt or the answer:\n%s", log)
+	}
+}

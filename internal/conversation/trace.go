@@ -33,13 +33,21 @@ func (d *Service) runBackend(ctx context.Context, call backend.Turn) (*backend.A
 	}
 	res, err := d.o.Backend.Run(ctx, call)
 	if err != nil {
+		// The error's kind and codes only: its text may quote the
+		// prompt or the answer (a CLI's message, the API's).
 		kind := "_OTHER"
 		var be *backend.Error
 		if errors.As(err, &be) {
 			kind = string(be.Kind)
+			if be.Status != 0 {
+				span.SetAttrs(trace.Int("http.response.status_code", int64(be.Status)))
+			}
+			if be.Exited {
+				span.SetAttrs(trace.Int("process.exit.code", int64(be.ExitCode)))
+			}
 		}
 		span.SetAttrs(trace.String("gemini_mcp.outcome", "error"))
-		span.Fail(kind, err.Error())
+		span.Fail(kind)
 		return res, err
 	}
 	outcome := "ok"

@@ -72,7 +72,7 @@ func TestRunBackendSpan(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got, v)
 		}
 	}
-	if failed.Attr("error.type") != "timeout" || failed.Attr("gemini_mcp.outcome") != "error" || failed.Status.Code != 2 || failed.Status.Message != "the call took too long" {
+	if failed.Attr("error.type") != "timeout" || failed.Attr("gemini_mcp.outcome") != "error" || failed.Status.Code != 2 || failed.Status.Message != "timeout" {
 		t.Errorf("the failed turn's span %+v", failed)
 	}
 	if good.Status.Code != 0 || good.Kind != 3 {

@@ -27,7 +27,9 @@ const (
 // conventions: "{mcp.method.name} {gen_ai.tool.name}", mcp.method.name,
 // gen_ai.tool.name, mcp.session.id, mcp.protocol.version,
 // network.transport, and error.type when the request fails (the JSON-RPC
-// error code, or tool_error for a tool result with isError).
+// error code, or tool_error for a tool result with isError), which is its
+// status description too: an error's text, which may quote the prompt or
+// the answer, is never recorded.
 func AddTracing(s *mcp.Server, t *trace.Tracer, transport string) {
 	if t == nil {
 		return
@@ -89,9 +91,9 @@ func tracing(t *trace.Tracer, transport string) mcp.Middleware {
 			res, err := next(ctx, method, req)
 			switch r, _ := res.(*mcp.CallToolResult); {
 			case err != nil:
-				span.Fail(errorType(err), err.Error())
+				span.Fail(errorType(err))
 			case r != nil && r.IsError:
-				span.Fail("tool_error", toolErrorText(r))
+				span.Fail("tool_error")
 			}
 			return res, err
 		}
@@ -126,15 +128,4 @@ func errorType(err error) string {
 		return "timeout"
 	}
 	return "_OTHER"
-}
-
-// toolErrorText is the first text of a tool's error result, for the
-// span's status message (cut by the span).
-func toolErrorText(r *mcp.CallToolResult) string {
-	for _, c := range r.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			return t.Text
-		}
-	}
-	return "tool_error"
 }

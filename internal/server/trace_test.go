@@ -111,7 +111,7 @@ func TestTracingMiddleware(t *testing.T) {
 	if traced.Attr("mcp.protocol.version") == "" || traced.Status.Code != 0 {
 		t.Errorf("the traced call's span %+v: want a protocol version and no error", traced)
 	}
-	if root.TraceID == traced.TraceID || root.Attr("error.type") != "tool_error" || root.Status.Code != 2 || root.Status.Message != "it failed" {
+	if root.TraceID == traced.TraceID || root.Attr("error.type") != "tool_error" || root.Status.Code != 2 || root.Status.Message != "tool_error" {
 		t.Errorf("the malformed traceparent's span %+v: want a trace of its own, a tool_error", root)
 	}
 	var child bool

@@ -1,16 +1,17 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/google/jsonschema-go/jsonschema"
+	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/respschema"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -50,45 +51,65 @@ func (g Grounding) apply(turn *backend.Turn) error {
 	return nil
 }
 
-// responseSchema checks chat's response_schema: valid JSON Schema (draft
-// 2020-12 or draft-07) of a JSON object, within MaxSchemaBytes, with no
-// reference outside itself. It returns the schema as JSON, for the API,
-// and resolved, to validate the answer with.
-func responseSchema(s map[string]any) (json.RawMessage, *jsonschema.Resolved, error) {
+// responseSchema checks chat's response_schema (see internal/respschema):
+// valid JSON Schema (draft 2020-12, or draft-07 when its $schema says so)
+// of a JSON object, within MaxSchemaBytes and the limits that keep its
+// checking short, with no reference outside itself. It returns the schema
+// as JSON, for the API, and compiled, to validate the answer with.
+func responseSchema(s map[string]any) (json.RawMessage, *respschema.Schema, error) {
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return nil, nil, fmt.Errorf("response_schema cannot be read: %v", err)
 	}
-	if len(raw) > MaxSchemaBytes {
-		return nil, nil, fmt.Errorf("response_schema is %d bytes of JSON, over this server's limit of %d", len(raw), MaxSchemaBytes)
-	}
-	var sc jsonschema.Schema
-	if err := json.Unmarshal(raw, &sc); err != nil {
-		return nil, nil, fmt.Errorf("response_schema is not a valid JSON Schema: %v", err)
-	}
-	if sc.Type != "object" {
-		return nil, nil, errors.New(`response_schema must describe a JSON object ("type": "object"), which the answer's structuredContent is; ` +
-			"put a list or a value in a property of an object")
-	}
-	rs, err := sc.Resolve(nil)
+	sc, err := compileSchema(raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("response_schema is not a valid JSON Schema: %v", err)
+		return nil, nil, err
 	}
-	return raw, rs, nil
+	return raw, sc, nil
 }
 
+// compileSchema is responseSchema's check of the schema as JSON.
+func compileSchema(raw json.RawMessage) (*respschema.Schema, error) {
+	if len(raw) > MaxSchemaBytes {
+		return nil, fmt.Errorf("response_schema is %d bytes of JSON, over this server's limit of %d", len(raw), MaxSchemaBytes)
+	}
+	sc, err := respschema.Compile(raw)
+	if err != nil {
+		var se *respschema.Error
+		if errors.As(err, &se) {
+			switch se.Kind {
+			case respschema.Unsupported:
+				return nil, fmt.Errorf("response_schema asks for what the Gemini API or this server does not take: %v", err)
+			case respschema.TooComplex:
+				return nil, fmt.Errorf("response_schema is too complex for this server: %v; simplify it", err)
+			}
+		}
+		return nil, fmt.Errorf("response_schema is not a valid JSON Schema: %v", err)
+	}
+	if sc.Type() != "object" {
+		return nil, errors.New(`response_schema must describe a JSON object ("type": "object"), which the answer's structuredContent is; ` +
+			"put a list or a value in a property of an object")
+	}
+	return sc, nil
+}
+
+// answerCheckTimeout bounds the time an answer's check against its
+// response schema takes, beside respschema.MaxSteps.
+const answerCheckTimeout = 10 * time.Second
+
 // structuredAnswer parses an answer to a turn with a response schema and
-// validates it against rs.
-func structuredAnswer(text string, rs *jsonschema.Resolved) (map[string]any, error) {
+// validates it against sc, within ctx.
+func structuredAnswer(ctx context.Context, text string, sc *respschema.Schema) (map[string]any, error) {
 	var v any
 	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber() // numbers checked exactly, and returned as written
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("it is not JSON (%v)", err)
 	}
 	if dec.More() {
 		return nil, errors.New("it holds more than one JSON value")
 	}
-	if err := rs.Validate(v); err != nil {
+	if err := sc.Validate(ctx, v); err != nil {
 		return nil, err
 	}
 	m, ok := v.(map[string]any)
@@ -101,18 +122,25 @@ func structuredAnswer(text string, rs *jsonschema.Resolved) (map[string]any, err
 // checkStructured checks the answer to a turn with the response schema
 // raw (checked by responseSchema before the turn) and returns it parsed;
 // its error keeps the answer's text, and says where the turn was kept.
-func checkStructured(res *backend.Answer, raw json.RawMessage) (map[string]any, error) {
-	var sc map[string]any
-	if err := json.Unmarshal(raw, &sc); err != nil {
-		return nil, err
-	}
-	_, rs, err := responseSchema(sc)
+// The check stops when ctx ends (the call cancelled), past
+// answerCheckTimeout, or past respschema.MaxSteps.
+func checkStructured(ctx context.Context, res *backend.Answer, raw json.RawMessage) (map[string]any, error) {
+	sc, err := compileSchema(raw)
 	if err != nil {
 		return nil, err
 	}
-	v, err := structuredAnswer(res.Text, rs)
+	vctx, cancel := context.WithTimeout(ctx, answerCheckTimeout)
+	defer cancel()
+	v, err := structuredAnswer(vctx, res.Text, sc)
 	if err == nil {
 		return v, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err() // the call was cancelled: no one reads the rest
+	}
+	what := "the answer does not satisfy response_schema: " + err.Error()
+	if errors.Is(err, respschema.ErrTooLong) || errors.Is(err, context.DeadlineExceeded) {
+		what = fmt.Sprintf("the answer could not be checked against response_schema within this server's limits (%d steps, %s), so it is not returned as structuredContent", respschema.MaxSteps, answerCheckTimeout)
 	}
 	kept := "."
 	if res.SessionID != "" {
@@ -122,7 +150,7 @@ func checkStructured(res *backend.Answer, raw json.RawMessage) (map[string]any, 
 	if len(text) > maxKeptAnswer {
 		text = msg.Clip(text, maxKeptAnswer) + fmt.Sprintf("\n[gemini-mcp-server: the answer is %d bytes; the first %d are shown]", len(res.Text), maxKeptAnswer)
 	}
-	return nil, fmt.Errorf("the answer does not satisfy response_schema: %v%s\nThe answer:\n%s", err, kept, text)
+	return nil, fmt.Errorf("%s%s\nThe answer:\n%s", what, kept, text)
 }
 
 // maxKeptAnswer bounds the answer an error for an answer that does not

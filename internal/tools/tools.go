@@ -273,7 +273,7 @@ func (d *Deps) runTurn(ctx context.Context, c conversation.Call, call backend.Tu
 	}
 	var structured map[string]any
 	if len(call.ResponseSchema) > 0 && res.Incomplete == "" {
-		if structured, err = checkStructured(res, call.ResponseSchema); err != nil {
+		if structured, err = checkStructured(ctx, res, call.ResponseSchema); err != nil {
 			return failed(err)
 		}
 	}

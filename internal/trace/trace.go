@@ -174,18 +174,21 @@ func (s *Span) SetName(name string) {
 	s.mu.Unlock()
 }
 
-// Fail marks s as failed: status error with msg as its description (cut
-// to maxValue), and error.type errType.
-func (s *Span) Fail(errType, msg string) {
+// Fail marks s as failed: status error, and error.type errType, which is
+// the status description too. errType is a kind or a code (tool_error,
+// timeout, -32602), never an error's text: those quote prompts and
+// answers (a schema mismatch quotes the answer, a refusal the argument),
+// which no span may carry.
+func (s *Span) Fail(errType string) {
 	if s == nil {
 		return
 	}
-	if len(msg) > maxValue {
-		msg = msg[:maxValue]
+	if len(errType) > maxValue {
+		errType = errType[:maxValue]
 	}
 	s.SetAttrs(String("error.type", errType))
 	s.mu.Lock()
-	s.failed, s.errMsg = true, msg
+	s.failed, s.errMsg = true, errType
 	s.mu.Unlock()
 }
 

@@ -157,11 +157,11 @@ func (b *Backend) runCalls(ctx context.Context, id string, t backend.Turn, model
 			res, err := b.tools.Call(ctx, fc.Name, fc.Args)
 			switch {
 			case err != nil && ctx.Err() != nil:
-				span.Fail("cancelled", err.Error())
+				span.Fail("cancelled")
 			case err != nil:
-				span.Fail("_OTHER", err.Error())
+				span.Fail("_OTHER")
 			case res != nil && res.IsError:
-				span.Fail("tool_error", "tool_error")
+				span.Fail("tool_error")
 			}
 			span.End()
 			b.log.Debug("gemini api: tool call", "tool", fc.Name, "elapsed", time.Since(start), "err", err)
