@@ -356,12 +356,8 @@ func (s *Server) serveFiles(w http.ResponseWriter, r *http.Request, rec Request)
 
 // refuseFiles records the media parts of req in rec and answers an error,
 // and says so, when one names a file the Server does not hold or that is
-// not ACTIVE, or when the request is too big.
+// not ACTIVE. (A request too big is refused before it is decoded.)
 func (s *Server) refuseFiles(w http.ResponseWriter, rec *Request, req apiRequest) bool {
-	if len(rec.Body) > InlineRequestLimit {
-		s.fail(w, *rec, http.StatusBadRequest, PayloadTooLargeMessage)
-		return true
-	}
 	for i, c := range req.Contents {
 		for _, p := range c.Parts {
 			switch {

@@ -113,6 +113,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, rec, http.StatusBadRequest, "fakeapi: read body: "+err.Error())
 		return
 	}
+	if len(body) > InlineRequestLimit {
+		// Refused by its size alone, before it is decoded, as the API
+		// refuses it.
+		s.fail(w, rec, http.StatusBadRequest, PayloadTooLargeMessage)
+		return
+	}
 	var req apiRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		s.fail(w, rec, http.StatusBadRequest, "fakeapi: bad JSON: "+err.Error())
