@@ -61,7 +61,7 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 		// The API backend, the one that counts tokens, is the one that
 		// sends images, PDFs, audio and video to Gemini.
 		Media: counter != nil, MaxMediaBytes: int64(cfg.Expert.MaxMediaBytes),
-	}, Sent: &filectx.MemorySent{}}
+	}, Sent: &filectx.MemorySent{}, GitAnyOwner: cfg.Expert.PrecommitAnyOwner}
 	srv := server.New(version, server.Families{
 		Chat: &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc},
 		Expert: &expert.Deps{Turns: conv, ProjectRoot: root, Files: fc,
@@ -78,7 +78,7 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 		srv.AddReceivingMiddleware(limiter.Middleware(server.RPCErrorTools()))
 	}
 	log.Info("expert tools", "projectRoot", root, "maxFiles", cfg.Expert.MaxFiles, "maxFileBytes", cfg.Expert.MaxFileBytes,
-		"maxContextTokens", cfg.Expert.MaxContextTokens, "sendSecretFiles", cfg.Expert.SendSecretFiles, "tokens", fc.TokenCounting(), "rateLimits", cfg.Tools.RateLimits.String())
+		"maxContextTokens", cfg.Expert.MaxContextTokens, "sendSecretFiles", cfg.Expert.SendSecretFiles, "precommitAnyOwner", cfg.Expert.PrecommitAnyOwner, "tokens", fc.TokenCounting(), "rateLimits", cfg.Tools.RateLimits.String())
 	return srv, nil
 }
 

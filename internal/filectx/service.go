@@ -66,6 +66,9 @@ type Service struct {
 	Count func(ctx context.Context, text string) (int, error)
 	// Git is the git executable ("" means git on PATH).
 	Git string
+	// GitAnyOwner lets precommit read a repository another user owns
+	// (--precommit-any-owner); see gitchanges.Options.AnyOwner.
+	GitAnyOwner bool
 	// Sent, when set, keeps the files each conversation was sent.
 	Sent SentFiles
 }
@@ -168,7 +171,7 @@ func (c *Service) Changes(ctx context.Context, path string, staged, unstaged boo
 	if !r.Info.IsDir() {
 		return nil, &Error{Category: CategoryValidation, Field: "path", Message: fmt.Sprintf("%s is not a directory: give the root of a git repository inside the project root", path)}
 	}
-	ch, err := gitchanges.Collect(ctx, r.Path, gitchanges.Options{Staged: staged, Unstaged: unstaged, Git: c.Git, Root: sb.Root()})
+	ch, err := gitchanges.Collect(ctx, r.Path, gitchanges.Options{Staged: staged, Unstaged: unstaged, Git: c.Git, Root: sb.Root(), AnyOwner: c.GitAnyOwner})
 	if err != nil {
 		return nil, gitError(err)
 	}
@@ -235,7 +238,7 @@ func gitError(err error) error {
 	switch ge.Kind {
 	case gitchanges.KindNotRepo:
 		return &Error{Category: CategoryValidation, Field: "path", Message: ge.Message, Err: err}
-	case gitchanges.KindOutside:
+	case gitchanges.KindOutside, gitchanges.KindOwner:
 		return &Error{Category: CategorySecurity, Field: "path", Message: ge.Message, Err: err}
 	case gitchanges.KindTimeout:
 		return &Error{Category: CategoryTool, Message: ge.Message, Err: err}
