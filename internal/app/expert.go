@@ -62,9 +62,12 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 		// sends images, PDFs, audio and video to Gemini.
 		Media: counter != nil, MaxMediaBytes: int64(cfg.Expert.MaxMediaBytes),
 	}, Sent: &filectx.MemorySent{}, GitAnyOwner: cfg.Expert.PrecommitAnyOwner}
+	chat := &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc}
 	srv := server.New(version, server.Families{
-		Chat: &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc},
-		Expert: &expert.Deps{Turns: conv, ProjectRoot: root, Files: fc,
+		Chat: chat,
+		// The expert tools ask the client's user to confirm a downstream
+		// tool as chat does, with the same grants.
+		Expert: &expert.Deps{Turns: conv, Ask: chat, ProjectRoot: root, Files: fc,
 			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, Log: log},
 	}, log)
 	if cfg.Tools.RateLimits.Limits != nil {

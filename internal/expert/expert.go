@@ -45,11 +45,26 @@ type Turns interface {
 	Continue(ctx context.Context, who conversation.Who, call *backend.Turn, sessionID string) error
 	ResolveDir(dir string) (string, error)
 	Answer(ctx context.Context, c conversation.Call, call backend.Turn, title string) (*backend.Answer, string, error)
+	// Run is Answer on a ctx Bind made already (by Asker.Ask).
+	Run(ctx context.Context, c conversation.Call, call backend.Turn, title string) (*backend.Answer, string, error)
+}
+
+// Asker runs a turn as chat runs its own (*tools.Deps): the user of the
+// client is asked before Gemini runs an untrusted downstream tool, the
+// same way and with the same grants as in chat. turn runs the turn with
+// Turns.Run and builds the result.
+type Asker interface {
+	Ask(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn,
+		turn func(ctx context.Context, call backend.Turn) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error)
 }
 
 // Deps is what the expert tools need.
 type Deps struct {
 	Turns Turns
+	// Ask runs the turns, asking the client's user to confirm an
+	// untrusted downstream tool; nil runs them with Turns.Answer, and such
+	// a tool runs only if the operator allows it (--allow-mcp-tools).
+	Ask Asker
 	// ProjectRoot is where new sessions run and files are read from; ""
 	// means the server's directory.
 	ProjectRoot string
@@ -153,8 +168,20 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 	}
 	turn.Prompt, turn.ContextLen = t.userPrompt(a, m)
 	turn.Media = m.files.Media
+	title := t.name + ": " + in.headline()
+	if d.Ask == nil {
+		return d.finish(ctx, t, c, turn, m, title, d.Turns.Answer)
+	}
+	return d.Ask.Ask(ctx, req, c, turn, func(ctx context.Context, turn backend.Turn) (*mcp.CallToolResult, error) {
+		return d.finish(ctx, t, c, turn, m, title, d.Turns.Run)
+	})
+}
+
+// finish runs the turn with run and builds the tool's result.
+func (d *Deps) finish(ctx context.Context, t *Tool, c conversation.Call, turn backend.Turn, m *material, title string,
+	run func(context.Context, conversation.Call, backend.Turn, string) (*backend.Answer, string, error)) (*mcp.CallToolResult, error) {
 	start := d.now()
-	ans, unsaved, err := d.Turns.Answer(ctx, c, turn, t.name+": "+in.headline())
+	ans, unsaved, err := run(ctx, c, turn, title)
 	if err != nil {
 		return nil, turnError(err)
 	}
@@ -170,7 +197,7 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 		tool: t.name, answer: ans, thinkingMode: turn.ThinkingMode, temperature: turn.Temperature,
 		processed: m.files.Processed, skipped: m.files.Skipped, elapsed: elapsed, secrets: m.secrets,
 	}
-	res = out.result()
+	res := out.result()
 	if t.structured != nil {
 		res.StructuredContent = t.structured(out)
 	}
