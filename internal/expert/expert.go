@@ -47,6 +47,9 @@ type Turns interface {
 	Answer(ctx context.Context, c conversation.Call, call backend.Turn, title string) (*backend.Answer, string, error)
 	// Run is Answer on a ctx Bind made already (by Asker.Ask).
 	Run(ctx context.Context, c conversation.Call, call backend.Turn, title string) (*backend.Answer, string, error)
+	// Paged keeps an answer too long for one result as pages for
+	// chat-page, as chat's answers are kept, and returns its first page.
+	Paged(ctx context.Context, sessionID, text string) (first string, meta mcp.Meta, ok bool)
 }
 
 // Asker runs a turn as chat runs its own (*tools.Deps): the user of the
@@ -197,6 +200,9 @@ func (d *Deps) finish(ctx context.Context, t *Tool, c conversation.Call, turn ba
 		tool: t.name, answer: ans, thinkingMode: turn.ThinkingMode, temperature: turn.Temperature,
 		processed: m.files.Processed, skipped: m.files.Skipped, elapsed: elapsed, secrets: m.secrets,
 	}
+	// A long answer is paged as chat's are: the first page, then the
+	// sections; chat-page serves the rest.
+	out.page, out.pageMeta, _ = d.Turns.Paged(ctx, ans.SessionID, ans.Text)
 	res := out.result()
 	if t.structured != nil {
 		res.StructuredContent = t.structured(out)
@@ -253,6 +259,10 @@ type output struct {
 	processed, skipped []filectx.FileNote
 	elapsed            time.Duration
 	secrets            []string // precommit: the secrets found, masked
+	// page is the answer's first page when it is paged ("" when it is
+	// not), with its note; pageMeta the paging's facts for _meta.
+	page     string
+	pageMeta mcp.Meta
 }
 
 // metadata is the ## Metadata section's entries, in order.
@@ -282,7 +292,11 @@ func (o *output) metadata() [][2]string {
 // own after the processed ones, so that the model knows what Gemini did
 // not see.
 func (o *output) text() string {
-	parts := []string{o.answer.Text, "\n## Metadata"}
+	answer := o.answer.Text
+	if o.page != "" {
+		answer = o.page
+	}
+	parts := []string{answer, "\n## Metadata"}
 	for _, kv := range o.metadata() {
 		parts = append(parts, "- "+kv[0]+": "+kv[1])
 	}
@@ -347,6 +361,9 @@ func (o *output) result() *mcp.CallToolResult {
 	}
 	if o.answer.Incomplete != "" {
 		meta["incomplete"] = true
+	}
+	for k, v := range o.pageMeta {
+		meta[k] = v
 	}
 	if len(o.secrets) > 0 {
 		meta["secrets"] = o.secrets
