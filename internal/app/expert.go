@@ -63,12 +63,18 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 		Media: counter != nil, MaxMediaBytes: int64(cfg.Expert.MaxMediaBytes),
 	}, Sent: &filectx.MemorySent{}, GitAnyOwner: cfg.Expert.PrecommitAnyOwner}
 	chat := &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc}
+	// precommit cuts the changes to fit the model's input, which the API
+	// backend knows; the others get the Gemini models' own.
+	var inputLimit func(context.Context) int
+	if l, ok := counter.(interface{ InputLimit(context.Context) int }); ok {
+		inputLimit = l.InputLimit
+	}
 	srv := server.New(version, server.Families{
 		Chat: chat,
 		// The expert tools ask the client's user to confirm a downstream
 		// tool as chat does, with the same grants.
 		Expert: &expert.Deps{Turns: conv, Ask: chat, ProjectRoot: root, Files: fc,
-			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, Log: log},
+			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, InputLimit: inputLimit, Log: log},
 	}, log)
 	if cfg.Tools.RateLimits.Limits != nil {
 		limiter := ratelimit.NewLimiter(cfg.Tools.RateLimits.Limits, nil)

@@ -34,7 +34,7 @@ import (
 type FileContext interface {
 	Gather(ctx context.Context, sessionID string, entries []string) (*filectx.Files, error)
 	Record(ctx context.Context, sessionID string, f *filectx.Files) error
-	Changes(ctx context.Context, path string, staged, unstaged bool) (*filectx.ChangeSet, error)
+	Changes(ctx context.Context, path string, staged, unstaged bool, maxTokens func() int) (*filectx.ChangeSet, error)
 }
 
 // Turns is what the expert tools need of the turn pipeline, which
@@ -79,8 +79,12 @@ type Deps struct {
 	CallTimeout time.Duration
 	// MaxArgBytes bounds each text argument; 0 means no bound.
 	MaxArgBytes int
-	Log         *slog.Logger
-	Now         func() time.Time
+	// InputLimit is how many tokens the backend's model takes in, which
+	// precommit's changes are cut to fit with the rest of the prompt; nil
+	// or 0 means DefaultInputLimit.
+	InputLimit func(ctx context.Context) int
+	Log        *slog.Logger
+	Now        func() time.Time
 }
 
 // Name is the tool's name.
@@ -198,7 +202,7 @@ func (d *Deps) finish(ctx context.Context, t *Tool, c conversation.Call, turn ba
 	}
 	out := &output{
 		tool: t.name, answer: ans, thinkingMode: turn.ThinkingMode, temperature: turn.Temperature,
-		processed: m.files.Processed, skipped: m.files.Skipped, elapsed: elapsed, secrets: m.secrets,
+		processed: m.files.Processed, skipped: m.files.Skipped, elapsed: elapsed, secrets: m.secrets, cut: m.cut,
 	}
 	// A long answer is paged as chat's are: the first page, then the
 	// sections; chat-page serves the rest.
@@ -259,6 +263,7 @@ type output struct {
 	processed, skipped []filectx.FileNote
 	elapsed            time.Duration
 	secrets            []string // precommit: the secrets found, masked
+	cut                string   // precommit: what of the changes was not sent
 	// page is the answer's first page when it is paged ("" when it is
 	// not), with its note; pageMeta the paging's facts for _meta.
 	page     string
@@ -316,6 +321,9 @@ func (o *output) text() string {
 			parts = append(parts, "- "+msg.QuoteName(f.Path)+": "+f.Reason)
 		}
 	}
+	if o.cut != "" {
+		parts = append(parts, "\n## Changes Not Reviewed", "Only part of the changes was sent to Gemini: "+o.cut+".")
+	}
 	if len(o.secrets) > 0 {
 		parts = append(parts, "\n## Secrets Found")
 		for _, f := range o.secrets {
@@ -364,6 +372,9 @@ func (o *output) result() *mcp.CallToolResult {
 	}
 	for k, v := range o.pageMeta {
 		meta[k] = v
+	}
+	if o.cut != "" {
+		meta["changesCut"] = o.cut
 	}
 	if len(o.secrets) > 0 {
 		meta["secrets"] = o.secrets
