@@ -41,6 +41,7 @@ func TestExpertPrecommitCutsChangesToTheModelsInput(t *testing.T) {
 		t.Errorf("the prompt was %v tokens, want at most the model's 1048576", usage)
 	}
 	cut, _ := meta["changesCut"].(string)
+	t.Logf("%s; the prompt: %v tokens", cut, usage["promptTokens"])
 	if !strings.Contains(text, "## Changes Not Reviewed\nOnly part of the changes was sent to Gemini") || !strings.Contains(cut, "small.go") {
 		t.Errorf("the result does not say what was cut (%q):\n%s", cut, text[max(0, len(text)-1500):])
 	}
