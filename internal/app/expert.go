@@ -61,11 +61,20 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 		// The API backend, the one that counts tokens, is the one that
 		// sends images, PDFs, audio and video to Gemini.
 		Media: counter != nil, MaxMediaBytes: int64(cfg.Expert.MaxMediaBytes),
-	}, Sent: &filectx.MemorySent{}}
+	}, Sent: &filectx.MemorySent{}, GitAnyOwner: cfg.Expert.PrecommitAnyOwner}
+	chat := &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc}
+	// precommit cuts the changes to fit the model's input, which the API
+	// backend knows; the others get the Gemini models' own.
+	var inputLimit func(context.Context) int
+	if l, ok := counter.(interface{ InputLimit(context.Context) int }); ok {
+		inputLimit = l.InputLimit
+	}
 	srv := server.New(version, server.Families{
-		Chat: &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc},
-		Expert: &expert.Deps{Turns: conv, ProjectRoot: root, Files: fc,
-			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, Log: log},
+		Chat: chat,
+		// The expert tools ask the client's user to confirm a downstream
+		// tool as chat does, with the same grants.
+		Expert: &expert.Deps{Turns: conv, Ask: chat, ProjectRoot: root, Files: fc,
+			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, InputLimit: inputLimit, Log: log},
 	}, log)
 	if cfg.Tools.RateLimits.Limits != nil {
 		limiter := ratelimit.NewLimiter(cfg.Tools.RateLimits.Limits, nil)
@@ -78,7 +87,7 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 		srv.AddReceivingMiddleware(limiter.Middleware(server.RPCErrorTools()))
 	}
 	log.Info("expert tools", "projectRoot", root, "maxFiles", cfg.Expert.MaxFiles, "maxFileBytes", cfg.Expert.MaxFileBytes,
-		"maxContextTokens", cfg.Expert.MaxContextTokens, "sendSecretFiles", cfg.Expert.SendSecretFiles, "tokens", fc.TokenCounting(), "rateLimits", cfg.Tools.RateLimits.String())
+		"maxContextTokens", cfg.Expert.MaxContextTokens, "sendSecretFiles", cfg.Expert.SendSecretFiles, "precommitAnyOwner", cfg.Expert.PrecommitAnyOwner, "tokens", fc.TokenCounting(), "rateLimits", cfg.Tools.RateLimits.String())
 	return srv, nil
 }
 

@@ -161,6 +161,9 @@ type Expert struct {
 	MaxContextTokens int
 	SendSecretFiles  bool
 	Timeout          time.Duration
+	// PrecommitAnyOwner lets precommit read a git repository another
+	// user owns, which it otherwise refuses as git does.
+	PrecommitAnyOwner bool
 }
 
 // Rules are the checks config cannot make itself, as what they need to

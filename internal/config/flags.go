@@ -189,6 +189,9 @@ var flags = []spec{
 	boolean("send-secret-files", "GEMINI_MCP_SEND_SECRET_FILES", false, "expert tools and chat's files: send credential files too (.env, private keys such as id_ed25519, *.pem, .netrc… as docs/expert-tools.md lists), which are otherwise skipped and listed as secret-file; "+
 		"the secrets found in what is sent (private key blocks, tokens, password assignments) are withheld either way",
 		func(c *Config) *bool { return &c.Expert.SendSecretFiles }),
+	boolean("precommit-any-owner", "GEMINI_MCP_PRECOMMIT_ANY_OWNER", false, "precommit: read a git repository whose work tree, git directory or common directory another user owns; "+
+		"off, such a repository is refused as git refuses it (\"dubious ownership\"), since its owner could change it while it is read",
+		func(c *Config) *bool { return &c.Expert.PrecommitAnyOwner }),
 	duration("expert-timeout", "GEMINI_MCP_EXPERT_TIMEOUT", DefaultExpertTimeout, "expert tools: limit of one call, file context and Gemini's turn together, 0 for none",
 		func(c *Config) *time.Duration { return &c.Expert.Timeout }),
 	rates("rate-limits", "GEMINI_MCP_RATE_LIMITS", rateLimitsUsage,

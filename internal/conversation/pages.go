@@ -130,3 +130,24 @@ func (d *Service) Page(ctx context.Context, answerID string, n int) (*mcp.CallTo
 	}
 	return d.pageResult(id, a, n), nil
 }
+
+// Paged pages text for the expert tools, whose results add sections of
+// their own after the answer: when text is longer than one result may
+// be, it keeps its pages for chat-page as chat's answers are kept, and
+// returns the first page with the note that says how to get the next,
+// and the paging's facts for _meta (answerId, page, pages, and
+// droppedBytes when the store keeps less). ok is false when text fits in
+// one result.
+func (d *Service) Paged(ctx context.Context, sessionID, text string) (first string, meta mcp.Meta, ok bool) {
+	if len(text) <= d.o.MaxAnswerBytes {
+		return "", nil, false
+	}
+	out := d.pageAnswer(context.WithoutCancel(ctx), sessionID, text)
+	meta = mcp.Meta{}
+	for _, k := range []string{"answerId", "page", "pages", "droppedBytes"} {
+		if v, ok := out.Meta[k]; ok {
+			meta[k] = v
+		}
+	}
+	return out.Content[0].(*mcp.TextContent).Text, meta, true
+}

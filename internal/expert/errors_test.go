@@ -152,6 +152,12 @@ func (blockingTurns) Answer(ctx context.Context, _ conversation.Call, _ backend.
 	<-ctx.Done()
 	return nil, "", &backend.Error{Kind: backend.KindTimeout, Reason: "Gemini did not answer in time", Err: ctx.Err()}
 }
+func (b blockingTurns) Run(ctx context.Context, c conversation.Call, t backend.Turn, title string) (*backend.Answer, string, error) {
+	return b.Answer(ctx, c, t, title)
+}
+func (blockingTurns) Paged(context.Context, string, string) (string, mcp.Meta, bool) {
+	return "", nil, false
+}
 
 func TestCallTimeout(t *testing.T) {
 	t.Parallel()

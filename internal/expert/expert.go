@@ -34,7 +34,7 @@ import (
 type FileContext interface {
 	Gather(ctx context.Context, sessionID string, entries []string) (*filectx.Files, error)
 	Record(ctx context.Context, sessionID string, f *filectx.Files) error
-	Changes(ctx context.Context, path string, staged, unstaged bool) (*filectx.ChangeSet, error)
+	Changes(ctx context.Context, path string, staged, unstaged bool, maxTokens func() int) (*filectx.ChangeSet, error)
 }
 
 // Turns is what the expert tools need of the turn pipeline, which
@@ -45,11 +45,29 @@ type Turns interface {
 	Continue(ctx context.Context, who conversation.Who, call *backend.Turn, sessionID string) error
 	ResolveDir(dir string) (string, error)
 	Answer(ctx context.Context, c conversation.Call, call backend.Turn, title string) (*backend.Answer, string, error)
+	// Run is Answer on a ctx Bind made already (by Asker.Ask).
+	Run(ctx context.Context, c conversation.Call, call backend.Turn, title string) (*backend.Answer, string, error)
+	// Paged keeps an answer too long for one result as pages for
+	// chat-page, as chat's answers are kept, and returns its first page.
+	Paged(ctx context.Context, sessionID, text string) (first string, meta mcp.Meta, ok bool)
+}
+
+// Asker runs a turn as chat runs its own (*tools.Deps): the user of the
+// client is asked before Gemini runs an untrusted downstream tool, the
+// same way and with the same grants as in chat. turn runs the turn with
+// Turns.Run and builds the result.
+type Asker interface {
+	Ask(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn,
+		turn func(ctx context.Context, call backend.Turn) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error)
 }
 
 // Deps is what the expert tools need.
 type Deps struct {
 	Turns Turns
+	// Ask runs the turns, asking the client's user to confirm an
+	// untrusted downstream tool; nil runs them with Turns.Answer, and such
+	// a tool runs only if the operator allows it (--allow-mcp-tools).
+	Ask Asker
 	// ProjectRoot is where new sessions run and files are read from; ""
 	// means the server's directory.
 	ProjectRoot string
@@ -61,8 +79,12 @@ type Deps struct {
 	CallTimeout time.Duration
 	// MaxArgBytes bounds each text argument; 0 means no bound.
 	MaxArgBytes int
-	Log         *slog.Logger
-	Now         func() time.Time
+	// InputLimit is how many tokens the backend's model takes in, which
+	// precommit's changes are cut to fit with the rest of the prompt; nil
+	// or 0 means DefaultInputLimit.
+	InputLimit func(ctx context.Context) int
+	Log        *slog.Logger
+	Now        func() time.Time
 }
 
 // Name is the tool's name.
@@ -153,8 +175,20 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 	}
 	turn.Prompt, turn.ContextLen = t.userPrompt(a, m)
 	turn.Media = m.files.Media
+	title := t.name + ": " + in.headline()
+	if d.Ask == nil {
+		return d.finish(ctx, t, c, turn, m, title, d.Turns.Answer)
+	}
+	return d.Ask.Ask(ctx, req, c, turn, func(ctx context.Context, turn backend.Turn) (*mcp.CallToolResult, error) {
+		return d.finish(ctx, t, c, turn, m, title, d.Turns.Run)
+	})
+}
+
+// finish runs the turn with run and builds the tool's result.
+func (d *Deps) finish(ctx context.Context, t *Tool, c conversation.Call, turn backend.Turn, m *material, title string,
+	run func(context.Context, conversation.Call, backend.Turn, string) (*backend.Answer, string, error)) (*mcp.CallToolResult, error) {
 	start := d.now()
-	ans, unsaved, err := d.Turns.Answer(ctx, c, turn, t.name+": "+in.headline())
+	ans, unsaved, err := run(ctx, c, turn, title)
 	if err != nil {
 		return nil, turnError(err)
 	}
@@ -168,9 +202,12 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 	}
 	out := &output{
 		tool: t.name, answer: ans, thinkingMode: turn.ThinkingMode, temperature: turn.Temperature,
-		processed: m.files.Processed, skipped: m.files.Skipped, elapsed: elapsed, secrets: m.secrets,
+		processed: m.files.Processed, skipped: m.files.Skipped, elapsed: elapsed, secrets: m.secrets, cut: m.cut,
 	}
-	res = out.result()
+	// A long answer is paged as chat's are: the first page, then the
+	// sections; chat-page serves the rest.
+	out.page, out.pageMeta, _ = d.Turns.Paged(ctx, ans.SessionID, ans.Text)
+	res := out.result()
 	if t.structured != nil {
 		res.StructuredContent = t.structured(out)
 	}
@@ -226,6 +263,11 @@ type output struct {
 	processed, skipped []filectx.FileNote
 	elapsed            time.Duration
 	secrets            []string // precommit: the secrets found, masked
+	cut                string   // precommit: what of the changes was not sent
+	// page is the answer's first page when it is paged ("" when it is
+	// not), with its note; pageMeta the paging's facts for _meta.
+	page     string
+	pageMeta mcp.Meta
 }
 
 // metadata is the ## Metadata section's entries, in order.
@@ -255,7 +297,11 @@ func (o *output) metadata() [][2]string {
 // own after the processed ones, so that the model knows what Gemini did
 // not see.
 func (o *output) text() string {
-	parts := []string{o.answer.Text, "\n## Metadata"}
+	answer := o.answer.Text
+	if o.page != "" {
+		answer = o.page
+	}
+	parts := []string{answer, "\n## Metadata"}
 	for _, kv := range o.metadata() {
 		parts = append(parts, "- "+kv[0]+": "+kv[1])
 	}
@@ -274,6 +320,9 @@ func (o *output) text() string {
 		for _, f := range o.skipped {
 			parts = append(parts, "- "+msg.QuoteName(f.Path)+": "+f.Reason)
 		}
+	}
+	if o.cut != "" {
+		parts = append(parts, "\n## Changes Not Reviewed", "Only part of the changes was sent to Gemini: "+o.cut+".")
 	}
 	if len(o.secrets) > 0 {
 		parts = append(parts, "\n## Secrets Found")
@@ -323,6 +372,12 @@ func (o *output) result() *mcp.CallToolResult {
 	}
 	if o.answer.FinishReason != "" {
 		meta["finishReason"] = o.answer.FinishReason
+	}
+	for k, v := range o.pageMeta {
+		meta[k] = v
+	}
+	if o.cut != "" {
+		meta["changesCut"] = o.cut
 	}
 	if len(o.secrets) > 0 {
 		meta["secrets"] = o.secrets

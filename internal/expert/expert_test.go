@@ -114,7 +114,7 @@ func (f *fakeFiles) Record(ctx context.Context, sessionID string, files *filectx
 	return f.sent.Add(ctx, sessionID, files.Processed)
 }
 
-func (f *fakeFiles) Changes(ctx context.Context, path string, staged, unstaged bool) (*filectx.ChangeSet, error) {
+func (f *fakeFiles) Changes(ctx context.Context, path string, staged, unstaged bool, _ func() int) (*filectx.ChangeSet, error) {
 	if f.changes == nil {
 		return nil, errors.New("no changes")
 	}

@@ -50,6 +50,8 @@ type material struct {
 	preface string
 	// secrets are the secrets the changes add (precommit), masked.
 	secrets []string
+	// cut says what of the changes was not sent (precommit).
+	cut string
 	// record is set when the files are noted as sent in the thread, so
 	// that its next turns do not send them again.
 	record bool

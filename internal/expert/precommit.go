@@ -56,17 +56,45 @@ func (in *PrecommitInput) gather(ctx context.Context, d *Deps, _ string) (*mater
 	if d.Files == nil {
 		return nil, conversation.SystemError("this server cannot read git changes yet (no file context is configured): ask its operator, or use codereview with the changed files", nil)
 	}
-	cs, err := d.Files.Changes(ctx, in.Path, in.IncludeStaged, in.IncludeUnstaged)
+	preface := fmt.Sprintf("## Repository\n%s (staged changes: %s, unstaged changes: %s)\n\n",
+		in.Path, yesNo(in.IncludeStaged), yesNo(in.IncludeUnstaged))
+	// The budget is asked for only once there are changes to send: the
+	// model's input may take a request to learn.
+	budget := func() int { return d.changesBudget(ctx, in, preface) }
+	cs, err := d.Files.Changes(ctx, in.Path, in.IncludeStaged, in.IncludeUnstaged, budget)
 	if err != nil {
 		return nil, err
 	}
 	return &material{
 		files:   &filectx.Files{Text: cs.Text, Processed: cs.Processed, Skipped: cs.Skipped},
 		heading: "Changes",
-		preface: fmt.Sprintf("## Repository\n%s (staged changes: %s, unstaged changes: %s)\n\n",
-			in.Path, yesNo(in.IncludeStaged), yesNo(in.IncludeUnstaged)),
+		preface: preface,
 		secrets: cs.Secrets,
+		cut:     cs.Cut,
 	}, nil
+}
+
+// DefaultInputLimit is the input of the Gemini models in tokens, for a
+// backend that cannot say its model's.
+const DefaultInputLimit = 1 << 20
+
+// changesBudget is the tokens precommit's changes may take: the model's
+// input less the rest of the prompt (the role, the arguments, the
+// sections and their headings, counted in bytes, which are at least as
+// many as their tokens) and a reserve for what the backend adds (the
+// Gemini CLI's own instructions and tools, the secrets found).
+func (d *Deps) changesBudget(ctx context.Context, in *PrecommitInput, preface string) int {
+	limit := 0
+	if d.InputLimit != nil {
+		limit = d.InputLimit(ctx)
+	}
+	if limit <= 0 {
+		limit = DefaultInputLimit
+	}
+	// A continued conversation's earlier turns are not counted here: the
+	// backend says when they leave too little room.
+	rest := len(Precommit.role) + len(in.OriginalRequest) + len(in.ReviewType) + len(preface) + 1024
+	return max(limit-limit/20-rest, 1)
 }
 
 func yesNo(b bool) string {

@@ -13,8 +13,9 @@ import (
 // the issues (and the verdict) as structuredContent, under an
 // outputSchema, beside the text. Lines not in that form are not issues;
 // a verdict not given is "unknown": the shape holds on every backend,
-// whatever the answer. The whole answer is in the structured content too
-// (answer), for clients that show a model the structured content alone.
+// whatever the answer. The answer itself is in the text alone (paged
+// there when it is long): the structured content holds what was read
+// from it, and does not carry the answer a second time.
 
 // Severities, from the most severe.
 var severities = []string{"critical", "high", "medium", "low"}
@@ -72,7 +73,7 @@ func precommitStructured(o *output) map[string]any {
 		secrets = []string{}
 	}
 	return map[string]any{
-		"answer": o.answer.Text, "verdict": v, "verdictBy": by, "verdictReason": reason,
+		"verdict": v, "verdictBy": by, "verdictReason": reason,
 		"issues": issues(o.answer.Text), "secrets": secrets,
 	}
 }
@@ -86,7 +87,7 @@ func codereviewStructured(o *output) map[string]any {
 	for _, is := range issues(o.answer.Text) {
 		by[is.Severity] = append(by[is.Severity], is.Text)
 	}
-	return map[string]any{"answer": o.answer.Text, "issues": by}
+	return map[string]any{"issues": by}
 }
 
 func str(desc string) *jsonschema.Schema {
@@ -105,15 +106,12 @@ func enum(desc string, values ...string) *jsonschema.Schema {
 	return s
 }
 
-const answerDesc = "Gemini's answer, as in the text content (without the sections this server adds)."
-
 // precommitOutput is precommit's outputSchema.
 func precommitOutput() *jsonschema.Schema {
 	return &jsonschema.Schema{
 		Type:     "object",
-		Required: []string{"answer", "verdict", "verdictBy", "verdictReason", "issues", "secrets"},
+		Required: []string{"verdict", "verdictBy", "verdictReason", "issues", "secrets"},
 		Properties: map[string]*jsonschema.Schema{
-			"answer": str(answerDesc),
 			"verdict": enum("go or no-go; unknown when the answer gives no verdict line and the server found no secret.",
 				"go", "no-go", "unknown"),
 			"verdictBy":     enum("Who decided: gemini (its verdict line), server (secrets in the changes), none (unknown).", "gemini", "server", "none"),
@@ -140,7 +138,7 @@ func codereviewOutput() *jsonschema.Schema {
 	}
 	return &jsonschema.Schema{
 		Type:       "object",
-		Required:   []string{"answer", "issues"},
-		Properties: map[string]*jsonschema.Schema{"answer": str(answerDesc), "issues": by},
+		Required:   []string{"issues"},
+		Properties: map[string]*jsonschema.Schema{"issues": by},
 	}
 }

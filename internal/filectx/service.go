@@ -42,6 +42,9 @@ type ChangeSet struct {
 	Text               string
 	Processed, Skipped []FileNote
 	Secrets            []string
+	// Cut says what of the changes was not sent, to fit the model's
+	// input; "" when they were sent whole.
+	Cut string
 }
 
 // Service is the file context of a server, shared by every tool: chat's
@@ -66,6 +69,9 @@ type Service struct {
 	Count func(ctx context.Context, text string) (int, error)
 	// Git is the git executable ("" means git on PATH).
 	Git string
+	// GitAnyOwner lets precommit read a repository another user owns
+	// (--precommit-any-owner); see gitchanges.Options.AnyOwner.
+	GitAnyOwner bool
 	// Sent, when set, keeps the files each conversation was sent.
 	Sent SentFiles
 }
@@ -155,8 +161,11 @@ func byReason(m map[Reason]int) string {
 
 // Changes is precommit's context: the changes of the repository at path (resolved inside the sandbox first; gitchanges then refuses a
 // repository any part of which lies outside the root), the secrets they
-// add found and masked, in the diff sent to Gemini too.
-func (c *Service) Changes(ctx context.Context, path string, staged, unstaged bool) (*ChangeSet, error) {
+// add found and masked, in the diff sent to Gemini too. The diff is cut
+// to maxTokens() tokens (asked once there is a diff to send; nil: no bound
+// but gitchanges' own), counted as Count counts them, and ChangeSet.Cut
+// says what was cut.
+func (c *Service) Changes(ctx context.Context, path string, staged, unstaged bool, maxTokens func() int) (*ChangeSet, error) {
 	sb, err := NewSandbox(c.Root, c.Forbidden)
 	if err != nil {
 		return nil, err
@@ -168,7 +177,7 @@ func (c *Service) Changes(ctx context.Context, path string, staged, unstaged boo
 	if !r.Info.IsDir() {
 		return nil, &Error{Category: CategoryValidation, Field: "path", Message: fmt.Sprintf("%s is not a directory: give the root of a git repository inside the project root", path)}
 	}
-	ch, err := gitchanges.Collect(ctx, r.Path, gitchanges.Options{Staged: staged, Unstaged: unstaged, Git: c.Git, Root: sb.Root()})
+	ch, err := gitchanges.Collect(ctx, r.Path, gitchanges.Options{Staged: staged, Unstaged: unstaged, Git: c.Git, Root: sb.Root(), AnyOwner: c.GitAnyOwner})
 	if err != nil {
 		return nil, gitError(err)
 	}
@@ -202,6 +211,12 @@ func (c *Service) Changes(ctx context.Context, path string, staged, unstaged boo
 			"; its changes are not sent unless the server runs with --send-secret-files"})
 	}
 	cs.Text = text
+	if ch.Truncated {
+		cs.Cut = fmt.Sprintf("the diff is larger than %d bytes, the most this server reads of it: what follows that point was not sent", gitchanges.DefaultMaxBytes)
+	}
+	if err := c.budgetDiff(ctx, cs, maxTokens); err != nil {
+		return nil, err
+	}
 	return cs, nil
 }
 
@@ -235,7 +250,7 @@ func gitError(err error) error {
 	switch ge.Kind {
 	case gitchanges.KindNotRepo:
 		return &Error{Category: CategoryValidation, Field: "path", Message: ge.Message, Err: err}
-	case gitchanges.KindOutside:
+	case gitchanges.KindOutside, gitchanges.KindOwner:
 		return &Error{Category: CategorySecurity, Field: "path", Message: ge.Message, Err: err}
 	case gitchanges.KindTimeout:
 		return &Error{Category: CategoryTool, Message: ge.Message, Err: err}

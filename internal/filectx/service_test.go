@@ -105,16 +105,16 @@ func TestChangesErrorCategories(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &filectx.Service{Root: r}
-	_, err := c.Changes(context.Background(), "plain", true, true)
+	_, err := c.Changes(context.Background(), "plain", true, true, nil)
 	if cat, field := category(t, err); cat != conversation.Validation || field != "path" {
 		t.Errorf("not a repository: %v on %q", cat, field)
 	}
-	_, err = c.Changes(context.Background(), "../", true, true)
+	_, err = c.Changes(context.Background(), "../", true, true, nil)
 	if cat, field := category(t, err); cat != conversation.Security || field != "path" {
 		t.Errorf("outside: %v on %q", cat, field)
 	}
 	noGit := &filectx.Service{Root: r, Git: filepath.Join(r, "no-such-git")}
-	_, err = noGit.Changes(context.Background(), "plain", true, true)
+	_, err = noGit.Changes(context.Background(), "plain", true, true, nil)
 	if cat, _ := category(t, err); cat != conversation.System {
 		t.Errorf("git missing: %v", cat)
 	}
@@ -150,7 +150,7 @@ func TestChangesRefusesGitDataOutsideTheRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &filectx.Service{Root: r}
-	cs, err := c.Changes(context.Background(), "proj", true, true)
+	cs, err := c.Changes(context.Background(), "proj", true, true, nil)
 	if err == nil {
 		t.Fatalf("not refused:\n%s", cs.Text)
 	}
@@ -176,7 +176,7 @@ func TestChangesListsAtMostMaxFiles(t *testing.T) {
 		}
 	}
 	c := &filectx.Service{Root: r}
-	cs, err := c.Changes(context.Background(), ".", true, true)
+	cs, err := c.Changes(context.Background(), ".", true, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -209,7 +209,7 @@ func (p *pendingTurns) supersede(client, session string) int {
 // runMRTR runs a turn whose confirmations go through the tool result: it
 // starts the turn (or, for a call carrying a request state, resumes the one
 // suspended under it) and returns its result, or the next question.
-func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn) outcome {
+func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn, turn turnFunc) outcome {
 	who, caller := c.Who.Key(), c.Who.Caller
 	if state := req.Params.RequestState; state != "" {
 		// Only the caller asked may answer: another one's answer leaves
@@ -251,7 +251,7 @@ func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c conversa
 	}
 	s := &suspended{client: who, caller: caller, session: call.Session, asks: make(chan ask), done: make(chan outcome, 1), cancel: cancel}
 	call.Confirm = d.grants.confirmFor(caller, s.confirm)
-	go func() { s.done <- d.runTurn(tctx, c, call) }()
+	go func() { s.done <- turn(tctx, call) }()
 	return d.await(ctx, s)
 }
 

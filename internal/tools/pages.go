@@ -15,7 +15,7 @@ func pageTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name: "chat-page",
 		Description: "Fetch the next page of a Gemini answer that was too long for one result. " +
-			"Use it only when a chat or chat-reply result ends with a note naming an answerId and a page.",
+			"Use it only when a result (of chat, chat-reply or an expert tool such as codereview) ends with a note naming an answerId and a page.",
 		InputSchema: inputSchema[PageInput](),
 		Annotations: &mcp.ToolAnnotations{Title: "Next page of a Gemini answer", ReadOnlyHint: true, IdempotentHint: true},
 	}

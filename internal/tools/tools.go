@@ -180,7 +180,7 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 	if err != nil {
 		return conversation.Failure(err), nil, nil
 	}
-	out := d.run(ctx, req, c, call)
+	out := d.run(ctx, req, c, call, d.chatTurn(c))
 	d.finishFiles(ctx, files, out)
 	return out.res, nil, nil
 }
@@ -209,7 +209,7 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 	if err != nil {
 		return conversation.Failure(err), nil, nil
 	}
-	out := d.run(ctx, req, c, call)
+	out := d.run(ctx, req, c, call, d.chatTurn(c))
 	d.finishFiles(ctx, files, out)
 	return out.res, nil, nil
 }
@@ -231,19 +231,52 @@ func (d *Deps) checkCommon(prompt, model, systemPrompt string) error {
 }
 
 // outcome is a turn's tool result and the session its answer belongs to
-// ("" when there is none: a failure, a question to the client).
+// ("" when there is none: a failure, a question to the client); err,
+// when set, is the failure, for the tools that report it otherwise than
+// as chat's error results (Ask).
 type outcome struct {
 	res     *mcp.CallToolResult
 	session string
+	err     error
 }
 
 // failed is the outcome of a failure.
-func failed(err error) outcome { return outcome{res: conversation.Failure(err)} }
+func failed(err error) outcome { return outcome{res: conversation.Failure(err), err: err} }
 
-// run makes the call c, records the session and builds the tool result.
-// req is the call's request, for what only the handler reads of it: how
-// its client may be asked to confirm a downstream tool.
-func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn) outcome {
+// turnFunc runs a turn, its Confirm set, on a ctx Bind made, and builds
+// its outcome.
+type turnFunc func(ctx context.Context, call backend.Turn) outcome
+
+// chatTurn is chat's and chat-reply's turnFunc.
+func (d *Deps) chatTurn(c conversation.Call) turnFunc {
+	return func(ctx context.Context, call backend.Turn) outcome { return d.runTurn(ctx, c, call) }
+}
+
+// Ask runs a turn of another tool (the expert tools) the way chat runs
+// its own: the turn runs on a ctx ended with the server and the call's
+// HTTP request (conversation.Service.Bind), and before Gemini runs an
+// untrusted downstream tool the user of the client that made req is
+// asked, through elicitation or, from protocol 2026-07-28 on, an input
+// request in the result (a later call that answers it, with the same
+// request state, gets turn's result), with the grants of chat's users.
+// turn runs the turn (conversation.Service.Run) and builds the tool
+// result; its error, or why the call could not go on, is returned.
+func (d *Deps) Ask(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn,
+	turn func(ctx context.Context, call backend.Turn) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	out := d.run(ctx, req, c, call, func(ctx context.Context, call backend.Turn) outcome {
+		res, err := turn(ctx, call)
+		return outcome{res: res, err: err}
+	})
+	if out.err != nil {
+		return nil, out.err
+	}
+	return out.res, nil
+}
+
+// run makes the call c with turn, which records the session and builds
+// the tool result. req is the call's request, for what only the handler
+// reads of it: how its client may be asked to confirm a downstream tool.
+func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn, turn turnFunc) outcome {
 	ctx, cancel := d.Conv.Bind(ctx, c)
 	defer cancel()
 	if call.Session != "" && req.Params.RequestState == "" {
@@ -255,11 +288,11 @@ func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, c conversation
 	case !canElicit(req):
 		// Untrusted downstream tools run only if the operator allows them.
 	case usesMRTR(req):
-		return d.runMRTR(ctx, req, c, call)
+		return d.runMRTR(ctx, req, c, call, turn)
 	default:
 		call.Confirm = d.grants.confirmFor(c.Who.Caller, elicitConfirm(req, c.Who.Caller))
 	}
-	return d.runTurn(ctx, c, call)
+	return turn(ctx, call)
 }
 
 // runTurn runs the turn and builds the tool result.

@@ -75,3 +75,17 @@ func (b *Backend) checkFits(parent, ctx context.Context, model string, limit int
 	}
 	return nil
 }
+
+// InputLimit is how many tokens the default model takes in, as the API's
+// list of models says; 0 when that is not known.
+func (b *Backend) InputLimit(ctx context.Context) int {
+	model, err := b.resolveAlias(ctx, ctx, b.model)
+	if err != nil {
+		return 0
+	}
+	mi, found, known, err := b.models.lookup(ctx, model)
+	if err != nil || !found || !known {
+		return 0
+	}
+	return mi.inputLimit
+}

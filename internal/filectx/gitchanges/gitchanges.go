@@ -34,6 +34,7 @@
 // Errors are *Error with a Kind: KindGitMissing (git cannot be found or
 // started), KindNotRepo (the path is not inside a git work tree),
 // KindOutside (part of the repository lies outside Options.Root),
+// KindOwner (another user owns it, and Options.AnyOwner is not set),
 // KindTimeout and KindFailed.
 package gitchanges
 
@@ -77,6 +78,11 @@ type Options struct {
 	// lie in (symbolic links resolved): its work tree, git directory,
 	// common directory, index, object directory and alternates.
 	Root string
+	// AnyOwner reads a repository another user owns too. Git itself
+	// refuses one ("dubious ownership") unless safe.directory names it,
+	// but skips that check when told where the repository is, as Collect
+	// tells it: without AnyOwner, Collect refuses it (KindOwner).
+	AnyOwner bool
 }
 
 // Kind classifies an *Error.
@@ -89,6 +95,7 @@ const (
 	KindTimeout    Kind = "timeout"
 	KindFailed     Kind = "failed"
 	KindOutside    Kind = "outside-root"
+	KindOwner      Kind = "not-owned"
 )
 
 // Error is a failure to read the changes; Message says what to do.
@@ -135,6 +142,11 @@ func (r *runner) setup(ctx context.Context, loc *location, dir string) (string, 
 		if st, err := os.Stat(top); err != nil || !st.IsDir() {
 			return "", &Error{Kind: KindNotRepo, Err: err, Message: fmt.Sprintf("the work tree %s that the git repository of %s names (core.worktree) is not a directory", top, dir)}
 		}
+		if !r.opts.AnyOwner {
+			if err := checkOwners(dir, [][2]string{{"work tree (core.worktree)", top}}); err != nil {
+				return "", err
+			}
+		}
 	}
 	r.dir = top
 	r.env = gitEnv(loc, top, cfg.filters)
@@ -169,7 +181,7 @@ func Collect(ctx context.Context, dir string, opts Options) (*Changes, error) {
 	if err != nil {
 		return nil, &Error{Kind: KindGitMissing, Err: err, Message: fmt.Sprintf("git cannot be found (%v): install git and put it on PATH", err)}
 	}
-	loc, err := locate(dir, opts.Root)
+	loc, err := locate(dir, opts.Root, opts.AnyOwner)
 	if err != nil {
 		return nil, err
 	}

@@ -40,8 +40,11 @@ const maxAlternateDepth = 5
 // without running git, and refuses it with KindOutside when root is set
 // and any part git would read lies outside root: the work tree, the git
 // directory (a .git file or link may point anywhere), its common
-// directory, the index, the object directory and its alternates.
-func locate(dir, root string) (*location, error) {
+// directory, the index, the object directory and its alternates. Unless
+// anyOwner, it refuses with KindOwner a repository whose work tree, git
+// directory or common directory another user owns, as git does (see
+// checkOwners).
+func locate(dir, root string, anyOwner bool) (*location, error) {
 	start, err := filepath.Abs(dir)
 	if err == nil {
 		start, err = filepath.EvalSymlinks(start)
@@ -95,6 +98,11 @@ func locate(dir, root string) (*location, error) {
 		}
 		if root != "" && !pathx.Within(root, loc.commonDir) {
 			return nil, outside("common git directory", loc.commonDir)
+		}
+	}
+	if !anyOwner {
+		if err := checkOwners(dir, [][2]string{{"work tree", loc.top}, {"git directory", loc.gitDir}, {"common git directory", loc.commonDir}}); err != nil {
+			return nil, err
 		}
 	}
 	if st, err := os.Stat(filepath.Join(loc.gitDir, "HEAD")); err != nil || st.IsDir() {
@@ -275,4 +283,23 @@ func openRegular(path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// checkOwners refuses, with KindOwner, the repository of dir when another
+// user than the server's owns one of parts (what, path): its owner could
+// change it between the commands that read it, as git's safe.directory
+// check guards against.
+func checkOwners(dir string, parts [][2]string) error {
+	for _, p := range parts {
+		ok, uid, err := ownedHere(p[1])
+		if err != nil {
+			return notGitDir(p[1], err)
+		}
+		if !ok {
+			return &Error{Kind: KindOwner, Message: fmt.Sprintf("the git repository that holds %s is not this server's: its %s (%s) is owned by %s, and the server runs as %s. "+
+				"Git refuses such a repository too (\"dubious ownership\"): give a repository the server's user owns, "+
+				"or ask the server's operator to allow others with --precommit-any-owner", dir, p[0], p[1], ownerName(uid), serverUser())}
+		}
+	}
+	return nil
 }
