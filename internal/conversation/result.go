@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -49,6 +50,14 @@ func (d *Service) Result(ctx context.Context, res *backend.Answer, unsaved strin
 		out.Meta["incomplete"] = true
 	}
 	AddBuiltins(out, res)
+	if unsaved != "" {
+		// The note saying what became of the session replaces the one
+		// that says to pass its id to chat-reply.
+		out.Content = slices.DeleteFunc(out.Content, func(c mcp.Content) bool {
+			t, ok := c.(*mcp.TextContent)
+			return ok && res.SessionID != "" && t.Text == SessionNote(res.SessionID)
+		})
+	}
 	AddUnsaved(out, unsaved)
 	return out
 }
