@@ -37,6 +37,11 @@ type IO struct {
 	// LookupEnv nil with Getenv set: a variable is set when not empty).
 	Getenv    func(string) string
 	LookupEnv func(string) (string, bool)
+	// Hurry, when closed, ends at once the drain that the end of Run's
+	// context started (HTTP): the calls in flight are cancelled and the
+	// server stops, as at the end of --drain-timeout. The command closes
+	// it at a second SIGINT or SIGTERM. nil: never.
+	Hurry <-chan struct{}
 }
 
 // Env is the environment, as IO gives it, that every part of the server
@@ -434,7 +439,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	// covers the CLIs' kill grace.
 	return server.ServeHTTP(ctx, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: s.endLife, Inflight: inflight, Server: s.srv,
 		MaxConns: maxConns, MaxConnsPerIP: cfg.HTTP.MaxConnsPerIP, Log: log,
-		Drain: drain, DrainDelay: cfg.HTTP.DrainDelay, DrainTimeout: cfg.HTTP.DrainTimeout})
+		Drain: drain, DrainDelay: cfg.HTTP.DrainDelay, DrainTimeout: cfg.HTTP.DrainTimeout, Hurry: sio.Hurry})
 }
 
 // loadTokens gathers bearer tokens from GEMINI_MCP_TOKENS and --token-file.
