@@ -414,7 +414,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	inflight, drain := server.NewInflight(), server.NewDrain()
 	h := server.NewHTTPHandler(s.srv, server.HTTPOptions{Version: version, Tokens: tokens, OAuth: oauth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Requests: requests, Inflight: inflight,
 		Drain: drain, Ready: s.ready,
-		Stateless: cfg.HTTP.Stateless, MaxBodyBytes: int64(cfg.HTTP.MaxBodyBytes), BodyReadTimeout: cfg.HTTP.BodyReadTimeout, Log: log,
+		Stateless: cfg.HTTP.Stateless, MaxBodyBytes: int64(cfg.HTTP.MaxBodyBytes), MaxPromptBytes: cfg.Tools.MaxPromptBytes, BodyReadTimeout: cfg.HTTP.BodyReadTimeout, Log: log,
 		MaxSessions: cfg.HTTP.MaxSessions, MaxSessionsPerToken: cfg.HTTP.MaxSessionsPerToken,
 		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Turns.Timeout), Metrics: metricsOnHTTP(cfg)})
 	if set := metrics.Current(); set != nil {

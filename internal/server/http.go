@@ -39,6 +39,10 @@ type HTTPOptions struct {
 	// stream, is then off.
 	Stateless    bool
 	MaxBodyBytes int64
+	// MaxPromptBytes is --max-prompt-bytes: a tool call's argument over it
+	// is refused from its size in the body, without being decoded (see
+	// shrinkOversized); 0 leaves it to the tools.
+	MaxPromptBytes int
 	// MaxSessions and MaxSessionsPerToken cap the open sessions (not in
 	// stateless mode); 0 means config.DefaultMaxSessions and
 	// config.DefaultMaxSessionsPerToken.
@@ -163,7 +167,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		capped = sessionGuards(srv, o)
 	}
 	guarded := func(h http.Handler) http.Handler {
-		return guard.cors(closeUntilAccepted(guard.wrap(o.Drain.wrapHTTP(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes))))))
+		return guard.cors(closeUntilAccepted(guard.wrap(o.Drain.wrapHTTP(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes, o.MaxPromptBytes))))))
 	}
 	mux := http.NewServeMux()
 	var mcpHandler http.Handler = streamable
