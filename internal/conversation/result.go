@@ -17,7 +17,7 @@ func (d *Service) Result(ctx context.Context, res *backend.Answer, unsaved strin
 	var out *mcp.CallToolResult
 	if len(res.Text) > d.o.MaxAnswerBytes {
 		// Never cut silently: the rest waits for chat-page.
-		out = d.pageAnswer(context.WithoutCancel(ctx), res.SessionID, res.Text)
+		out = d.pageAnswer(context.WithoutCancel(ctx), res.SessionID, res.Text, unsaved == "")
 	} else {
 		out = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}}
 		if res.SessionID != "" {

@@ -63,14 +63,18 @@ func (storeDown) Touch(context.Context, string, session.Turn, time.Time) (sessio
 	return session.Record{}, errStoreDown
 }
 
+func (storeDown) PutAnswer(context.Context, session.PagedAnswer) error { return errStoreDown }
+
 // TestStoreDownNoteIsTrue: with a store that answers nothing, a chat's
 // answer comes with a note that its session was NOT saved and cannot be
 // continued now, in place of the note that names its sessionId for
 // chat-reply (a model that sees only the text must not be told to pass
-// it); and chat-reply, as the note says, fails.
+// it); and chat-reply, as the note says, fails. A long answer's first
+// page says its other pages could not be kept, and points at that note,
+// not at a chat-reply that cannot run now.
 func TestStoreDownNoteIsTrue(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, options{noConnect: true, sessionIDInText: true})
+	h := newHarness(t, options{noConnect: true, sessionIDInText: true, maxAnswerBytes: 1000})
 	mem := memstore.New(session.Options{})
 	t.Cleanup(func() { mem.Close() })
 	h.store = storeDown{mem}
@@ -88,5 +92,11 @@ func TestStoreDownNoteIsTrue(t *testing.T) {
 	texts, isErr = h.textsOnly("chat-reply", map[string]any{"prompt": "continue", "sessionId": id, "cwd": h.home})
 	if !isErr || !strings.Contains(texts[0], "the session store is unavailable") {
 		t.Fatalf("chat-reply with the store down: %q", texts)
+	}
+	texts, isErr = h.textsOnly("chat", map[string]any{"prompt": "[[stdout:2500]] long"})
+	if isErr || len(texts) != 2 || !strings.Contains(texts[0], "its other pages could not be kept") ||
+		!strings.Contains(texts[0], "ask with chat-reply for the part after this one, once the session can be continued (see the note below)") ||
+		strings.Contains(texts[0], "nothing was sent to Gemini") || !strings.Contains(texts[1], "this turn was NOT saved") {
+		t.Fatalf("a long answer with the store down: %q", texts)
 	}
 }
