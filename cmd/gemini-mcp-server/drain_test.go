@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/redistest"
 )
@@ -201,4 +204,128 @@ func ctx30(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestSecondSignalCutsDrainShort: a second SIGTERM or SIGINT while an
+// HTTP server drains (in the drain delay, or while it waits for the calls
+// in flight) ends the drain at once: the call in flight, whose CLI and its
+// child ignore SIGTERM, is cancelled and answered, the CLI and its child
+// are gone, and the server exits 0 within seconds, not at the end of the
+// drain's minutes.
+func TestSecondSignalCutsDrainShort(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("signals and /proc")
+	}
+	for _, tc := range []struct {
+		name, delay, waitFor string
+		second               os.Signal
+	}{
+		{"in the delay", "10m", "draining: /readyz answers 503", syscall.SIGTERM},
+		{"waiting for calls", "0", "draining: refusing new sessions and calls; waiting for the calls in flight", syscall.SIGTERM},
+		{"interrupt", "0", "draining: refusing new sessions and calls; waiting for the calls in flight", os.Interrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.vars = append(e.vars, "GEMINI_MCP_DRAIN_DELAY="+tc.delay, "GEMINI_MCP_DRAIN_TIMEOUT=10m")
+			cmd := e.command("--http", "127.0.0.1:0")
+			addr, _, log := startHTTPCmd(t, cmd)
+			ctx := ctx30(t)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "second-signal", Version: "1"}, nil).Connect(ctx,
+				&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			type result struct {
+				res *mcp.CallToolResult
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "[[ignoreterm]] [[child]]"}})
+				done <- result{res, err}
+			}()
+			inv := geminitest.WaitInvocation(t, e.log, 10*time.Second, geminitest.HasChild)
+
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if !log.WaitFor(ctx, tc.waitFor) {
+				t.Fatal("the server did not start draining")
+			}
+			start := time.Now()
+			if err := cmd.Process.Signal(tc.second); err != nil {
+				t.Fatal(err)
+			}
+			// Read before Wait, which closes the pipe the log comes on.
+			if !log.WaitFor(ctx, "a second signal: the drain ends now") {
+				t.Error("the log does not say the drain was cut short")
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatalf("exit after the second signal: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-exited
+				t.Fatal("still running 10 s after the second signal: it did not cut the drain short")
+			}
+			t.Logf("exited %v after the second signal", time.Since(start).Round(time.Millisecond))
+			for _, pid := range []int{inv.Pid, inv.ChildPid} {
+				if geminitest.Alive(pid) {
+					t.Errorf("pid %d (the CLI or its child) outlived the server", pid)
+				}
+			}
+			select {
+			case r := <-done:
+				// Answered as cancelled: an error result, or a JSON-RPC
+				// error; never an answer.
+				if r.err == nil && !r.res.IsError {
+					t.Errorf("the call in flight answered %+v, want it cancelled", r.res.Content)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("the call in flight got no answer")
+			}
+		})
+	}
+}
+
+// TestOneCtrlCDrains: one Ctrl-C reaches the server twice when the npm
+// launcher runs it (the terminal signals both, and the launcher passes its
+// signal on): two SIGINTs back to back are one, and the server drains to
+// the end of --drain-timeout rather than stopping at once.
+func TestOneCtrlCDrains(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("signals")
+	}
+	t.Parallel()
+	e := newEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_DRAIN_DELAY=0", "GEMINI_MCP_DRAIN_TIMEOUT=2s")
+	cmd := e.command("--http", "127.0.0.1:0")
+	addr, _, log := startHTTPCmd(t, cmd)
+	ctx := ctx30(t)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ctrl-c", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	go cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "[[hang]]"}})
+	geminitest.WaitInvocation(t, e.log, 10*time.Second, func(geminitest.Invocation) bool { return true })
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Process.Signal(os.Interrupt)
+	// Read before Wait, which closes the pipe the log comes on.
+	if !log.WaitFor(ctx, "calls still running at the end of the drain timeout") {
+		t.Fatal("the server did not drain to the end of the timeout")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	if out := log.String(); strings.Contains(out, "a second signal") || !strings.Contains(out, "calls still running at the end of the drain timeout") {
+		t.Fatalf("one Ctrl-C did not drain to the end of the timeout:\n%s", out)
+	}
 }

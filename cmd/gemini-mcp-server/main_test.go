@@ -170,13 +170,36 @@ func TestSignalStopsRunningCall(t *testing.T) {
 	}
 }
 
-func testShutdownDuringCall(t *testing.T, stop func(cmd *exec.Cmd, stdin io.Closer)) {
+// TestStdioStopsWithoutDrain: a stdio server has no drain: with the
+// drain's settings at ten minutes, the end of stdin, SIGTERM and SIGINT
+// each stop it as at once as without them (within 5 s, the CLI's kill
+// grace included).
+func TestStdioStopsWithoutDrain(t *testing.T) {
+	drain := []string{"GEMINI_MCP_DRAIN_DELAY=10m", "GEMINI_MCP_DRAIN_TIMEOUT=10m"}
+	t.Run("EOF", func(t *testing.T) {
+		t.Parallel()
+		testShutdownDuringCall(t, func(cmd *exec.Cmd, stdin io.Closer) { stdin.Close() }, drain...)
+	})
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			testShutdownDuringCall(t, func(cmd *exec.Cmd, _ io.Closer) { cmd.Process.Signal(sig) }, drain...)
+		})
+	}
+}
+
+// testShutdownDuringCall starts a stdio server (with env added to its
+// environment), starts a call whose CLI and its child ignore SIGTERM, and
+// stops the server with stop: it must exit 0 within 5 s, its CLI and the
+// child gone, its temporary files removed.
+func testShutdownDuringCall(t *testing.T, stop func(cmd *exec.Cmd, stdin io.Closer), env ...string) {
 	if runtime.GOOS == "windows" {
 		t.Skip("process checks use /proc")
 	}
 	e := newEnv(t)
 	tmp := t.TempDir()
 	e.vars = append(e.vars, "TMPDIR="+tmp)
+	e.vars = append(e.vars, env...)
 	cmd := e.command()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -118,6 +118,101 @@ func TestStoreOpensInTheBackground(t *testing.T) {
 	}
 }
 
+// TestStoreReopensByItself: a server whose embedded store cannot be
+// opened at start (SQLite cannot make the database's WAL file: here a
+// directory stands in its place, which stops root as well as anyone)
+// serves, tries again in the background, and opens the store by itself
+// once the cause is gone. Meanwhile every note is true: a chat answers
+// with a note that its session was NOT saved and that chat-reply cannot
+// continue it now (not a sessionId to pass that would fail), chat-reply
+// fails saying the call can be retried once the store is back, and
+// /readyz answers 503. Once the store opens (its log line, /readyz 200),
+// continuing that chat as its note says works, and chats are saved again.
+func TestStoreReopensByItself(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	wal := filepath.Join(e.state, "sessions.db-wal")
+	if err := os.MkdirAll(wal, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	addr, _, log := startHTTPCmd(t, e.command("--http", "127.0.0.1:0"))
+	ctx := ctx30(t)
+	if !log.WaitFor(ctx, "the session store could not be opened") {
+		t.Fatal("no log line of the failed open")
+	}
+	if code, body := readyz(t, addr); code != http.StatusServiceUnavailable || !strings.Contains(body["reason"], "session store") {
+		t.Fatalf("/readyz with the store unopened: %d %v", code, body)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "reopen", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(tool string, args map[string]any) (*mcp.CallToolResult, string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		var texts []string
+		for _, c := range res.Content {
+			texts = append(texts, c.(*mcp.TextContent).Text)
+		}
+		return res, strings.Join(texts, "\n")
+	}
+
+	res, text := call("chat", map[string]any{"prompt": "unsaved one"})
+	id, _ := res.Meta["sessionId"].(string)
+	if res.IsError || id == "" || res.Meta["sessionSaved"] != false {
+		t.Fatalf("chat on an unopened store: IsError %v, meta %v: %s", res.IsError, res.Meta, text)
+	}
+	note := res.Content[len(res.Content)-1].(*mcp.TextContent).Text
+	for _, want := range []string{"this turn was NOT saved: the session store is unavailable", "chat-reply cannot continue session " + id + " now",
+		"once the store is back (the server keeps trying to reach it), chat-reply with sessionId " + id + " together with cwd " + e.work + " continues it"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the chat's note lacks %q:\n%s", want, note)
+		}
+	}
+	if strings.Contains(text, "To continue it, pass sessionId") || strings.Contains(text, "pass it to chat-reply to continue") {
+		t.Errorf("the chat's result promises a sessionId that does not work now:\n%s", text)
+	}
+	// What the note says: chat-reply cannot continue it now, and says the
+	// call can be retried.
+	res, text = call("chat-reply", map[string]any{"prompt": "too soon", "sessionId": id, "cwd": e.work})
+	if !res.IsError || !strings.Contains(text, "the session store is unavailable") || !strings.Contains(text, "nothing was sent to Gemini. The call can be retried") {
+		t.Fatalf("chat-reply on an unopened store: %s", text)
+	}
+	if inv, _ := geminitest.ReadLog(e.log); len(inv) != 1 {
+		t.Fatalf("%d CLI runs, want 1: the refused chat-reply must not run", len(inv))
+	}
+
+	// The cause goes away: the store opens by itself.
+	if err := os.Remove(wal); err != nil {
+		t.Fatal(err)
+	}
+	if !log.WaitFor(ctx, "the session store is open: sessions are recorded again") {
+		t.Fatal("the store did not open once it could")
+	}
+	if code, body := readyz(t, addr); code != http.StatusOK {
+		t.Fatalf("/readyz once the store opened: %d %v", code, body)
+	}
+	// The retry the error promised works, as the chat's note said.
+	res, text = call("chat-reply", map[string]any{"prompt": "now", "sessionId": id, "cwd": e.work})
+	if res.IsError || !strings.HasPrefix(text, "fake-gemini turn=2 ") || res.Meta["sessionSaved"] != nil {
+		t.Fatalf("chat-reply once the store opened: meta %v: %s", res.Meta, text)
+	}
+	res, text = call("chat", map[string]any{"prompt": "saved one"})
+	saved, _ := res.Meta["sessionId"].(string)
+	if res.IsError || saved == "" || res.Meta["sessionSaved"] != nil {
+		t.Fatalf("chat once the store opened: meta %v: %s", res.Meta, text)
+	}
+	res, text = call("sessions", map[string]any{})
+	if res.IsError || !strings.Contains(text, saved) || !strings.Contains(text, id) {
+		t.Fatalf("sessions once the store opened, want %s and %s: %s", id, saved, text)
+	}
+}
+
 // TestMaxTurnsBinary: with --store memory: and --max-turns 2, a session's
 // third turn is refused with what to do, and a new chat still answers.
 func TestMaxTurnsBinary(t *testing.T) {

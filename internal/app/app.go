@@ -37,6 +37,11 @@ type IO struct {
 	// LookupEnv nil with Getenv set: a variable is set when not empty).
 	Getenv    func(string) string
 	LookupEnv func(string) (string, bool)
+	// Hurry, when closed, ends at once the drain that the end of Run's
+	// context started (HTTP): the calls in flight are cancelled and the
+	// server stops, as at the end of --drain-timeout. The command closes
+	// it at a second SIGINT or SIGTERM. nil: never.
+	Hurry <-chan struct{}
 }
 
 // Env is the environment, as IO gives it, that every part of the server
@@ -196,9 +201,7 @@ func configRules() config.Rules {
 // session store and the backend it opens are the caller's to close
 // (Store().Close, Close).
 func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger, life context.Context, requests func(*mcp.CallToolRequest) context.Context) (conv *conversation.Service, b *builtBackend, err error) {
-	store, where, err := openStore(ctx, cfg, func(err error) {
-		log.Error("the session store could not be opened: sessions are not recorded, and calls that need them fail, until the server is restarted", "err", err)
-	})
+	store, where, err := openStore(ctx, cfg, true, storeHooks(log))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -242,6 +245,31 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger,
 		AllowedRoots: allowed, Remote: cfg.HTTP.Addr != "", Authenticated: len(cfg.HTTP.Tokens) > 0 || cfg.HTTP.TokenFile != "" || len(cfg.HTTP.AuthIssuers) > 0,
 		Stateless: cfg.HTTP.Stateless, ShareSessions: cfg.Tools.ShareSessions, SessionIDInText: cfg.Tools.SessionIDInText,
 		Lifetime: life, RequestContext: requests}), b, nil
+}
+
+// storeHooks logs what becomes of a session store opened in the
+// background: the first failure as an error, a failure with another error
+// than the one before as a warning (the same one again at debug level, as
+// the attempts go on every 30 s at most), and the open that ends them.
+func storeHooks(log *slog.Logger) session.OpeningHooks {
+	var last string
+	return session.OpeningHooks{
+		Failed: func(err error, attempt int, retryIn time.Duration) {
+			switch {
+			case attempt == 1:
+				log.Error("the session store could not be opened: sessions are not recorded, and calls that need them fail, until it opens; the server tries again in the background",
+					"err", err, "retryIn", retryIn)
+			case err.Error() != last:
+				log.Warn("the session store still cannot be opened", "err", err, "attempt", attempt, "retryIn", retryIn)
+			default:
+				log.Debug("the session store still cannot be opened", "err", err, "attempt", attempt, "retryIn", retryIn)
+			}
+			last = err.Error()
+		},
+		Opened: func(attempts int) {
+			log.Info("the session store is open: sessions are recorded again", "attempts", attempts)
+		},
+	}
 }
 
 // serving is what both transports serve: the MCP server with every tool,
@@ -386,7 +414,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	inflight, drain := server.NewInflight(), server.NewDrain()
 	h := server.NewHTTPHandler(s.srv, server.HTTPOptions{Version: version, Tokens: tokens, OAuth: oauth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Requests: requests, Inflight: inflight,
 		Drain: drain, Ready: s.ready,
-		Stateless: cfg.HTTP.Stateless, MaxBodyBytes: int64(cfg.HTTP.MaxBodyBytes), BodyReadTimeout: cfg.HTTP.BodyReadTimeout, Log: log,
+		Stateless: cfg.HTTP.Stateless, MaxBodyBytes: int64(cfg.HTTP.MaxBodyBytes), MaxPromptBytes: cfg.Tools.MaxPromptBytes, BodyReadTimeout: cfg.HTTP.BodyReadTimeout, Log: log,
 		MaxSessions: cfg.HTTP.MaxSessions, MaxSessionsPerToken: cfg.HTTP.MaxSessionsPerToken,
 		SessionIdleTimeout: max(server.DefaultSessionIdleTimeout, 2*cfg.Turns.Timeout), Metrics: metricsOnHTTP(cfg)})
 	if set := metrics.Current(); set != nil {
@@ -411,7 +439,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, version string, sio IO, 
 	// covers the CLIs' kill grace.
 	return server.ServeHTTP(ctx, ln, h, server.ServeOptions{Grace: 5 * time.Second, EndCalls: s.endLife, Inflight: inflight, Server: s.srv,
 		MaxConns: maxConns, MaxConnsPerIP: cfg.HTTP.MaxConnsPerIP, Log: log,
-		Drain: drain, DrainDelay: cfg.HTTP.DrainDelay, DrainTimeout: cfg.HTTP.DrainTimeout})
+		Drain: drain, DrainDelay: cfg.HTTP.DrainDelay, DrainTimeout: cfg.HTTP.DrainTimeout, Hurry: sio.Hurry})
 }
 
 // loadTokens gathers bearer tokens from GEMINI_MCP_TOKENS and --token-file.

@@ -72,7 +72,7 @@ func (l *lazyTokens) open(ctx context.Context) (*storeTokens, error) {
 	case l.tokens != nil:
 		return l.tokens, nil
 	}
-	st, where, err := openStore(ctx, l.cfg, nil)
+	st, where, err := openStore(ctx, l.cfg, false, session.OpeningHooks{})
 	if err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func TestTokenStoreRedis(t *testing.T) {
 	}
 
 	// The server's own host uses the session store it has opened.
-	st, _, err := openStore(ctx, cfgA, nil)
+	st, _, err := openStore(ctx, cfgA, false, session.OpeningHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}

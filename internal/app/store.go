@@ -19,12 +19,12 @@ import (
 // embedded store in the state directory. Its description (the value, any
 // password hidden) is for logs and doctor.
 //
-// With failed not nil (the server), the embedded store's file is checked
+// With background set (the server), the embedded store's file is checked
 // and created at once, and SQLite's open, schema check and clean-up run in
 // the background while the server answers its client (session.Opening):
-// a call waits for them, and failed hears of their error, which every call
-// then returns.
-func openStore(ctx context.Context, cfg *config.Config, failed func(error)) (st session.Store, where string, err error) {
+// a call waits for them. When they fail, hooks hear of it, every call
+// returns their error, and they are tried again until the store opens.
+func openStore(ctx context.Context, cfg *config.Config, background bool, hooks session.OpeningHooks) (st session.Store, where string, err error) {
 	raw := cfg.Store.URL
 	if raw == "" {
 		dir, err := stateDir(cfg)
@@ -44,7 +44,7 @@ func openStore(ctx context.Context, cfg *config.Config, failed func(error)) (st 
 			err = fmt.Errorf("%q names no file: use sqlite:PATH", raw)
 			break
 		}
-		if failed == nil {
+		if !background {
 			st, err = embedded.Open(rest, opts)
 			break
 		}
@@ -58,7 +58,7 @@ func openStore(ctx context.Context, cfg *config.Config, failed func(error)) (st 
 				return nil, storeError(where, err)
 			}
 			return s, nil
-		}, failed)
+		}, hooks)
 	case "memory":
 		// A store in this process's memory: its sessions end with it.
 		if rest != "" {
@@ -120,7 +120,7 @@ func stateDir(cfg *config.Config) (string, error) {
 // write. The write is a turn of a session of its own, never listed (it has
 // no record), deleted at once.
 func checkStore(ctx context.Context, r *report, cfg *config.Config) {
-	st, where, err := openStore(ctx, cfg, nil)
+	st, where, err := openStore(ctx, cfg, false, session.OpeningHooks{})
 	if err != nil {
 		r.fail("session store: %v", err)
 		return

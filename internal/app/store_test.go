@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
@@ -21,7 +22,7 @@ func parseStore(t *testing.T, args ...string) *config.Config {
 
 func TestOpenStore(t *testing.T) {
 	ctx := context.Background()
-	st, where, err := openStore(ctx, parseStore(t, "--store", "memory:"), nil)
+	st, where, err := openStore(ctx, parseStore(t, "--store", "memory:"), false, session.OpeningHooks{})
 	if err != nil || where != "memory:" {
 		t.Fatalf("memory: %v %q", err, where)
 	}
@@ -31,7 +32,7 @@ func TestOpenStore(t *testing.T) {
 	st.Close()
 	// The default is the embedded store in the state directory.
 	cfg := parseStore(t)
-	st, where, err = openStore(ctx, cfg, nil)
+	st, where, err = openStore(ctx, cfg, false, session.OpeningHooks{})
 	if err != nil || where != "sqlite:"+cfg.Store.StateDir+"/sessions.db" {
 		t.Fatalf("default: %v %q", err, where)
 	}
@@ -42,12 +43,12 @@ func TestOpenStore(t *testing.T) {
 		{"memory:extra", "the memory store takes nothing after memory:", ""},
 		{"sqlite:", "names no file: use sqlite:PATH", ""},
 	} {
-		_, _, err := openStore(ctx, parseStore(t, "--store", tc.store), nil)
+		_, _, err := openStore(ctx, parseStore(t, "--store", tc.store), false, session.OpeningHooks{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || tc.not != "" && strings.Contains(err.Error(), tc.not) {
 			t.Errorf("--store %s: %v, want %q", tc.store, err, tc.want)
 		}
 	}
-	_, _, err = openStore(ctx, parseStore(t, "--store", "mongodb://db"), nil)
+	_, _, err = openStore(ctx, parseStore(t, "--store", "mongodb://db"), false, session.OpeningHooks{})
 	for _, kind := range []string{"memory:", "sqlite:"} {
 		if !strings.Contains(err.Error(), kind) {
 			t.Errorf("the unknown kind's error does not name %s: %v", kind, err)

@@ -18,7 +18,7 @@ import (
 // them), or until the store drops the oldest answers to stay within its
 // budget. When the store cannot keep them, the first page still comes
 // back, with a note saying how to get the rest.
-func (d *Service) pageAnswer(ctx context.Context, sessionID, text string) *mcp.CallToolResult {
+func (d *Service) pageAnswer(ctx context.Context, sessionID, text string, saved bool) *mcp.CallToolResult {
 	pages := splitPages(text, d.o.MaxAnswerBytes)
 	a := session.PagedAnswer{ID: session.NewUUID(), SessionID: sessionID, Pages: pages, Created: d.o.Now()}
 	kept, n := 0, 0
@@ -38,8 +38,13 @@ func (d *Service) pageAnswer(ctx context.Context, sessionID, text string) *mcp.C
 	if err := d.o.Store.PutAnswer(ctx, a); err != nil {
 		d.o.Log.Warn("keeping an answer's pages", "session", sessionID, "bytes", len(text), "err", err)
 		out := d.pageResult(a.ID, session.PagedAnswer{SessionID: sessionID, Pages: pages[:1], Dropped: len(text) - len(pages[0])}, 1)
+		how := "ask with chat-reply for the part after this one"
+		if !saved {
+			// The note after the answer says when chat-reply can.
+			how = "ask with chat-reply for the part after this one, once the session can be continued (see the note below)"
+		}
 		out.Content[0] = &mcp.TextContent{Text: pages[0] + fmt.Sprintf("\n\n[gemini-mcp-server: the answer is too long for one result, and its other pages could not be kept (%v): "+
-			"this first page of %d is all there is of it. To get the rest, ask with chat-reply for the part after this one.]", StoreError(err), len(pages))}
+			"this first page of %d is all there is of it. To get the rest, %s.]", err, len(pages), how)}
 		delete(out.Meta, "answerId")
 		return out
 	}

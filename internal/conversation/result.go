@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -16,7 +17,7 @@ func (d *Service) Result(ctx context.Context, res *backend.Answer, unsaved strin
 	var out *mcp.CallToolResult
 	if len(res.Text) > d.o.MaxAnswerBytes {
 		// Never cut silently: the rest waits for chat-page.
-		out = d.pageAnswer(context.WithoutCancel(ctx), res.SessionID, res.Text)
+		out = d.pageAnswer(context.WithoutCancel(ctx), res.SessionID, res.Text, unsaved == "")
 	} else {
 		out = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}}
 		if res.SessionID != "" {
@@ -55,6 +56,14 @@ func (d *Service) Result(ctx context.Context, res *backend.Answer, unsaved strin
 		out.Meta["finishReason"] = res.FinishReason
 	}
 	AddBuiltins(out, res)
+	if unsaved != "" {
+		// The note saying what became of the session replaces the one
+		// that says to pass its id to chat-reply.
+		out.Content = slices.DeleteFunc(out.Content, func(c mcp.Content) bool {
+			t, ok := c.(*mcp.TextContent)
+			return ok && res.SessionID != "" && t.Text == SessionNote(res.SessionID)
+		})
+	}
 	AddUnsaved(out, unsaved)
 	return out
 }

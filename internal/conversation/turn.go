@@ -135,11 +135,24 @@ func (d *Service) unkeptNote(res *backend.Answer, err error) string {
 }
 
 // unsavedNote tells the caller that the session store failed to record a
-// turn, and what still works.
+// turn, and what still works. It asks the store first: a store that
+// answers knows whether the session is recorded (an earlier turn was), and
+// one that does not answer (unopened, unreachable) can continue nothing
+// until it is back; the server keeps trying to open or reach it.
 func (d *Service) unsavedNote(ctx context.Context, id, dir string, err error) string {
 	const prefix = "[gemini-mcp-server: the answer above is complete, but "
 	const fix = " The server's operator should check the session store (--store, --state-dir; gemini-mcp-server doctor checks it).]"
-	if _, known, _ := d.o.Store.Get(ctx, id); known {
+	_, known, gerr := d.o.Store.Get(ctx, id)
+	switch {
+	case gerr != nil:
+		how := " The Gemini CLI keeps the conversation in its own files: once the store is back (the server keeps trying to reach it), chat-reply with sessionId " +
+			id + " together with cwd " + dir + " continues it."
+		if d.family() != config.FamilyCLI || d.scoped() {
+			how = ""
+		}
+		return prefix + "this turn was NOT saved: the session store is unavailable (" + err.Error() + "), so chat-reply cannot continue session " + id +
+			" now." + how + fix
+	case known:
 		return prefix + "this turn could not be recorded (" + err.Error() + "). Continuing with sessionId " + id +
 			" still works; chat-reply without sessionId may pick another session." + fix
 	}

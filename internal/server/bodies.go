@@ -66,10 +66,12 @@ func (e *eofReader) Read(p []byte) (int, error) {
 }
 
 // readBody reads an accepted request's body within timeout and up to
-// maxBytes, then hands it on from memory. The deadline is set only while
+// maxBytes, then hands it on from memory, with every tool call argument
+// over maxPrompt bytes in it replaced by the marker of its size (see
+// shrinkOversized). The deadline is set only while
 // the body is read and cleared afterwards, so that the long-lived answers
 // (SSE streams) that follow are not cut, as http.Server.ReadTimeout would.
-func readBody(next http.Handler, timeout time.Duration, maxBytes int64) http.Handler {
+func readBody(next http.Handler, timeout time.Duration, maxBytes int64, maxPrompt int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Del("Connection")
 		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Body == nil || r.Body == http.NoBody {
@@ -108,6 +110,7 @@ func readBody(next http.Handler, timeout time.Duration, maxBytes int64) http.Han
 			}})
 			return
 		}
+		body, _ = shrinkOversized(body, maxPrompt)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)

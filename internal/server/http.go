@@ -39,6 +39,10 @@ type HTTPOptions struct {
 	// stream, is then off.
 	Stateless    bool
 	MaxBodyBytes int64
+	// MaxPromptBytes is --max-prompt-bytes: a tool call's argument over it
+	// is refused from its size in the body, without being decoded (see
+	// shrinkOversized); 0 leaves it to the tools.
+	MaxPromptBytes int
 	// MaxSessions and MaxSessionsPerToken cap the open sessions (not in
 	// stateless mode); 0 means config.DefaultMaxSessions and
 	// config.DefaultMaxSessionsPerToken.
@@ -163,7 +167,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		capped = sessionGuards(srv, o)
 	}
 	guarded := func(h http.Handler) http.Handler {
-		return guard.cors(closeUntilAccepted(guard.wrap(o.Drain.wrapHTTP(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes))))))
+		return guard.cors(closeUntilAccepted(guard.wrap(o.Drain.wrapHTTP(capped(readBody(o.Inflight.wrapHTTP(h), o.BodyReadTimeout, o.MaxBodyBytes, o.MaxPromptBytes))))))
 	}
 	mux := http.NewServeMux()
 	var mcpHandler http.Handler = streamable
@@ -341,6 +345,9 @@ type ServeOptions struct {
 	// what still runs) begins.
 	Drain                    *Drain
 	DrainDelay, DrainTimeout time.Duration
+	// Hurry, when closed (a second signal), ends the drain at once: the
+	// shutdown then cancels the calls in flight. nil: never.
+	Hurry <-chan struct{}
 }
 
 // ServeHTTP serves h on ln until ctx ends, then drains (see
@@ -421,13 +428,23 @@ func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, o ServeOpti
 
 // drain fails readiness, waits o.DrainDelay for the balancers to notice,
 // refuses new sessions and calls, and waits up to o.DrainTimeout for the
-// calls in flight.
+// calls in flight. o.Hurry ends it at once, wherever it is.
 func drain(o ServeOptions) {
 	o.Drain.begin()
 	o.Log.Info("draining: /readyz answers 503; new sessions and calls are refused after the delay", "delay", o.DrainDelay, "timeout", o.DrainTimeout)
+	hurried := func() {
+		o.Drain.close()
+		o.Log.Warn("a second signal: the drain ends now; the calls in flight are cancelled")
+	}
 	if o.DrainDelay > 0 {
 		t := time.NewTimer(o.DrainDelay)
-		<-t.C
+		select {
+		case <-t.C:
+		case <-o.Hurry:
+			t.Stop()
+			hurried()
+			return
+		}
 	}
 	o.Drain.close()
 	o.Log.Info("draining: refusing new sessions and calls; waiting for the calls in flight")
@@ -436,7 +453,20 @@ func drain(o ServeOptions) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
 	defer cancel()
+	if o.Hurry != nil {
+		go func() {
+			select {
+			case <-o.Hurry:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	if err := o.Inflight.Wait(ctx); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			hurried()
+			return
+		}
 		o.Log.Warn("calls still running at the end of the drain timeout: cancelling them", "timeout", o.DrainTimeout)
 		return
 	}

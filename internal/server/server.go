@@ -36,6 +36,7 @@ func New(version string, f Families, log *slog.Logger) *mcp.Server {
 		s.AddReceivingMiddleware(prepareOnConnect(f.Chat.Conv.Prepare))
 	}
 	register(s, f)
+	s.AddReceivingMiddleware(refuseOversized(f))
 	return s
 }
 

@@ -49,6 +49,7 @@ func ServeStdio(life context.Context, endLife func(), srv *mcp.Server, o StdioOp
 	// the SDK's own limit is off.
 	w := &syncWriter{w: out}
 	filter := newLineFilter(in, w, stdioLineLimit(o.MaxPromptBytes))
+	filter.maxPrompt = o.MaxPromptBytes
 	t := &mcp.IOTransport{Reader: &stdinReader{r: filter, onEOF: endLife}, Writer: nopWriteCloser{w}, MaxLineLength: -1}
 	ss, err := srv.Connect(life, t, nil)
 	if err != nil {
@@ -132,13 +133,16 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 // answers every other one itself with the JSON-RPC error the specification
 // asks for, and never holds more than limit bytes of one line.
 type lineFilter struct {
-	r       *bufio.Reader
-	closer  io.Closer
-	out     io.Writer // the writer the SDK writes through
-	limit   int
-	pending []byte // the rest of the line being handed to the SDK
-	line    []byte
-	err     error
+	r      *bufio.Reader
+	closer io.Closer
+	out    io.Writer // the writer the SDK writes through
+	limit  int
+	// maxPrompt is --max-prompt-bytes: a tool call's argument over it is
+	// replaced by the marker of its size (see shrinkOversized).
+	maxPrompt int
+	pending   []byte // the rest of the line being handed to the SDK
+	line      []byte
+	err       error
 }
 
 func newLineFilter(in io.Reader, out io.Writer, limit int) *lineFilter {
@@ -166,6 +170,11 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 		if len(body) == 0 {
 			continue
 		}
+		if shrunk, ok := shrinkOversized(body, f.maxPrompt); ok {
+			// The line is a copy now: the long one's memory can go.
+			body = shrunk
+			f.release()
+		}
 		if resp := checkMessage(body); resp != nil {
 			f.answer(resp)
 			continue
@@ -181,25 +190,36 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 
 // readLine reads up to the next newline. A line over the limit is read to
 // its end but not kept: tooLong is then set and line holds its first bytes.
+// A line longer than the reader's buffer is kept in parts, joined once at
+// its end (with room for the newline the SDK needs after it): growing one
+// slice by append left four times the line in garbage.
 func (f *lineFilter) readLine() (line []byte, tooLong bool, err error) {
-	f.line = f.line[:0]
-	for {
-		chunk, err := f.r.ReadSlice('\n')
-		if !tooLong {
-			if len(f.line)+len(chunk) > f.limit {
-				tooLong = true
-				// Keep the start: the id of the message is usually there.
-				keep := min(len(chunk), max(0, 64<<10-len(f.line)))
-				f.line = append(f.line, chunk[:keep]...)
-			} else {
-				f.line = append(f.line, chunk...)
-			}
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		return f.line, tooLong, err
+	chunk, err := f.r.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		f.line = append(f.line[:0], chunk...)
+		return f.line, false, err
 	}
+	parts := [][]byte{bytes.Clone(chunk)}
+	n := len(chunk)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		chunk, err = f.r.ReadSlice('\n')
+		if n+len(chunk) > f.limit {
+			tooLong = true
+		}
+		n += len(chunk)
+		if !tooLong {
+			parts = append(parts, bytes.Clone(chunk))
+		}
+	}
+	if tooLong {
+		// Keep the start: the id of the message is usually there.
+		return parts[0], true, err
+	}
+	f.line = make([]byte, 0, n+1)
+	for _, p := range parts {
+		f.line = append(f.line, p...)
+	}
+	return f.line, false, err
 }
 
 // release gives back the memory of a long line.

@@ -33,12 +33,17 @@ func Model(m string) error {
 	return fmt.Errorf("invalid model %q: use a Gemini model name such as gemini-2.5-pro (letters, digits, '.', '_' and '-', at most 100 characters, not starting with '-')", msg.Clip(m, 80))
 }
 
+// TooLarge is Text's error for a text of n bytes, over max.
+func TooLarge(name string, n, max int) error {
+	return fmt.Errorf("%s is too large: %d bytes, the limit is %d bytes (--max-prompt-bytes)", name, n, max)
+}
+
 // Text checks a prompt or system prompt: it must be valid UTF-8,
 // hold no NUL byte (argv cannot carry one) and stay within max bytes.
 // Emptiness is the caller's concern.
 func Text(name, s string, max int) error {
 	if max > 0 && len(s) > max {
-		return fmt.Errorf("%s is too large: %d bytes, the limit is %d bytes (--max-prompt-bytes)", name, len(s), max)
+		return TooLarge(name, len(s), max)
 	}
 	if strings.IndexByte(s, 0) >= 0 {
 		return fmt.Errorf("%s contains a NUL byte, which cannot be passed to the gemini CLI", name)

@@ -45,6 +45,6 @@ func TestObservedConformance(t *testing.T) {
 // conformant store.
 func TestOpeningConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, opts session.Options) session.Store {
-		return session.Opening(func() (session.Store, error) { return New(opts), nil }, nil)
+		return session.Opening(func() (session.Store, error) { return New(opts), nil }, session.OpeningHooks{})
 	})
 }
