@@ -142,12 +142,12 @@ func (d *Service) Page(ctx context.Context, answerID string, n int) (*mcp.CallTo
 // returns the first page with the note that says how to get the next,
 // and the paging's facts for _meta (answerId, page, pages, and
 // droppedBytes when the store keeps less). ok is false when text fits in
-// one result.
-func (d *Service) Paged(ctx context.Context, sessionID, text string) (first string, meta mcp.Meta, ok bool) {
+// one result. saved says whether the turn was recorded, as for Result.
+func (d *Service) Paged(ctx context.Context, sessionID, text string, saved bool) (first string, meta mcp.Meta, ok bool) {
 	if len(text) <= d.o.MaxAnswerBytes {
 		return "", nil, false
 	}
-	out := d.pageAnswer(context.WithoutCancel(ctx), sessionID, text)
+	out := d.pageAnswer(context.WithoutCancel(ctx), sessionID, text, saved)
 	meta = mcp.Meta{}
 	for _, k := range []string{"answerId", "page", "pages", "droppedBytes"} {
 		if v, ok := out.Meta[k]; ok {

@@ -155,7 +155,7 @@ func (blockingTurns) Answer(ctx context.Context, _ conversation.Call, _ backend.
 func (b blockingTurns) Run(ctx context.Context, c conversation.Call, t backend.Turn, title string) (*backend.Answer, string, error) {
 	return b.Answer(ctx, c, t, title)
 }
-func (blockingTurns) Paged(context.Context, string, string) (string, mcp.Meta, bool) {
+func (blockingTurns) Paged(context.Context, string, string, bool) (string, mcp.Meta, bool) {
 	return "", nil, false
 }
 

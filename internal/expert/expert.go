@@ -49,7 +49,7 @@ type Turns interface {
 	Run(ctx context.Context, c conversation.Call, call backend.Turn, title string) (*backend.Answer, string, error)
 	// Paged keeps an answer too long for one result as pages for
 	// chat-page, as chat's answers are kept, and returns its first page.
-	Paged(ctx context.Context, sessionID, text string) (first string, meta mcp.Meta, ok bool)
+	Paged(ctx context.Context, sessionID, text string, saved bool) (first string, meta mcp.Meta, ok bool)
 }
 
 // Asker runs a turn as chat runs its own (*tools.Deps): the user of the
@@ -206,7 +206,7 @@ func (d *Deps) finish(ctx context.Context, t *Tool, c conversation.Call, turn ba
 	}
 	// A long answer is paged as chat's are: the first page, then the
 	// sections; chat-page serves the rest.
-	out.page, out.pageMeta, _ = d.Turns.Paged(ctx, ans.SessionID, ans.Text)
+	out.page, out.pageMeta, _ = d.Turns.Paged(ctx, ans.SessionID, ans.Text, unsaved == "")
 	res := out.result()
 	if t.structured != nil {
 		res.StructuredContent = t.structured(out)
