@@ -475,7 +475,11 @@ func TestWarmRecycleLogsOnce(t *testing.T) {
 // backend caps stdout, with the same error, and keeps the process.
 func TestWarmOutputCap(t *testing.T) {
 	const limit = 100000
-	r, log, acpLog := newWarmRunner(t, cli.Options{MaxOutputBytes: limit}, WarmOptions{})
+	// The process must confirm each cancel, however busy the machine: a
+	// grace of a minute, not the default 1.5 s after which an unconfirmed
+	// cancel stops the process (and "after" below goes to the one-shot
+	// path).
+	r, log, acpLog := newWarmRunner(t, cli.Options{MaxOutputBytes: limit, KillGrace: time.Minute}, WarmOptions{})
 	cold, _ := newTestRunner(t, cli.Options{MaxOutputBytes: limit})
 	dir := geminitest.WorkDir(t)
 	first, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "start", Dir: dir})
