@@ -84,7 +84,7 @@ Tools {arguments}:
     files, temperature, thinking_mode, google_search, urls} continues one
   chat-page {answerId, page} the next page of an answer too long for one result
   sessions {limit, cursor, cwd} lists this client's sessions
-Expert tools (seed 002) send files under --project-root (or a git
+Expert tools send files under --project-root (or a git
 repository's changes) to Gemini:
   thinkdeep {current_analysis, problem_context, focus_areas, files,
     continuation_id, temperature, thinking_mode, google_search}

@@ -27,9 +27,10 @@ func (r Rate) String() string {
 	return fmt.Sprintf("%d/%s", r.N, r.Per)
 }
 
-// SeedRateLimits is the expert tools' specification's table of rate
-// limits per client, which --rate-limits names "seed".
-func SeedRateLimits() map[string]Rate {
+// RecommendedRateLimits is the expert tools' specification's table of rate
+// limits per client, which --rate-limits names "recommended" (or, its
+// older name, "seed").
+func RecommendedRateLimits() map[string]Rate {
 	return map[string]Rate{
 		"chat":       {10, time.Minute},
 		"analyze":    {5, time.Minute},
@@ -42,9 +43,9 @@ func SeedRateLimits() map[string]Rate {
 
 // rateLimitsUsage is the help text of the --rate-limits flag.
 const rateLimitsUsage = "limit the calls each client may make of a tool: a comma-separated list of tool=N/period " +
-	"(period s, min or h; e.g. chat=10/min,analyze=5/min), or \"seed\" for the table of seed 002 " +
+	"(period s, min or h; e.g. chat=10/min,analyze=5/min), or \"recommended\" for the table the expert tools' specification gives " +
 	"(chat 10/min, analyze 5/min, thinkdeep 3/min, codereview 5/min, debug 5/min, precommit 3/min), " +
-	"which later entries override (seed,chat=20/min). A client is a bearer token over HTTP, a remote address without tokens " +
+	"which later entries override (recommended,chat=20/min; \"seed\" is an older name of the table). A client is a bearer token over HTTP, a remote address without tokens " +
 	"(behind a proxy, the proxy's: every client shares it), or the one stdio client. The limits are kept in this process, or in Redis with --store redis://, shared by every replica. Default: no limits"
 
 // ParseRateLimits reads the value of --rate-limits; "" means no limits
@@ -57,14 +58,14 @@ func ParseRateLimits(s string, tools []string) (map[string]Rate, error) {
 	limits := map[string]Rate{}
 	for _, entry := range strings.Split(s, ",") {
 		entry = strings.TrimSpace(entry)
-		if entry == "seed" {
-			maps.Copy(limits, SeedRateLimits())
+		if entry == "recommended" || entry == "seed" {
+			maps.Copy(limits, RecommendedRateLimits())
 			continue
 		}
 		tool, rate, ok := strings.Cut(entry, "=")
 		tool = strings.TrimSpace(tool)
 		if !ok || tool == "" {
-			return nil, fmt.Errorf("--rate-limits: %q is not tool=N/period: write e.g. analyze=5/min, or seed", entry)
+			return nil, fmt.Errorf("--rate-limits: %q is not tool=N/period: write e.g. analyze=5/min, or recommended", entry)
 		}
 		if tools != nil && !slices.Contains(tools, tool) {
 			return nil, fmt.Errorf("--rate-limits: there is no tool %q: the tools are %s", tool, strings.Join(tools, ", "))

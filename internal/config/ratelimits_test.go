@@ -14,6 +14,8 @@ func TestParseRateLimits(t *testing.T) {
 		{"chat=10/min, analyze=5/minute", "map[analyze:5/min chat:10/min]"},
 		{"debug=1/s,precommit=30/h", "map[debug:1/s precommit:30/h]"},
 		{"seed", "map[analyze:5/min chat:10/min codereview:5/min debug:5/min precommit:3/min thinkdeep:3/min]"},
+		{"recommended", "map[analyze:5/min chat:10/min codereview:5/min debug:5/min precommit:3/min thinkdeep:3/min]"},
+		{"recommended,chat=20/min", "map[analyze:5/min chat:20/min codereview:5/min debug:5/min precommit:3/min thinkdeep:3/min]"},
 		{"seed,chat=20/min", "map[analyze:5/min chat:20/min codereview:5/min debug:5/min precommit:3/min thinkdeep:3/min]"},
 	} {
 		got, err := ParseRateLimits(tc.in, tools)

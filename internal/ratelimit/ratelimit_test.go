@@ -20,7 +20,7 @@ import (
 func TestLimiterCountsPerClientAndTool(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		l := NewLimiter(config.SeedRateLimits(), nil)
+		l := NewLimiter(config.RecommendedRateLimits(), nil)
 		for i := range 3 {
 			if ok, _ := l.Allow("a", "thinkdeep"); !ok {
 				t.Fatalf("call %d refused", i+1)

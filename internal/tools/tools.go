@@ -138,7 +138,7 @@ type ReplyInput struct {
 	SystemPrompt   string   `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt. With the Gemini API backend, omitting it keeps the system prompt the session started with."`
 	Cwd            string   `json:"cwd,omitempty" jsonschema:"Optional: the working directory of the session. A session recorded by this server runs in its own directory when cwd is omitted."`
 	Files          []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root to send with the prompt, with line numbers; files this thread was already sent are not sent again."`
-	ContinuationID string   `json:"continuation_id,omitempty" jsonschema:"Optional: another name for sessionId (seed 002's), e.g. the continuation_id of an expert tool's result."`
+	ContinuationID string   `json:"continuation_id,omitempty" jsonschema:"Optional: another name for sessionId, e.g. the continuation_id of an expert tool's result."`
 	Tuning
 	Grounding
 }
@@ -164,7 +164,7 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 	}
 	c := d.Conv.CallOf(ctx, req)
 	if in.ContinuationID != "" {
-		// Seed 002: any tool given a continuation id continues that
+		// The expert tools' specification: any tool given a continuation id continues that
 		// thread, as chat-reply does. A blank one is refused there.
 		if err := d.Conv.Target(ctx, &call, in.ContinuationID, in.Cwd, c.Who); err != nil {
 			return conversation.Failure(err), nil, nil
