@@ -75,6 +75,7 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 		// tool as chat does, with the same grants.
 		Expert: &expert.Deps{Turns: conv, Ask: chat, ProjectRoot: root, Files: fc,
 			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, InputLimit: inputLimit, Log: log},
+		Serve: cfg.Tools.Served,
 	}, log)
 	if cfg.Tools.RateLimits.Limits != nil {
 		limiter := ratelimit.NewLimiter(cfg.Tools.RateLimits.Limits, nil)
