@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-)
 
-// DefaultToolset is the --tools value that serves every tool.
-const DefaultToolset = "all"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+)
 
 type toolSet struct {
 	name  string
@@ -18,7 +17,7 @@ type toolSet struct {
 // toolSets are the names --tools takes for several tools at once, besides
 // each tool's own name.
 var toolSets = []toolSet{
-	{DefaultToolset, ToolNames},
+	{config.DefaultToolset, ToolNames},
 	{"chat", func() []string { return []string{"chat", "chat-reply", "chat-page"} }},
 	{"sessions", func() []string { return []string{"sessions"} }},
 	{"expert", RPCErrorTools},
@@ -66,7 +65,7 @@ func ParseToolset(s string) ([]string, error) {
 		}
 	}
 	if len(want) == 0 {
-		return nil, errors.New("names no tool: give " + DefaultToolset + " (the default) or some of " + strings.Join(ToolsetNames(), ", "))
+		return nil, errors.New("names no tool: give " + config.DefaultToolset + " (the default) or some of " + strings.Join(ToolsetNames(), ", "))
 	}
 	for _, t := range Tools {
 		if want[t.Name] && (t.Family == ExpertFamily || t.Name == "chat" || t.Name == "chat-reply") {
