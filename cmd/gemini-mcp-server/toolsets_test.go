@@ -86,6 +86,16 @@ func TestToolsHTTP(t *testing.T) {
 	}
 }
 
+// TestToolsDoctor: doctor names the tools served.
+func TestToolsDoctor(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	out, _ := e.command("doctor", "--tools", "analyze").CombinedOutput()
+	if !strings.Contains(string(out), "ok    tools served (--tools analyze): chat-page, analyze\n") {
+		t.Fatalf("doctor:\n%s", out)
+	}
+}
+
 // TestToolsBadValues: an unknown name, or a rate limit on a tool not
 // served, stops the server at start-up as a bad flag does.
 func TestToolsBadValues(t *testing.T) {
