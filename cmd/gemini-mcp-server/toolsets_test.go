@@ -49,8 +49,15 @@ func checkServed(t *testing.T, cs *mcp.ClientSession, tools, prompts []string, n
 func TestToolsStdio(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	cs := connect(t, e.command("--tools", "chat"))
+	cs := connect(t, e.command("--tools", "chat", "--max-prompt-bytes", "1000"))
 	checkServed(t, cs, []string{"chat", "chat-reply", "chat-page"}, nil, "analyze")
+	// An argument over --max-prompt-bytes, which the server refuses from
+	// its size before the SDK decodes it, of a tool not served: still the
+	// SDK's unknown tool, not the tool's own refusal.
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "debug", Arguments: map[string]any{"error_description": strings.Repeat("x", 5000)}})
+	if err == nil || !strings.Contains(err.Error(), `unknown tool "debug"`) {
+		t.Errorf("oversized call of a tool not served: %v", err)
+	}
 	// The tools served work.
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "hello"}})
 	if err != nil || res.IsError {
