@@ -97,6 +97,9 @@ repository's changes) to Gemini:
     google_search}
   precommit {path, original_request, review_type, include_staged,
     include_unstaged, continuation_id, temperature, thinking_mode}
+--tools serves only some of them (chat, sessions, expert or a tool's name;
+chat-page comes with chat and the expert tools), saving the client model's
+context that each tool's definition takes.
 --backend auto (the default) runs the Gemini CLI when a gemini executable is
 found (npm install -g @google/gemini-cli), authenticated with a paid Gemini
 API key (GEMINI_API_KEY), Vertex AI, or a Code Assist Standard/Enterprise
@@ -189,9 +192,9 @@ func Run(ctx context.Context, args []string, sio IO) int {
 
 // configRules are the checks of the configuration that config leaves to
 // the packages that know: a valid model name, the tools a rate limit may
-// name (every tool the server's registry lists).
+// name (every tool the server's registry lists), the tools --tools serves.
 func configRules() config.Rules {
-	return config.Rules{Model: validate.Model, RateLimitTools: server.ToolNames()}
+	return config.Rules{Model: validate.Model, RateLimitTools: server.ToolNames(), Toolset: server.ParseToolset}
 }
 
 // NewDeps builds, from the configuration, the turn pipeline every tool

@@ -51,6 +51,9 @@ func Doctor(ctx context.Context, cfg *config.Config, version string, w io.Writer
 	} else {
 		r.ok("default working directory: %s", cwd)
 	}
+	if cfg.Tools.Served != nil {
+		r.ok("tools served (--tools %s): %s", cfg.Tools.Toolset, strings.Join(cfg.Tools.Served, ", "))
+	}
 
 	if r.fails > 0 {
 		fmt.Fprintf(w, "%d blocking problem(s): calls will fail until they are fixed.\n", r.fails)

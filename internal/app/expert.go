@@ -75,6 +75,7 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 		// tool as chat does, with the same grants.
 		Expert: &expert.Deps{Turns: conv, Ask: chat, ProjectRoot: root, Files: fc,
 			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, InputLimit: inputLimit, Log: log},
+		Serve: cfg.Tools.Served,
 	}, log)
 	if cfg.Tools.RateLimits.Limits != nil {
 		limiter := ratelimit.NewLimiter(cfg.Tools.RateLimits.Limits, nil)
@@ -86,6 +87,7 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 		// with error results.
 		srv.AddReceivingMiddleware(limiter.Middleware(server.RPCErrorTools()))
 	}
+	log.Info("tools served", "tools", cfg.Tools.Toolset, "served", strings.Join(cfg.Tools.Served, ","))
 	log.Info("expert tools", "projectRoot", root, "maxFiles", cfg.Expert.MaxFiles, "maxFileBytes", cfg.Expert.MaxFileBytes,
 		"maxContextTokens", cfg.Expert.MaxContextTokens, "sendSecretFiles", cfg.Expert.SendSecretFiles, "precommitAnyOwner", cfg.Expert.PrecommitAnyOwner, "tokens", fc.TokenCounting(), "rateLimits", cfg.Tools.RateLimits.String())
 	return srv, nil

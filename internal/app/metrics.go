@@ -20,7 +20,11 @@ func enableMetrics(cfg *config.Config) (*metrics.Set, func()) {
 	if cfg.HTTP.Metrics == "" {
 		return nil, func() {}
 	}
-	set := metrics.New(server.ToolNames())
+	tools := cfg.Tools.Served
+	if tools == nil {
+		tools = server.ToolNames()
+	}
+	set := metrics.New(tools)
 	if cfg.HTTP.Addr != "" && cfg.HTTP.Stateless {
 		set.NoSessions()
 	}

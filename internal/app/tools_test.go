@@ -27,7 +27,13 @@ var update = flag.Bool("update", false, "rewrite the tool and prompt snapshots i
 // flags, as a client lists them.
 func listed(t *testing.T) (*mcp.ListToolsResult, *mcp.ListPromptsResult, *mcp.InitializeResult) {
 	t.Helper()
-	cfg, err := config.Parse("test", "", []string{"--cwd", t.TempDir(), "--state-dir", t.TempDir(), "--backend", "oneshot", "--store", "memory:"},
+	return listedWith(t)
+}
+
+// listedWith is listed with more flags.
+func listedWith(t *testing.T, args ...string) (*mcp.ListToolsResult, *mcp.ListPromptsResult, *mcp.InitializeResult) {
+	t.Helper()
+	cfg, err := config.Parse("test", "", append([]string{"--cwd", t.TempDir(), "--state-dir", t.TempDir(), "--backend", "oneshot", "--store", "memory:"}, args...),
 		func(string) string { return "" }, io.Discard, configRules())
 	if err != nil {
 		t.Fatal(err)
@@ -49,9 +55,11 @@ func listed(t *testing.T) (*mcp.ListToolsResult, *mcp.ListPromptsResult, *mcp.In
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompts, err := cs.ListPrompts(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
+	prompts := &mcp.ListPromptsResult{}
+	if cs.InitializeResult().Capabilities.Prompts != nil {
+		if prompts, err = cs.ListPrompts(t.Context(), nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return tools, prompts, cs.InitializeResult()
 }

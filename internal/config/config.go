@@ -140,6 +140,10 @@ type Tools struct {
 	MaxAnswerBytes   int
 	ProgressInterval time.Duration
 	RateLimits       RateLimits
+	// Toolset is --tools as given; Served the tools it serves, in the
+	// registry's order (nil: every tool, when Rules.Toolset is nil).
+	Toolset string
+	Served  []string
 }
 
 // Store is where sessions live: see the flags' help and
@@ -174,6 +178,9 @@ type Rules struct {
 	Model func(string) error
 	// RateLimitTools are the tools --rate-limits may name.
 	RateLimitTools []string
+	// Toolset reads --tools into the tools to serve; its error follows
+	// "--tools: ".
+	Toolset func(string) ([]string, error)
 }
 
 // BodyBytesFor is the largest HTTP body a call needs when prompts may
@@ -325,6 +332,9 @@ func (c *Config) validate(rules Rules) error {
 	}
 	if c.API.CacheTTL < 0 {
 		return errors.New("--cache-ttl must be 0 (no context caches) or more")
+	}
+	if err := c.checkToolset(rules); err != nil {
+		return err
 	}
 	if c.Turns.Model != "" && rules.Model != nil {
 		if err := rules.Model(c.Turns.Model); err != nil {

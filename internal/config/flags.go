@@ -194,6 +194,8 @@ var flags = []spec{
 		func(c *Config) *bool { return &c.Expert.PrecommitAnyOwner }),
 	duration("expert-timeout", "GEMINI_MCP_EXPERT_TIMEOUT", DefaultExpertTimeout, "expert tools: limit of one call, file context and Gemini's turn together, 0 for none",
 		func(c *Config) *time.Duration { return &c.Expert.Timeout }),
+	str("tools", "GEMINI_MCP_TOOLS", DefaultToolset, toolsUsage,
+		func(c *Config) *string { return &c.Tools.Toolset }),
 	rates("rate-limits", "GEMINI_MCP_RATE_LIMITS", rateLimitsUsage,
 		func(c *Config) *RateLimits { return &c.Tools.RateLimits }),
 	str("log-level", "GEMINI_MCP_LOG_LEVEL", DefaultLogLevel, "log level on stderr: debug, info, warn or error",

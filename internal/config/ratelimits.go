@@ -51,6 +51,13 @@ const rateLimitsUsage = "limit the calls each client may make of a tool: a comma
 // ParseRateLimits reads the value of --rate-limits; "" means no limits
 // (a nil map). tools are the tools a limit may name; nil allows any name.
 func ParseRateLimits(s string, tools []string) (map[string]Rate, error) {
+	return parseRateLimits(s, tools, nil)
+}
+
+// parseRateLimits is ParseRateLimits for a server that serves only the
+// tools served (nil: every tool): a limit may name only one of them, and
+// the recommended table's limits of the others are left out.
+func parseRateLimits(s string, tools, served []string) (map[string]Rate, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, nil
@@ -59,7 +66,7 @@ func ParseRateLimits(s string, tools []string) (map[string]Rate, error) {
 	for _, entry := range strings.Split(s, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "recommended" || entry == "seed" {
-			maps.Copy(limits, RecommendedRateLimits())
+			maps.Copy(limits, keepServed(RecommendedRateLimits(), served))
 			continue
 		}
 		tool, rate, ok := strings.Cut(entry, "=")
@@ -69,6 +76,9 @@ func ParseRateLimits(s string, tools []string) (map[string]Rate, error) {
 		}
 		if tools != nil && !slices.Contains(tools, tool) {
 			return nil, fmt.Errorf("--rate-limits: there is no tool %q: the tools are %s", tool, strings.Join(tools, ", "))
+		}
+		if served != nil && !slices.Contains(served, tool) {
+			return nil, notServed(tool, served)
 		}
 		r, err := parseRate(rate)
 		if err != nil {

@@ -292,7 +292,9 @@ func hex4(b []byte) rune {
 func refuseOversized(f Families) mcp.Middleware {
 	family := map[string]Family{}
 	for _, t := range Tools {
-		family[t.Name] = t.Family
+		if f.serves(t.Name) {
+			family[t.Name] = t.Family
+		}
 	}
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {

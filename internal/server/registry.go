@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,6 +41,14 @@ type Tool struct {
 type Families struct {
 	Chat   *tools.Deps
 	Expert *expert.Deps
+	// Serve are the tools to serve (--tools, see ParseToolset); nil
+	// serves every tool.
+	Serve []string
+}
+
+// serves reports whether f serves the tool name.
+func (f Families) serves(name string) bool {
+	return f.Serve == nil || slices.Contains(f.Serve, name)
 }
 
 // Tools are every tool the server offers: adding a tool is adding it here
@@ -94,10 +103,12 @@ func namesOf(keep func(Tool) bool) []string {
 	return names
 }
 
-// register adds every tool of the families f provides to s.
+// register adds every tool f serves of the families it provides to s.
 func register(s *mcp.Server, f Families) {
 	for _, t := range Tools {
-		t.add(s, f)
+		if f.serves(t.Name) {
+			t.add(s, f)
+		}
 	}
 }
 

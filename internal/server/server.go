@@ -16,22 +16,48 @@ import (
 // Name is the server's name in the MCP handshake.
 const Name = "gemini-mcp-server"
 
-// instructions are the server's instructions to its clients' models; the
-// expert tools are named from the registry.
-func instructions() string {
-	return "Gives you Google Gemini, through the Gemini CLI or the Gemini API. " +
-		"Call chat to start a conversation (a second opinion, a review, research, a long-context question) " +
-		"and chat-reply with the returned sessionId to continue it; sessions lists your earlier conversations. " +
-		andList(RPCErrorTools()) + " bring project files (the files argument) to Gemini " +
-		"for one kind of help each; any tool continues a thread given its continuation_id. " +
-		"A call takes seconds to minutes."
+// instructions are the server's instructions to its clients' models,
+// naming the tools f serves; the expert tools are named from the registry.
+func instructions(f Families) string {
+	var said []string
+	switch {
+	case f.serves("chat"):
+		said = append(said, "Call chat to start a conversation (a second opinion, a review, research, a long-context question) "+
+			"and chat-reply with the returned sessionId to continue it")
+	case f.serves("chat-reply"):
+		said = append(said, "Call chat-reply with a sessionId to continue a conversation")
+	}
+	if f.serves("sessions") {
+		said = append(said, "sessions lists your earlier conversations")
+	}
+	var experts []string
+	for _, name := range RPCErrorTools() {
+		if f.serves(name) {
+			experts = append(experts, name)
+		}
+	}
+	text := "Gives you Google Gemini, through the Gemini CLI or the Gemini API. "
+	if len(said) > 0 {
+		text += strings.Join(said, "; ") + ". "
+	}
+	switch len(experts) {
+	case 0:
+	case 1:
+		text += experts[0] + " brings project files (the files argument) to Gemini for one kind of help; "
+	default:
+		text += andList(experts) + " bring project files (the files argument) to Gemini for one kind of help each; "
+	}
+	if len(experts) > 0 {
+		text += "any tool continues a thread given its continuation_id. "
+	}
+	return text + "A call takes seconds to minutes."
 }
 
-// New returns the MCP server with the tools of the families f provides
-// registered, each as the registry (Tools) lists it.
+// New returns the MCP server with the tools f serves of the families it
+// provides registered, each as the registry (Tools) lists it.
 func New(version string, f Families, log *slog.Logger) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "Gemini (via the Gemini CLI)", Version: version},
-		&mcp.ServerOptions{Instructions: instructions(), Logger: log})
+		&mcp.ServerOptions{Instructions: instructions(f), Logger: log})
 	if f.Chat != nil && f.Chat.Conv != nil {
 		s.AddReceivingMiddleware(prepareOnConnect(f.Chat.Conv.Prepare))
 	}
