@@ -3,6 +3,7 @@ package conversation
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,8 +15,12 @@ import (
 
 // progress reports a call's state to a client that asked for progress
 // (the request carried a progress token): at once on every change, and
-// every interval in between, with the time elapsed. A nil *progress does
-// nothing, so calls without a token pay nothing.
+// every interval in between, with the time elapsed. Changes are sent in
+// order, each of them (a tool Gemini calls is never hidden by the state
+// that follows it before the reporter runs), except that a change of the
+// same kind as the one still waiting replaces it ("receiving the answer:
+// N characters" as N grows), and at most maxPendingStates wait. A nil
+// *progress does nothing, so calls without a token pay nothing.
 type progress struct {
 	ctx    context.Context
 	notify func(context.Context, *mcp.ProgressNotificationParams) error
@@ -23,10 +28,12 @@ type progress struct {
 	start  time.Time
 	mu     sync.Mutex
 	state  string
-	last   float64
-	wake   chan struct{}
-	stop   chan struct{}
-	done   chan struct{}
+	// pending are the changes not sent yet, oldest first.
+	pending []string
+	last    float64
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // startProgress starts reporting for c, if its client asked for progress.
@@ -56,13 +63,44 @@ func (p *progress) loop(interval time.Duration) {
 		case <-p.ctx.Done():
 			return
 		case <-p.wake:
+			for p.sendPending() {
+			}
+			continue
 		case <-t.C:
 		}
-		p.send()
+		p.mu.Lock()
+		state := p.state
+		p.mu.Unlock()
+		p.send(state)
 	}
 }
 
-func (p *progress) send() {
+// maxPendingStates bounds the changes waiting to be sent: past it, the
+// newest replaces the last waiting one.
+const maxPendingStates = 32
+
+// sendPending sends the oldest change not sent yet, and says whether
+// there was one.
+func (p *progress) sendPending() bool {
+	p.mu.Lock()
+	if len(p.pending) == 0 {
+		p.mu.Unlock()
+		return false
+	}
+	state := p.pending[0]
+	p.pending = p.pending[1:]
+	p.mu.Unlock()
+	p.send(state)
+	return true
+}
+
+// kind is what a state is about: its text before a colon.
+func kind(state string) string {
+	k, _, _ := strings.Cut(state, ":")
+	return k
+}
+
+func (p *progress) send(state string) {
 	p.mu.Lock()
 	elapsed := time.Since(p.start)
 	// Progress must increase with every notification.
@@ -71,7 +109,7 @@ func (p *progress) send() {
 		v = p.last + 0.001
 	}
 	p.last = v
-	msg := fmt.Sprintf("%s (%ds elapsed)", p.state, int(elapsed.Seconds()))
+	msg := fmt.Sprintf("%s (%ds elapsed)", state, int(elapsed.Seconds()))
 	p.mu.Unlock()
 	_ = p.notify(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: v, Message: msg})
 }
@@ -83,6 +121,12 @@ func (p *progress) set(state string) {
 	}
 	p.mu.Lock()
 	p.state = state
+	switch n := len(p.pending); {
+	case n > 0 && (n >= maxPendingStates || kind(p.pending[n-1]) == kind(state)):
+		p.pending[n-1] = state
+	default:
+		p.pending = append(p.pending, state)
+	}
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
