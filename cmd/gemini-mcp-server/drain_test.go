@@ -51,6 +51,12 @@ func gatedAPI(t *testing.T) (base string, arrived <-chan struct{}, release func(
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	arr, rel := make(chan struct{}, 16), make(chan struct{})
 	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Full duplex: a half-duplex server closes the request's body when
+		// the answer's headers go out, which can cut the proxy's last read
+		// of it and so its connection upstream (golang/go#40747).
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			t.Errorf("the gate: %v", err)
+		}
 		if r.Method == http.MethodPost {
 			arr <- struct{}{}
 			select {
