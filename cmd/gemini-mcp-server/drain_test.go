@@ -293,7 +293,7 @@ func TestSecondSignalCutsDrainShort(t *testing.T) {
 				if r.err == nil && !r.res.IsError {
 					t.Errorf("the call in flight answered %+v, want it cancelled", r.res.Content)
 				}
-			case <-time.After(5 * time.Second):
+			case <-guardCtx(t).Done():
 				t.Error("the call in flight got no answer")
 			}
 		})

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
 // mcpPost sends body to /mcp as token, on session id when given, and
@@ -174,13 +176,12 @@ func TestOwnerForgottenWhenItsSessionEnds(t *testing.T) {
 		_, ok := o.streamable[id]
 		return ok
 	}
+	// The owner is forgotten by the goroutine that waits for its session
+	// to end: polled, with a guard for a machine however busy.
 	gone := func(id string) bool {
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if !owned(id) {
-				return true
-			}
-		}
-		return false
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return geminitest.Poll(ctx, "the owner forgotten", func() (bool, error) { return !owned(id), nil }) == nil
 	}
 	_, deleted, _, err := mcpPost(http.DefaultClient, url, "a", "", initBody)
 	if err != nil || deleted == "" {
