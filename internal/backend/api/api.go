@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/genai"
@@ -39,13 +40,6 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
-
-// DefaultModel is the model a turn without one runs on. Gemini 2.5 Flash is
-// generally available (its name is stable, unlike a preview's), served on
-// the Gemini API's free tier, fast, and able to think within a budget. If
-// Google retires it, the model list check says so and names its
-// successors.
-const DefaultModel = "gemini-2.5-flash"
 
 // Defaults of Options.
 const (
@@ -65,6 +59,10 @@ const (
 type Options struct {
 	// Model is the default model; "" means DefaultModel.
 	Model string
+	// FallbackModel, when set, answers a turn whose model's quota is
+	// exhausted (fallback.go); an alias such as "flash" is resolved as a
+	// turn's model is.
+	FallbackModel string
 	// Timeout bounds each call, retries included; 0 leaves it to the
 	// caller's context.
 	Timeout time.Duration
@@ -108,17 +106,19 @@ type Options struct {
 
 // Backend runs turns on the Gemini API. It is safe for concurrent use.
 type Backend struct {
-	client    *genai.Client
-	transport *http.Transport // nil when the SDK made its own
-	creds     apicreds.Creds
-	hist      History
-	log       *slog.Logger
-	model     string
-	timeout   time.Duration
-	maxOut    int
-	retries   int
-	backoff   time.Duration
-	models    *models
+	client        *genai.Client
+	transport     *http.Transport // nil when the SDK made its own
+	creds         apicreds.Creds
+	hist          History
+	log           *slog.Logger
+	model         string // Options.Model; "" for DefaultModel
+	fallbackModel string
+	timeout       time.Duration
+	maxOut        int
+	retries       int
+	backoff       time.Duration
+	models        *models
+	lastKnown     sync.Once // logs that the default is lastKnownFlash
 
 	tools      backend.ToolHost // nil: no tools
 	maxRounds  int
@@ -166,16 +166,17 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 	// the requests): every answer then passes the guard.
 	guardClient(client.ClientConfig().HTTPClient)
 	b := &Backend{
-		client:    client,
-		transport: transport,
-		creds:     c,
-		hist:      hist,
-		log:       log,
-		model:     shortName(opts.Model),
-		timeout:   opts.Timeout,
-		maxOut:    opts.MaxOutputBytes,
-		retries:   opts.Retries,
-		backoff:   opts.RetryBackoff,
+		client:        client,
+		transport:     transport,
+		creds:         c,
+		hist:          hist,
+		log:           log,
+		model:         shortName(opts.Model),
+		fallbackModel: shortName(opts.FallbackModel),
+		timeout:       opts.Timeout,
+		maxOut:        opts.MaxOutputBytes,
+		retries:       opts.Retries,
+		backoff:       opts.RetryBackoff,
 
 		tools:      opts.Tools,
 		maxRounds:  opts.MaxToolRounds,
@@ -198,9 +199,6 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 		b.cacheTTL = config.DefaultCacheTTL
 	case b.cacheTTL < 0:
 		b.cacheTTL = 0
-	}
-	if b.model == "" {
-		b.model = DefaultModel
 	}
 	if b.retries == 0 {
 		b.retries = DefaultRetries
@@ -244,25 +242,6 @@ func (b *Backend) Close() {
 
 // Credentials returns what Credentials said when the Backend was made.
 func (b *Backend) Credentials() string { return b.creds.What }
-
-// Check makes one cheap request, listing the models, to see that the
-// credentials work and that the default model is served. Doctor uses it.
-func (b *Backend) Check(ctx context.Context) error {
-	model, err := b.resolveAlias(ctx, ctx, b.model)
-	if err != nil {
-		return err
-	}
-	_, found, known, err := b.models.lookup(ctx, model)
-	if err != nil {
-		return b.classify(ctx, ctx, err, b.model)
-	}
-	if known && !found {
-		e := b.unknownModel(model)
-		e.Reason = "the default " + e.Reason
-		return e
-	}
-	return nil
-}
 
 // Run runs one turn: it checks the model, loads the conversation, refuses
 // one that no longer fits the model's input, streams the answer (retrying
@@ -320,7 +299,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	if model == "" {
 		model = b.model
 	}
-	if model, err = b.resolveAlias(parent, ctx, model); err != nil {
+	if model, err = b.resolveModel(parent, ctx, model); err != nil {
 		return nil, err
 	}
 	mi, found, known, err := b.models.lookup(ctx, model)
@@ -335,7 +314,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 	if known && !mi.generates {
 		return nil, newError(backend.KindInput, nil, "model %q does not generate content (it is not a chat model); "+
-			"leave model out for the default (%s)", model, b.model)
+			"leave model out for the default (%s)", model, b.defaultName())
 	}
 
 	cfg := &genai.GenerateContentConfig{
@@ -387,8 +366,18 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 
 	obs.Started()
 	res, exchange, notes, err := b.converseCached(parent, ctx, id, t, model, contents, ctxParts, cfg, obs)
+	fellBack := ""
+	if err != nil && b.fallbackModel != "" && isExhausted(err) {
+		// The asked model's quota will not reset within the call: the
+		// turn goes once to the fallback model, which the session then
+		// records as its model.
+		var fb string
+		if res, exchange, notes, fb, err = b.fallback(parent, ctx, id, t, model, err, contents, ctxParts, cfg, obs); err == nil {
+			fellBack, model, notApplied = model, fb, withoutThinkingNotes(notApplied)
+		}
+	}
 	if err != nil {
-		return nil, builtinError(err, t.Builtins, model)
+		return nil, builtinError(unmarkExhausted(err), t.Builtins, model)
 	}
 
 	answered := model
@@ -396,7 +385,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		answered = res.modelVersion
 	}
 	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Model: answered, Via: "api",
-		Grounding: res.meta.grounding, URLs: res.meta.urls}
+		Grounding: res.meta.grounding, URLs: res.meta.urls, FallbackFrom: fellBack}
 	if res.meta.dropped {
 		ans.NotApplied = append(ans.NotApplied, fmt.Sprintf("google_search: the search suggestions' HTML was over %d bytes, "+
 			"this server's cap, and was left out of _meta.grounding", maxRenderedBytes))
