@@ -156,3 +156,24 @@ func TestQuotaWithoutFallback(t *testing.T) {
 		t.Fatalf("both exhausted: %q", be.Reason)
 	}
 }
+
+// TestQuotaAfterToolCalls: a quota exhausted after Gemini's tool calls ran
+// does not start the turn again on the fallback model (the tools would run
+// twice): the call fails with the asked model's error.
+func TestQuotaAfterToolCalls(t *testing.T) {
+	t.Parallel()
+	h := newTestHost(t, true)
+	f := newFixture(t, Options{Tools: h, FallbackModel: "flash-lite"})
+	f.fake.ExhaustQuota(newestFlash, &fakeapi.Quota{Daily: true, After: 1})
+	_, err := f.b.Run(guard(t), backend.Turn{Prompt: `look [[call:mcp_demo_echo:{"text":"hi"}]]`})
+	be := wantKind(t, err, backend.KindAPI, 429, "quota or rate limit is exhausted")
+	if strings.Contains(be.Reason, "fallback") || isExhausted(err) {
+		t.Fatalf("the error after tool calls: %q", be.Reason)
+	}
+	if got := strings.Join(f.streamModels(), " "); got != newestFlash+" "+newestFlash {
+		t.Fatalf("requests went to %s", got)
+	}
+	if len(h.calls) != 1 {
+		t.Fatalf("the tool ran %d times", len(h.calls))
+	}
+}

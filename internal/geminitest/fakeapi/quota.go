@@ -36,6 +36,9 @@ type Quota struct {
 	// Requests is how many requests are refused before the model answers
 	// again (a per-minute window that passes); 0 refuses all.
 	Requests int
+	// After is how many requests are answered before the quota runs out
+	// (one that runs out in the middle of a turn).
+	After int
 }
 
 // QuotaMessage is the message of a quota's 429, as the Gemini API words it.
@@ -50,6 +53,7 @@ type quotaStore struct {
 
 type quotaState struct {
 	q       Quota
+	seen    int // requests, answered or refused
 	refused int
 }
 
@@ -75,7 +79,10 @@ func (s *Server) ExhaustQuota(model string, q *Quota) {
 func (s *Server) refuseQuota(w http.ResponseWriter, rec Request) bool {
 	s.quotas.mu.Lock()
 	st := s.quotas.byModel[rec.Model]
-	refuse := st != nil && (st.q.Requests == 0 || st.refused < st.q.Requests)
+	if st != nil {
+		st.seen++
+	}
+	refuse := st != nil && st.seen > st.q.After && (st.q.Requests == 0 || st.refused < st.q.Requests)
 	var q Quota
 	if refuse {
 		st.refused++
