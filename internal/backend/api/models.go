@@ -421,7 +421,8 @@ func (b *Backend) resolveModel(parent, ctx context.Context, name string) (string
 }
 
 // Check makes one cheap request, listing the models, to see that the
-// credentials work and that the default model is served. Doctor uses it.
+// credentials work and that the default model, and the fallback model if
+// any, are served. Doctor uses it.
 func (b *Backend) Check(ctx context.Context) error {
 	model, err := b.resolveModel(ctx, ctx, b.model)
 	if err != nil {
@@ -434,6 +435,22 @@ func (b *Backend) Check(ctx context.Context) error {
 	if known && !found {
 		e := b.unknownModel(model)
 		e.Reason = "the default " + e.Reason
+		return e
+	}
+	if b.fallbackModel == "" {
+		return nil
+	}
+	if model, err = b.resolveAlias(ctx, ctx, b.fallbackModel); err != nil {
+		if be, ok := err.(*backend.Error); ok {
+			e := *be
+			e.Reason = "--fallback-model: " + e.Reason
+			return &e
+		}
+		return err
+	}
+	if _, found, known, _ := b.models.lookup(ctx, model); known && !found {
+		e := b.unknownModel(model)
+		e.Reason = "the fallback " + e.Reason
 		return e
 	}
 	return nil
