@@ -106,19 +106,17 @@ type Options struct {
 
 // Backend runs turns on the Gemini API. It is safe for concurrent use.
 type Backend struct {
-	client        *genai.Client
-	transport     *http.Transport // nil when the SDK made its own
-	creds         apicreds.Creds
-	hist          History
-	log           *slog.Logger
-	model         string // Options.Model; "" for DefaultModel
-	fallbackModel string
-	timeout       time.Duration
-	maxOut        int
-	retries       int
-	backoff       time.Duration
-	models        *models
-	lastKnown     sync.Once // logs that the default is lastKnownFlash
+	client    *genai.Client
+	transport *http.Transport // nil when the SDK made its own
+	creds     apicreds.Creds
+	hist      History
+	log       *slog.Logger
+	model     string // Options.Model; "" for DefaultModel
+	timeout   time.Duration
+	maxOut    int
+	retries   int
+	backoff   time.Duration
+	models    *models
 
 	tools      backend.ToolHost // nil: no tools
 	maxRounds  int
@@ -129,6 +127,9 @@ type Backend struct {
 	maxInline int           // bytes of a request with media inline
 	cacheTTL  time.Duration // of a context cache; 0 for none
 	res       resources     // what the API keeps for the sessions (uploaded files, caches)
+
+	fallbackModel string    // Options.FallbackModel; "" for none
+	lastKnown     sync.Once // logs that the default is lastKnownFlash
 }
 
 // New returns a Backend using the credentials found through
@@ -166,17 +167,16 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 	// the requests): every answer then passes the guard.
 	guardClient(client.ClientConfig().HTTPClient)
 	b := &Backend{
-		client:        client,
-		transport:     transport,
-		creds:         c,
-		hist:          hist,
-		log:           log,
-		model:         shortName(opts.Model),
-		fallbackModel: shortName(opts.FallbackModel),
-		timeout:       opts.Timeout,
-		maxOut:        opts.MaxOutputBytes,
-		retries:       opts.Retries,
-		backoff:       opts.RetryBackoff,
+		client:    client,
+		transport: transport,
+		creds:     c,
+		hist:      hist,
+		log:       log,
+		model:     shortName(opts.Model),
+		timeout:   opts.Timeout,
+		maxOut:    opts.MaxOutputBytes,
+		retries:   opts.Retries,
+		backoff:   opts.RetryBackoff,
 
 		tools:      opts.Tools,
 		maxRounds:  opts.MaxToolRounds,
@@ -200,6 +200,7 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 	case b.cacheTTL < 0:
 		b.cacheTTL = 0
 	}
+	b.fallbackModel = shortName(opts.FallbackModel)
 	if b.retries == 0 {
 		b.retries = DefaultRetries
 	}
