@@ -14,6 +14,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs/jobstest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/storetest"
 )
@@ -244,3 +246,12 @@ func TestImportOldFiles(t *testing.T) {
 }
 
 func errorsIs(err, target error) bool { return err != nil && errors.Is(err, target) }
+
+// TestJobsConformance: two stores on one file stand for two processes
+// sharing it.
+func TestJobsConformance(t *testing.T) {
+	jobstest.Run(t, func(t *testing.T) (jobs.Store, jobs.Store) {
+		db := filepath.Join(t.TempDir(), "sessions.db")
+		return open(t, db, session.Options{}), open(t, db, session.Options{})
+	})
+}
