@@ -33,8 +33,9 @@ type Store interface {
 	// no longer exists, is ErrNotFound.
 	UpdateJob(ctx context.Context, j Job) (Job, error)
 
-	// ListJobs returns owner's jobs, the most recently changed first, at
-	// most limit of them.
+	// ListJobs returns owner's jobs, the latest to expire first (the most
+	// recently changed first, among jobs of one TTL), at most limit of
+	// them: the order the stores' indexes keep, exact to the millisecond.
 	ListJobs(ctx context.Context, owner string, limit int) ([]Job, error)
 
 	// WaitJob returns owner's job id once its version is other than

@@ -444,7 +444,7 @@ func list(t *testing.T, open Open) {
 		}
 		return out
 	}
-	// Updated is kept to the millisecond by some stores: change the
+	// The stores order by expiry, kept to the millisecond: change the
 	// first job a clear millisecond later.
 	later := time.Now().Add(10 * time.Millisecond)
 	change(t, a, "alice", one.ID, func(j *jobs.Job) error { return j.Start(later) })

@@ -23,14 +23,14 @@ var _ jobs.Store = (*Store)(nil)
 
 const (
 	jobLiveSQL = `SELECT count(*), coalesce(sum(owner = ?2), 0) FROM jobs WHERE live = 1 AND expires_at > ?1`
-	jobNewSQL  = `INSERT INTO jobs (id, owner, version, live, updated, expires_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)
+	jobNewSQL  = `INSERT INTO jobs (id, owner, version, live, expires_at, data) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, version = excluded.version, live = excluded.live,
-		updated = excluded.updated, expires_at = excluded.expires_at, data = excluded.data WHERE jobs.expires_at <= ?8`
-	jobSetSQL = `UPDATE jobs SET version = ?, live = ?, updated = ?, expires_at = ?, data = ?
+		expires_at = excluded.expires_at, data = excluded.data WHERE jobs.expires_at <= ?7`
+	jobSetSQL = `UPDATE jobs SET version = ?, live = ?, expires_at = ?, data = ?
 		WHERE id = ? AND owner = ? AND version = ? AND expires_at > ?`
 	jobVersionSQL = `SELECT version FROM jobs WHERE id = ? AND owner = ? AND expires_at > ?`
 	jobGetSQL     = `SELECT version, data FROM jobs WHERE id = ? AND owner = ? AND expires_at > ?`
-	jobListSQL    = `SELECT version, data FROM jobs WHERE owner = ? AND expires_at > ? ORDER BY updated DESC, id LIMIT ?`
+	jobListSQL    = `SELECT version, data FROM jobs WHERE owner = ? AND expires_at > ? ORDER BY expires_at DESC, id LIMIT ?`
 )
 
 func live(j jobs.Job) int {
@@ -70,7 +70,7 @@ func (s *Store) CreateJob(ctx context.Context, j jobs.Job, lim jobs.Limits) (job
 				return badInput{jobs.TotalLimitError(lim)}
 			}
 		}
-		res, err := tx.ExecContext(ctx, jobNewSQL, j.ID, j.Owner, j.Version, live(j), j.Updated.UnixNano(), ms(j.Expires), data, now)
+		res, err := tx.ExecContext(ctx, jobNewSQL, j.ID, j.Owner, j.Version, live(j), ms(j.Expires), data, now)
 		if err != nil {
 			return err
 		}
@@ -126,7 +126,7 @@ func (s *Store) UpdateJob(ctx context.Context, j jobs.Job) (jobs.Job, error) {
 	}
 	err = s.write(ctx, "updating a job", func(tx *sql.Tx) error {
 		now := ms(time.Now())
-		res, err := tx.ExecContext(ctx, jobSetSQL, j.Version, live(j), j.Updated.UnixNano(), ms(j.Expires), data, j.ID, j.Owner, read, now)
+		res, err := tx.ExecContext(ctx, jobSetSQL, j.Version, live(j), ms(j.Expires), data, j.ID, j.Owner, read, now)
 		if err != nil {
 			return err
 		}
@@ -150,7 +150,7 @@ func (s *Store) UpdateJob(ctx context.Context, j jobs.Job) (jobs.Job, error) {
 	return j, nil
 }
 
-// ListJobs implements jobs.Store, through the index of owner and time.
+// ListJobs implements jobs.Store, through the index of owner and expiry.
 func (s *Store) ListJobs(ctx context.Context, owner string, limit int) ([]jobs.Job, error) {
 	if limit < 0 {
 		return nil, fmt.Errorf("session store: a limit of %d is negative", limit)

@@ -27,7 +27,6 @@ type storedJob struct {
 	owner   string
 	version int64
 	live    bool
-	updated time.Time
 	expires time.Time
 	data    []byte
 }
@@ -54,7 +53,7 @@ func store(j jobs.Job) (storedJob, error) {
 	if err != nil {
 		return storedJob{}, fmt.Errorf("memory session store: %w", err)
 	}
-	return storedJob{id: j.ID, owner: j.Owner, version: j.Version, live: j.Status.Live(), updated: j.Updated, expires: j.Expires, data: data}, nil
+	return storedJob{id: j.ID, owner: j.Owner, version: j.Version, live: j.Status.Live(), expires: j.Expires, data: data}, nil
 }
 
 func (sj storedJob) job() (jobs.Job, error) {
@@ -179,7 +178,7 @@ func (s *Store) ListJobs(_ context.Context, owner string, limit int) ([]jobs.Job
 	}
 	t.mu.Unlock()
 	slices.SortFunc(mine, func(a, b storedJob) int {
-		return cmp.Or(b.updated.Compare(a.updated), cmp.Compare(a.id, b.id))
+		return cmp.Or(b.expires.Compare(a.expires), cmp.Compare(a.id, b.id))
 	})
 	out := make([]jobs.Job, 0, min(limit, len(mine)))
 	for _, sj := range mine[:min(limit, len(mine))] {
