@@ -255,3 +255,26 @@ func TestJobsConformance(t *testing.T) {
 		return open(t, db, session.Options{}), open(t, db, session.Options{})
 	})
 }
+
+// BenchmarkJobs measures a poll of a job among 1,000 idle ones, and the
+// bytes those take in the database file.
+func BenchmarkJobs(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "sessions.db"), session.Options{})
+	size := func() float64 {
+		var pages, pageSize int64
+		if _, err := s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.db.QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
+			b.Fatal(err)
+		}
+		return float64(pages * pageSize)
+	}
+	before := size()
+	stored := jobstest.Fill(b, s, 1000)
+	jobstest.ReportSize(b, "idle-1000", size()-before, 1000, "file-B/job")
+	jobstest.BenchPoll(b, s, stored)
+}

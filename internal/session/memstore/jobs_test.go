@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -59,4 +60,21 @@ func TestJobTTL(t *testing.T) {
 			t.Fatalf("%d watches outlive their waiters", s.jobs.notify.Watching())
 		}
 	})
+}
+
+// BenchmarkJobs measures a poll and the heap of 1,000 idle jobs.
+func BenchmarkJobs(b *testing.B) {
+	s := New(session.Options{})
+	defer s.Close()
+	before := heap()
+	stored := jobstest.Fill(b, s, 1000)
+	jobstest.ReportSize(b, "idle-1000", float64(heap()-before), 1000, "heap-B/job")
+	jobstest.BenchPoll(b, s, stored)
+}
+
+func heap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

@@ -1,9 +1,13 @@
 package redisstore
 
 import (
+	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/redistest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
@@ -41,4 +45,58 @@ func runJobs(t *testing.T, url string) {
 		}
 		return pair[0], pair[1]
 	})
+}
+
+// BenchmarkJobs measures a poll of a job among 1,000 idle ones (its time
+// and the commands Redis runs for it: each command of a poll is a round
+// trip), and the memory those jobs take in Redis.
+func BenchmarkJobs(b *testing.B) {
+	srv := redistest.Start(b)
+	s, err := Open(context.Background(), srv.URL(0), session.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	c := plainB(b, srv)
+	info := func(section, field string) float64 {
+		text, err := c.Info(context.Background(), section).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for line := range strings.SplitSeq(text, "\r\n") {
+			if v, ok := strings.CutPrefix(line, field+":"); ok {
+				n, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return n
+			}
+		}
+		b.Fatalf("no %s in INFO %s", field, section)
+		return 0
+	}
+	before := info("memory", "used_memory")
+	stored := jobstest.Fill(b, s, 1000)
+	jobstest.ReportSize(b, "idle-1000", info("memory", "used_memory")-before, 1000, "redis-B/job")
+	ctx := context.Background()
+	for name, poll := range map[string]func(j jobs.Job) error{
+		"get": func(j jobs.Job) error { _, _, err := s.GetJob(ctx, j.Owner, j.ID); return err },
+		"wait-changed": func(j jobs.Job) error {
+			_, _, err := s.WaitJob(ctx, j.Owner, j.ID, j.Version-1, time.Minute)
+			return err
+		},
+	} {
+		b.Run(name, func(b *testing.B) {
+			// INFO itself counts as a command, once per measure.
+			cmds := info("stats", "total_commands_processed")
+			i := 0
+			for b.Loop() {
+				if err := poll(stored[i%len(stored)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric((info("stats", "total_commands_processed")-cmds-1)/float64(i), "cmds/op")
+		})
+	}
 }
