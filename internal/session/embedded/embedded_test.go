@@ -278,3 +278,38 @@ func BenchmarkJobs(b *testing.B) {
 	jobstest.ReportSize(b, "idle-1000", size()-before, 1000, "file-B/job")
 	jobstest.BenchPoll(b, s, stored)
 }
+
+// TestJobsSurviveRestart: a job a store wrote is whole in a store opened
+// on the file later, as after a restart of the server, and is deleted
+// from the file once expired.
+func TestJobsSurviveRestart(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "sessions.db")
+	a := open(t, db, session.Options{})
+	j, _ := jobs.New("token:alice", "research", time.Hour, time.Now())
+	j, err := a.CreateJob(t.Context(), j, jobs.Limits{})
+	if err == nil {
+		_ = j.Start(time.Now())
+		_ = j.SetResume("interaction-1", time.Now())
+		j, err = a.UpdateJob(t.Context(), j)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, _ := jobs.New("token:alice", "chat", time.Millisecond, time.Now())
+	if _, err := a.CreateJob(t.Context(), short, jobs.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	for !time.Now().After(short.Expires.Add(time.Millisecond)) { // the store counts in milliseconds
+		time.Sleep(time.Millisecond)
+	}
+	b := open(t, db, session.Options{}) // Open deletes what has expired
+	got, ok, err := b.GetJob(t.Context(), "token:alice", j.ID)
+	if err != nil || !ok || got.Resume != "interaction-1" || got.Version != j.Version || got.Status != jobs.Working {
+		t.Fatalf("after a restart: %+v, %v, %v", got, ok, err)
+	}
+	var rows int
+	if err := b.db.QueryRow(`SELECT count(*) FROM jobs`).Scan(&rows); err != nil || rows != 1 {
+		t.Fatalf("%d rows of jobs after the expired one's clean-up, %v; want 1", rows, err)
+	}
+}

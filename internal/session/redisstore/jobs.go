@@ -29,7 +29,7 @@ import (
 // jobs live on one node of a cluster; the limits keep them few (at most
 // jobs.MaxResultBytes+MaxPartialBytes a job). The sets forget expired ids
 // at the next create of their owner; a set itself expires with its last
-// job.
+// job, so that no key outlives the jobs.
 //
 // Expiry is Redis's: PEXPIREAT at the job's Expires, in this process's
 // clock (replicas' clocks should agree within the poll interval). A
@@ -47,15 +47,14 @@ func (s *Store) jobKeys(j jobs.Job) []string {
 	return []string{s.jobKey(j.ID), s.jobLiveKey(), s.jobOwnerLiveKey(j.Owner), s.jobOwnerIndexKey(j.Owner)}
 }
 
-// jobIndexLua keeps job ARGV[1] expiring at ARGV[2] in the sets: live
-// (KEYS[2], [3]) when ARGV[3] is "1", and its owner's index (KEYS[4]);
-// an owner's set expires with its latest job.
+// jobIndexLua keeps job id expiring at exp in the sets: live (KEYS[2],
+// [3]) when live is "1", and its owner's index (KEYS[4]); each set
+// expires with its latest job, so that nothing outlives the jobs.
 const jobIndexLua = `
 local function index(id, exp, live)
   local sets = {KEYS[4]}
   if live == '1' then
-    redis.call('ZADD', KEYS[2], exp, id)
-    sets[2] = KEYS[3]
+    sets[2], sets[3] = KEYS[2], KEYS[3]
   else
     redis.call('ZREM', KEYS[2], id)
     redis.call('ZREM', KEYS[3], id)

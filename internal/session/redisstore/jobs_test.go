@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/redistest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs/jobstest"
@@ -98,5 +99,63 @@ func BenchmarkJobs(b *testing.B) {
 			}
 			b.ReportMetric((info("stats", "total_commands_processed")-cmds-1)/float64(i), "cmds/op")
 		})
+	}
+}
+
+// TestJobsLeaveNoKeys: once its jobs have expired, no key of theirs is
+// left in Redis, the sets of live jobs and of the owner's included.
+func TestJobsLeaveNoKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv, session.Options{})
+	c := plainB(t, srv)
+	ctx := t.Context()
+	for _, finish := range []bool{false, true} {
+		j, _ := jobs.New("token:alice", "chat", 200*time.Millisecond, time.Now())
+		j, err := s.CreateJob(ctx, j, jobs.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if finish {
+			if err := j.Fail("it broke", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.UpdateJob(ctx, j); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if keys, err := c.Keys(ctx, "*{jobs}*").Result(); err != nil || len(keys) != 5 {
+		t.Fatalf("keys of two jobs: %q, %v; want the two jobs, the two sets of live jobs and the owner's index", keys, err)
+	}
+	guard := geminitest.Context(t)
+	err := geminitest.Poll(guard, "the jobs' keys to expire", func() (bool, error) {
+		keys, err := c.Keys(ctx, "*{jobs}*").Result()
+		return err == nil && len(keys) == 0, fmt.Errorf("keys %q, %v", keys, err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJobsSurviveRestart: a job a store wrote is whole in a store opened
+// later, as after a restart of the server.
+func TestJobsSurviveRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	a := open(t, srv, session.Options{})
+	j, _ := jobs.New("token:alice", "research", time.Hour, time.Now())
+	j, err := a.CreateJob(t.Context(), j, jobs.Limits{})
+	if err == nil {
+		_ = j.Start(time.Now())
+		_ = j.SetResume("interaction-1", time.Now())
+		j, err = a.UpdateJob(t.Context(), j)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b := open(t, srv, session.Options{})
+	got, ok, err := b.GetJob(t.Context(), "token:alice", j.ID)
+	if err != nil || !ok || got.Resume != "interaction-1" || got.Version != j.Version || got.Status != jobs.Working {
+		t.Fatalf("after a restart: %+v, %v, %v", got, ok, err)
 	}
 }
