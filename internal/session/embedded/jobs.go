@@ -92,7 +92,7 @@ func (s *Store) GetJob(ctx context.Context, owner, id string) (jobs.Job, bool, e
 	}
 	var v int64
 	var data string
-	err := s.db.QueryRowContext(ctx, jobGetSQL, id, owner, ms(time.Now())).Scan(&v, &data)
+	err := s.st.jobGet.QueryRowContext(ctx, id, owner, ms(time.Now())).Scan(&v, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return jobs.Job{}, false, nil
 	}
@@ -184,7 +184,7 @@ func (s *Store) ListJobs(ctx context.Context, owner string, limit int) ([]jobs.J
 func (s *Store) WaitJob(ctx context.Context, owner, id string, version int64, max time.Duration) (jobs.Job, bool, error) {
 	vers := func(ctx context.Context) (int64, bool, error) {
 		var v int64
-		err := s.db.QueryRowContext(ctx, jobVersionSQL, id, owner, ms(time.Now())).Scan(&v)
+		err := s.st.jobVersion.QueryRowContext(ctx, id, owner, ms(time.Now())).Scan(&v)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, false, nil
 		}
