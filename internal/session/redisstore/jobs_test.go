@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -157,5 +158,32 @@ func TestJobsSurviveRestart(t *testing.T) {
 	got, ok, err := b.GetJob(t.Context(), "token:alice", j.ID)
 	if err != nil || !ok || got.Resume != "interaction-1" || got.Version != j.Version || got.Status != jobs.Working {
 		t.Fatalf("after a restart: %+v, %v, %v", got, ok, err)
+	}
+}
+
+// TestJobsRedisDown: with Redis gone, every job call fails at once with
+// the store's unavailable error, a system failure and not the caller's.
+func TestJobsRedisDown(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv, session.Options{})
+	ctx := geminitest.Context(t)
+	j, _ := jobs.New("token:alice", "chat", time.Hour, time.Now())
+	j, err := s.CreateJob(ctx, j, jobs.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	fresh, _ := jobs.New("token:alice", "chat", time.Hour, time.Now())
+	calls := map[string]func() error{
+		"CreateJob": func() error { _, err := s.CreateJob(ctx, fresh, jobs.Limits{}); return err },
+		"GetJob":    func() error { _, _, err := s.GetJob(ctx, j.Owner, j.ID); return err },
+		"UpdateJob": func() error { _, err := s.UpdateJob(ctx, j); return err },
+		"ListJobs":  func() error { _, err := s.ListJobs(ctx, j.Owner, 10); return err },
+		"WaitJob":   func() error { _, _, err := s.WaitJob(ctx, j.Owner, j.ID, j.Version, time.Minute); return err },
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, session.ErrUnavailable) {
+			t.Errorf("%s with Redis down: %v, want the store unavailable", name, err)
+		}
 	}
 }
