@@ -26,8 +26,9 @@ import (
 // and one script can count the live jobs and create one, or compare a
 // job's version and write it, atomically: the limits hold and no update
 // overwrites another's even with replicas racing. The price is that all
-// jobs live on one node of a cluster; the limits keep them few (at most
-// jobs.MaxResultBytes+MaxPartialBytes a job). The sets forget expired ids
+// jobs live on one node of a cluster: the limits bound the live ones,
+// the TTL and the rate of new ones the finished (each at most a little
+// over jobs.MaxResultBytes+MaxPartialBytes). The sets forget expired ids
 // at the next create of their owner; a set itself expires with its last
 // job, so that no key outlives the jobs.
 //
