@@ -19,6 +19,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
@@ -158,7 +159,7 @@ func newInProcess(b *testing.B, kind string) *inProcess {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	opts := cli.Options{
+	opts := geminicli.Options{
 		Gemini:  fakeGemini,
 		Env:     geminitest.FakeEnv(h.fakeHome, "", time.Minute),
 		Timeout: time.Minute,

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 )
@@ -106,7 +106,7 @@ type acpProc struct {
 	replacing bool
 	// cmdline and system are what the process was started with, for its
 	// replacement.
-	cmdline cli.Command
+	cmdline geminicli.Command
 	system  string
 
 	dead    chan struct{} // closed when the process has exited and been reaped
@@ -137,7 +137,7 @@ func (sub *promptSub) overflowed() {
 var errOutputTooBig = errors.New("the answer passed the output limit")
 
 // startACP starts `gemini --acp` and completes the initialize handshake.
-func startACP(ctx context.Context, cmdline cli.Command, args []string, env []string, key, sysDir string, allow bool, maxOutput int, log *slog.Logger) (*acpProc, error) {
+func startACP(ctx context.Context, cmdline geminicli.Command, args []string, env []string, key, sysDir string, allow bool, maxOutput int, log *slog.Logger) (*acpProc, error) {
 	stderr := proc.NewTailBuffer(stderrKeep)
 	cmd, err := proc.Start(proc.Program{Path: cmdline.Path, Args: append(append([]string{}, cmdline.Args...), args...), Env: env, Stderr: stderr})
 	if err != nil {

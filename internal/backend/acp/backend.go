@@ -2,7 +2,9 @@
 // processes, spoken to in the Agent Client Protocol, that answer in
 // milliseconds instead of paying a Node start-up per turn. The turns no
 // warm process can serve go to the fallback backend it is given (the
-// one-shot one, package cli).
+// one-shot one, which the server builds). What it shares with the one-shot
+// backend of the CLI (its command line, environment and errors) is in
+// package geminicli.
 package acp
 
 import (
@@ -12,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 )
 
@@ -24,9 +26,9 @@ type Options struct {
 	Warm WarmOptions
 	// Command finds the CLI; the one-shot backend's Command, so that both
 	// start the same executable.
-	Command        func() (cli.Command, error)
+	Command        func() (geminicli.Command, error)
 	Env            []string // added to the server's environment, as for one-shot calls
-	OperatorArgs   []string // the operator's CLI flags (cli.Options.OperatorArgs)
+	OperatorArgs   []string // the operator's CLI flags (geminicli.Options.OperatorArgs)
 	DefaultModel   string
 	ApprovalMode   string
 	MaxOutputBytes int           // one answer's cap; 0 means config.DefaultMaxOutputBytes
@@ -109,7 +111,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	a, err := b.pool.run(wctx, cmd, t)
 	if !errors.Is(err, errNotWarm) {
 		if a != nil {
-			a.NotApplied = cli.NotApplied(t)
+			a.NotApplied = geminicli.NotApplied(t)
 		}
 		return a, err
 	}
@@ -123,13 +125,13 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 }
 
 // ConfigFor is the configuration of a warm backend that runs the CLI as o
-// configures it, with the same limits, and falls back to oneShot (a
-// cli.Runner built with o). It is the one place that derives the one from
-// the other.
-func ConfigFor(o cli.Options, w WarmOptions, oneShot *cli.Runner) Options {
+// configures it, with the same limits, and falls back to fallback (the
+// one-shot backend, built with the same o). It is the one place that
+// derives the one from the other.
+func ConfigFor(o geminicli.Options, w WarmOptions, fallback backend.Backend) Options {
 	return Options{
 		Warm:           w,
-		Command:        oneShot.Command,
+		Command:        geminicli.NewResolver(o.Gemini).Command,
 		Env:            o.Env,
 		OperatorArgs:   o.OperatorArgs(),
 		DefaultModel:   o.DefaultModel,
@@ -137,7 +139,7 @@ func ConfigFor(o cli.Options, w WarmOptions, oneShot *cli.Runner) Options {
 		MaxOutputBytes: o.MaxOutputBytes,
 		Timeout:        o.Timeout,
 		KillGrace:      o.KillGrace,
-		Fallback:       oneShot,
+		Fallback:       fallback,
 	}
 }
 

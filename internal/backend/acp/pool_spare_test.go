@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
@@ -112,8 +112,8 @@ func countMethod(t *testing.T, acpLog, method string) int {
 
 func TestWarmSpareServesANewChat(t *testing.T) {
 	home := t.TempDir()
-	warm, _, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
-	cold, _ := newTestRunner(t, cli.Options{})
+	warm, _, acpLog := newWarmRunner(t, geminicli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
+	cold, _ := newTestRunner(t, geminicli.Options{})
 	dir := geminitest.WorkDir(t)
 	if _, err := warm.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestWarmSpareServesANewChat(t *testing.T) {
 }
 
 func TestWarmSpareOnlyWhenIdle(t *testing.T) {
-	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{Spares: 1, Processes: 1})
+	r, _, acpLog := newWarmRunner(t, geminicli.Options{}, WarmOptions{Spares: 1, Processes: 1})
 	dir, other := geminitest.WorkDir(t), geminitest.WorkDir(t)
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func promptsText(t *testing.T, acpLog string) string {
 }
 
 func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
-	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{Spares: 1})
+	r, _, acpLog := newWarmRunner(t, geminicli.Options{}, WarmOptions{Spares: 1})
 	p, dir := firstChat(t, r)
 	readySpare(t, p, dir)
 	// A call creating a session holds the lock (the test stands in for
@@ -279,7 +279,7 @@ func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 
 func TestWarmSpareExpires(t *testing.T) {
 	home := t.TempDir()
-	r, _, _ := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1, SpareAge: time.Hour})
+	r, _, _ := newWarmRunner(t, geminicli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1, SpareAge: time.Hour})
 	clk := newFakeClock()
 	poolOf(r).clock = clk
 	advance := clk.Advance
@@ -321,7 +321,7 @@ func TestWarmSpareExpires(t *testing.T) {
 
 func TestWarmSparesGoWithTheProcess(t *testing.T) {
 	home := t.TempDir()
-	r, _, _, logs := newWarmRunnerLogged(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1, MaxPrompts: 2})
+	r, _, _, logs := newWarmRunnerLogged(t, geminicli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1, MaxPrompts: 2})
 	dir := geminitest.WorkDir(t)
 	first, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir})
 	if err != nil {
@@ -373,7 +373,7 @@ func TestUnusedSessionFile(t *testing.T) {
 }
 
 func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
-	r, log, acpLog, logs := newWarmRunnerLogged(t, cli.Options{}, WarmOptions{MaxSessions: 3, SpareAge: -1})
+	r, log, acpLog, logs := newWarmRunnerLogged(t, geminicli.Options{}, WarmOptions{MaxSessions: 3, SpareAge: -1})
 	// The replacement's start waits for the test, to show that the old
 	// process serves meanwhile.
 	release := make(chan struct{})
@@ -382,7 +382,7 @@ func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
 	starting := make(chan struct{}, 1)
 	var starts atomic.Int32
 	start := poolOf(r).startProc
-	poolOf(r).startProc = func(ctx context.Context, cmd cli.Command, key, sys string) (*acpProc, error) {
+	poolOf(r).startProc = func(ctx context.Context, cmd geminicli.Command, key, sys string) (*acpProc, error) {
 		switch starts.Add(1) {
 		case 1:
 		case 2:
@@ -437,7 +437,7 @@ func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
 // that resume needs).
 func TestWarmSpareWhoseFileWasRemoved(t *testing.T) {
 	home := t.TempDir()
-	r, _, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
+	r, _, acpLog := newWarmRunner(t, geminicli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
 	dir := geminitest.WorkDir(t)
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)
@@ -472,7 +472,7 @@ func TestWarmSpareWhoseFileWasRemoved(t *testing.T) {
 // CLI can hold it until that call's deadline), gives up when its own
 // context ends; the process serves on once the lock is free.
 func TestWarmNewSessionWaitEndsWithItsCall(t *testing.T) {
-	r, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{Spares: 1, Processes: 1})
+	r, _, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{Spares: 1, Processes: 1})
 	p, dir := firstChat(t, r)
 	readySpare(t, p, dir)
 	if !p.newMu.TryLock() {
