@@ -303,7 +303,7 @@ func (pl *pool) process(ctx context.Context, cmd geminicli.Command, key, systemP
 			// Wait for it to end rather than spin; it is idle, so that
 			// takes at most the kill grace.
 			select {
-			case <-victim.dead:
+			case <-victim.exited():
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -380,7 +380,7 @@ func (pl *pool) prepare(cmd geminicli.Command, dir string) <-chan struct{} {
 			}
 			return
 		}
-		pl.log.Info("a warm gemini process is ready for the first chat", "pid", p.cmd.Process.Pid, "dir", dir)
+		pl.log.Info("a warm gemini process is ready for the first chat", "pid", p.pid(), "dir", dir)
 		pl.leave(p)
 		pl.refill(p, dir, true)
 	}) {

@@ -132,7 +132,7 @@ func TestWarmIdleProcessStops(t *testing.T) {
 	clk.Advance(time.Second)
 	clk.Tick()
 	select {
-	case <-p.dead:
+	case <-p.exited():
 	case <-geminitest.Context(t).Done():
 		t.Fatal("an idle process was kept past the idle timeout")
 	}

@@ -49,7 +49,7 @@ func settled(t *testing.T, pl *pool, dir string, want int) {
 			ready, making := p.spareState(dir)
 			p.mu.Unlock()
 			if making || ready != want {
-				return false, fmt.Errorf("process %d: %d ready, making %v", p.cmd.Process.Pid, ready, making)
+				return false, fmt.Errorf("process %d: %d ready, making %v", p.pid(), ready, making)
 			}
 		}
 		return true, nil

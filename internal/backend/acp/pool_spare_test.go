@@ -334,7 +334,7 @@ func TestWarmSparesGoWithTheProcess(t *testing.T) {
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "reply", Dir: dir, Session: first.SessionID}); err != nil {
 		t.Fatal(err)
 	}
-	<-p.dead
+	<-p.exited()
 	// The process's watch discards the spare once the process has ended.
 	if !logs.WaitFor(geminitest.Context(t), `"msg":"discarded a spare session`) {
 		t.Fatal("the spare of a recycled process was not discarded")
@@ -415,7 +415,7 @@ func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
 		t.Fatalf("during the replacement: %v, served %s, old process draining: %v", err, res.Via, old.isDraining())
 	}
 	releaseOnce()
-	<-old.dead
+	<-old.exited()
 	// The next chat goes to the replacement, warm.
 	res, err = r.Run(geminitest.Context(t), backend.Turn{Prompt: "after", Dir: dir})
 	if err != nil || res.Via != "warm" {

@@ -95,7 +95,7 @@ func (pl *pool) grow(cmd geminicli.Command, key, systemPrompt, dir string) {
 		case p != nil && closed:
 			p.kill()
 		case p != nil:
-			pl.log.Info("another warm gemini process started: new chats come faster than spare sessions are made", "pid", p.cmd.Process.Pid, "dir", dir)
+			pl.log.Info("another warm gemini process started: new chats come faster than spare sessions are made", "pid", p.pid(), "dir", dir)
 			pl.topUp(key, dir)
 		case pl.bgCtx.Err() == nil:
 			pl.log.Warn("could not start another warm gemini process", "err", err)

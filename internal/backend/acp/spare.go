@@ -111,9 +111,9 @@ func (pl *pool) session(ctx context.Context, p *acpProc, dir string) (string, er
 				case age >= pl.opts.SpareAge:
 					pl.discard(p, s)
 				case s.file != "" && !fileExists(s.file):
-					pl.log.Debug("a spare session's file was removed (by another gemini run's start-up clean-up); making a new session", "pid", p.cmd.Process.Pid, "session", s.id)
+					pl.log.Debug("a spare session's file was removed (by another gemini run's start-up clean-up); making a new session", "pid", p.pid(), "session", s.id)
 				default:
-					pl.log.Debug("a new chat uses a spare session", "pid", p.cmd.Process.Pid, "session", s.id, "age", age)
+					pl.log.Debug("a new chat uses a spare session", "pid", p.pid(), "session", s.id, "age", age)
 					return s.id, nil
 				}
 			}
@@ -243,7 +243,7 @@ func (pl *pool) fill(p *acpProc, key string, s *spare) {
 	s.id, s.made, s.err = id, made, err
 	if err == nil {
 		s.file = sessionFile(p.cliDir, id)
-		pl.log.Debug("made a spare session", "pid", p.cmd.Process.Pid, "session", id, "elapsed", pl.clock.Now().Sub(made))
+		pl.log.Debug("made a spare session", "pid", p.pid(), "session", id, "elapsed", pl.clock.Now().Sub(made))
 	}
 	close(s.ready)
 	if err != nil {
@@ -253,7 +253,7 @@ func (pl *pool) fill(p *acpProc, key string, s *spare) {
 		}
 		p.mu.Unlock()
 		if !errors.Is(err, errCreating) && p.alive() {
-			pl.log.Debug("could not make a spare session", "pid", p.cmd.Process.Pid, "err", err)
+			pl.log.Debug("could not make a spare session", "pid", p.pid(), "err", err)
 		}
 		return
 	}
@@ -299,7 +299,7 @@ func (pl *pool) expireSpares(p *acpProc) {
 // in memory (the CLI frees no session); its file goes.
 func (pl *pool) discard(p *acpProc, s *spare) {
 	removed, err := removeSessionFile(p.cliDir, s.id)
-	pl.log.Debug("discarded a spare session", "pid", p.cmd.Process.Pid, "session", s.id, "fileRemoved", removed, "err", err)
+	pl.log.Debug("discarded a spare session", "pid", p.pid(), "session", s.id, "fileRemoved", removed, "err", err)
 }
 
 // dropSpares discards every spare of p, which has ended.

@@ -36,7 +36,7 @@ func (p *acpProc) newSession(ctx context.Context, dir string, try bool) (string,
 			CurrentModelID string `json:"currentModelId"`
 		} `json:"models"`
 	}
-	if err := p.call(ctx, "session/new", map[string]any{"cwd": dir, "mcpServers": []any{}}, &res); err != nil {
+	if err := p.conn.call(ctx, "session/new", map[string]any{"cwd": dir, "mcpServers": []any{}}, &res); err != nil {
 		return "", err
 	}
 	if !session.IsUUID(res.SessionID) {
@@ -69,7 +69,7 @@ func (p *acpProc) setModel(ctx context.Context, id, model string) error {
 		}
 		target = def
 	}
-	if err := p.call(ctx, "session/set_model", map[string]any{"sessionId": id, "modelId": target}, nil); err != nil {
+	if err := p.conn.call(ctx, "session/set_model", map[string]any{"sessionId": id, "modelId": target}, nil); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -111,15 +111,15 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Obser
 	callCtx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go func() {
-		done <- p.call(callCtx, "session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": text}}}, &res)
+		done <- p.conn.call(callCtx, "session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": text}}}, &res)
 	}()
 	// stopTurn cancels the turn and waits for the agent to confirm.
 	stopTurn := func() {
-		_ = p.notify("session/cancel", map[string]any{"sessionId": id})
+		_ = p.conn.notify("session/cancel", map[string]any{"sessionId": id})
 		select {
 		case <-done:
 		case <-time.After(grace):
-			p.log.Warn("warm gemini process ignored session/cancel; stopping it", "pid", p.cmd.Process.Pid)
+			p.log.Warn("warm gemini process ignored session/cancel; stopping it", "pid", p.pid())
 			p.kill()
 			<-done
 		}

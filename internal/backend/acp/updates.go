@@ -68,10 +68,9 @@ func (p *acpProc) notification(m rpcMessage) {
 	sub.mu.Unlock()
 }
 
-// answerRequest answers the agent's requests: permission by the server's
+// request answers the agent's requests: permission by the server's
 // policy, anything else (file system, terminal: not offered) with an error.
-func (p *acpProc) answerRequest(m rpcMessage) {
-	reply := rpcMessage{JSONRPC: "2.0", ID: m.ID}
+func (p *acpProc) request(m rpcMessage) (json.RawMessage, *rpcError) {
 	switch m.Method {
 	case "session/request_permission":
 		var req struct {
@@ -97,11 +96,10 @@ func (p *acpProc) answerRequest(m rpcMessage) {
 			}
 		}
 		p.log.Info("answered a permission request", "tool", req.ToolCall.Title, "allowed", p.allow, "outcome", outcome)
-		reply.Result, _ = json.Marshal(map[string]any{"outcome": outcome})
-	default:
-		reply.Error = &rpcError{Code: -32601, Message: "not offered by gemini-mcp-server: " + m.Method}
+		result, _ := json.Marshal(map[string]any{"outcome": outcome})
+		return result, nil
 	}
-	_ = p.write(reply)
+	return nil, &rpcError{Code: -32601, Message: "not offered by gemini-mcp-server: " + m.Method}
 }
 
 func activity(obs backend.Observer, msg string) {
