@@ -2,52 +2,36 @@ package acp
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 )
 
 // This file is one long-lived `gemini --acp` process as the pool keeps
-// it: the Agent Client Protocol (ACP) spoken over its connection
-// (rpcConn), and the pool's bookkeeping of it (its calls, prompts,
-// sessions and spares). One process serves many sessions, so a prompt
-// costs milliseconds instead of a Node start-up. The measured behaviour it
-// relies on, bugs included, is described in docs/backends.md, "Warm
-// backend".
+// it: its lifecycle, the calls that hold it, its spare sessions. The
+// Agent Client Protocol spoken with it is its agent (agent.go), over the
+// JSON-RPC connection to the child (rpcconn.go). One process serves many
+// sessions, so a prompt costs milliseconds instead of a Node start-up.
+// The measured behaviour it relies on, bugs included, is described in
+// docs/backends.md, "Warm backend".
 
-// acpProc is one `gemini --acp` process.
+// acpProc is one `gemini --acp` process in the pool: the pool's
+// bookkeeping of it, and the agent that speaks to it.
 type acpProc struct {
-	key     string   // the system prompt it was started with ("" for none)
-	conn    *rpcConn // the process and the JSON-RPC spoken with it
-	log     *slog.Logger
-	allow   bool // answer permission requests with allow (approval mode yolo)
-	started time.Time
-	// maxOutput caps one prompt's answer, as --max-output-bytes caps a
-	// one-shot call's stdout.
-	maxOutput int
+	key   string // the system prompt it was started with ("" for none)
+	agent *agent // the protocol spoken with the process
 
-	newMu ctxLock // session/new (and load) one at a time: they contend on projects.json
-
-	mu           sync.Mutex
-	subs         map[string]*promptSub // by session id, while a prompt runs
-	models       map[string]string     // session id → the model set on it ("" = the agent's default)
-	defaultModel string                // currentModelId of a new session
-	prompts      int                   // prompts answered
-	inflight     int                   // calls that hold the process (see use), not only prompts
-	draining     bool
-	lastUsed     time.Time // when the last prompt ended (or the process started)
-	sessions     int       // sessions created (never freed by the CLI), spares included
-	calls        int       // calls that held the process and ended
+	mu       sync.Mutex
+	inflight int // calls that hold the process (see use), not only prompts
+	draining bool
+	lastUsed time.Time // when the last prompt ended (or the process started)
+	calls    int       // calls that held the process and ended
 	// cliDir is the CLI's directory (clihome.Dir of the process's
 	// environment), where it keeps session files; "" when none is known.
 	cliDir string
@@ -63,92 +47,19 @@ type acpProc struct {
 	system  string
 }
 
-// promptSub collects a running prompt's session/update notifications.
-type promptSub struct {
-	mu   sync.Mutex
-	text strings.Builder
-	obs  backend.Observer
-	// tooBig is closed when the answer passes the cap; the prompt is then
-	// cancelled and the rest of its answer dropped.
-	tooBig   chan struct{}
-	overflow bool
-}
-
-// overflowed records that the answer passed its cap; sub.mu must be held.
-func (sub *promptSub) overflowed() {
-	if !sub.overflow {
-		sub.overflow = true
-		sub.text.Reset()
-		close(sub.tooBig)
-	}
-}
-
-// errOutputTooBig says a prompt's answer passed --max-output-bytes.
-var errOutputTooBig = errors.New("the answer passed the output limit")
-
 // startACP starts `gemini --acp` and completes the initialize handshake.
 // sysDir, the temporary directory of its system prompt, is removed when
 // the process ends.
 func startACP(ctx context.Context, cmdline geminicli.Command, args []string, env []string, key, sysDir string, allow bool, maxOutput int, log *slog.Logger) (*acpProc, error) {
-	stderr := proc.NewTailBuffer(stderrKeep)
-	p := &acpProc{newMu: newCtxLock(), key: key, log: log, allow: allow, maxOutput: maxOutput, started: time.Now(), lastUsed: time.Now(),
-		subs: map[string]*promptSub{}, models: map[string]string{}, spares: map[string]*spare{}}
-	var atExit func()
-	if sysDir != "" {
-		atExit = func() { os.RemoveAll(sysDir) }
-	}
-	conn, err := dialRPC(proc.Program{Path: cmdline.Path, Args: append(append([]string{}, cmdline.Args...), args...), Env: env},
-		stderr, maxOutput+lineSlack, p, atExit, log)
-	if err != nil {
+	now := time.Now()
+	a := newAgent(allow, maxOutput, log)
+	prog := proc.Program{Path: cmdline.Path, Args: append(append([]string{}, cmdline.Args...), args...), Env: env}
+	if err := a.start(ctx, prog, sysDir); err != nil {
 		return nil, err
 	}
-	p.conn = conn
-	var init struct {
-		ProtocolVersion int `json:"protocolVersion"`
-		AgentInfo       struct {
-			Version string `json:"version"`
-		} `json:"agentInfo"`
-	}
-	// No fs capability: the agent then reads and writes the local disk
-	// itself (advertising readTextFile breaks write_file to new files).
-	err = conn.call(ctx, "initialize", map[string]any{
-		"protocolVersion":    1,
-		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false},
-		"clientInfo":         map[string]any{"name": "gemini-mcp-server", "version": "1"},
-	}, &init)
-	if err != nil {
-		p.kill()
-		return nil, fmt.Errorf("gemini --acp did not initialize: %w (stderr: %s)", err, strings.TrimSpace(proc.LastBytes(stderr.String(), 500)))
-	}
-	log.Info("warm gemini process started", "pid", conn.pid(), "agentVersion", init.AgentInfo.Version, "systemPrompt", key != "", "startup", time.Since(p.started).Round(time.Millisecond))
-	return p, nil
+	log.Info("warm gemini process started", "pid", a.conn.pid(), "agentVersion", a.version, "systemPrompt", key != "", "startup", time.Since(now).Round(time.Millisecond))
+	return &acpProc{key: key, agent: a, lastUsed: now, spares: map[string]*spare{}}, nil
 }
-
-// longLine handles a message too long to read, given its start. A message
-// about a session whose prompt runs fails that prompt as too big (the
-// process serves on); it reports false for any other message, which the
-// process cannot go on without.
-func (p *acpProc) longLine(start []byte, pid int) bool {
-	m := sessionIDField.FindSubmatch(start)
-	if m == nil {
-		return false
-	}
-	p.mu.Lock()
-	sub := p.subs[strings.ToLower(string(m[1]))]
-	p.mu.Unlock()
-	if sub == nil {
-		return false
-	}
-	p.log.Warn("a warm gemini process sent a message past the output limit; stopping its prompt", "pid", pid, "limit", p.maxOutput)
-	sub.mu.Lock()
-	sub.overflowed()
-	sub.mu.Unlock()
-	return true
-}
-
-// sessionIDField finds the session id near the start of a session/update
-// notification (params come before the update in what the CLI writes).
-var sessionIDField = regexp.MustCompile(`"sessionId"\s*:\s*"([0-9A-Fa-f-]{36})"`)
 
 // use reserves the process for one call, unless it is draining or gone:
 // a draining process takes no new work, and is stopped only when no call
@@ -178,16 +89,16 @@ func (p *acpProc) done(now time.Time) {
 }
 
 // alive says whether the process runs.
-func (p *acpProc) alive() bool { return p.conn.alive() }
+func (p *acpProc) alive() bool { return p.agent.conn.alive() }
 
 // exited is closed when the process has exited and been reaped.
-func (p *acpProc) exited() <-chan struct{} { return p.conn.done() }
+func (p *acpProc) exited() <-chan struct{} { return p.agent.conn.done() }
 
 // pid is the process's id, for the log.
-func (p *acpProc) pid() int { return p.conn.pid() }
+func (p *acpProc) pid() int { return p.agent.conn.pid() }
 
 // kill stops the process (its whole group) and waits for it.
-func (p *acpProc) kill() { p.conn.kill() }
+func (p *acpProc) kill() { p.agent.conn.kill() }
 
 // rss is the process's resident memory in bytes, where the system tells
 // (Linux); 0 elsewhere.
@@ -207,33 +118,3 @@ func (p *acpProc) rss() int64 {
 	}
 	return 0
 }
-
-// ctxLock is a mutex whose Lock gives up when the caller's context ends:
-// a call waiting behind another's session/new, which a wedged CLI can
-// hold until that call's own deadline, goes when it is cancelled.
-type ctxLock chan struct{}
-
-func newCtxLock() ctxLock { return make(ctxLock, 1) }
-
-// Lock takes the lock, or returns ctx's error if ctx ends first.
-func (l ctxLock) Lock(ctx context.Context) error {
-	select {
-	case l <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// TryLock takes the lock if it is free.
-func (l ctxLock) TryLock() bool {
-	select {
-	case l <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-// Unlock frees the lock.
-func (l ctxLock) Unlock() { <-l }

@@ -61,7 +61,7 @@ func (pl *pool) watch(p *acpProc) {
 	pl.dropSpares(p)
 	if !p.isDraining() {
 		metrics.WarmRecycle("exited")
-		pl.log.Warn("a warm gemini process exited; its sessions continue through one-shot resume", "pid", p.pid(), "err", p.conn.err())
+		pl.log.Warn("a warm gemini process exited; its sessions continue through one-shot resume", "pid", p.pid(), "err", p.agent.conn.err())
 	}
 }
 
@@ -74,7 +74,7 @@ func (pl *pool) afterPrompt(p *acpProc) {
 		p.mu.Unlock()
 		return // already on its way out, and logged as such
 	}
-	prompts, sessions := p.prompts, p.sessions
+	prompts, sessions := p.agent.counts()
 	if prompts >= pl.opts.MaxPrompts {
 		// Deciding and draining under one lock: no call can take p between
 		// the two, so p serves at most the calls holding it now.

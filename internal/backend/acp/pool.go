@@ -202,10 +202,10 @@ func (pl *pool) run(ctx context.Context, cmd geminicli.Command, c backend.Turn) 
 	if model == "" {
 		model = pl.defaultModel
 	}
-	if err := p.setModel(ctx, id, model); err != nil {
+	if err := p.agent.setModel(ctx, id, model); err != nil {
 		return nil, pl.errs.of(err)
 	}
-	text, usage, stop, err := p.prompt(ctx, id, c.Prompt, c.Observer, pl.killGrace)
+	text, usage, stop, err := p.agent.prompt(ctx, id, c.Prompt, c.Observer, pl.killGrace)
 	// The check runs while this call still holds p, so that a recycle
 	// starts draining before the hold ends and no new call slips in.
 	pl.afterPrompt(p)

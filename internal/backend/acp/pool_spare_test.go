@@ -226,15 +226,15 @@ func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 	// it): a spare asked for meanwhile is not made, rather than queue.
 	other := geminitest.WorkDir(t)
 	news := countMethod(t, acpLog, "session/new")
-	if !p.newMu.TryLock() {
+	if !p.agent.newMu.TryLock() {
 		t.Fatal("the session-creation lock is held")
 	}
 	s := poolOf(r).refill(p, other, false)
 	select {
 	case <-s.ready:
-		p.newMu.Unlock()
+		p.agent.newMu.Unlock()
 	case <-time.After(30 * time.Second):
-		p.newMu.Unlock()
+		p.agent.newMu.Unlock()
 		t.Fatal("the spare waited for the session-creation lock")
 	}
 	if !errors.Is(s.err, errCreating) {
@@ -263,7 +263,7 @@ func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 		}
 		res <- id
 	}()
-	id, err := p.newSession(geminitest.Context(t), other, false)
+	id, err := p.agent.newSession(geminitest.Context(t), other, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,13 +475,13 @@ func TestWarmNewSessionWaitEndsWithItsCall(t *testing.T) {
 	r, _, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{Spares: 1, Processes: 1})
 	p, dir := firstChat(t, r)
 	readySpare(t, p, dir)
-	if !p.newMu.TryLock() {
+	if !p.agent.newMu.TryLock() {
 		t.Fatal("the session-creation lock is held")
 	}
 	ctx, cancel := context.WithCancel(geminitest.Context(t))
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.newSession(ctx, geminitest.WorkDir(t), false)
+		_, err := p.agent.newSession(ctx, geminitest.WorkDir(t), false)
 		done <- err
 	}()
 	cancel()
@@ -491,10 +491,10 @@ func TestWarmNewSessionWaitEndsWithItsCall(t *testing.T) {
 			t.Fatalf("newSession: %v, want the call's own cancellation", err)
 		}
 	case <-time.After(30 * time.Second):
-		p.newMu.Unlock()
+		p.agent.newMu.Unlock()
 		t.Fatal("a cancelled call still waits for the session-creation lock")
 	}
-	p.newMu.Unlock()
+	p.agent.newMu.Unlock()
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "after", Dir: geminitest.WorkDir(t)}); err != nil {
 		t.Fatalf("the process after the cancelled wait: %v", err)
 	}
