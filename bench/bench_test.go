@@ -168,7 +168,7 @@ func newInProcess(b *testing.B, kind string) *inProcess {
 	var runner backend.Backend = oneShot
 	switch kind {
 	case backendWarm:
-		runner = acp.New(acp.ConfigFor(opts, acp.WarmOptions{}, oneShot), nil)
+		runner = acp.New(acp.Options{CLI: opts, Fallback: oneShot}, nil)
 	case backendAPI:
 		fake := fakeapi.New()
 		b.Cleanup(fake.Close)

@@ -94,7 +94,7 @@ func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logg
 	}
 	warm := acp.WarmOptions{Processes: cfg.Warm.Processes, MaxPrompts: cfg.Warm.MaxPrompts, MaxRSS: int64(cfg.Warm.MaxRSSBytes), IdleTimeout: cfg.Warm.IdleTimeout,
 		SpareAge: spareAge, MaxSessions: cfg.Warm.MaxSessions, Spares: cfg.Warm.Spares, NotOnConnect: !cfg.Warm.OnConnect}
-	b := acp.New(acp.ConfigFor(opts, warm, cli.NewRunner(opts, log)), log)
+	b := acp.New(acp.Options{Warm: warm, CLI: opts, Fallback: cli.NewRunner(opts, log)}, log)
 	return &builtBackend{Backend: backend.Limit(b, cfg.Turns.MaxConcurrent), Usable: cliUsable(cfg.CLI.Gemini)}, nil
 }
 

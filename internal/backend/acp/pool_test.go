@@ -52,7 +52,7 @@ func newWarmRunnerSlots(t *testing.T, slots int, opts geminicli.Options, warm Wa
 	logs := &geminitest.LockedBuffer{}
 	slog := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	oneShot := cli.NewRunner(opts, slog)
-	r := backend.Limit(New(ConfigFor(opts, warm, oneShot), slog), slots)
+	r := backend.Limit(New(Options{Warm: warm, CLI: opts, Fallback: oneShot}, slog), slots)
 	t.Cleanup(func() {
 		r.Close()
 		// Every process and goroutine of the pool is gone after Close.
