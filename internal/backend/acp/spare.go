@@ -247,18 +247,21 @@ func (pl *pool) fill(p *acpProc, key string, s *spare) {
 		s.file = sessionFile(p.cliDir, id)
 		pl.log.Debug("made a spare session", "pid", p.pid(), "session", id, "elapsed", pl.clock.Now().Sub(made))
 	}
-	close(s.ready)
 	if err != nil {
+		// Gone from the spares before anyone is told it failed, so that
+		// whoever waits on ready never finds the failed spare still kept.
 		p.mu.Lock()
 		if p.spares[key] == s {
 			delete(p.spares, key)
 		}
 		p.mu.Unlock()
+		close(s.ready)
 		if !errors.Is(err, errCreating) && p.alive() {
 			pl.log.Debug("could not make a spare session", "pid", p.pid(), "err", err)
 		}
 		return
 	}
+	close(s.ready)
 	// A spare kept for a client's first chat asks for no more.
 	if !s.kept {
 		pl.topUp(p.key, s.dir)
