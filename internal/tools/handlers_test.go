@@ -132,13 +132,9 @@ func TestUnknownArgumentsFromSchema(t *testing.T) {
 		var res *mcp.CallToolResult
 		switch c.tool {
 		case "chat":
-			var in ChatInput
-			json.Unmarshal(req.Params.Arguments, &in)
-			res, _, _ = d.chat(context.Background(), req, in)
+			res, _ = handle(d.chat)(context.Background(), req)
 		case "chat-reply":
-			var in ReplyInput
-			json.Unmarshal(req.Params.Arguments, &in)
-			res, _, _ = d.chatReply(context.Background(), req, in)
+			res, _ = handle(d.chatReply)(context.Background(), req)
 		case "chat-page":
 			var in PageInput
 			json.Unmarshal(req.Params.Arguments, &in)

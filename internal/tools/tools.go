@@ -46,23 +46,20 @@ type Deps struct {
 
 // AddChat adds chat to s.
 func AddChat(s *mcp.Server, d *Deps) {
-	t := chatTool(d.Conv.SessionIDInText())
-	s.AddReceivingMiddleware(tuningMiddleware(t.Name))
-	mcp.AddTool(s, t, d.chat)
+	s.AddTool(chatTool(d.Conv.SessionIDInText()), handle(d.chat))
 }
 
 // AddReply adds chat-reply to s.
 func AddReply(s *mcp.Server, d *Deps) {
-	t := replyTool()
-	s.AddReceivingMiddleware(tuningMiddleware(t.Name))
-	mcp.AddTool(s, t, d.chatReply)
+	s.AddTool(replyTool(), handle(d.chatReply))
 }
 
 // The input schemas are generated from the input structs below (their json
 // names, their jsonschema tags as descriptions, required unless
 // omitempty), so that a field is written once. inputSchema then drops what
 // the Gemini CLI's schema sanitizer strips (additionalProperties, $schema):
-// unknown arguments are refused by checkArgs instead, from the same struct.
+// unknown arguments are refused by decodeArgs (checkArgs for chat-page and
+// sessions) instead, from the same struct.
 func chatTool(idInText bool) *mcp.Tool {
 	where := "_meta.sessionId"
 	if idInText {
@@ -73,7 +70,7 @@ func chatTool(idInText bool) *mcp.Tool {
 		Description: "Start a new conversation with Google Gemini (through the Gemini CLI) and return its answer. " +
 			"Use it for a second opinion, a review, research or a long-context question. " +
 			"The result's " + where + " identifies the conversation: pass it to chat-reply to continue it with its history.",
-		InputSchema: tuneSchema(inputSchema[ChatInput]()),
+		InputSchema: inputTypeOf[ChatInput]().sc.CloneSchemas(),
 		Annotations: &mcp.ToolAnnotations{Title: "Chat with Gemini", OpenWorldHint: ptr(true)},
 	}
 }
@@ -84,7 +81,7 @@ func replyTool() *mcp.Tool {
 		Description: "Continue an existing Gemini conversation: Gemini sees the session's earlier turns. " +
 			"Pass the sessionId from an earlier chat or chat-reply result. Without sessionId it continues this client's most recent session " +
 			"(in cwd, when cwd is given).",
-		InputSchema: tuneSchema(inputSchema[ReplyInput]()),
+		InputSchema: inputTypeOf[ReplyInput]().sc.CloneSchemas(),
 		Annotations: &mcp.ToolAnnotations{Title: "Continue a Gemini chat", OpenWorldHint: ptr(true)},
 	}
 }
@@ -144,9 +141,6 @@ type ReplyInput struct {
 }
 
 func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs[ChatInput](req); err != nil {
-		return conversation.Failure(err), nil, nil
-	}
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return conversation.Failure(err), nil, nil
 	}
@@ -186,9 +180,6 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 }
 
 func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs[ReplyInput](req); err != nil {
-		return conversation.Failure(err), nil, nil
-	}
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return conversation.Failure(err), nil, nil
 	}

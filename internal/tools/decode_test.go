@@ -1,0 +1,93 @@
+package tools
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
+)
+
+// rawArgs are arguments sent as they are written, such as ones that are
+// not an object.
+type rawArgs string
+
+func (r rawArgs) MarshalJSON() ([]byte, error) { return []byte(r), nil }
+
+// TestSchemaErrorsAsTheSDKs checks that chat and chat-reply, which decode
+// their arguments themselves, refuse what their schema refuses with the
+// words the SDK's own validation uses (the client saw these when the SDK
+// decoded the arguments): each bad call is made to the tool and to a
+// tool of the same schema added with mcp.AddTool, and the two results
+// must be the same error. Nothing refused reaches the backend.
+func TestSchemaErrorsAsTheSDKs(t *testing.T) {
+	t.Parallel()
+	store := memstore.New(session.Options{})
+	t.Cleanup(func() { store.Close() })
+	r := &stubRunner{}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
+	addAll(srv, &Deps{Conv: conversation.New(conversation.Options{Backend: r, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20})
+	ok := func(context.Context, *mcp.CallToolRequest, ChatInput) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "accepted"}}}, nil, nil
+	}
+	okReply := func(context.Context, *mcp.CallToolRequest, ReplyInput) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "accepted"}}}, nil, nil
+	}
+	chat, reply := chatTool(false), replyTool()
+	mcp.AddTool(srv, &mcp.Tool{Name: "sdk-chat", InputSchema: chat.InputSchema}, ok)
+	mcp.AddTool(srv, &mcp.Tool{Name: "sdk-chat-reply", InputSchema: reply.InputSchema}, okReply)
+	cs := mcptest.Connect(t, srv, nil)
+	cases := []any{
+		map[string]any{"prompt": 5},
+		map[string]any{"prompt": 1.5},
+		map[string]any{"prompt": nil},
+		map[string]any{"prompt": map[string]any{"a": 1}},
+		map[string]any{"prompt": "x", "model": true},
+		map[string]any{"prompt": "x", "model": nil},
+		map[string]any{"prompt": "x", "cwd": []any{}},
+		map[string]any{"prompt": "x", "files": "a"},
+		map[string]any{"prompt": "x", "files": nil},
+		map[string]any{"prompt": "x", "files": []any{1}},
+		map[string]any{"prompt": "x", "files": []any{"a", nil}},
+		map[string]any{"prompt": "x", "files": []any{"a", []any{"b"}}},
+		map[string]any{"prompt": "x", "google_search": "yes"},
+		map[string]any{"prompt": "x", "google_search": nil},
+		map[string]any{"prompt": "x", "urls": []any{"https://example.com/", 3}},
+		map[string]any{"model": "m"},
+		map[string]any{},
+		rawArgs(`null`),
+		rawArgs(`[1]`),
+		rawArgs(`"s"`),
+		rawArgs(`5`),
+	}
+	chatCases := append(slices.Clone(cases),
+		map[string]any{"prompt": "x", "response_schema": []any{}},
+		map[string]any{"prompt": "x", "response_schema": "s"},
+		map[string]any{"prompt": "x", "response_schema": nil})
+	for tool, cases := range map[string][]any{"chat": chatCases, "chat-reply": cases} {
+		for _, args := range cases {
+			got, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+			if err != nil {
+				t.Fatalf("%s %v: %v", tool, args, err)
+			}
+			want, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sdk-" + tool, Arguments: args})
+			if err != nil {
+				t.Fatalf("sdk-%s %v: %v", tool, args, err)
+			}
+			if !want.IsError {
+				t.Fatalf("sdk-%s %v: accepted; the case is wrong", tool, args)
+			}
+			if !got.IsError || textOf(got) != textOf(want) {
+				t.Errorf("%s %v:\n got %v %q\nwant %q", tool, args, got.IsError, textOf(got), textOf(want))
+			}
+		}
+	}
+	if len(r.calls) != 0 {
+		t.Fatalf("%d refused calls reached the backend", len(r.calls))
+	}
+}
