@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -43,8 +42,7 @@ func handle[In any](h typedHandler[In]) mcp.ToolHandler {
 		}
 		res, _, err := h(ctx, req, in)
 		if err != nil {
-			var wire *jsonrpc.Error
-			if errors.As(err, &wire) && wire == err {
+			if wire, ok := err.(*jsonrpc.Error); ok {
 				return nil, wire
 			}
 			var errRes mcp.CallToolResult

@@ -91,3 +91,16 @@ func TestSchemaErrorsAsTheSDKs(t *testing.T) {
 		t.Fatalf("%d refused calls reached the backend", len(r.calls))
 	}
 }
+
+// BenchmarkChatDecode is the decode layer's cost of a chat call: its
+// arguments decoded and checked into ChatInput.
+func BenchmarkChatDecode(b *testing.B) {
+	raw := []byte(`{"prompt":"review this function for races","model":"flash","systemPrompt":"be brief","files":["a.go","b.go"],"temperature":0.5,"thinking_mode":"low"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		var in ChatInput
+		if res := decodeArgs(raw, &in); res != nil {
+			b.Fatal(textOf(res))
+		}
+	}
+}
