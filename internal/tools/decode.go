@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -56,12 +57,13 @@ func handle[In any](h typedHandler[In]) mcp.ToolHandler {
 	}
 }
 
-// inputType is what decodeArgs needs of an input struct (one with Tuning:
-// chat's, chat-reply's): its schema, which is the tool's, and its fields
-// by argument name.
+// inputType is what decodeArgs needs of an input struct: its schema,
+// which is the tool's, its fields by argument name, and whether it takes
+// Tuning (chat's, chat-reply's).
 type inputType struct {
 	sc     *jsonschema.Schema
 	fields map[string][]int
+	tuned  bool
 }
 
 // inputTypes holds the inputType of each input struct.
@@ -72,11 +74,17 @@ func inputTypeOf[In any]() *inputType {
 	if v, ok := inputTypes.Load(t); ok {
 		return v.(*inputType)
 	}
-	it := &inputType{sc: tuneSchema(inputSchema[In]()), fields: map[string][]int{}}
+	it := &inputType{sc: inputSchema[In](), fields: map[string][]int{}}
 	for _, f := range reflect.VisibleFields(t) {
 		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && !f.Anonymous {
 			it.fields[name] = f.Index
 		}
+		if f.Anonymous && f.Type == reflect.TypeFor[Tuning]() {
+			it.tuned = true
+		}
+	}
+	if it.tuned {
+		tuneSchema(it.sc)
 	}
 	v, _ := inputTypes.LoadOrStore(t, it)
 	return v.(*inputType)
@@ -91,8 +99,10 @@ func decodeArgs[In any](raw json.RawMessage, in *In) *mcp.CallToolResult {
 	if err != nil {
 		return schemaError(fmt.Errorf("unmarshaling arguments: json: cannot unmarshal %q into Go value of type map[string]interface {}", raw))
 	}
-	if err := checkTuning(args); err != nil {
-		return conversation.Failure(err)
+	if it.tuned {
+		if err := checkTuning(args); err != nil {
+			return conversation.Failure(err)
+		}
 	}
 	fields := reflect.ValueOf(in).Elem()
 	for _, name := range it.sc.PropertyOrder {
@@ -101,7 +111,13 @@ func decodeArgs[In any](raw json.RawMessage, in *In) *mcp.CallToolResult {
 			continue
 		}
 		p := it.sc.Properties[name]
-		if msg := decodeField(fields.FieldByIndex(it.fields[name]), name, p, v); msg != "" {
+		msg, err := decodeField(fields, it.fields[name], name, p, v)
+		if err != nil {
+			var res mcp.CallToolResult
+			res.SetError(err)
+			return &res
+		}
+		if msg != "" {
 			return schemaError(fmt.Errorf("validating root: validating /properties/%s: %s", name, msg))
 		}
 	}
@@ -135,14 +151,34 @@ func schemaError(err error) *mcp.CallToolResult {
 	return &res
 }
 
-// decodeField decodes v, the argument name of schema p, into f, its
-// field; it returns what the schema finds wrong with v, or "".
-func decodeField(f reflect.Value, name string, p *jsonschema.Schema, v json.RawMessage) string {
-	if p.Type != "array" {
-		if string(v) == "null" || json.Unmarshal(v, f.Addr().Interface()) != nil {
-			return typeMismatch(v, p.Type)
+// decodeField decodes v, the argument name of schema p, into its field
+// of the input struct in, at index; it returns what the schema finds wrong with
+// v, or an error for a value the schema takes but f cannot hold (a whole
+// number beyond int64), worded as the SDK's decoder words it.
+func decodeField(in reflect.Value, index []int, name string, p *jsonschema.Schema, v json.RawMessage) (string, error) {
+	f := in.FieldByIndex(index)
+	switch p.Type {
+	case "integer":
+		// A whole number, however written (2.0 too), as the SDK took it.
+		var n float64
+		if string(v) == "null" || json.Unmarshal(v, &n) != nil {
+			return typeMismatch(v, p.Type), nil
 		}
-		return ""
+		if _, frac := math.Modf(n); frac != 0 {
+			return typeMismatch(v, p.Type), nil
+		}
+		if n < math.MinInt64 || n >= math.MaxInt64 {
+			return "", fmt.Errorf("json: cannot unmarshal number %s overflows into Go struct field %s.%s of type %s",
+				strconv.FormatFloat(n, 'f', -1, 64), in.Type(), name, f.Type())
+		}
+		f.SetInt(int64(n))
+		return "", nil
+	case "array":
+	default:
+		if string(v) == "null" || json.Unmarshal(v, f.Addr().Interface()) != nil {
+			return typeMismatch(v, p.Type), nil
+		}
+		return "", nil
 	}
 	// An array of strings, whose null entry would decode as "".
 	var l []*string
@@ -150,12 +186,12 @@ func decodeField(f reflect.Value, name string, p *jsonschema.Schema, v json.RawM
 		out := make([]string, len(l))
 		for i, s := range l {
 			if s == nil {
-				return "validating /properties/" + name + "/items: " + typeMismatch(json.RawMessage("null"), "string")
+				return "validating /properties/" + name + "/items: " + typeMismatch(json.RawMessage("null"), "string"), nil
 			}
 			out[i] = *s
 		}
 		f.Set(reflect.ValueOf(out))
-		return ""
+		return "", nil
 	}
 	// What is wrong, in the SDK's words: not an array, or an entry that
 	// is not a string.
@@ -163,11 +199,11 @@ func decodeField(f reflect.Value, name string, p *jsonschema.Schema, v json.RawM
 	if string(v) != "null" && json.Unmarshal(v, &items) == nil {
 		for _, item := range items {
 			if string(item) == "null" || json.Unmarshal(item, new(string)) != nil {
-				return "validating /properties/" + name + "/items: " + typeMismatch(item, "string")
+				return "validating /properties/" + name + "/items: " + typeMismatch(item, "string"), nil
 			}
 		}
 	}
-	return typeMismatch(v, p.Type)
+	return typeMismatch(v, p.Type), nil
 }
 
 // typeMismatch says that v is not of the JSON type want, in the words of

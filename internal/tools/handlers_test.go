@@ -136,9 +136,7 @@ func TestUnknownArgumentsFromSchema(t *testing.T) {
 		case "chat-reply":
 			res, _ = handle(d.chatReply)(context.Background(), req)
 		case "chat-page":
-			var in PageInput
-			json.Unmarshal(req.Params.Arguments, &in)
-			res, _, _ = d.chatPage(context.Background(), req, in)
+			res, _ = handle(d.chatPage)(context.Background(), req)
 		}
 		switch {
 		case c.want == "" && res.IsError:
