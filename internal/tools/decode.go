@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
@@ -57,6 +58,44 @@ func handle[In any](h typedHandler[In]) mcp.ToolHandler {
 	}
 }
 
+// handleOut is handle for a tool with structured results of type Out: the
+// result carries h's output as its structuredContent (the zero Out when h
+// returns none, as the SDK's typed handlers give it), and as its text
+// when h gives none.
+func handleOut[In, Out any](h func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, *Out, error)) mcp.ToolHandler {
+	return handle(func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			return res, nil, err
+		}
+		if res == nil {
+			res = &mcp.CallToolResult{}
+		}
+		if out == nil {
+			out = new(Out)
+		}
+		raw, err := json.Marshal(out)
+		if err != nil {
+			return nil, nil, fmt.Errorf("marshaling output: %w", err)
+		}
+		res.StructuredContent = json.RawMessage(raw)
+		if res.Content == nil {
+			res.Content = []mcp.Content{&mcp.TextContent{Text: string(raw)}}
+		}
+		return res, nil, nil
+	})
+}
+
+// outputSchema is the output schema of a tool whose structured results
+// are of type Out, generated as the SDK generates it.
+func outputSchema[Out any]() *jsonschema.Schema {
+	s, err := jsonschema.For[Out](&jsonschema.ForOptions{})
+	if err != nil {
+		panic(fmt.Sprintf("tools: the output schema of %T: %v", *new(Out), err))
+	}
+	return s
+}
+
 // inputType is what decodeArgs needs of an input struct: its schema,
 // which is the tool's, its fields by argument name, and whether it takes
 // Tuning (chat's, chat-reply's).
@@ -83,8 +122,8 @@ func inputTypeOf[In any]() *inputType {
 			it.tuned = true
 		}
 	}
-	if it.tuned {
-		tuneSchema(it.sc)
+	if x, ok := any(new(In)).(interface{ extendSchema(*jsonschema.Schema) }); ok {
+		x.extendSchema(it.sc)
 	}
 	v, _ := inputTypes.LoadOrStore(t, it)
 	return v.(*inputType)
@@ -166,6 +205,12 @@ func decodeField(in reflect.Value, index []int, name string, p *jsonschema.Schem
 		}
 		if _, frac := math.Modf(n); frac != 0 {
 			return typeMismatch(v, p.Type), nil
+		}
+		if p.Minimum != nil && n < *p.Minimum {
+			return fmt.Sprintf("minimum: %s is less than %f", new(big.Rat).SetFloat64(n), *p.Minimum), nil
+		}
+		if p.Maximum != nil && n > *p.Maximum {
+			return fmt.Sprintf("maximum: %s is greater than %f", new(big.Rat).SetFloat64(n), *p.Maximum), nil
 		}
 		if n < math.MinInt64 || n >= math.MaxInt64 {
 			return "", fmt.Errorf("json: cannot unmarshal number %s overflows into Go struct field %s.%s of type %s",

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -107,6 +108,71 @@ func TestSchemaErrorsAsTheSDKs(t *testing.T) {
 	}
 	if len(r.calls) != 0 {
 		t.Fatalf("%d refused calls reached the backend", len(r.calls))
+	}
+}
+
+// TestSessionsResultsAsTheSDKs checks that sessions, which decodes its
+// arguments itself and sets its structured content, answers every call,
+// good or bad, as the SDK's typed handlers answered it.
+func TestSessionsResultsAsTheSDKs(t *testing.T) {
+	t.Parallel()
+	d, _ := newStubDeps(t)
+	chatOK(t, d, ChatInput{Prompt: "one"})
+	chatOK(t, d, ChatInput{Prompt: "two"})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
+	AddSessions(srv, d)
+	mcp.AddTool(srv, &mcp.Tool{Name: "sdk-sessions", InputSchema: sessionsTool().InputSchema}, d.listSessions)
+	cs := mcptest.Connect(t, srv, nil)
+	for _, args := range []any{
+		nil,
+		map[string]any{},
+		map[string]any{"limit": 1},
+		map[string]any{"limit": 2.0},
+		map[string]any{"limit": 0},
+		map[string]any{"limit": -3},
+		map[string]any{"limit": 101},
+		map[string]any{"limit": 1e20},
+		map[string]any{"limit": 0.5},
+		map[string]any{"limit": "1"},
+		map[string]any{"limit": nil},
+		map[string]any{"cursor": 5},
+		map[string]any{"cursor": "bogus"},
+		map[string]any{"cwd": "missing"},
+		rawArgs(`[1]`),
+	} {
+		got, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sessions", Arguments: args})
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		want, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sdk-sessions", Arguments: args})
+		if err != nil {
+			t.Fatalf("sdk %v: %v", args, err)
+		}
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if string(g) != string(w) {
+			t.Errorf("%v:\n got %s\nwant %s", args, g, w)
+		}
+	}
+	// The output schema is the one the SDK generated.
+	var sdk *mcp.Tool
+	for tool, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tool.Name == "sdk-sessions" {
+			sdk = tool
+		}
+	}
+	var ours any
+	raw, _ := json.Marshal(sessionsTool().OutputSchema)
+	if err := json.Unmarshal(raw, &ours); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := json.Marshal(ours)
+	w, _ := json.Marshal(sdk.OutputSchema)
+	if string(g) != string(w) {
+		t.Errorf("output schema:\n got %s\nwant %s", g, w)
 	}
 }
 

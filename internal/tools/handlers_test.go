@@ -107,7 +107,7 @@ func TestUnknownArgumentsFromSchema(t *testing.T) {
 	for _, c := range []struct {
 		tool  *mcp.Tool
 		known []string
-	}{{chatTool(false), argsOf[ChatInput]()}, {replyTool(), argsOf[ReplyInput]()}, {pageTool(), argsOf[PageInput]()}, {sessionsTool(), argsOf[SessionsInput]()}} {
+	}{{chatTool(false), inputTypeOf[ChatInput]().sc.PropertyOrder}, {replyTool(), inputTypeOf[ReplyInput]().sc.PropertyOrder}, {pageTool(), inputTypeOf[PageInput]().sc.PropertyOrder}, {sessionsTool(), inputTypeOf[SessionsInput]().sc.PropertyOrder}} {
 		schema := c.tool.InputSchema.(*jsonschema.Schema)
 		if schema.AdditionalProperties != nil || schema.Schema != "" {
 			t.Errorf("%s: the schema keeps keywords the Gemini CLI strips", c.tool.Name)

@@ -10,13 +10,9 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -58,8 +54,8 @@ func AddReply(s *mcp.Server, d *Deps) {
 // names, their jsonschema tags as descriptions, required unless
 // omitempty), so that a field is written once. inputSchema then drops what
 // the Gemini CLI's schema sanitizer strips (additionalProperties, $schema):
-// unknown arguments are refused by decodeArgs (checkArgs for chat-page and
-// sessions) instead, from the same struct.
+// unknown arguments are refused by decodeArgs instead, from the same
+// struct.
 func chatTool(idInText bool) *mcp.Tool {
 	where := "_meta.sessionId"
 	if idInText {
@@ -306,56 +302,6 @@ func (d *Deps) runTurn(ctx context.Context, c conversation.Call, call backend.Tu
 		out.StructuredContent = structured
 	}
 	return outcome{res: out, session: res.SessionID}
-}
-
-// checkArgs refuses arguments the tool does not define. The schema leaves
-// additionalProperties out (the Gemini CLI strips it), so a misspelt
-// argument such as session_id would otherwise be silently ignored. The
-// tool's input struct In, from which its schema is generated, says which
-// arguments exist.
-func checkArgs[In any](req *mcp.CallToolRequest) error {
-	if req == nil || req.Params == nil || len(req.Params.Arguments) == 0 {
-		return nil
-	}
-	var args map[string]json.RawMessage
-	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
-		return nil // the SDK has validated the shape already
-	}
-	known := argsOf[In]()
-	var unknown []string
-	for k := range args {
-		if !contains(known, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	sort.Strings(unknown)
-	return fmt.Errorf("unknown argument %s; this tool takes %s", quoteAll(unknown), strings.Join(known, ", "))
-}
-
-// knownArgs holds, for each input struct, the arguments it defines.
-var knownArgs sync.Map // reflect.Type → []string
-
-// argsOf returns the arguments of the input struct In, in the order of
-// its fields, as its generated schema lists them.
-func argsOf[In any]() []string {
-	t := reflect.TypeFor[In]()
-	if v, ok := knownArgs.Load(t); ok {
-		return v.([]string)
-	}
-	v, _ := knownArgs.LoadOrStore(t, inputSchema[In]().PropertyOrder)
-	return v.([]string)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func quoteAll(ss []string) string {

@@ -14,6 +14,10 @@ type Tuning struct {
 	ThinkingMode string   `json:"thinking_mode,omitempty" jsonschema:"Optional: how much Gemini may think before it answers: minimal, low, medium, high or max. On the Gemini API backend it becomes a thinking budget of 128, 2048, 8192, 16384 or 32768 tokens (Gemini 2.5 models, kept within the model's range) or a thinking level (Gemini 3 models, max being HIGH); any adjustment is reported in _meta.notApplied. The Gemini CLI backends cannot set it per call, answer without it and say so in _meta.notApplied."`
 }
 
+// extendSchema gives an input schema of a struct with Tuning the tuning's
+// constraints (see tuneSchema).
+func (Tuning) extendSchema(s *jsonschema.Schema) { tuneSchema(s) }
+
 // apply copies the tuning into a turn.
 func (t Tuning) apply(turn *backend.Turn) {
 	turn.Temperature = t.Temperature
