@@ -42,8 +42,8 @@ func (b *echoBackend) Run(_ context.Context, t backend.Turn) (*backend.Answer, e
 }
 
 // TestArgumentsDecodedOnce checks that a tool call's arguments are decoded
-// once, accepted or refused, by chat, chat-reply and an expert tool served
-// as the registry serves them, over an MCP client and server: the tools
+// once, accepted or refused, by chat, chat-reply, sessions, chat-page and
+// an expert tool served as the registry serves them, over an MCP client and server: the tools
 // decode them with validate.Arguments, which counts its decodes, and read
 // each value from there into their input struct; the SDK decodes none,
 // the tools being raw. It is not parallel: the count is the process's.
@@ -83,6 +83,12 @@ func TestArgumentsDecodedOnce(t *testing.T) {
 	}
 	if be.turns != 3 {
 		t.Fatalf("%d turns, want 3", be.turns)
+	}
+	if res, err := call("sessions", map[string]any{"limit": 5}); err != nil || res.IsError || res.StructuredContent == nil {
+		t.Fatalf("sessions: %v %v", err, res)
+	}
+	if res, err := call("chat-page", map[string]any{"answerId": "none", "page": 2}); err != nil || !res.IsError {
+		t.Fatalf("chat-page of no answer: %v %v, want a refusal", err, res)
 	}
 	// Refused calls: bad tuning, a bad type, an unknown argument.
 	for _, args := range []map[string]any{{"prompt": "p", "temperature": 5}, {"prompt": 5}, {"prompt": "p", "session_id": "x"}} {
