@@ -191,9 +191,10 @@ func schemaError(err error) *mcp.CallToolResult {
 }
 
 // decodeField decodes v, the argument name of schema p, into its field
-// of the input struct in, at index; it returns what the schema finds wrong with
-// v, or an error for a value the schema takes but f cannot hold (a whole
-// number beyond int64), worded as the SDK's decoder words it.
+// of the input struct in, at index; it returns what the schema finds
+// wrong with v, or an error for a value the schema takes but the field
+// cannot hold (a whole number beyond int64), worded as the SDK's decoder
+// words it.
 func decodeField(in reflect.Value, index []int, name string, p *jsonschema.Schema, v json.RawMessage) (string, error) {
 	f := in.FieldByIndex(index)
 	switch p.Type {

@@ -18,8 +18,8 @@ import (
 )
 
 // connectStub serves the tools with a stub backend over an in-memory
-// transport, so that calls pass the SDK's schema validation and the
-// server's middleware exactly as a client's do.
+// transport, so that calls reach the tools through the SDK exactly as a
+// client's do.
 func connectStub(t *testing.T) (*mcp.ClientSession, *stubRunner) {
 	t.Helper()
 	store := memstore.New(session.Options{})
