@@ -78,10 +78,11 @@ Usage:
 
 Tools {arguments}:
   chat {prompt, model, systemPrompt, cwd, files, continuation_id,
-    temperature, thinking_mode, google_search, urls, response_schema}
-    starts a Gemini session
+    temperature, thinking_mode, include_thoughts, google_search, urls,
+    code_execution, response_schema} starts a Gemini session
   chat-reply {prompt, sessionId, continuation_id, model, systemPrompt, cwd,
-    files, temperature, thinking_mode, google_search, urls} continues one
+    files, temperature, thinking_mode, include_thoughts, google_search,
+    urls, code_execution} continues one
   chat-page {answerId, page} the next page of an answer too long for one result
   sessions {limit, cursor, cwd} lists this client's sessions
 Expert tools send files under --project-root (or a git

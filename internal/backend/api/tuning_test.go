@@ -63,5 +63,5 @@ func TestTuning(t *testing.T) {
 		t.Errorf("untuned call sent %v", gc)
 	}
 	_, err := f.run(backend.Turn{Prompt: "x", ThinkingMode: "huge"})
-	wantKind(t, err, backend.KindInput, 0, `thinking_mode "huge" is not one of minimal, low, medium, high, max`)
+	wantKind(t, err, backend.KindInput, 0, `thinking_mode "huge" is not one of off, minimal, low, medium, high, max`)
 }

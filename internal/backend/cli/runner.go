@@ -129,8 +129,9 @@ func (r *Runner) Run(ctx context.Context, t backend.Turn) (*backend.Answer, erro
 }
 
 // NotApplied names the tuning of t that the Gemini CLI cannot apply: it
-// has no per-call temperature or thinking budget (0.61.0), so a turn that
-// asks for them is answered without, and says so.
+// has no per-call temperature or thinking budget, and gives no thought
+// summaries (0.61.0), so a turn that asks for them is answered without,
+// and says so.
 func NotApplied(t backend.Turn) []string {
 	var n []string
 	if t.Temperature != nil {
@@ -138,6 +139,9 @@ func NotApplied(t backend.Turn) []string {
 	}
 	if t.ThinkingMode != "" {
 		n = append(n, "thinking_mode: the Gemini CLI takes no per-call thinking budget")
+	}
+	if t.IncludeThoughts {
+		n = append(n, "include_thoughts: the Gemini CLI does not return its model's thoughts")
 	}
 	return n
 }
