@@ -386,6 +386,11 @@ func TestCLIBackendRefusesBuiltins(t *testing.T) {
 	if we := wireError(t, err); we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(we.Message, "google_search: the oneshot backend") {
 		t.Errorf("debug with google_search on the CLI backend: %v", err)
 	}
+	_, err = callTool(cs, "debug", map[string]any{"error_description": "boom", "code_execution": true})
+	if we := wireError(t, err); we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(we.Message, "code_execution: the oneshot backend") ||
+		!strings.Contains(string(we.Data), `"field":"code_execution"`) {
+		t.Errorf("debug with code_execution on the CLI backend: %v %s", err, we.Data)
+	}
 }
 
 // TestExpertOutputSchemas: precommit and codereview declare an

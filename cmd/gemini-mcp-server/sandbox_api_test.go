@@ -220,3 +220,24 @@ func TestChatThinkingOff(t *testing.T) {
 		}
 	}
 }
+
+func TestDebugCodeExecution(t *testing.T) {
+	e := newExpertEnv(t)
+	cs := e.stdio(t)
+	res, err := callExpert(t, cs, "debug", map[string]any{"error_description": "the sum is wrong [[code:FAILED]]", "code_execution": true})
+	if err != nil || res.IsError {
+		t.Fatalf("debug: %v %+v", err, res)
+	}
+	if text := resultText(res); !strings.Contains(text, "```python\n"+fakeapi.CodeFor("FAILED")+"\n```") || !strings.Contains(text, "Code execution: failed") {
+		t.Errorf("debug's answer %q has no code", text)
+	}
+	var runs []codeRun
+	metaOf(t, res, "codeExecution", &runs)
+	if len(runs) != 1 || runs[0].Outcome != "OUTCOME_FAILED" {
+		t.Errorf("_meta.codeExecution = %+v", runs)
+	}
+	s := e.streams()
+	if !s[len(s)-1].CodeExecution() {
+		t.Error("debug's request did not offer codeExecution")
+	}
+}

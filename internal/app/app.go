@@ -90,12 +90,12 @@ repository's changes) to Gemini:
   thinkdeep {current_analysis, problem_context, focus_areas, files,
     continuation_id, temperature, thinking_mode, google_search}
   analyze {files, question, analysis_type, continuation_id, temperature,
-    thinking_mode}
+    thinking_mode, code_execution}
   codereview {files, context, review_type, severity_filter, standards,
     continuation_id, temperature, thinking_mode}
   debug {error_description, error_context, files, runtime_info,
     previous_attempts, continuation_id, temperature, thinking_mode,
-    google_search}
+    google_search, code_execution}
   precommit {path, original_request, review_type, include_staged,
     include_unstaged, continuation_id, temperature, thinking_mode}
 --tools serves only some of them (chat, sessions, expert or a tool's name;

@@ -19,6 +19,7 @@ var Analyze = &Tool{
 		thinkingMode("medium"),
 		continuationID,
 		temperature,
+		codeExecution,
 	},
 }
 
@@ -28,6 +29,7 @@ type AnalyzeInput struct {
 	Question     string   `json:"question"`
 	AnalysisType string   `json:"analysis_type"`
 	Common
+	Sandbox
 }
 
 func (in *AnalyzeInput) headline() string { return in.Question }

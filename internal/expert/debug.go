@@ -25,6 +25,7 @@ var Debug = &Tool{
 		continuationID,
 		temperature,
 		googleSearch,
+		codeExecution,
 	},
 }
 
@@ -37,6 +38,7 @@ type DebugInput struct {
 	RuntimeInfo      string   `json:"runtime_info,omitempty"`
 	Common
 	Search
+	Sandbox
 }
 
 func (in *DebugInput) headline() string { return in.ErrorDescription }

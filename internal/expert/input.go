@@ -26,6 +26,17 @@ func (s *Search) search() bool { return s.GoogleSearch }
 // searcher is an input struct with Search.
 type searcher interface{ search() bool }
 
+// Sandbox is the code_execution argument of the tools that take it
+// (debug, analyze), embedded in their input structs.
+type Sandbox struct {
+	CodeExecution bool `json:"code_execution"`
+}
+
+func (s *Sandbox) sandbox() bool { return s.CodeExecution }
+
+// coder is an input struct with Sandbox.
+type coder interface{ sandbox() bool }
+
 func (c *Common) common() *Common { return c }
 
 // input is a tool's input struct, decoded from its arguments once they

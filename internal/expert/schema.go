@@ -64,6 +64,9 @@ var (
 	googleSearch = prop{name: "google_search", kind: "boolean", def: false,
 		desc: "Optional: ground the answer in a Google Search that Gemini runs itself (Gemini API backend only; the Gemini CLI backends refuse it). " +
 			"The sources follow the answer as a numbered list and as resource_link items, with the queries and the search suggestions in _meta.grounding."}
+	codeExecution = prop{name: "code_execution", kind: "boolean", def: false,
+		desc: "Optional: let Gemini write and run Python in Google's sandbox (Gemini API backend only; the Gemini CLI backends refuse it). " +
+			"The code, its outcome and output appear in the answer and in _meta.codeExecution; images it made follow as image items."}
 	reviewType = prop{name: "review_type", kind: "string", enum: []string{"full", "security", "performance", "quick"}, def: "full",
 		desc: "The kind of review: full, security, performance or quick.", label: "Review type"}
 )
