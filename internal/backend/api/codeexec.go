@@ -7,12 +7,21 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 )
 
 // maxImagesPerAnswer bounds the images of one answer that are returned;
 // their bytes are within the turn's byte budget like every other byte of
 // the answer (see withBudget).
 const maxImagesPerAnswer = 16
+
+// Bounds on what an answer's result carries beside its text, which is
+// paged (the text has the code and output whole): the code and the
+// output of each run in _meta.codeExecution, and the thought summaries.
+const (
+	maxMetaCodeBytes = 64 << 10
+	maxThoughtBytes  = 256 << 10
+)
 
 // extras gathers what an answer holds besides its prose and function
 // calls: the code the model ran in the API's sandbox and its results
@@ -27,7 +36,7 @@ type extras struct {
 
 // thought keeps the text of a thought part.
 func (x *extras) thought(text string) {
-	if text == "" {
+	if text == "" || x.thoughts.Len() > maxThoughtBytes {
 		return
 	}
 	if x.thoughts.Len() > 0 && !strings.HasSuffix(x.thoughts.String(), "\n") {
@@ -45,7 +54,7 @@ func (x *extras) code(p *genai.Part, text *strings.Builder) {
 		if lang == "" || lang == "language_unspecified" {
 			lang = "python"
 		}
-		x.runs = append(x.runs, backend.CodeRun{Language: lang, Code: ec.Code})
+		x.runs = append(x.runs, backend.CodeRun{Language: lang, Code: clipMeta(ec.Code)})
 		paragraph(text)
 		writeFenced(text, lang, ec.Code)
 		return
@@ -56,10 +65,10 @@ func (x *extras) code(p *genai.Part, text *strings.Builder) {
 		outcome = string(genai.OutcomeUnspecified)
 	}
 	if n := len(x.runs); n > 0 && x.runs[n-1].Outcome == "" {
-		x.runs[n-1].Outcome, x.runs[n-1].Output = outcome, r.Output
+		x.runs[n-1].Outcome, x.runs[n-1].Output = outcome, clipMeta(r.Output)
 	} else {
 		// A result with no code before it: kept all the same.
-		x.runs = append(x.runs, backend.CodeRun{Language: "python", Outcome: outcome, Output: r.Output})
+		x.runs = append(x.runs, backend.CodeRun{Language: "python", Outcome: outcome, Output: clipMeta(r.Output)})
 	}
 	paragraph(text)
 	fmt.Fprintf(text, "Code execution: %s", outcomeWords(outcome))
@@ -138,4 +147,21 @@ func writeFenced(text *strings.Builder, lang, body string) {
 		text.WriteString("\n")
 	}
 	text.WriteString(fence + "\n\n")
+}
+
+// clipMeta bounds a run's code or output in _meta.codeExecution.
+func clipMeta(s string) string {
+	if len(s) <= maxMetaCodeBytes {
+		return s
+	}
+	return msg.Clip(s, maxMetaCodeBytes) + fmt.Sprintf(" [gemini-mcp-server: %d bytes; the answer's text has it whole]", len(s))
+}
+
+// thoughtsText is the thought summaries, cut at maxThoughtBytes.
+func (x *extras) thoughtsText() string {
+	s := x.thoughts.String()
+	if len(s) <= maxThoughtBytes {
+		return s
+	}
+	return msg.Clip(s, maxThoughtBytes) + fmt.Sprintf("\n[gemini-mcp-server: the thoughts were cut at %d bytes, this server's cap]", maxThoughtBytes)
 }

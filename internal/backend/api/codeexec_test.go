@@ -39,6 +39,27 @@ func TestExtrasRendering(t *testing.T) {
 	}
 }
 
+// What the result carries beside the paged text is bounded: a run's code
+// and output in _meta, the thoughts.
+func TestExtrasBounds(t *testing.T) {
+	t.Parallel()
+	var x extras
+	var text strings.Builder
+	big := strings.Repeat("x", maxMetaCodeBytes+10)
+	x.code(&genai.Part{ExecutableCode: &genai.ExecutableCode{Language: genai.LanguagePython, Code: big}}, &text)
+	x.code(&genai.Part{CodeExecutionResult: &genai.CodeExecutionResult{Outcome: genai.OutcomeOK, Output: big}}, &text)
+	if r := x.runs[0]; len(r.Code) > maxMetaCodeBytes+100 || len(r.Output) > maxMetaCodeBytes+100 ||
+		!strings.Contains(r.Code, "the answer's text has it whole") || strings.Count(text.String(), big) != 2 {
+		t.Errorf("code %d bytes, output %d bytes in _meta; text %d bytes", len(r.Code), len(r.Output), text.Len())
+	}
+	for range 3 {
+		x.thought(strings.Repeat("t", maxThoughtBytes/2))
+	}
+	if th := x.thoughtsText(); len(th) > maxThoughtBytes+200 || !strings.HasSuffix(th, "this server's cap]") {
+		t.Errorf("thoughts of %d bytes end %q", len(th), th[len(th)-40:])
+	}
+}
+
 // On a model that signs its answers (Gemini 3), a turn with code goes on:
 // the code parts and signatures go back as they came.
 func TestCodeExecutionSignedHistory(t *testing.T) {

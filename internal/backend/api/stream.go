@@ -211,7 +211,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		return nil, received, err
 	}
 	res = &streamResult{text: text.String(), incomplete: finish == "", finish: finish, parts: ap.done(), meta: meta,
-		modelVersion: strings.TrimPrefix(version, "models/"), runs: x.runs, images: x.images, thoughts: x.thoughts.String()}
+		modelVersion: strings.TrimPrefix(version, "models/"), runs: x.runs, images: x.images, thoughts: x.thoughtsText()}
 	for _, p := range callParts {
 		res.calls = append(res.calls, p.FunctionCall)
 	}
