@@ -82,3 +82,19 @@ func TestCodeExecutionSignedHistory(t *testing.T) {
 		}
 	}
 }
+
+// A turn that goes to the fallback model (an exhausted quota) still asks
+// for the thoughts and code execution, and returns them.
+func TestFallbackKeepsThoughtsAndCode(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{FallbackModel: "flash"})
+	f.fake.ExhaustQuota("gemini-2.5-pro", &fakeapi.Quota{Daily: true, RetryDelay: "0.01s"})
+	a := f.mustRun(backend.Turn{Prompt: "run [[code:OK]]", Model: "pro", ThinkingMode: "high", IncludeThoughts: true,
+		Builtins: backend.Builtins{CodeExecution: true}})
+	if a.FallbackFrom != "gemini-2.5-pro" {
+		t.Fatalf("no fallback: answered by %q", a.Model)
+	}
+	if a.Thoughts != fakeapi.ThoughtSummary || len(a.CodeRuns) != 1 || len(a.NotApplied) != 0 {
+		t.Errorf("thoughts %q, runs %+v, notes %q", a.Thoughts, a.CodeRuns, a.NotApplied)
+	}
+}
