@@ -18,6 +18,7 @@ var Analyze = &Tool{
 	extend: func(s *jsonschema.Schema) {
 		oneOf(s, "analysis_type", "general", "architecture", "performance", "security", "quality", "general")
 		commonSchema(s, "medium")
+		sandboxSchema(s)
 	},
 }
 
@@ -27,6 +28,7 @@ type AnalyzeInput struct {
 	Question     string   `json:"question" jsonschema:"What to analyze or look for"`
 	AnalysisType string   `json:"analysis_type,omitempty" jsonschema:"The kind of analysis: architecture, performance, security, quality or general."`
 	Common
+	Sandbox
 }
 
 func (in *AnalyzeInput) headline() string { return in.Question }

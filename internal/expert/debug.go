@@ -18,6 +18,7 @@ var Debug = &Tool{
 	extend: func(s *jsonschema.Schema) {
 		commonSchema(s, "medium")
 		searchSchema(s)
+		sandboxSchema(s)
 	},
 }
 
@@ -30,6 +31,7 @@ type DebugInput struct {
 	RuntimeInfo      string   `json:"runtime_info,omitempty" jsonschema:"Optional: the environment: versions, operating system, configuration."`
 	Common
 	Search
+	Sandbox
 }
 
 func (in *DebugInput) headline() string { return in.ErrorDescription }

@@ -152,6 +152,9 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 	if s, ok := in.(searcher); ok {
 		turn.GoogleSearch = s.search()
 	}
+	if s, ok := in.(coder); ok {
+		turn.CodeExecution = s.sandbox()
+	}
 	id := common.ContinuationID
 	if id != "" {
 		if err := d.Turns.Continue(ctx, c.Who, &turn, id); err != nil {
@@ -186,7 +189,7 @@ func (d *Deps) finish(ctx context.Context, t *Tool, c conversation.Call, turn ba
 	start := d.now()
 	ans, unsaved, err := run(ctx, c, turn, title)
 	if err != nil {
-		return nil, turnError(err)
+		return nil, turnError(err, turn.Builtins)
 	}
 	elapsed := d.now().Sub(start)
 	if d.Files != nil && m.record {

@@ -32,6 +32,18 @@ func (s *Search) search() bool { return s.GoogleSearch }
 // searcher is an input struct with Search.
 type searcher interface{ search() bool }
 
+// Sandbox is the code_execution argument of the tools that take it
+// (debug, analyze), embedded in their input structs; its default, false,
+// is added to the schema by sandboxSchema.
+type Sandbox struct {
+	CodeExecution bool `json:"code_execution,omitempty" jsonschema:"Optional: let Gemini write and run Python in Google's sandbox (Gemini API backend only; the Gemini CLI backends refuse it). The code, its outcome and output appear in the answer and in _meta.codeExecution; images it made follow as image items."`
+}
+
+func (s *Sandbox) sandbox() bool { return s.CodeExecution }
+
+// coder is an input struct with Sandbox.
+type coder interface{ sandbox() bool }
+
 func (c *Common) common() *Common { return c }
 
 // input is a tool's input struct, which its arguments are decoded into

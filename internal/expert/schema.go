@@ -121,6 +121,10 @@ func commonSchema(s *jsonschema.Schema, mode string) {
 // unless given.
 func searchSchema(s *jsonschema.Schema) { withDefault(s, "google_search", false) }
 
+// sandboxSchema extends the schema of Sandbox: code_execution is false
+// unless given.
+func sandboxSchema(s *jsonschema.Schema) { withDefault(s, "code_execution", false) }
+
 // reviewTypes are the values of review_type (codereview, precommit), whose
 // default is the first.
 var reviewTypes = []string{"full", "security", "performance", "quick"}

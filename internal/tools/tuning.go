@@ -10,8 +10,9 @@ import (
 // tools' temperature and thinking_mode). Its tags are part of both tools'
 // input schemas; tuneSchema adds the range and the values they accept.
 type Tuning struct {
-	Temperature  *float64 `json:"temperature,omitempty" jsonschema:"Optional: the sampling temperature, from 0 to 2: lower is more focused and repeatable, higher more varied. Omit it for the model's default. Applied by the Gemini API backend; the Gemini CLI backends cannot set it per call, answer without it and say so in the result's _meta.notApplied."`
-	ThinkingMode string   `json:"thinking_mode,omitempty" jsonschema:"Optional: how much Gemini may think before it answers: minimal, low, medium, high or max. On the Gemini API backend it becomes a thinking budget of 128, 2048, 8192, 16384 or 32768 tokens (Gemini 2.5 models, kept within the model's range) or a thinking level (Gemini 3 models, max being HIGH); any adjustment is reported in _meta.notApplied. The Gemini CLI backends cannot set it per call, answer without it and say so in _meta.notApplied."`
+	Temperature     *float64 `json:"temperature,omitempty" jsonschema:"Optional: the sampling temperature, from 0 to 2: lower is more focused and repeatable, higher more varied. Omit it for the model's default. Applied by the Gemini API backend; the Gemini CLI backends cannot set it per call, answer without it and say so in the result's _meta.notApplied."`
+	ThinkingMode    string   `json:"thinking_mode,omitempty" jsonschema:"Optional: how much Gemini may think before it answers: off, minimal, low, medium, high or max. On the Gemini API backend it becomes a thinking budget of 0, 128, 2048, 8192, 16384 or 32768 tokens (Gemini 2.5 models, kept within the model's range; off is refused where a model cannot stop thinking, e.g. Gemini 2.5 Pro) or a thinking level (Gemini 3 models: off is the lowest, max is HIGH); any adjustment is reported in _meta.notApplied. The Gemini CLI backends cannot set it per call, answer without it and say so in _meta.notApplied."`
+	IncludeThoughts bool     `json:"include_thoughts,omitempty" jsonschema:"Optional: also return Gemini's thought summaries (Gemini API backend), apart from the answer: in _meta.thoughts and a text item after it, never in the answer or the conversation's history. The Gemini CLI backends say so in _meta.notApplied."`
 }
 
 // extendSchema gives an input schema of a struct with Tuning the tuning's
@@ -22,6 +23,7 @@ func (Tuning) extendSchema(s *jsonschema.Schema) { tuneSchema(s) }
 func (t Tuning) apply(turn *backend.Turn) {
 	turn.Temperature = t.Temperature
 	turn.ThinkingMode = t.ThinkingMode
+	turn.IncludeThoughts = t.IncludeThoughts
 }
 
 // tuneSchema gives the tuning properties of a generated input schema their

@@ -53,10 +53,10 @@ func TestTuningValidated(t *testing.T) {
 		{map[string]any{"temperature": -0.1}, "temperature must be a number from 0 to 2, not -0.1"},
 		{map[string]any{"temperature": "hot"}, `temperature must be a number from 0 to 2, not "hot"`},
 		{map[string]any{"temperature": nil}, "temperature must be a number from 0 to 2, not null"},
-		{map[string]any{"thinking_mode": "huge"}, `thinking_mode must be one of minimal, low, medium, high, max, not "huge"; omit it for the model's default`},
-		{map[string]any{"thinking_mode": "HIGH"}, `thinking_mode must be one of minimal, low, medium, high, max, not "HIGH"`},
-		{map[string]any{"thinking_mode": 3}, `thinking_mode must be one of minimal, low, medium, high, max, not 3`},
-		{map[string]any{"temperature": 1, "thinking_mode": ""}, `thinking_mode must be one of minimal, low, medium, high, max, not ""`},
+		{map[string]any{"thinking_mode": "huge"}, `thinking_mode must be one of off, minimal, low, medium, high, max, not "huge"; omit it for the model's default`},
+		{map[string]any{"thinking_mode": "HIGH"}, `thinking_mode must be one of off, minimal, low, medium, high, max, not "HIGH"`},
+		{map[string]any{"thinking_mode": 3}, `thinking_mode must be one of off, minimal, low, medium, high, max, not 3`},
+		{map[string]any{"temperature": 1, "thinking_mode": ""}, `thinking_mode must be one of off, minimal, low, medium, high, max, not ""`},
 	}
 	for _, tool := range []string{"chat", "chat-reply"} {
 		for _, c := range cases {

@@ -132,5 +132,8 @@ func NotApplied(t backend.Turn) []string {
 	if t.ThinkingMode != "" {
 		n = append(n, "thinking_mode: the Gemini CLI takes no per-call thinking budget")
 	}
+	if t.IncludeThoughts {
+		n = append(n, "include_thoughts: the Gemini CLI does not return its model's thoughts")
+	}
 	return n
 }
