@@ -15,10 +15,11 @@ package fakeapi
 //     inlineData parts) each image is an input image, echoed, in order,
 //     and the text names them (their types and sizes). [[images:N]] asks
 //     for N images (0 to 64); [[image-bytes:N]] for images of N bytes
-//     each (up to 64 MiB), [GenImage] padded with zeros. The finish
-//     reasons of a refusal (IMAGE_SAFETY, NO_IMAGE…) come from
-//     [[finish:REASON]], and a blocked prompt from [[block:REASON]], as
-//     for any request.
+//     each (up to 64 MiB), [GenImage] padded with zeros;
+//     [[finish-text:REASON]] ends the answer with that finish reason
+//     instead of STOP. A refusal with no content (IMAGE_SAFETY,
+//     NO_IMAGE…) comes from [[finish:REASON]], and a blocked prompt from
+//     [[block:REASON]], as for any request.
 //
 // The API's words for a text model asked for images are not documented;
 // NoImageModalityMessage is the message it was seen to give.
@@ -177,8 +178,12 @@ func (s *Server) image(w http.ResponseWriter, rec Request) bool {
 		frames = append(frames, eventJSON(map[string]any{"inlineData": map[string]any{
 			"mimeType": img.MIMEType, "data": base64.StdEncoding.EncodeToString(img.Data)}}))
 	}
+	finish := "STOP"
+	if m := endRE.FindStringSubmatch(rec.LastUserText); m != nil {
+		finish = m[1]
+	}
 	last, _ := json.Marshal(map[string]any{
-		"candidates": []any{map[string]any{"finishReason": "STOP", "index": 0}},
+		"candidates": []any{map[string]any{"finishReason": finish, "index": 0}},
 		"usageMetadata": map[string]any{"promptTokenCount": CountTokens(rec.LastUserText),
 			"candidatesTokenCount": 1290 * n, "totalTokenCount": CountTokens(rec.LastUserText) + 1290*n},
 	})
