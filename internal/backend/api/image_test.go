@@ -80,6 +80,14 @@ func TestImageCaps(t *testing.T) {
 		t.Errorf("%d images; text %q", len(a.Images), a.Text)
 	}
 
+	// A picture larger than the cap on one event of a text answer comes
+	// whole: an image turn's events may be larger.
+	big := MaxFrameBytes * 7 / 8
+	a = f.mustRun(backend.Turn{Prompt: fmt.Sprintf("large [[image-bytes:%d]]", big), Builtins: askImage})
+	if len(a.Images) != 1 || len(a.Images[0].Data) != big {
+		t.Errorf("%d images", len(a.Images))
+	}
+
 	f = imageFixture(t, Options{MaxOutputBytes: 64 << 10})
 	_, err := f.run(backend.Turn{Prompt: "big [[images:2]] [[image-bytes:60000]]", Builtins: askImage})
 	wantKind(t, err, backend.KindOutputTooBig, 0)
