@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -136,6 +137,20 @@ func TestImageModelChoice(t *testing.T) {
 	wantKind(t, err, backend.KindInput, 0, "not in the Gemini API's model list", "gemini-2.5-flash-image")
 	if n := len(f.streams()); n != 0 {
 		t.Errorf("%d requests sent", n)
+	}
+
+	models, err := f.b.Models(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var makers []string
+	for _, m := range models {
+		if m.Images {
+			makers = append(makers, m.Name)
+		}
+	}
+	if strings.Join(makers, ",") != "gemini-2.5-flash-image,gemini-3-pro-image-preview" {
+		t.Errorf("the models that make images: %q", makers)
 	}
 
 	g := newFixture(t, Options{}) // no image model listed
