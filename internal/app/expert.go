@@ -71,9 +71,9 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 	}
 	srv := server.New(version, server.Families{
 		Chat: chat,
-		// The expert tools ask the client's user to confirm a downstream
-		// tool as chat does, with the same grants.
-		Expert: &expert.Deps{Turns: conv, Ask: chat, ProjectRoot: root, Files: fc,
+		// The expert tools run their turns through the same pipeline as
+		// chat: the same sessions, confirmations and grants, and pages.
+		Expert: &expert.Deps{Turns: conv, ProjectRoot: root, Files: fc,
 			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, InputLimit: inputLimit, Log: log},
 		Serve: cfg.Tools.Served,
 	}, log)

@@ -1,9 +1,13 @@
-// Package conversation is the turn pipeline every tool shares: which
-// session a call continues (or that it starts one), in which directory,
-// whether its caller may; the wait for earlier turns of the same session
-// (in this process, then through the store's lease); the turn itself,
-// through backend.Backend; its record in the session store; and an
-// answer too long for one result kept as pages. It also holds the tool
+// Package conversation is the turn pipeline every tool shares, entered
+// through Service.Do (pipeline.go) with a Request a tool builds from its
+// input: which session a call continues (or that it starts one), in which
+// directory, whether its caller may; what the tool gathers to send; the
+// confirmation of untrusted downstream tools by the client's user
+// (confirm.go); the wait for earlier turns of the same session (in this
+// process, then through the store's lease); the turn itself, through
+// backend.Backend, which nothing else runs; its record in the session
+// store, and the files it sent; and an answer too long for one result
+// kept as pages. The tool renders the answer. It also holds the tool
 // layer's error vocabulary (errors.go) and who a call comes from
 // (caller.go). The chat tools (internal/tools) and the expert tools
 // (internal/expert) use it, and never each other.
@@ -68,8 +72,12 @@ type Options struct {
 	// RequestContext, when set, returns the context of the HTTP request
 	// that carries a call (nil if none): the call ends when it ends.
 	RequestContext func(*mcp.CallToolRequest) context.Context
-	Log            *slog.Logger
-	Now            func() time.Time
+	// ConfirmWait is how long a turn waits for a 2026-07-28 client to come
+	// back with its user's answer to a tool confirmation (see confirm.go);
+	// 0 means DefaultConfirmWait.
+	ConfirmWait time.Duration
+	Log         *slog.Logger
+	Now         func() time.Time
 }
 
 // Service is the pipeline, shared by every tool of a server. It is
@@ -81,6 +89,10 @@ type Service struct {
 	// across processes. The CLI appends to one session file, so two turns
 	// must not run at once.
 	sessions queue.Locks
+	// pending are the turns waiting for a 2026-07-28 client to answer a
+	// tool confirmation; grants what each caller's user allowed for good.
+	pending pendingTurns
+	grants  grants
 }
 
 // New returns the pipeline of o, its defaults filled in.

@@ -11,17 +11,8 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
-// Continue points call at session sessionID (a sessionId of an earlier
-// result) as chat-reply does when given that sessionId without cwd: the
-// recorded session's directory and, on the API backend, its system prompt
-// when call has none. A session store failure wraps
-// session.ErrUnavailable; any other error means the id cannot be continued
-// by who, and says why.
-func (d *Service) Continue(ctx context.Context, who Who, call *backend.Turn, sessionID string) error {
-	return d.Target(ctx, call, sessionID, "", who)
-}
-
-// Target decides which session chat-reply continues and where it runs.
+// target decides which session a turn continues (chat-reply's, or any
+// tool's continuation_id) and where it runs, in call.
 //
 //   - A UUID this server recorded runs in its recorded cwd. A cwd that
 //     names another directory is an error: the CLI could not find the
@@ -45,7 +36,7 @@ func (d *Service) Continue(ctx context.Context, who Who, call *backend.Turn, ses
 // recorded it: its files are there. A recorded session of the API backend
 // keeps the system prompt it started with when the reply gives none: the
 // API remembers nothing, so the server sends it again.
-func (d *Service) Target(ctx context.Context, call *backend.Turn, sessionID, cwd string, who Who) error {
+func (d *Service) target(ctx context.Context, call *backend.Turn, sessionID, cwd string, who Who) error {
 	if err := d.identified(who); err != nil {
 		return err
 	}

@@ -13,26 +13,18 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
-// Answer runs call the way chat and chat-reply do: Run, on ctx ended with
-// the server's lifetime and the HTTP request that carries c (Bind).
-func (d *Service) Answer(ctx context.Context, c Call, call backend.Turn, title string) (*backend.Answer, string, error) {
-	ctx, cancel := d.Bind(ctx, c)
-	defer cancel()
-	return d.Run(ctx, c, call, title)
-}
-
-// Run is what every tool shares of a turn, on a ctx Bind made: it
+// run is the turn itself, in Do, on a ctx Bind made: it
 // waits for earlier turns of the same session (in this process, then
 // through the store's lease, across processes), refuses a session at
 // --max-turns or a new API conversation the store could not keep, runs
 // the turn through the backend, reporting progress to c's client when it
 // asked for it, and records the session with title (Title of it). It
 // returns Gemini's answer, or the backend's error (a *backend.Error), a
-// store failure (wrapping session.ErrUnavailable), ErrWaitCancelled or
+// store failure (wrapping session.ErrUnavailable), a *WaitCancelled or
 // an error wrapping ErrTurnLimit. When the answer came but the session
 // could not be recorded, unsaved is the note to show the caller beside
 // it.
-func (d *Service) Run(ctx context.Context, c Call, call backend.Turn, title string) (res *backend.Answer, unsaved string, err error) {
+func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title string) (res *backend.Answer, unsaved string, err error) {
 	if err := d.identified(c.Who); err != nil {
 		return nil, "", err
 	}
@@ -44,7 +36,7 @@ func (d *Service) Run(ctx context.Context, c Call, call backend.Turn, title stri
 	if key := sessionKey(call); key != "" {
 		unlock, err := d.sessions.Lock(ctx, key, func(ahead int) { p.waitingForSession(call.Session, ahead) })
 		if err != nil {
-			return nil, "", ErrWaitCancelled
+			return nil, "", &WaitCancelled{call.Session}
 		}
 		defer unlock()
 	}
@@ -54,7 +46,7 @@ func (d *Service) Run(ctx context.Context, c Call, call backend.Turn, title stri
 		release, err := d.o.Store.Lease(ctx, call.Session)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, "", ErrWaitCancelled
+				return nil, "", &WaitCancelled{call.Session}
 			}
 			return nil, "", StoreError(err)
 		}

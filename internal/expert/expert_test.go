@@ -291,11 +291,11 @@ func TestContinuationAcrossTools(t *testing.T) {
 			if string(skipped) != `[{"path":"a.go","reason":"already sent in this conversation"}]` {
 				t.Errorf("filesSkipped %s", skipped)
 			}
-			reply := backend.Turn{Prompt: "Which issue first?"}
-			if err := h.conv.Continue(context.Background(), conversation.Who{}, &reply, id); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := h.conv.Answer(context.Background(), conversation.Call{}, reply, reply.Prompt); err != nil || h.backend.last().Session != id {
+			reply := conversation.Request{Continue: true, Session: id, Turn: backend.Turn{Prompt: "Which issue first?"},
+				Render: func(context.Context, conversation.Outcome) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{}, nil
+				}}
+			if _, err := h.conv.Do(context.Background(), reply); err != nil || h.backend.last().Session != id {
 				t.Fatalf("the reply ran in %q: %v", h.backend.last().Session, err)
 			}
 			rec, _, _ := h.store.Get(context.Background(), id)

@@ -73,7 +73,7 @@ func newStubDeps(t *testing.T) (*Deps, *stubRunner) {
 func (d *Deps) with(change func(*conversation.Options)) *Deps {
 	o := d.Conv.Options()
 	change(&o)
-	return &Deps{Conv: conversation.New(o), MaxPromptBytes: d.MaxPromptBytes, Files: d.Files, ConfirmWait: d.ConfirmWait}
+	return &Deps{Conv: conversation.New(o), MaxPromptBytes: d.MaxPromptBytes, Files: d.Files}
 }
 
 // request builds a tools/call request as the SDK hands it to a handler.

@@ -24,12 +24,6 @@ type Tuning struct {
 	ThinkingMode string   `json:"thinking_mode,omitempty" jsonschema:"Optional: how much Gemini may think before it answers: minimal, low, medium, high or max. On the Gemini API backend it becomes a thinking budget of 128, 2048, 8192, 16384 or 32768 tokens (Gemini 2.5 models, kept within the model's range) or a thinking level (Gemini 3 models, max being HIGH); any adjustment is reported in _meta.notApplied. The Gemini CLI backends cannot set it per call, answer without it and say so in _meta.notApplied."`
 }
 
-// apply copies the tuning into a turn.
-func (t Tuning) apply(turn *backend.Turn) {
-	turn.Temperature = t.Temperature
-	turn.ThinkingMode = t.ThinkingMode
-}
-
 // tuneSchema gives the tuning properties of a generated input schema their
 // constraints, which struct tags cannot express: a clients' model then
 // sees the range and the values. The temperature is a plain number (the
