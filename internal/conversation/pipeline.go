@@ -8,6 +8,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // Request is one tool call's turn, as its tool asks for it: built from
@@ -110,8 +111,10 @@ func (e *WaitCancelled) Is(target error) bool { return target == ErrWaitCancelle
 func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error) {
 	c := s.CallOf(ctx, r.Call)
 	turn := r.Turn
+	var rec *session.Record // the continued session's, once read
 	if r.Continue {
-		if err := s.target(ctx, &turn, r.Session, r.Cwd, c.Who); err != nil {
+		var err error
+		if rec, err = s.target(ctx, &turn, r.Session, r.Cwd, c.Who); err != nil {
 			return nil, &TargetError{err}
 		}
 	} else {
@@ -136,7 +139,7 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 	}
 	run := func(ctx context.Context, turn backend.Turn) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		ans, unsaved, err := s.run(ctx, c, turn, title)
+		ans, unsaved, err := s.run(ctx, c, turn, title, rec)
 		if err != nil {
 			return nil, err
 		}

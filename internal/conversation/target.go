@@ -12,7 +12,9 @@ import (
 )
 
 // target decides which session a turn continues (chat-reply's, or any
-// tool's continuation_id) and where it runs, in call.
+// tool's continuation_id) and where it runs, in call. It returns the
+// session's record when it read it (its Turns are checked against
+// --max-turns without reading it again), nil when it did not.
 //
 //   - A UUID this server recorded runs in its recorded cwd. A cwd that
 //     names another directory is an error: the CLI could not find the
@@ -36,15 +38,15 @@ import (
 // recorded it: its files are there. A recorded session of the API backend
 // keeps the system prompt it started with when the reply gives none: the
 // API remembers nothing, so the server sends it again.
-func (d *Service) target(ctx context.Context, call *backend.Turn, sessionID, cwd string, who Who) error {
+func (d *Service) target(ctx context.Context, call *backend.Turn, sessionID, cwd string, who Who) (*session.Record, error) {
 	if err := d.identified(who); err != nil {
-		return err
+		return nil, err
 	}
 	var dir string
 	if cwd != "" {
 		var err error
 		if dir, err = d.ResolveDir(cwd); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if sessionID == "" {
@@ -53,83 +55,87 @@ func (d *Service) target(ctx context.Context, call *backend.Turn, sessionID, cwd
 		var err error
 		if d.o.Remote {
 			if rec, ok, err = d.latestOf(ctx, who, dir); err != nil {
-				return err
+				return nil, err
 			}
 		} else if rec, ok, err = session.Latest(ctx, d.o.Store, d.continuableFilter(session.Filter{Cwd: dir})); err != nil {
-			return StoreError(err)
+			return nil, StoreError(err)
 		}
 		if ok {
 			call.Session = rec.ID
 			call.Dir = rec.Cwd
 			d.keepSystemPrompt(call, rec)
-			return d.checkRecordedDir(rec)
+			return &rec, d.checkRecordedDir(rec)
 		}
 		if d.family() != config.FamilyCLI {
-			return errors.New("there is no session to continue yet: start one with chat, or pass the sessionId of an earlier result")
+			return nil, errors.New("there is no session to continue yet: start one with chat, or pass the sessionId of an earlier result")
 		}
 		call.Session = "latest"
 		if dir == "" {
 			var err error
 			if dir, err = d.ResolveDir(""); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		call.Dir = dir
-		return nil
+		return nil, nil
 	}
 	ref, err := session.ParseSessionRef(sessionID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	call.Session = ref.Value
 	if ref.Kind != session.RefUUID && d.family() != config.FamilyCLI {
-		return fmt.Errorf("sessionId %q names a Gemini CLI session, which %s cannot continue: pass the sessionId of an earlier chat or chat-reply result", sessionID, config.FamilyName(d.family()))
+		return nil, fmt.Errorf("sessionId %q names a Gemini CLI session, which %s cannot continue: pass the sessionId of an earlier chat or chat-reply result", sessionID, config.FamilyName(d.family()))
 	}
 	if ref.Kind != session.RefUUID {
 		if d.scoped() {
-			return fmt.Errorf("sessionId %q could name another client's session: pass the sessionId of an earlier chat or chat-reply result; %v", sessionID, errScoped)
+			return nil, fmt.Errorf("sessionId %q could name another client's session: pass the sessionId of an earlier chat or chat-reply result; %v", sessionID, errScoped)
 		}
 		if dir == "" {
 			if dir, err = d.ResolveDir(""); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		call.Dir = dir
-		return nil
+		return nil, nil
 	}
 	rec, ok, err := d.o.Store.Get(ctx, ref.Value)
 	if err != nil {
-		return StoreError(err)
+		return nil, StoreError(err)
+	}
+	if !ok {
+		// Not recorded: its turns are not counted here.
+		rec = session.Record{ID: ref.Value}
 	}
 	if ok && !d.mayUse(rec, who) || !ok && d.scoped() {
 		// Another token's session is as unknown as one never recorded.
 		d.o.Log.Info("refused a session of another client", "id", ref.Value, "recorded", ok)
-		return fmt.Errorf("unknown sessionId %s: this server has no record of it for this client. Use a sessionId from an earlier chat result; %v", ref.Value, errScoped)
+		return nil, fmt.Errorf("unknown sessionId %s: this server has no record of it for this client. Use a sessionId from an earlier chat result; %v", ref.Value, errScoped)
 	}
 	if ok && rec.Family() != d.family() {
-		return fmt.Errorf("session %s was started on %s, and this server runs %s: the two keep separate histories, so one cannot continue the other's session. "+
+		return nil, fmt.Errorf("session %s was started on %s, and this server runs %s: the two keep separate histories, so one cannot continue the other's session. "+
 			"Start a new session with chat, or continue this one on a server run with the backend that started it",
 			ref.Value, config.FamilyName(rec.Family()), config.FamilyName(d.family()))
 	}
 	if ok && rec.Family() == config.FamilyCLI && rec.Host != "" && rec.Host != d.o.Host {
-		return fmt.Errorf("session %s was started on host %s, and this server runs on %s: the Gemini CLI keeps a session's files on the host that ran it, so only a server on %s can continue it. "+
+		return nil, fmt.Errorf("session %s was started on host %s, and this server runs on %s: the Gemini CLI keeps a session's files on the host that ran it, so only a server on %s can continue it. "+
 			"Continue it there, or start a new session with chat", ref.Value, rec.Host, d.o.Host, rec.Host)
 	}
 	switch {
 	case ok && dir != "" && dir != rec.Cwd && rec.Family() == config.FamilyCLI:
-		return fmt.Errorf("session %s was started in %s, not %s; the Gemini CLI can only resume a session in the directory it was started in: omit cwd or pass %s",
+		return nil, fmt.Errorf("session %s was started in %s, not %s; the Gemini CLI can only resume a session in the directory it was started in: omit cwd or pass %s",
 			ref.Value, rec.Cwd, dir, rec.Cwd)
 	case ok:
 		call.Dir = rec.Cwd
 		d.keepSystemPrompt(call, rec)
-		return d.checkRecordedDir(rec)
+		return &rec, d.checkRecordedDir(rec)
 	case d.family() != config.FamilyCLI:
-		return fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result", ref.Value)
+		return nil, fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result", ref.Value)
 	case dir == "":
-		return fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result, or pass cwd with the directory the session was started in to continue a session started outside this server", ref.Value)
+		return nil, fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result, or pass cwd with the directory the session was started in to continue a session started outside this server", ref.Value)
 	}
 	call.Dir = dir
-	return nil
+	return &rec, nil
 }
 
 // family is the family of the backend serving the tools: a session
