@@ -156,12 +156,12 @@ func failed(err error) outcome { return outcome{err: err} }
 type turnFunc func(ctx context.Context, call backend.Turn) (*mcp.CallToolResult, error)
 
 // confirmed runs the turn call of c with turn, on a ctx ended also with
-// the server and the call's HTTP request (Bind), its Confirm set to ask
+// the server and the call's HTTP request (bind), its Confirm set to ask
 // the user of the client that made req, when it can be asked, with the
 // grants of that caller's users. req is the call's request, for what only
 // the tool call carries: how its client may be asked.
 func (d *Service) confirmed(ctx context.Context, req *mcp.CallToolRequest, c Call, call backend.Turn, turn turnFunc) (*mcp.CallToolResult, error) {
-	ctx, cancel := d.Bind(ctx, c)
+	ctx, cancel := d.bind(ctx, c)
 	defer cancel()
 	if call.Session != "" && (req == nil || req.Params == nil || req.Params.RequestState == "") {
 		if n := d.pending.supersede(c.Who.Key(), call.Session); n > 0 {

@@ -120,12 +120,6 @@ func New(o Options) *Service {
 	return &Service{o: o}
 }
 
-// Backend is the backend the turns run on.
-func (s *Service) Backend() backend.Backend { return s.o.Backend }
-
-// Store is the session store.
-func (s *Service) Store() session.Store { return s.o.Store }
-
 // Prepare tells the backend that a client has connected, so that it can
 // get ready for a chat in the default directory before one comes (the warm
 // backend starts a process). It returns at once.
@@ -137,22 +131,9 @@ func (s *Service) Prepare() {
 	backend.Prepare(s.o.Backend, dir)
 }
 
-// DefaultCwd is where calls without cwd run.
-func (s *Service) DefaultCwd() string { return s.o.DefaultCwd }
-
-// AllowedRoots are the directories calls may run in (nil: any).
-func (s *Service) AllowedRoots() []string { return s.o.AllowedRoots }
-
-// Log is the pipeline's logger.
-func (s *Service) Log() *slog.Logger { return s.o.Log }
-
-// Lifetime is the server's lifetime (nil when it has none): a turn that
-// outlives its call ends with it.
-func (s *Service) Lifetime() context.Context { return s.o.Lifetime }
-
-// Bind returns ctx ended also by the server's lifetime and, over HTTP, by
+// bind returns ctx ended also by the server's lifetime and, over HTTP, by
 // the request that carries c; cancel releases it.
-func (s *Service) Bind(ctx context.Context, c Call) (context.Context, context.CancelFunc) {
+func (s *Service) bind(ctx context.Context, c Call) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	stops := []func() bool{}
 	if s.o.Lifetime != nil {
@@ -172,6 +153,3 @@ func (s *Service) Bind(ctx context.Context, c Call) (context.Context, context.Ca
 // SessionIDInText says whether answers name their sessionId in a text
 // item too (Options.SessionIDInText).
 func (s *Service) SessionIDInText() bool { return s.o.SessionIDInText }
-
-// Options are the options s was made with, its defaults filled in.
-func (s *Service) Options() Options { return s.o }

@@ -13,7 +13,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
-// run is the turn itself, in Do, on a ctx Bind made: it
+// run is the turn itself, in Do, on a ctx bind made: it
 // waits for earlier turns of the same session (in this process, then
 // through the store's lease, across processes), refuses a session at
 // --max-turns or a new API conversation the store could not keep, runs

@@ -82,7 +82,7 @@ func confirmServerWaiting(t *testing.T, b backend.Backend, protocol string, answ
 	t.Helper()
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
-	d := &Deps{Conv: conversation.New(conversation.Options{Backend: b, Store: store, DefaultCwd: realTemp(t), ConfirmWait: wait}), MaxPromptBytes: 1 << 20}
+	d := &Deps{Conv: newConv(conversation.Options{Backend: b, Store: store, DefaultCwd: realTemp(t), ConfirmWait: wait}), MaxPromptBytes: 1 << 20}
 	s := mcp.NewServer(&mcp.Implementation{Name: "gemini-mcp-server", Version: "t"}, nil)
 	addAll(s, d)
 
