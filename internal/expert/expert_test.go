@@ -306,6 +306,23 @@ func TestContinuationAcrossTools(t *testing.T) {
 	}
 }
 
+// TestContinuationIDAsWritten: a continuation_id in capitals and with
+// spaces around it names the same thread, whose files are not sent again
+// (the files were looked up under the id as written, and sent anew).
+func TestContinuationIDAsWritten(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "api", nil)
+	_, meta := h.mustCall(t, "analyze", map[string]any{"files": []string{"a.go"}, "question": "What is it?"})
+	id := meta["continuationId"].(string)
+	_, meta2 := h.mustCall(t, "analyze", map[string]any{"files": []string{"a.go"}, "question": "And then?", "continuation_id": " " + strings.ToUpper(id) + " "})
+	if meta2["continuationId"] != id {
+		t.Fatalf("continued into %v, want %s", meta2["continuationId"], id)
+	}
+	if p := h.backend.last().Prompt; strings.Contains(p, "content of a.go") {
+		t.Errorf("a.go was sent again: %q", p)
+	}
+}
+
 func TestPrecommitReadsChanges(t *testing.T) {
 	t.Parallel()
 	var got []any
