@@ -1,7 +1,8 @@
 // Package expert offers the five expert tools, thinkdeep, analyze,
 // codereview, debug and precommit: each gives Gemini a role, the caller's
 // arguments and the project files they name, runs one turn in a new or a
-// continued session, and answers in the format of their
+// continued session through the pipeline every tool shares
+// (conversation.Service.Do, Deps.Turns), and answers in the format of their
 // specification (the answer, then
 // ## Metadata, ## Files Processed and ## Continuation ID). Failures are
 // JSON-RPC errors in the specification's categories (see errors.go). Reading the

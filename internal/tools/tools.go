@@ -2,10 +2,11 @@
 // for answers too long for one result, and sessions to find a
 // conversation again. Each is added to a server by its own function
 // (AddChat, AddReply, AddPage, AddSessions), which the server's tool
-// registry (internal/server) calls. Their handlers read
-// the arguments and the request (who calls, how its user may be asked to
-// confirm a downstream tool), and leave the turn to the pipeline they
-// share with the expert tools (internal/conversation).
+// registry (internal/server) calls. Their handlers read the arguments,
+// build the turn's conversation.Request from them (chatRequest,
+// replyRequest), and leave the turn to the pipeline they share with the
+// expert tools (internal/conversation's Service.Do), which calls back to
+// read their files and render the answer (files.go, result.go).
 package tools
 
 import (
