@@ -144,11 +144,12 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 // its renderer.
 func (d *Deps) request(req *mcp.CallToolRequest, t *Tool, a *args, in input) conversation.Request {
 	common := in.common()
-	r := conversation.Request{Call: req, Cwd: d.ProjectRoot, Title: t.name + ": " + in.headline(),
-		Turn: backend.Turn{SystemPrompt: t.role, ThinkingMode: common.ThinkingMode, Temperature: common.Temperature}}
+	search := false
 	if s, ok := in.(searcher); ok {
-		r.Turn.GoogleSearch = s.search()
+		search = s.search()
 	}
+	r := conversation.Request{Call: req, Cwd: d.ProjectRoot, Title: t.name + ": " + in.headline(),
+		Turn: backend.Turn{SystemPrompt: t.role, ThinkingMode: common.ThinkingMode, Temperature: common.Temperature, Builtins: backend.Builtins{GoogleSearch: search}}}
 	if common.ContinuationID != "" {
 		// The role is this tool's, whichever tool started the thread.
 		r.Continue, r.Session, r.Cwd = true, common.ContinuationID, ""

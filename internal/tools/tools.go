@@ -157,15 +157,14 @@ func (d *Deps) chatRequest(req *mcp.CallToolRequest, in ChatInput) (conversation
 	if err != nil {
 		return conversation.Request{}, err
 	}
-	r := conversation.Request{Call: req, Cwd: in.Cwd, Turn: backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt,
-		Temperature: in.Temperature, ThinkingMode: in.ThinkingMode, Builtins: backend.Builtins{GoogleSearch: in.GoogleSearch, URLs: urls}}}
 	var schema json.RawMessage
 	if in.ResponseSchema != nil {
 		if schema, _, err = responseSchema(in.ResponseSchema); err != nil {
 			return conversation.Request{}, err
 		}
-		r.Turn.ResponseSchema = schema
 	}
+	r := conversation.Request{Call: req, Cwd: in.Cwd, Turn: backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt,
+		Temperature: in.Temperature, ThinkingMode: in.ThinkingMode, Builtins: backend.Builtins{GoogleSearch: in.GoogleSearch, URLs: urls, ResponseSchema: schema}}}
 	if in.ContinuationID != "" {
 		// The expert tools' specification: any tool given a continuation id continues that
 		// thread, as chat-reply does. A blank one is refused there.
