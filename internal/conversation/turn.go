@@ -18,10 +18,10 @@ import (
 // through the store's lease, across processes), refuses a session at
 // --max-turns or a new API conversation the store could not keep, runs
 // the turn through the backend, reporting progress to c's client when it
-// asked for it, and records the session with title (Title of it). It
-// rec, when not nil, is the session's record as the session was chosen,
-// which the check of --max-turns takes instead of reading it again. It
-// returns Gemini's answer, or the backend's error (a *backend.Error), a
+// asked for it, and records the session with title (Title of it). rec,
+// when not nil, is the session's record as the session was chosen, which
+// the check of --max-turns takes instead of reading it again. It returns
+// Gemini's answer, or the backend's error (a *backend.Error), a
 // store failure (wrapping session.ErrUnavailable), a *WaitCancelled or
 // an error wrapping ErrTurnLimit. When the answer came but the session
 // could not be recorded, unsaved is the note to show the caller beside
