@@ -116,6 +116,10 @@ type Answer struct {
 	// for, a short alias such as "pro" resolved to a model name); ""
 	// otherwise.
 	Model string
+	// FallbackFrom is the model the turn asked for when its quota was
+	// exhausted and Model, the fallback model (the API backend's
+	// --fallback-model), answered instead; "" otherwise.
+	FallbackFrom string
 	// Via says, for logs, how the answer came: "warm", "json",
 	// "preselected", "api"…
 	Via string

@@ -355,6 +355,7 @@ func (o *output) result() *mcp.CallToolResult {
 	}
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: o.text()}}, Meta: meta}
 	conversation.AddBuiltins(res, o.answer)
+	conversation.AddFallback(res, o.answer)
 	return res
 }
 

@@ -60,6 +60,7 @@ func (d *Deps) result(ctx context.Context, o conversation.Outcome) *mcp.CallTool
 		out.Meta["finishReason"] = res.FinishReason
 	}
 	conversation.AddBuiltins(out, res)
+	conversation.AddFallback(out, res)
 	if unsaved != "" {
 		// The note saying what became of the session replaces the one
 		// that says to pass its id to chat-reply.

@@ -49,6 +49,11 @@ func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Tur
 		}
 		res, err := b.streamWithRetries(parent, ctx, model, contents, cfg, obs)
 		if err != nil {
+			if round > 0 {
+				// Gemini's tool calls have run: the turn cannot start
+				// again on a fallback model.
+				err = unmarkExhausted(err)
+			}
 			return nil, nil, nil, err
 		}
 		if res.usage != nil {

@@ -66,6 +66,11 @@ func (b *Backend) streamWithRetries(parent, ctx context.Context, model string, c
 			return nil, contextError(parent, b.timeout)
 		}
 		e, ok := asAPIError(err)
+		if ok && !received && dailyQuota(e) {
+			// A daily quota does not reset within the call, whatever
+			// delay the API names: waiting is in vain.
+			return nil, markExhausted(b.classify(parent, ctx, err, model), e)
+		}
 		if !ok || !retryable(e.Code) || received || attempt >= b.retries {
 			return nil, b.classify(parent, ctx, err, model)
 		}
@@ -76,7 +81,12 @@ func (b *Backend) streamWithRetries(parent, ctx context.Context, model string, c
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait || wait > maxRetryWait {
 			// Waiting would outlast the call: say so now, with the delay.
-			return nil, b.classify(parent, ctx, err, model)
+			be := b.classify(parent, ctx, err, model)
+			if asked {
+				// A delay the API named: a quota exhausted for this call.
+				be = markExhausted(be, e)
+			}
+			return nil, be
 		}
 		b.log.Info("gemini api: retrying", "status", e.Code, "wait", wait, "attempt", attempt+1)
 		obs.Activity(fmt.Sprintf("the Gemini API answered %d; retrying in %s", e.Code, wait.Round(time.Millisecond)))

@@ -115,7 +115,8 @@
 //
 // Gemini 3 models' thought signatures (signed answers, and the 400 for a
 // function call sent back without its signature) are described in
-// signatures.go; inlineData and fileData parts and the Files API (upload,
+// signatures.go; quota errors ([Server.ExhaustQuota]) in quota.go;
+// inlineData and fileData parts and the Files API (upload,
 // files.get, files.delete) in files.go; explicit context caches (the
 // cachedContents API, and requests that use one) in caches.go.
 //
@@ -252,6 +253,7 @@ type Server struct {
 	noSearch map[string]bool
 	files    fileStore  // the Files API's (files.go)
 	caches   cacheStore // the cachedContents API's (caches.go)
+	quotas   quotaStore // ExhaustQuota's (quota.go)
 
 	closeOnce sync.Once
 }

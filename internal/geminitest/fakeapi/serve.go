@@ -177,7 +177,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"totalTokens":%d}`, countContents(req.Contents))
 		return
 	}
-	if s.refuseUnsigned(w, rec, req) || s.refuseFiles(w, &rec, req) {
+	if s.refuseQuota(w, rec) || s.refuseUnsigned(w, rec, req) || s.refuseFiles(w, &rec, req) {
 		return
 	}
 	if rec.Method == MethodGenerate {
