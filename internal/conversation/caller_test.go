@@ -57,8 +57,7 @@ func TestNoOwnerlessSessionWithTokens(t *testing.T) {
 	if _, _, err := d.Sessions(context.Background(), lost.Who, "", 0, 10); !errors.Is(err, errUnidentified) {
 		t.Errorf("a list without a token: %v, want refused", err)
 	}
-	call := backend.Turn{Prompt: "p"}
-	if _, err := d.target(context.Background(), &call, "", "", lost.Who); !errors.Is(err, errUnidentified) {
+	if _, err := d.target(context.Background(), "", "", lost.Who); !errors.Is(err, errUnidentified) {
 		t.Errorf("a reply without a token: %v, want refused", err)
 	}
 	alice := d.CallOf(WithCaller(context.Background(), TokenCaller("alice")), nil)

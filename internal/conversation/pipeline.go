@@ -2,13 +2,13 @@ package conversation
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // Request is one tool call's turn, as its tool asks for it: built from
@@ -110,11 +110,10 @@ func (e *WaitCancelled) Is(target error) bool { return target == ErrWaitCancelle
 // be answered.
 func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error) {
 	c := s.CallOf(ctx, r.Call)
-	turn := r.Turn
-	var rec *session.Record // the continued session's, once read
+	var p place
 	if r.Continue {
 		var err error
-		if rec, err = s.target(ctx, &turn, r.Session, r.Cwd, c.Who); err != nil {
+		if p, err = s.target(ctx, r.Session, r.Cwd, c.Who); err != nil {
 			return nil, &TargetError{err}
 		}
 	} else {
@@ -122,24 +121,24 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 		if err != nil {
 			return nil, &TargetError{err}
 		}
-		turn.Dir = dir
+		p.dir = dir
 	}
-	var m Material
+	var m *Material
 	if r.Gather != nil {
-		var err error
-		if m, err = r.Gather(ctx, turn.Session); err != nil {
+		g, err := r.Gather(ctx, p.session)
+		if err != nil {
 			return nil, err
 		}
-		turn.Prompt, turn.ContextLen = m.Prompt, m.ContextLen
-		turn.Media = append(turn.Media, m.Media...)
+		m = &g
 	}
+	turn := turnOf(r.Turn, p, m, c.Who)
 	title := r.Title
 	if title == "" {
 		title = turn.Prompt[turn.ContextLen:]
 	}
 	run := func(ctx context.Context, turn backend.Turn) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		ans, unsaved, err := s.run(ctx, c, turn, title, rec)
+		ans, unsaved, err := s.run(ctx, c, turn, title, p.rec)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +146,7 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 		if err != nil || res.IsError {
 			return res, err
 		}
-		if m.Sent != nil && m.Record != nil && ans.SessionID != "" {
+		if m != nil && m.Sent != nil && m.Record != nil && ans.SessionID != "" {
 			// The answer is complete: recording what it was sent must not
 			// fail the call; at worst the files are sent again next turn.
 			if err := m.Record(context.WithoutCancel(ctx), ans.SessionID, m.Sent); err != nil {
@@ -157,4 +156,22 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 		return res, nil
 	}
 	return s.confirmed(ctx, r.Call, c, turn, run)
+}
+
+// turnOf is the turn Do runs, complete: the tool's (t), where it runs
+// (p), what the tool gathered to send (m, nil for nothing) and for whom.
+// Nothing changes it after, but for the two ways back to the client the
+// backend is handed with it: Confirm (the confirmation step) and Observer
+// (progress).
+func turnOf(t backend.Turn, p place, m *Material, who Who) backend.Turn {
+	t.Session, t.Dir = p.session, p.dir
+	if t.SystemPrompt == "" {
+		t.SystemPrompt = p.systemPrompt
+	}
+	if m != nil {
+		t.Prompt, t.ContextLen = m.Prompt, m.ContextLen
+		t.Media = append(slices.Clip(t.Media), m.Media...)
+	}
+	t.Owner = who.Caller
+	return t
 }

@@ -73,7 +73,6 @@ func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title stri
 		}
 	}
 	start := time.Now()
-	call.Owner = c.Who.Caller
 	res, err = d.runBackend(ctx, call)
 	if err != nil {
 		d.o.Log.Info("gemini call failed", "dir", call.Dir, "resume", call.Session, "elapsed", time.Since(start), "err", err)
