@@ -291,11 +291,11 @@ func TestContinuationAcrossTools(t *testing.T) {
 			if string(skipped) != `[{"path":"a.go","reason":"already sent in this conversation"}]` {
 				t.Errorf("filesSkipped %s", skipped)
 			}
-			reply := backend.Turn{Prompt: "Which issue first?"}
-			if err := h.conv.Continue(context.Background(), conversation.Who{}, &reply, id); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := h.conv.Answer(context.Background(), conversation.Call{}, reply, reply.Prompt); err != nil || h.backend.last().Session != id {
+			reply := conversation.Request{Continue: true, Session: id, Turn: backend.Turn{Prompt: "Which issue first?"},
+				Render: func(context.Context, conversation.Outcome) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{}, nil
+				}}
+			if _, err := h.conv.Do(context.Background(), reply); err != nil || h.backend.last().Session != id {
 				t.Fatalf("the reply ran in %q: %v", h.backend.last().Session, err)
 			}
 			rec, _, _ := h.store.Get(context.Background(), id)
@@ -303,6 +303,23 @@ func TestContinuationAcrossTools(t *testing.T) {
 				t.Errorf("turns %d, want 3", rec.Turns)
 			}
 		})
+	}
+}
+
+// TestContinuationIDAsWritten: a continuation_id in capitals and with
+// spaces around it names the same thread, whose files are not sent again
+// (the files were looked up under the id as written, and sent anew).
+func TestContinuationIDAsWritten(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "api", nil)
+	_, meta := h.mustCall(t, "analyze", map[string]any{"files": []string{"a.go"}, "question": "What is it?"})
+	id := meta["continuationId"].(string)
+	_, meta2 := h.mustCall(t, "analyze", map[string]any{"files": []string{"a.go"}, "question": "And then?", "continuation_id": " " + strings.ToUpper(id) + " "})
+	if meta2["continuationId"] != id {
+		t.Fatalf("continued into %v, want %s", meta2["continuationId"], id)
+	}
+	if p := h.backend.last().Prompt; strings.Contains(p, "content of a.go") {
+		t.Errorf("a.go was sent again: %q", p)
 	}
 }
 

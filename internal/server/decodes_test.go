@@ -58,7 +58,7 @@ func TestArgumentsDecodedOnce(t *testing.T) {
 	conv := conversation.New(conversation.Options{Backend: be, Store: store, DefaultCwd: dir})
 	chat := &tools.Deps{Conv: conv, MaxPromptBytes: 1 << 20}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
-	register(srv, Families{Chat: chat, Expert: &expert.Deps{Turns: conv, Ask: chat, ProjectRoot: dir}})
+	register(srv, Families{Chat: chat, Expert: &expert.Deps{Turns: conv, ProjectRoot: dir}})
 	cs := mcptest.Connect(t, srv, nil)
 
 	call := func(tool string, args map[string]any) (res *mcp.CallToolResult, err error) {

@@ -27,10 +27,11 @@ type Grounding struct {
 	CodeExecution bool     `json:"code_execution,omitempty" jsonschema:"Optional: let Gemini write and run Python in Google's sandbox (Gemini API backend only; the Gemini CLI backends refuse it). The code, its outcome and output appear in the answer where Gemini ran them and in _meta.codeExecution; images it made follow as image items."`
 }
 
-// apply checks the grounding and copies it into a turn.
-func (g Grounding) apply(turn *backend.Turn) error {
+// urls checks the grounding's URLs and returns them as the turn takes
+// them (nil for none).
+func (g Grounding) urls() ([]string, error) {
 	if len(g.URLs) > backend.MaxURLs {
-		return fmt.Errorf("urls has %d URLs, over the Gemini API's limit of %d per request", len(g.URLs), backend.MaxURLs)
+		return nil, fmt.Errorf("urls has %d URLs, over the Gemini API's limit of %d per request", len(g.URLs), backend.MaxURLs)
 	}
 	// Each URL goes on in the form it was judged in (its host as a URL
 	// parser maps it, see validate.PublicURL).
@@ -38,19 +39,17 @@ func (g Grounding) apply(turn *backend.Turn) error {
 	for i, u := range g.URLs {
 		norm, err := validate.PublicURL(u)
 		if err != nil {
-			return fmt.Errorf("urls[%d]: %w", i, err)
+			return nil, fmt.Errorf("urls[%d]: %w", i, err)
 		}
 		if slices.Contains(urls, norm) {
-			return fmt.Errorf("urls[%d]: URL %q is given twice", i, msg.Clip(u, 200))
+			return nil, fmt.Errorf("urls[%d]: URL %q is given twice", i, msg.Clip(u, 200))
 		}
 		urls = append(urls, norm)
 	}
-	turn.GoogleSearch = g.GoogleSearch
-	turn.CodeExecution = g.CodeExecution
-	if len(urls) > 0 {
-		turn.URLs = urls
+	if len(urls) == 0 {
+		return nil, nil
 	}
-	return nil
+	return urls, nil
 }
 
 // responseSchema checks chat's response_schema (see internal/respschema):
