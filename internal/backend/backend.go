@@ -18,7 +18,7 @@ type Turn struct {
 	// none. The API backend sends it as a part of its own, which it may
 	// keep in an explicit cache for the conversation's later turns.
 	ContextLen int
-	// Owner names the caller the turn comes from (conversation.Who's
+	// Owner names the caller the turn comes from (identity.Who's
 	// Caller): a context cache is only used for turns of the same owner.
 	Owner        string
 	Model        string // "" for the backend's default

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -17,7 +18,7 @@ import (
 // when call has none. A session store failure wraps
 // session.ErrUnavailable; any other error means the id cannot be continued
 // by who, and says why.
-func (d *Service) Continue(ctx context.Context, who Who, call *backend.Turn, sessionID string) error {
+func (d *Service) Continue(ctx context.Context, who identity.Who, call *backend.Turn, sessionID string) error {
 	return d.Target(ctx, call, sessionID, "", who)
 }
 
@@ -45,7 +46,7 @@ func (d *Service) Continue(ctx context.Context, who Who, call *backend.Turn, ses
 // recorded it: its files are there. A recorded session of the API backend
 // keeps the system prompt it started with when the reply gives none: the
 // API remembers nothing, so the server sends it again.
-func (d *Service) Target(ctx context.Context, call *backend.Turn, sessionID, cwd string, who Who) error {
+func (d *Service) Target(ctx context.Context, call *backend.Turn, sessionID, cwd string, who identity.Who) error {
 	if err := d.identified(who); err != nil {
 		return err
 	}

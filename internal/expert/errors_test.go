@@ -14,6 +14,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -144,7 +145,7 @@ type blockingTurns struct{}
 func (blockingTurns) CallOf(context.Context, *mcp.CallToolRequest) conversation.Call {
 	return conversation.Call{}
 }
-func (blockingTurns) Continue(context.Context, conversation.Who, *backend.Turn, string) error {
+func (blockingTurns) Continue(context.Context, identity.Who, *backend.Turn, string) error {
 	return nil
 }
 func (blockingTurns) ResolveDir(string) (string, error) { return "/project", nil }

@@ -23,6 +23,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 )
 
@@ -42,7 +43,7 @@ type FileContext interface {
 // session exactly as chat-reply does, and running a turn as chat does.
 type Turns interface {
 	CallOf(ctx context.Context, req *mcp.CallToolRequest) conversation.Call
-	Continue(ctx context.Context, who conversation.Who, call *backend.Turn, sessionID string) error
+	Continue(ctx context.Context, who identity.Who, call *backend.Turn, sessionID string) error
 	ResolveDir(dir string) (string, error)
 	Answer(ctx context.Context, c conversation.Call, call backend.Turn, title string) (*backend.Answer, string, error)
 	// Run is Answer on a ctx Bind made already (by Asker.Ask).

@@ -18,6 +18,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -292,7 +293,7 @@ func TestContinuationAcrossTools(t *testing.T) {
 				t.Errorf("filesSkipped %s", skipped)
 			}
 			reply := backend.Turn{Prompt: "Which issue first?"}
-			if err := h.conv.Continue(context.Background(), conversation.Who{}, &reply, id); err != nil {
+			if err := h.conv.Continue(context.Background(), identity.Who{}, &reply, id); err != nil {
 				t.Fatal(err)
 			}
 			if _, _, err := h.conv.Answer(context.Background(), conversation.Call{}, reply, reply.Prompt); err != nil || h.backend.last().Session != id {
@@ -346,7 +347,7 @@ func TestContinuationOfAnotherClientRefused(t *testing.T) {
 	addAll(s, d)
 	call := func(token, args string) (*mcp.CallToolResult, error) {
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "thinkdeep", Arguments: json.RawMessage(args)}}
-		return d.handler(specByName("thinkdeep"))(conversation.WithCaller(context.Background(), conversation.TokenCaller(token)), req)
+		return d.handler(specByName("thinkdeep"))(identity.With(context.Background(), identity.ForToken(token)), req)
 	}
 	res, err := call("alice", `{"current_analysis":"x"}`)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 )
 
 // OAuthOptions make the HTTP transports an OAuth 2.1 resource server
@@ -90,7 +90,7 @@ func (o *OAuthOptions) oauthCheck(next http.Handler, log *slog.Logger) http.Hand
 			w = cw.ResponseWriter // the check is passed: its writer is done
 		}
 		info := auth.TokenInfoFromContext(r.Context())
-		next.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), conversation.TokenCaller(subjectID(info.UserID)))))
+		next.ServeHTTP(w, r.WithContext(identity.With(r.Context(), identity.ForToken(subjectID(info.UserID)))))
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cw := &challengeWriter{ResponseWriter: w, presented: r.Header.Get("Authorization") != ""}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 )
 
 // Before Gemini may run an untrusted downstream tool (API backend with MCP
@@ -65,7 +66,7 @@ func confirmParams(r backend.ConfirmRequest, caller string) *mcp.ElicitParams {
 	if r.Tool.Description != "" {
 		msg += "\n\nThe tool says of itself: " + clip(r.Tool.Description, 500)
 	}
-	msg += "\n\nAn \"always allow\" answer holds for " + conversation.DescribeCaller(caller) +
+	msg += "\n\nAn \"always allow\" answer holds for " + identity.Describe(caller) +
 		", in every conversation, until the server restarts (it is kept in the server's memory only)."
 	return &mcp.ElicitParams{
 		Mode:    "form",

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -92,7 +93,7 @@ func as(token string) context.Context {
 	if token == "" {
 		return context.Background()
 	}
-	return conversation.WithCaller(context.Background(), conversation.TokenCaller(token))
+	return identity.With(context.Background(), identity.ForToken(token))
 }
 
 func textOf(res *mcp.CallToolResult) string {
