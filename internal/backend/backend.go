@@ -8,6 +8,8 @@ package backend
 import (
 	"context"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 )
 
 // Turn is one prompt to Gemini.
@@ -153,6 +155,8 @@ type Answer struct {
 type Backend interface {
 	// Name is the backend's name as --backend spells it.
 	Name() string
+	// Family is the family of the sessions it starts and can continue.
+	Family() config.Family
 	Run(ctx context.Context, t Turn) (*Answer, error)
 	// Close stops what the backend keeps running and waits for it.
 	Close()

@@ -144,7 +144,7 @@ func (d *Service) Target(ctx context.Context, call *backend.Turn, sessionID, cwd
 
 // family is the family of the backend serving the tools: a session
 // belongs to the family that started it.
-func (d *Service) family() config.Family { return config.Backend(d.o.Backend.Name()).Family() }
+func (d *Service) family() config.Family { return d.o.Backend.Family() }
 
 // continuableFilter is f narrowed to the sessions this server can
 // continue: those of its backend's family, and of the CLI's only those

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
@@ -38,7 +39,15 @@ type fakeBackend struct {
 }
 
 func (f *fakeBackend) Name() string { return f.name }
-func (f *fakeBackend) Close()       {}
+
+// Family is the API's for a fake named "api", else the Gemini CLI's.
+func (f *fakeBackend) Family() config.Family {
+	if f.name == string(config.BackendAPI) {
+		return config.FamilyAPI
+	}
+	return config.FamilyCLI
+}
+func (f *fakeBackend) Close() {}
 func (f *fakeBackend) Run(_ context.Context, t backend.Turn) (*backend.Answer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -36,6 +37,14 @@ func (s *stubRunner) Name() string {
 		return "stub"
 	}
 	return s.name
+}
+
+// Family is the API's for a stub named "api", else the Gemini CLI's.
+func (s *stubRunner) Family() config.Family {
+	if s.name == string(config.BackendAPI) {
+		return config.FamilyAPI
+	}
+	return config.FamilyCLI
 }
 func (s *stubRunner) Close() {}
 
