@@ -8,8 +8,8 @@
 //     the static token, or of an OAuth access token's issuer and subject
 //     (ForToken; TokenOf gives <id> back, the owner of the sessions it
 //     starts);
-//   - "addr:<ip>" over HTTP without tokens: the remote address of the
-//     connection, which behind a reverse proxy is the proxy's (the
+//   - "addr:<ip>" over HTTP without tokens (ForAddr): the remote address
+//     of the connection, which behind a reverse proxy is the proxy's (the
 //     X-Forwarded-For header is not trusted);
 //   - Local, the one client of stdio.
 //
@@ -24,6 +24,30 @@
 // transport.
 //
 // A handler resolves it once into a Who, a plain value passed down.
+//
+// # Why not the SDK's TokenInfo
+//
+// The go-sdk has a carrier of its own for who holds a bearer token:
+// auth.RequireBearerToken puts the verifier's auth.TokenInfo in the
+// request's context, and the Streamable HTTP transport copies it into each
+// request's req.Extra.TokenInfo. The OAuth check is that middleware, and
+// the caller of an OAuth token is made from its TokenInfo's UserID (in
+// internal/server, at the check). It cannot be the one source of the
+// caller, because:
+//
+//   - a caller without a token has none: RequireBearerToken answers 401
+//     to a request without an Authorization header, and only it can put a
+//     TokenInfo in a context (the SDK's context key is unexported), so
+//     "addr:<ip>" over HTTP without tokens, and Local on stdio, would
+//     still need a value of their own: two sources instead of one;
+//   - the SSE transport sets no req.Extra at all, and on Streamable HTTP
+//     req.Extra is the current POST's while a handler's context is that of
+//     the session's initialize; the context is what every transport
+//     passes on.
+//
+// So the caller is one value, set by the HTTP server's check of each
+// request (from the SDK's TokenInfo for an OAuth token, from the static
+// token's id, or from the connection's address) and read by Of.
 package identity
 
 import (
@@ -65,6 +89,10 @@ func Describe(caller string) string {
 // ForToken is the caller of the bearer token (or OAuth subject) whose
 // non-secret id is id.
 func ForToken(id string) string { return "token:" + id }
+
+// ForAddr is the caller of the requests without a token that come from
+// the address host.
+func ForAddr(host string) string { return "addr:" + host }
 
 // TokenOf returns the id of the bearer token caller names (of its
 // subject, for an OAuth access token), "" for a caller without a token.

@@ -26,7 +26,7 @@ func callerOf(r *http.Request, tokens bool) string {
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	return "addr:" + host
+	return identity.ForAddr(host)
 }
 
 // sessionOwners binds each MCP session to the caller that opened it: a

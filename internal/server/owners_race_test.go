@@ -101,7 +101,7 @@ func ownersHarness(t *testing.T, binding func(id string), timeout time.Duration)
 	inner := o.wrap(streamable)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		inner.ServeHTTP(w, r.WithContext(identity.With(r.Context(), "token:"+token)))
+		inner.ServeHTTP(w, r.WithContext(identity.With(r.Context(), identity.ForToken(token))))
 	}))
 	t.Cleanup(func() {
 		ts.Close()
