@@ -307,7 +307,7 @@ func (g *guard) checkToken(r *http.Request) error {
 func CheckBind(addr string, tokens []string, allowInsecure bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--http %q: %v (use host:port, e.g. 127.0.0.1:8080)", addr, err)
+		return fmt.Errorf("--http %q: %w (use host:port, e.g. 127.0.0.1:8080)", addr, err)
 	}
 	if config.IsLoopbackHost(host) || len(tokens) > 0 || allowInsecure {
 		return nil
