@@ -34,7 +34,8 @@ type OAuthOptions struct {
 	ClockSkew time.Duration
 }
 
-// Paths of the protected-resource metadata (RFC 9728).
+// PathResourceMetadata is the path of the protected-resource metadata
+// (RFC 9728).
 const PathResourceMetadata = "/.well-known/oauth-protected-resource"
 
 // MetadataURL is where the resource's metadata is: the well-known path
