@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -19,7 +20,7 @@ func TestCallOfNamesTheToken(t *testing.T) {
 	t.Cleanup(func() { _ = store.Close() })
 	remote := New(Options{Backend: &scripted{}, Store: store, Remote: true, Authenticated: true})
 	local := New(Options{Backend: &scripted{}, Store: store})
-	alice := WithCaller(context.Background(), TokenCaller("alice"))
+	alice := identity.With(context.Background(), identity.ForToken("alice"))
 	for _, tc := range []struct {
 		d           *Service
 		ctx         context.Context
@@ -27,7 +28,7 @@ func TestCallOfNamesTheToken(t *testing.T) {
 		description string
 	}{
 		{remote, alice, "alice", "token:alice", "HTTP with a token"},
-		{remote, WithCaller(context.Background(), "addr:192.0.2.1"), "", "", "HTTP without tokens"},
+		{remote, identity.With(context.Background(), "addr:192.0.2.1"), "", "", "HTTP without tokens"},
 		{local, alice, "", "", "stdio"},
 	} {
 		w := tc.d.CallOf(tc.ctx, nil).Who
@@ -60,7 +61,7 @@ func TestNoOwnerlessSessionWithTokens(t *testing.T) {
 	if _, err := d.target(context.Background(), "", "", lost.Who); !errors.Is(err, errUnidentified) {
 		t.Errorf("a reply without a token: %v, want refused", err)
 	}
-	alice := d.CallOf(WithCaller(context.Background(), TokenCaller("alice")), nil)
+	alice := d.CallOf(identity.With(context.Background(), identity.ForToken("alice")), nil)
 	if _, _, err := d.run(context.Background(), alice, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p", nil); err != nil {
 		t.Fatalf("a turn with a token: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 )
 
 // Before Gemini may run an untrusted downstream tool (API backend with MCP
@@ -66,7 +67,7 @@ func confirmParams(r backend.ConfirmRequest, caller string) *mcp.ElicitParams {
 	if r.Tool.Description != "" {
 		msg += "\n\nThe tool says of itself: " + clip(r.Tool.Description, 500)
 	}
-	msg += "\n\nAn \"always allow\" answer holds for " + DescribeCaller(caller) +
+	msg += "\n\nAn \"always allow\" answer holds for " + identity.Describe(caller) +
 		", in every conversation, until the server restarts (it is kept in the server's memory only)."
 	return &mcp.ElicitParams{
 		Mode:    "form",
@@ -183,8 +184,8 @@ func (d *Service) confirmed(ctx context.Context, req *mcp.CallToolRequest, c Cal
 // suspended is a turn waiting for a 2026-07-28 client to bring its user's
 // answer in a later call.
 type suspended struct {
-	client  string             // who may answer: Who.Key()
-	caller  string             // and the Who.Caller of the call that started the turn
+	client  string             // who may answer: identity.Who.Key()
+	caller  string             // and the identity.Who.Caller of the call that started the turn
 	session string             // the session the turn continues, "" for a new one
 	asks    chan ask           // from the turn: a question to put
 	done    chan outcome       // the turn's result (buffered)

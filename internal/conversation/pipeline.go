@@ -9,6 +9,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 )
 
 // Request is one tool call's turn, as its tool asks for it: built from
@@ -163,7 +164,7 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 // Nothing changes it after, but for the two ways back to the client the
 // backend is handed with it: Confirm (the confirmation step) and Observer
 // (progress).
-func turnOf(t backend.Turn, p place, m *Material, who Who) backend.Turn {
+func turnOf(t backend.Turn, p place, m *Material, who identity.Who) backend.Turn {
 	t.Session, t.Dir = p.session, p.dir
 	if t.SystemPrompt == "" {
 		t.SystemPrompt = p.systemPrompt

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -45,7 +46,7 @@ type place struct {
 // recorded it: its files are there. A recorded session of the API backend
 // keeps the system prompt it started with when the reply gives none: the
 // API remembers nothing, so the server sends it again.
-func (d *Service) target(ctx context.Context, sessionID, cwd string, who Who) (place, error) {
+func (d *Service) target(ctx context.Context, sessionID, cwd string, who identity.Who) (place, error) {
 	if err := d.identified(who); err != nil {
 		return place{}, err
 	}
@@ -142,7 +143,7 @@ func (d *Service) target(ctx context.Context, sessionID, cwd string, who Who) (p
 
 // family is the family of the backend serving the tools: a session
 // belongs to the family that started it.
-func (d *Service) family() config.Family { return config.Backend(d.o.Backend.Name()).Family() }
+func (d *Service) family() config.Family { return d.o.Backend.Family() }
 
 // continuableFilter is f narrowed to the sessions this server can
 // continue: those of its backend's family, and of the CLI's only those

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/otlprecv"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
@@ -19,8 +20,9 @@ type scripted struct {
 	runs   int
 }
 
-func (s *scripted) Name() string { return "oneshot" }
-func (s *scripted) Close()       {}
+func (s *scripted) Name() string          { return "oneshot" }
+func (s *scripted) Family() config.Family { return config.FamilyCLI }
+func (s *scripted) Close()                {}
 func (s *scripted) Run(ctx context.Context, _ backend.Turn) (*backend.Answer, error) {
 	s.traced = trace.FromContext(ctx) != nil
 	s.runs++

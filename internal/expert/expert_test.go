@@ -15,9 +15,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -37,7 +39,15 @@ type fakeBackend struct {
 }
 
 func (f *fakeBackend) Name() string { return f.name }
-func (f *fakeBackend) Close()       {}
+
+// Family is the API's for a fake named "api", else the Gemini CLI's.
+func (f *fakeBackend) Family() config.Family {
+	if f.name == string(config.BackendAPI) {
+		return config.FamilyAPI
+	}
+	return config.FamilyCLI
+}
+func (f *fakeBackend) Close() {}
 func (f *fakeBackend) Run(_ context.Context, t backend.Turn) (*backend.Answer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -363,7 +373,7 @@ func TestContinuationOfAnotherClientRefused(t *testing.T) {
 	addAll(s, d)
 	call := func(token, args string) (*mcp.CallToolResult, error) {
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "thinkdeep", Arguments: json.RawMessage(args)}}
-		return d.handler(specByName("thinkdeep"))(conversation.WithCaller(context.Background(), conversation.TokenCaller(token)), req)
+		return d.handler(specByName("thinkdeep"))(identity.With(context.Background(), identity.ForToken(token)), req)
 	}
 	res, err := call("alice", `{"current_analysis":"x"}`)
 	if err != nil {

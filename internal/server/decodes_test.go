@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
@@ -28,8 +29,9 @@ type echoBackend struct {
 	turns int
 }
 
-func (*echoBackend) Name() string { return "api" }
-func (*echoBackend) Close()       {}
+func (*echoBackend) Name() string          { return "api" }
+func (*echoBackend) Family() config.Family { return config.FamilyAPI }
+func (*echoBackend) Close()                {}
 func (b *echoBackend) Run(_ context.Context, t backend.Turn) (*backend.Answer, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -30,8 +31,9 @@ type asking struct {
 	holding chan struct{}
 }
 
-func (a *asking) Name() string { return "api" }
-func (a *asking) Close()       {}
+func (a *asking) Name() string          { return "api" }
+func (a *asking) Family() config.Family { return config.FamilyAPI }
+func (a *asking) Close()                {}
 
 func (a *asking) Run(ctx context.Context, t backend.Turn) (*backend.Answer, error) {
 	var out []string

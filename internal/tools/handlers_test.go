@@ -15,7 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -35,6 +37,14 @@ func (s *stubRunner) Name() string {
 		return "stub"
 	}
 	return s.name
+}
+
+// Family is the API's for a stub named "api", else the Gemini CLI's.
+func (s *stubRunner) Family() config.Family {
+	if s.name == string(config.BackendAPI) {
+		return config.FamilyAPI
+	}
+	return config.FamilyCLI
 }
 func (s *stubRunner) Close() {}
 
@@ -92,7 +102,7 @@ func as(token string) context.Context {
 	if token == "" {
 		return context.Background()
 	}
-	return conversation.WithCaller(context.Background(), conversation.TokenCaller(token))
+	return identity.With(context.Background(), identity.ForToken(token))
 }
 
 func textOf(res *mcp.CallToolResult) string {
