@@ -94,7 +94,7 @@ func (d *Service) target(ctx context.Context, sessionID, cwd string, who identit
 	}
 	if ref.Kind != session.RefUUID {
 		if d.scoped() {
-			return place{}, fmt.Errorf("sessionId %q could name another client's session: pass the sessionId of an earlier chat or chat-reply result; %v", sessionID, errScoped)
+			return place{}, fmt.Errorf("sessionId %q could name another client's session: pass the sessionId of an earlier chat or chat-reply result; %w", sessionID, errScoped)
 		}
 		if dir == "" {
 			if dir, err = d.ResolveDir(""); err != nil {
@@ -115,7 +115,7 @@ func (d *Service) target(ctx context.Context, sessionID, cwd string, who identit
 	if ok && !d.mayUse(rec, who) || !ok && d.scoped() {
 		// Another token's session is as unknown as one never recorded.
 		d.o.Log.Info("refused a session of another client", "id", ref.Value, "recorded", ok)
-		return place{}, fmt.Errorf("unknown sessionId %s: this server has no record of it for this client. Use a sessionId from an earlier chat result; %v", ref.Value, errScoped)
+		return place{}, fmt.Errorf("unknown sessionId %s: this server has no record of it for this client. Use a sessionId from an earlier chat result; %w", ref.Value, errScoped)
 	}
 	if ok && rec.Family() != d.family() {
 		return place{}, fmt.Errorf("session %s was started on %s, and this server runs %s: the two keep separate histories, so one cannot continue the other's session. "+
@@ -184,7 +184,8 @@ func (d *Service) checkRecordedDir(rec session.Record) error {
 	}
 	dir, err := validate.ResolveDir(rec.Cwd, "/")
 	if err != nil {
-		return fmt.Errorf("session %s belongs to %s, which cannot be used any more: %v", rec.ID, rec.Cwd, err)
+		// Not wrapped: the directory check's category is not the call's.
+		return fmt.Errorf("session %s belongs to %s, which cannot be used any more: %v", rec.ID, rec.Cwd, err) //nolint:errorlint // see above
 	}
 	if dir != rec.Cwd {
 		return fmt.Errorf("session %s belongs to %s, which now leads to %s; the Gemini CLI can only resume a session in the directory it was started in", rec.ID, rec.Cwd, dir)

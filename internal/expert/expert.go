@@ -112,7 +112,7 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 		ctx, cancel = context.WithTimeoutCause(ctx, d.CallTimeout, errCallTimeout)
 		defer cancel()
 		defer func() {
-			if err != nil && context.Cause(ctx) == errCallTimeout {
+			if err != nil && errors.Is(context.Cause(ctx), errCallTimeout) {
 				err = &conversation.Error{Category: conversation.ToolFailure, Err: err, Msg: fmt.Sprintf("the call took longer than this server's limit of %s per call, and was stopped: "+
 					"ask a narrower question or name fewer files, or ask the server's operator to raise the limit", d.CallTimeout)}
 			}

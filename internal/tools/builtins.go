@@ -60,7 +60,7 @@ func (g Grounding) urls() ([]string, error) {
 func responseSchema(s map[string]any) (json.RawMessage, *respschema.Schema, error) {
 	raw, err := json.Marshal(s)
 	if err != nil {
-		return nil, nil, fmt.Errorf("response_schema cannot be read: %v", err)
+		return nil, nil, fmt.Errorf("response_schema cannot be read: %w", err)
 	}
 	sc, err := compileSchema(raw)
 	if err != nil {
@@ -80,12 +80,12 @@ func compileSchema(raw json.RawMessage) (*respschema.Schema, error) {
 		if errors.As(err, &se) {
 			switch se.Kind {
 			case respschema.Unsupported:
-				return nil, fmt.Errorf("response_schema asks for what the Gemini API or this server does not take: %v", err)
+				return nil, fmt.Errorf("response_schema asks for what the Gemini API or this server does not take: %w", err)
 			case respschema.TooComplex:
-				return nil, fmt.Errorf("response_schema is too complex for this server: %v; simplify it", err)
+				return nil, fmt.Errorf("response_schema is too complex for this server: %w; simplify it", err)
 			}
 		}
-		return nil, fmt.Errorf("response_schema is not a valid JSON Schema: %v", err)
+		return nil, fmt.Errorf("response_schema is not a valid JSON Schema: %w", err)
 	}
 	if sc.Type() != "object" {
 		return nil, errors.New(`response_schema must describe a JSON object ("type": "object"), which the answer's structuredContent is; ` +
@@ -105,7 +105,7 @@ func structuredAnswer(ctx context.Context, text string, sc *respschema.Schema) (
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber() // numbers checked exactly, and returned as written
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("it is not JSON (%v)", err)
+		return nil, fmt.Errorf("it is not JSON (%w)", err)
 	}
 	if dec.More() {
 		return nil, errors.New("it holds more than one JSON value")
