@@ -94,7 +94,7 @@ func modelLine(m api.ModelInfo) string {
 // apiOptions is the API backend's configuration; getenv nil means the
 // process environment, tools nil no MCP host.
 func apiOptions(cfg *config.Config, getenv func(string) string, tools backend.ToolHost) api.Options {
-	return api.Options{Model: cfg.Turns.Model, Timeout: cfg.Turns.Timeout, MaxOutputBytes: cfg.Turns.MaxOutputBytes, Getenv: getenv,
+	return api.Options{Model: cfg.Turns.Model, FallbackModel: cfg.API.FallbackModel, Timeout: cfg.Turns.Timeout, MaxOutputBytes: cfg.Turns.MaxOutputBytes, Getenv: getenv,
 		MaxToolRounds: cfg.API.MaxToolRounds, AllowTools: cfg.API.AllowMCPTools, Tools: tools, MaxInlineBytes: cfg.API.MaxInlineBytes,
 		CacheTTL: cacheTTL(cfg.API.CacheTTL)}
 }

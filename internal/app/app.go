@@ -78,10 +78,11 @@ Usage:
 
 Tools {arguments}:
   chat {prompt, model, systemPrompt, cwd, files, continuation_id,
-    temperature, thinking_mode, google_search, urls, response_schema}
-    starts a Gemini session
+    temperature, thinking_mode, include_thoughts, google_search, urls,
+    code_execution, response_schema} starts a Gemini session
   chat-reply {prompt, sessionId, continuation_id, model, systemPrompt, cwd,
-    files, temperature, thinking_mode, google_search, urls} continues one
+    files, temperature, thinking_mode, include_thoughts, google_search,
+    urls, code_execution} continues one
   chat-page {answerId, page} the next page of an answer too long for one result
   sessions {limit, cursor, cwd} lists this client's sessions
 Expert tools send files under --project-root (or a git
@@ -89,12 +90,12 @@ repository's changes) to Gemini:
   thinkdeep {current_analysis, problem_context, focus_areas, files,
     continuation_id, temperature, thinking_mode, google_search}
   analyze {files, question, analysis_type, continuation_id, temperature,
-    thinking_mode}
+    thinking_mode, code_execution}
   codereview {files, context, review_type, severity_filter, standards,
     continuation_id, temperature, thinking_mode}
   debug {error_description, error_context, files, runtime_info,
     previous_attempts, continuation_id, temperature, thinking_mode,
-    google_search}
+    google_search, code_execution}
   precommit {path, original_request, review_type, include_staged,
     include_unstaged, continuation_id, temperature, thinking_mode}
 --tools serves only some of them (chat, sessions, expert or a tool's name;

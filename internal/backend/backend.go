@@ -33,8 +33,11 @@ type Turn struct {
 	// Temperature and ThinkingMode tune the call where the backend can;
 	// one that cannot says so in Answer.NotApplied rather than failing.
 	Temperature  *float64 // nil for the model's default
-	ThinkingMode string   // "", or minimal, low, medium, high, max
-	Observer     Observer // may be nil
+	ThinkingMode string   // "", or off, minimal, low, medium, high, max
+	// IncludeThoughts asks for the model's thought summaries, returned
+	// apart from the answer (Answer.Thoughts) and never recorded as it.
+	IncludeThoughts bool
+	Observer        Observer // may be nil
 	// Confirm asks the user before an untrusted downstream tool runs (API
 	// backend with a ToolHost only); nil when the client cannot be asked.
 	Confirm Confirm
@@ -116,6 +119,10 @@ type Answer struct {
 	// for, a short alias such as "pro" resolved to a model name); ""
 	// otherwise.
 	Model string
+	// FallbackFrom is the model the turn asked for when its quota was
+	// exhausted and Model, the fallback model (the API backend's
+	// --fallback-model), answered instead; "" otherwise.
+	FallbackFrom string
 	// Via says, for logs, how the answer came: "warm", "json",
 	// "preselected", "api"…
 	Via string
@@ -145,6 +152,15 @@ type Answer struct {
 	// URLs are the retrieval status of each URL the API read for the
 	// answer (Turn.URLs), in the API's order.
 	URLs []URLStatus
+	// Thoughts are the model's thought summaries (Turn.IncludeThoughts),
+	// apart from Text, which they are never part of; "" for none.
+	Thoughts string
+	// CodeRuns are the code the model ran in the API's sandbox
+	// (Turn.CodeExecution) and what came of it, in order; Text shows
+	// them too, in their place among the prose.
+	CodeRuns []CodeRun
+	// Images are the images the model's code made, in order.
+	Images []Image
 }
 
 // Backend runs turns. It is safe for concurrent use. Run's error is always

@@ -90,6 +90,9 @@ type API struct {
 	// CacheTTL keeps a conversation's file context in a context cache
 	// this long after its last use; 0 makes none.
 	CacheTTL time.Duration
+	// FallbackModel answers a call whose model's quota is exhausted; ""
+	// for none.
+	FallbackModel string
 }
 
 // HTTP is the HTTP transport; Addr "" serves stdio instead.
@@ -339,6 +342,11 @@ func (c *Config) validate(rules Rules) error {
 	if c.Turns.Model != "" && rules.Model != nil {
 		if err := rules.Model(c.Turns.Model); err != nil {
 			return fmt.Errorf("--model: %w", err)
+		}
+	}
+	if c.API.FallbackModel != "" && rules.Model != nil {
+		if err := rules.Model(c.API.FallbackModel); err != nil {
+			return fmt.Errorf("--fallback-model: %w", err)
 		}
 	}
 	if c.CLI.Gemini == "" {

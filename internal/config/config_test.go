@@ -79,6 +79,8 @@ func TestInvalid(t *testing.T) {
 		{[]string{"--max-tool-rounds", "0"}, nil, "--max-tool-rounds"},
 		{nil, map[string]string{"GEMINI_MCP_MAX_TOOL_ROUNDS": "many"}, "GEMINI_MCP_MAX_TOOL_ROUNDS"},
 		{[]string{"--allow-mcp-tools", "db.query,.x"}, nil, "--allow-mcp-tools"},
+		{[]string{"--fallback-model=-x"}, nil, "--fallback-model: invalid model"},
+		{nil, map[string]string{"GEMINI_MCP_FALLBACK_MODEL": "-x"}, "--fallback-model: invalid model"},
 		{[]string{"--rate-limits", "chats=1/min"}, nil, `--rate-limits: there is no tool "chats": the tools are chat, analyze`},
 		{nil, map[string]string{"GEMINI_MCP_RATE_LIMITS": "chat=1/year"}, "GEMINI_MCP_RATE_LIMITS: --rate-limits: chat:"},
 	}
@@ -107,7 +109,7 @@ func TestHelp(t *testing.T) {
 	if !errors.Is(err, ErrHelp) {
 		t.Fatalf("err = %v", err)
 	}
-	for _, want := range []string{"HEADER", "-approval-mode", "GEMINI_MCP_TIMEOUT", "-state-dir", "-skip-trust", "-send-secret-files", "GEMINI_MCP_SEND_SECRET_FILES"} {
+	for _, want := range []string{"HEADER", "-approval-mode", "GEMINI_MCP_TIMEOUT", "-state-dir", "-skip-trust", "-send-secret-files", "GEMINI_MCP_SEND_SECRET_FILES", "-fallback-model", "GEMINI_MCP_FALLBACK_MODEL", "the api backend uses flash"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}
@@ -170,6 +172,20 @@ func TestToolHostFlags(t *testing.T) {
 	}
 	if c, _ = Parse("x", "", nil, envOf(nil), io.Discard, Rules{}); c.API.MaxToolRounds != DefaultMaxToolRounds || c.API.AllowMCPTools != nil {
 		t.Fatalf("defaults: %d %q", c.API.MaxToolRounds, c.API.AllowMCPTools)
+	}
+}
+
+func TestFallbackModelFlag(t *testing.T) {
+	c, err := Parse("x", "", nil, envOf(map[string]string{"GEMINI_MCP_FALLBACK_MODEL": "flash"}), io.Discard, Rules{})
+	if err != nil || c.API.FallbackModel != "flash" {
+		t.Fatalf("from env: %q, %v", c.API.FallbackModel, err)
+	}
+	c, err = Parse("x", "", []string{"--fallback-model", "gemini-2.5-flash-lite"}, envOf(map[string]string{"GEMINI_MCP_FALLBACK_MODEL": "flash"}), io.Discard, Rules{})
+	if err != nil || c.API.FallbackModel != "gemini-2.5-flash-lite" {
+		t.Fatalf("the flag over the variable: %q, %v", c.API.FallbackModel, err)
+	}
+	if c, _ = Parse("x", "", nil, envOf(nil), io.Discard, Rules{}); c.API.FallbackModel != "" {
+		t.Fatalf("default: %q", c.API.FallbackModel)
 	}
 }
 

@@ -65,6 +65,16 @@ const (
 	DefaultSessionTTL  = 7 * 24 * time.Hour
 	DefaultMaxTurns    = 200
 
+	// Background jobs. A job is kept a day after its last change, long
+	// enough for a client to come back for a research report after its
+	// own restart. A live job (queued, working or waiting for input) holds
+	// a turn's resources or a backend's interaction: a caller may have a
+	// few at once, the server some dozens, far under what a store holds
+	// (a job is at most a few MiB, see internal/jobs).
+	DefaultJobTTL          = 24 * time.Hour
+	DefaultMaxJobsPerOwner = 10
+	DefaultMaxJobs         = 100
+
 	// The expert tools' file context: the request limits of the expert
 	// tools' specification.
 	DefaultMaxFileBytes = 10 << 20

@@ -16,8 +16,10 @@ import (
 var flags = []spec{
 	str("gemini", "GEMINI_MCP_GEMINI", DefaultGemini, "the Gemini CLI executable: a name looked up in PATH, or a path",
 		func(c *Config) *string { return &c.CLI.Gemini }),
-	str("model", "GEMINI_MCP_MODEL", "", "model for calls that name none (e.g. gemini-2.5-flash); saves the CLI's model-router round trip but turns off its automatic choice (default: the CLI decides)",
+	str("model", "GEMINI_MCP_MODEL", "", "model for calls that name none (e.g. gemini-2.5-flash); saves the CLI's model-router round trip but turns off its automatic choice (default: the CLI decides; the api backend uses flash, the newest stable Flash model in the Gemini API's model list)",
 		func(c *Config) *string { return &c.Turns.Model }),
+	str("fallback-model", "GEMINI_MCP_FALLBACK_MODEL", "", "api backend: model (or alias, e.g. flash) that answers a call, once, when the asked model's quota is exhausted (a daily quota, or a wait longer than the call allows); the result's _meta.fallbackFrom names the asked model (default: none, the call fails); the CLI backends ignore it",
+		func(c *Config) *string { return &c.API.FallbackModel }),
 	str("state-dir", "GEMINI_MCP_STATE_DIR", "", "where session records are kept (default: $XDG_STATE_HOME/gemini-mcp-server, ~/.local/state/gemini-mcp-server, or the user config directory on macOS and Windows)",
 		func(c *Config) *string { return &c.Store.StateDir }),
 	str("cwd", "GEMINI_MCP_CWD", "", "working directory for calls that give no cwd (default: the server's own)",

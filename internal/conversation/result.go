@@ -56,6 +56,7 @@ func (d *Service) Result(ctx context.Context, res *backend.Answer, unsaved strin
 		out.Meta["finishReason"] = res.FinishReason
 	}
 	AddBuiltins(out, res)
+	AddFallback(out, res)
 	if unsaved != "" {
 		// The note saying what became of the session replaces the one
 		// that says to pass its id to chat-reply.

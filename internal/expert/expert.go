@@ -111,7 +111,7 @@ func (d *Deps) now() time.Time {
 }
 
 // handler is the tool's raw handler: it validates the arguments itself
-// (see parseArgs) and returns every failure as a JSON-RPC error.
+// (see decodeArgs) and returns every failure as a JSON-RPC error.
 func (d *Deps) handler(t *Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := d.call(ctx, req, t)
@@ -131,13 +131,9 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 	if req != nil && req.Params != nil {
 		raw = req.Params.Arguments
 	}
-	a, err := parseArgs(t.name, t.schema(), raw, d.MaxArgBytes)
-	if err != nil {
-		return nil, err
-	}
 	in := t.input()
-	if err := a.decode(in); err != nil {
-		return nil, conversation.SystemError("the arguments could not be read", err)
+	if err := t.decodeArgs(raw, in, d.MaxArgBytes); err != nil {
+		return nil, err
 	}
 	if d.CallTimeout > 0 {
 		var cancel context.CancelFunc
@@ -156,6 +152,9 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 	if s, ok := in.(searcher); ok {
 		turn.GoogleSearch = s.search()
 	}
+	if s, ok := in.(coder); ok {
+		turn.CodeExecution = s.sandbox()
+	}
 	id := common.ContinuationID
 	if id != "" {
 		if err := d.Turns.Continue(ctx, c.Who, &turn, id); err != nil {
@@ -173,7 +172,7 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 	if err != nil {
 		return nil, err
 	}
-	turn.Prompt, turn.ContextLen = t.userPrompt(a, m)
+	turn.Prompt, turn.ContextLen = t.userPrompt(in, m)
 	turn.Media = m.files.Media
 	title := t.name + ": " + in.headline()
 	if d.Ask == nil {
@@ -190,7 +189,7 @@ func (d *Deps) finish(ctx context.Context, t *Tool, c conversation.Call, turn ba
 	start := d.now()
 	ans, unsaved, err := run(ctx, c, turn, title)
 	if err != nil {
-		return nil, turnError(err)
+		return nil, turnError(err, turn.Builtins)
 	}
 	elapsed := d.now().Sub(start)
 	if d.Files != nil && m.record {
@@ -216,30 +215,21 @@ func (d *Deps) finish(ctx context.Context, t *Tool, c conversation.Call, turn ba
 }
 
 // userPrompt is the turn's prompt: the files the tool gathered, then the
-// caller's arguments under their labels, in the order of the schema, then
-// the rest of what the tool gathered; and the length of the files'
-// section, a stable context the API backend may cache (Turn.ContextLen).
-func (t *Tool) userPrompt(a *args, m *material) (string, int) {
+// caller's arguments under their labels (in.sections), in the order of
+// the schema, then the rest of what the tool gathered; and the length of
+// the files' section, a stable context the API backend may cache
+// (Turn.ContextLen).
+func (t *Tool) userPrompt(in input, m *material) (string, int) {
 	var b strings.Builder
 	if m.files.Text != "" {
 		fmt.Fprintf(&b, "## %s\n%s\n\n", m.heading, strings.TrimRight(m.files.Text, "\n"))
 	}
 	ctxLen := b.Len()
-	for _, p := range t.props {
-		if p.label == "" {
+	for _, s := range in.sections() {
+		if strings.TrimSpace(s.text) == "" {
 			continue
 		}
-		var v string
-		switch p.kind {
-		case "array":
-			v = strings.Join(a.lists[p.name], ", ")
-		default:
-			v = a.strs[p.name]
-		}
-		if strings.TrimSpace(v) == "" {
-			continue
-		}
-		fmt.Fprintf(&b, "## %s\n%s\n\n", p.label, v)
+		fmt.Fprintf(&b, "## %s\n%s\n\n", s.label, s.text)
 	}
 	b.WriteString(m.preface)
 	if len(m.secrets) > 0 {
@@ -385,6 +375,7 @@ func (o *output) result() *mcp.CallToolResult {
 	}
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: o.text()}}, Meta: meta}
 	conversation.AddBuiltins(res, o.answer)
+	conversation.AddFallback(res, o.answer)
 	return res
 }
 

@@ -22,8 +22,9 @@ const MaxSchemaBytes = 32 << 10
 // API's own tools, which the Gemini API backend alone has. Its tags are
 // part of both tools' input schemas.
 type Grounding struct {
-	GoogleSearch bool     `json:"google_search,omitempty" jsonschema:"Optional: ground the answer in a Google Search that Gemini runs itself (Gemini API backend only). The sources follow the answer as a numbered list and as resource_link items; _meta.grounding holds the search queries, the sources and the search suggestions (renderedContent) that Google's terms require to be shown to the end user."`
-	URLs         []string `json:"urls,omitempty" jsonschema:"Optional: up to 20 public http(s) URLs that Gemini reads itself to answer (the Gemini API's URL context; Gemini API backend only). This server never fetches them; URLs of this machine or a private network are refused. Each URL's retrieval status is in _meta.urls."`
+	GoogleSearch  bool     `json:"google_search,omitempty" jsonschema:"Optional: ground the answer in a Google Search that Gemini runs itself (Gemini API backend only). The sources follow the answer as a numbered list and as resource_link items; _meta.grounding holds the search queries, the sources and the search suggestions (renderedContent) that Google's terms require to be shown to the end user."`
+	URLs          []string `json:"urls,omitempty" jsonschema:"Optional: up to 20 public http(s) URLs that Gemini reads itself to answer (the Gemini API's URL context; Gemini API backend only). This server never fetches them; URLs of this machine or a private network are refused. Each URL's retrieval status is in _meta.urls."`
+	CodeExecution bool     `json:"code_execution,omitempty" jsonschema:"Optional: let Gemini write and run Python in Google's sandbox (Gemini API backend only; the Gemini CLI backends refuse it). The code, its outcome and output appear in the answer where Gemini ran them and in _meta.codeExecution; images it made follow as image items."`
 }
 
 // apply checks the grounding and copies it into a turn.
@@ -45,6 +46,7 @@ func (g Grounding) apply(turn *backend.Turn) error {
 		urls = append(urls, norm)
 	}
 	turn.GoogleSearch = g.GoogleSearch
+	turn.CodeExecution = g.CodeExecution
 	if len(urls) > 0 {
 		turn.URLs = urls
 	}

@@ -107,7 +107,7 @@ func TestUnknownArgumentsFromSchema(t *testing.T) {
 	for _, c := range []struct {
 		tool  *mcp.Tool
 		known []string
-	}{{chatTool(false), argsOf[ChatInput]()}, {replyTool(), argsOf[ReplyInput]()}, {pageTool(), argsOf[PageInput]()}, {sessionsTool(), argsOf[SessionsInput]()}} {
+	}{{chatTool(false), inputTypeOf[ChatInput]().sc.PropertyOrder}, {replyTool(), inputTypeOf[ReplyInput]().sc.PropertyOrder}, {pageTool(), inputTypeOf[PageInput]().sc.PropertyOrder}, {sessionsTool(), inputTypeOf[SessionsInput]().sc.PropertyOrder}} {
 		schema := c.tool.InputSchema.(*jsonschema.Schema)
 		if schema.AdditionalProperties != nil || schema.Schema != "" {
 			t.Errorf("%s: the schema keeps keywords the Gemini CLI strips", c.tool.Name)
@@ -132,17 +132,11 @@ func TestUnknownArgumentsFromSchema(t *testing.T) {
 		var res *mcp.CallToolResult
 		switch c.tool {
 		case "chat":
-			var in ChatInput
-			json.Unmarshal(req.Params.Arguments, &in)
-			res, _, _ = d.chat(context.Background(), req, in)
+			res, _ = handle(d.chat)(context.Background(), req)
 		case "chat-reply":
-			var in ReplyInput
-			json.Unmarshal(req.Params.Arguments, &in)
-			res, _, _ = d.chatReply(context.Background(), req, in)
+			res, _ = handle(d.chatReply)(context.Background(), req)
 		case "chat-page":
-			var in PageInput
-			json.Unmarshal(req.Params.Arguments, &in)
-			res, _, _ = d.chatPage(context.Background(), req, in)
+			res, _ = handle(d.chatPage)(context.Background(), req)
 		}
 		switch {
 		case c.want == "" && res.IsError:

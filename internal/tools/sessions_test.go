@@ -26,8 +26,8 @@ func listSessions(t *testing.T, d *Deps, args map[string]any, token string) (*mc
 	t.Helper()
 	req := request(t, "sessions", args)
 	var in SessionsInput
-	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
-		t.Fatal(err)
+	if res := decodeArgs(req.Params.Arguments, &in); res != nil {
+		return res, nil // refused as the tool refuses it
 	}
 	res, out, err := d.listSessions(as(token), req, in)
 	if err != nil {
@@ -92,7 +92,7 @@ func TestSessionsListsNewestFirstPaged(t *testing.T) {
 		want string
 	}{
 		{map[string]any{"cursor": "bogus"}, `invalid cursor "bogus": pass the nextCursor`},
-		{map[string]any{"limit": 101}, "limit 101 is out of range: pass 1 to 100"},
+		{map[string]any{"limit": 101}, "validating /properties/limit: maximum: 101/1 is greater than 100"}, // the schema's range, as the SDK words it
 		{map[string]any{"cwd": "missing"}, "missing"},
 		{map[string]any{"limit": 1, "sessionId": a}, `unknown argument "sessionId"`},
 	} {

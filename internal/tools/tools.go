@@ -10,13 +10,9 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -46,23 +42,20 @@ type Deps struct {
 
 // AddChat adds chat to s.
 func AddChat(s *mcp.Server, d *Deps) {
-	t := chatTool(d.Conv.SessionIDInText())
-	s.AddReceivingMiddleware(tuningMiddleware(t.Name))
-	mcp.AddTool(s, t, d.chat)
+	s.AddTool(chatTool(d.Conv.SessionIDInText()), handle(d.chat))
 }
 
 // AddReply adds chat-reply to s.
 func AddReply(s *mcp.Server, d *Deps) {
-	t := replyTool()
-	s.AddReceivingMiddleware(tuningMiddleware(t.Name))
-	mcp.AddTool(s, t, d.chatReply)
+	s.AddTool(replyTool(), handle(d.chatReply))
 }
 
 // The input schemas are generated from the input structs below (their json
 // names, their jsonschema tags as descriptions, required unless
 // omitempty), so that a field is written once. inputSchema then drops what
 // the Gemini CLI's schema sanitizer strips (additionalProperties, $schema):
-// unknown arguments are refused by checkArgs instead, from the same struct.
+// unknown arguments are refused by decodeArgs instead, from the same
+// struct.
 func chatTool(idInText bool) *mcp.Tool {
 	where := "_meta.sessionId"
 	if idInText {
@@ -73,7 +66,7 @@ func chatTool(idInText bool) *mcp.Tool {
 		Description: "Start a new conversation with Google Gemini (through the Gemini CLI) and return its answer. " +
 			"Use it for a second opinion, a review, research or a long-context question. " +
 			"The result's " + where + " identifies the conversation: pass it to chat-reply to continue it with its history.",
-		InputSchema: tuneSchema(inputSchema[ChatInput]()),
+		InputSchema: inputTypeOf[ChatInput]().sc.CloneSchemas(),
 		Annotations: &mcp.ToolAnnotations{Title: "Chat with Gemini", OpenWorldHint: ptr(true)},
 	}
 }
@@ -84,7 +77,7 @@ func replyTool() *mcp.Tool {
 		Description: "Continue an existing Gemini conversation: Gemini sees the session's earlier turns. " +
 			"Pass the sessionId from an earlier chat or chat-reply result. Without sessionId it continues this client's most recent session " +
 			"(in cwd, when cwd is given).",
-		InputSchema: tuneSchema(inputSchema[ReplyInput]()),
+		InputSchema: inputTypeOf[ReplyInput]().sc.CloneSchemas(),
 		Annotations: &mcp.ToolAnnotations{Title: "Continue a Gemini chat", OpenWorldHint: ptr(true)},
 	}
 }
@@ -144,9 +137,6 @@ type ReplyInput struct {
 }
 
 func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs[ChatInput](req); err != nil {
-		return conversation.Failure(err), nil, nil
-	}
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return conversation.Failure(err), nil, nil
 	}
@@ -186,9 +176,6 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 }
 
 func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs[ReplyInput](req); err != nil {
-		return conversation.Failure(err), nil, nil
-	}
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return conversation.Failure(err), nil, nil
 	}
@@ -315,56 +302,6 @@ func (d *Deps) runTurn(ctx context.Context, c conversation.Call, call backend.Tu
 		out.StructuredContent = structured
 	}
 	return outcome{res: out, session: res.SessionID}
-}
-
-// checkArgs refuses arguments the tool does not define. The schema leaves
-// additionalProperties out (the Gemini CLI strips it), so a misspelt
-// argument such as session_id would otherwise be silently ignored. The
-// tool's input struct In, from which its schema is generated, says which
-// arguments exist.
-func checkArgs[In any](req *mcp.CallToolRequest) error {
-	if req == nil || req.Params == nil || len(req.Params.Arguments) == 0 {
-		return nil
-	}
-	var args map[string]json.RawMessage
-	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
-		return nil // the SDK has validated the shape already
-	}
-	known := argsOf[In]()
-	var unknown []string
-	for k := range args {
-		if !contains(known, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	sort.Strings(unknown)
-	return fmt.Errorf("unknown argument %s; this tool takes %s", quoteAll(unknown), strings.Join(known, ", "))
-}
-
-// knownArgs holds, for each input struct, the arguments it defines.
-var knownArgs sync.Map // reflect.Type → []string
-
-// argsOf returns the arguments of the input struct In, in the order of
-// its fields, as its generated schema lists them.
-func argsOf[In any]() []string {
-	t := reflect.TypeFor[In]()
-	if v, ok := knownArgs.Load(t); ok {
-		return v.([]string)
-	}
-	v, _ := knownArgs.LoadOrStore(t, inputSchema[In]().PropertyOrder)
-	return v.([]string)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func quoteAll(ss []string) string {

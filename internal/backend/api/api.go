@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/genai"
@@ -39,13 +40,6 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
-
-// DefaultModel is the model a turn without one runs on. Gemini 2.5 Flash is
-// generally available (its name is stable, unlike a preview's), served on
-// the Gemini API's free tier, fast, and able to think within a budget. If
-// Google retires it, the model list check says so and names its
-// successors.
-const DefaultModel = "gemini-2.5-flash"
 
 // Defaults of Options.
 const (
@@ -65,6 +59,10 @@ const (
 type Options struct {
 	// Model is the default model; "" means DefaultModel.
 	Model string
+	// FallbackModel, when set, answers a turn whose model's quota is
+	// exhausted (fallback.go); an alias such as "flash" is resolved as a
+	// turn's model is.
+	FallbackModel string
 	// Timeout bounds each call, retries included; 0 leaves it to the
 	// caller's context.
 	Timeout time.Duration
@@ -113,7 +111,7 @@ type Backend struct {
 	creds     apicreds.Creds
 	hist      History
 	log       *slog.Logger
-	model     string
+	model     string // Options.Model; "" for DefaultModel
 	timeout   time.Duration
 	maxOut    int
 	retries   int
@@ -129,6 +127,9 @@ type Backend struct {
 	maxInline int           // bytes of a request with media inline
 	cacheTTL  time.Duration // of a context cache; 0 for none
 	res       resources     // what the API keeps for the sessions (uploaded files, caches)
+
+	fallbackModel string    // Options.FallbackModel; "" for none
+	lastKnown     sync.Once // logs that the default is lastKnownFlash
 }
 
 // New returns a Backend using the credentials found through
@@ -199,9 +200,7 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 	case b.cacheTTL < 0:
 		b.cacheTTL = 0
 	}
-	if b.model == "" {
-		b.model = DefaultModel
-	}
+	b.fallbackModel = shortName(opts.FallbackModel)
 	if b.retries == 0 {
 		b.retries = DefaultRetries
 	}
@@ -244,25 +243,6 @@ func (b *Backend) Close() {
 
 // Credentials returns what Credentials said when the Backend was made.
 func (b *Backend) Credentials() string { return b.creds.What }
-
-// Check makes one cheap request, listing the models, to see that the
-// credentials work and that the default model is served. Doctor uses it.
-func (b *Backend) Check(ctx context.Context) error {
-	model, err := b.resolveAlias(ctx, ctx, b.model)
-	if err != nil {
-		return err
-	}
-	_, found, known, err := b.models.lookup(ctx, model)
-	if err != nil {
-		return b.classify(ctx, ctx, err, b.model)
-	}
-	if known && !found {
-		e := b.unknownModel(model)
-		e.Reason = "the default " + e.Reason
-		return e
-	}
-	return nil
-}
 
 // Run runs one turn: it checks the model, loads the conversation, refuses
 // one that no longer fits the model's input, streams the answer (retrying
@@ -320,7 +300,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	if model == "" {
 		model = b.model
 	}
-	if model, err = b.resolveAlias(parent, ctx, model); err != nil {
+	if model, err = b.resolveModel(parent, ctx, model); err != nil {
 		return nil, err
 	}
 	mi, found, known, err := b.models.lookup(ctx, model)
@@ -335,7 +315,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 	if known && !mi.generates {
 		return nil, newError(backend.KindInput, nil, "model %q does not generate content (it is not a chat model); "+
-			"leave model out for the default (%s)", model, b.model)
+			"leave model out for the default (%s)", model, b.defaultName())
 	}
 
 	cfg := &genai.GenerateContentConfig{
@@ -353,16 +333,9 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		cfg.ResponseMIMEType = "application/json"
 		cfg.ResponseJsonSchema = t.ResponseSchema
 	}
-	var notApplied []string
-	if t.ThinkingMode != "" {
-		tc, note, err := thinkingConfig(t.ThinkingMode, model, mi, known)
-		if err != nil {
-			return nil, newError(backend.KindInput, nil, "%v", err)
-		}
-		cfg.ThinkingConfig = tc
-		if note != "" {
-			notApplied = append(notApplied, note)
-		}
+	notApplied, err := thinking(t, model, mi, known, cfg)
+	if err != nil {
+		return nil, err
 	}
 
 	if len(refs) > 0 {
@@ -387,8 +360,18 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 
 	obs.Started()
 	res, exchange, notes, err := b.converseCached(parent, ctx, id, t, model, contents, ctxParts, cfg, obs)
+	fellBack := ""
+	if err != nil && b.fallbackModel != "" && isExhausted(err) {
+		// The asked model's quota will not reset within the call: the
+		// turn goes once to the fallback model, which the session then
+		// records as its model.
+		var fb string
+		if res, exchange, notes, fb, err = b.fallback(parent, ctx, id, t, model, err, contents, ctxParts, cfg, obs); err == nil {
+			fellBack, model, notApplied = model, fb, withoutThinkingNotes(notApplied)
+		}
+	}
 	if err != nil {
-		return nil, builtinError(err, t.Builtins, model)
+		return nil, builtinError(unmarkExhausted(err), t.Builtins, model)
 	}
 
 	answered := model
@@ -396,7 +379,8 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		answered = res.modelVersion
 	}
 	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Model: answered, Via: "api",
-		Grounding: res.meta.grounding, URLs: res.meta.urls}
+		Grounding: res.meta.grounding, URLs: res.meta.urls, FallbackFrom: fellBack,
+		Thoughts: res.thoughts, CodeRuns: res.runs, Images: res.images}
 	if res.meta.dropped {
 		ans.NotApplied = append(ans.NotApplied, fmt.Sprintf("google_search: the search suggestions' HTML was over %d bytes, "+
 			"this server's cap, and was left out of _meta.grounding", maxRenderedBytes))

@@ -146,7 +146,7 @@ func TestNewSessionAndContinuation(t *testing.T) {
 	if !session.IsUUID(a.SessionID) || a.SessionID != strings.ToLower(a.SessionID) || a.Via != "api" {
 		t.Fatalf("answer %+v", a)
 	}
-	if want := fakeapi.Answer(DefaultModel, 1, "", "first question"); a.Text != want {
+	if want := fakeapi.Answer(newestFlash, 1, "", "first question"); a.Text != want {
 		t.Fatalf("answer %q, want %q", a.Text, want)
 	}
 	if f.turns(a.SessionID) != 1 {
@@ -157,7 +157,7 @@ func TestNewSessionAndContinuation(t *testing.T) {
 	if b.SessionID != a.SessionID {
 		t.Fatalf("continued as %s, want %s", b.SessionID, a.SessionID)
 	}
-	if want := fakeapi.Answer(DefaultModel, 3, "", "second question"); b.Text != want {
+	if want := fakeapi.Answer(newestFlash, 3, "", "second question"); b.Text != want {
 		t.Fatalf("answer %q, want %q", b.Text, want)
 	}
 	reqs := f.streams()
@@ -179,7 +179,7 @@ func TestNewSessionAndContinuation(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("the fake saw\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if last.Model != DefaultModel {
+	if last.Model != newestFlash {
 		t.Fatalf("model in the URL %q", last.Model)
 	}
 
@@ -196,7 +196,7 @@ func TestContinuationAfterRestart(t *testing.T) {
 	a := f.mustRun(backend.Turn{Prompt: "before the restart"})
 	f.restart(Options{})
 	b := f.mustRun(backend.Turn{Prompt: "after the restart", Session: a.SessionID})
-	if want := fakeapi.Answer(DefaultModel, 3, "", "after the restart"); b.Text != want {
+	if want := fakeapi.Answer(newestFlash, 3, "", "after the restart"); b.Text != want {
 		t.Fatalf("answer %q, want %q", b.Text, want)
 	}
 	if f.turns(a.SessionID) != 2 {

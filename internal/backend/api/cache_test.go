@@ -34,7 +34,7 @@ func TestContextCache(t *testing.T) {
 		t.Fatalf("%d caches created, want 1", n)
 	}
 	cache := f.fake.Caches()[0]
-	if cache.Tokens != 1502 || cache.System != "Review the code." || cache.Model != "models/"+DefaultModel {
+	if cache.Tokens != 1502 || cache.System != "Review the code." || cache.Model != "models/"+newestFlash {
 		t.Fatalf("cache of %d tokens, system %q, model %q", cache.Tokens, cache.System, cache.Model)
 	}
 	r := f.streams()[0]

@@ -137,7 +137,7 @@ func (b *Backend) unknownModel(model string) *backend.Error {
 			model, strings.Join(matches, ", "))
 	}
 	return newError(backend.KindInput, nil, "model %q is not in the Gemini API's model list, nor is any like it; "+
-		"leave model out for the default (%s)", model, b.model)
+		"leave model out for the default (%s)", model, b.defaultName())
 }
 
 // contextError is the error for a call whose context ended: parent is

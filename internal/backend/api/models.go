@@ -16,6 +16,19 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
+// DefaultModel is the model a turn without one runs on when Options.Model
+// names none: the alias for the newest stable Flash model in the API's
+// model list (see resolveModel), so that the default follows Google's
+// releases. Flash models are served on the Gemini API's free tier, fast,
+// and able to think within a budget.
+const DefaultModel = "flash"
+
+// lastKnownFlash is the default model's name when no model list can be
+// had (an endpoint or proxy that lists none, or a list that cannot be
+// read before any was): the newest stable Flash model when this was
+// written. A list read once is used until a later one is read.
+const lastKnownFlash = "gemini-2.5-flash"
+
 // modelInfo is what the model list says of one model.
 type modelInfo struct {
 	name        string // without "models/" or "publishers/google/models/"
@@ -287,7 +300,7 @@ func (b *Backend) Models(ctx context.Context) ([]ModelInfo, error) {
 	if err != nil {
 		return nil, b.classify(ctx, ctx, err, "")
 	}
-	def, _ := b.resolveAlias(ctx, ctx, b.model)
+	def, _ := b.resolveModel(ctx, ctx, b.model)
 	aliases := map[string][]string{}
 	for _, a := range Aliases {
 		if name, found, _, err := b.models.resolve(ctx, a); err == nil && found {
@@ -360,4 +373,85 @@ func (b *Backend) resolveAlias(parent, ctx context.Context, name string) (string
 			name, name, name)
 	}
 	return model, nil
+}
+
+// defaultName is the default model as the operator named it (--model), or
+// DefaultModel.
+func (b *Backend) defaultName() string {
+	if b.model != "" {
+		return b.model
+	}
+	return DefaultModel
+}
+
+// resolveModel returns the model name stands for, as resolveAlias does;
+// "" stands for the default: Options.Model, else the newest stable Flash
+// model in the model list (cached and refreshed as the list is), else,
+// when no list can be had or it is empty, lastKnownFlash. A list that
+// holds no stable Flash model is an error: the credentials cannot use
+// the default.
+func (b *Backend) resolveModel(parent, ctx context.Context, name string) (string, error) {
+	if name != "" {
+		return b.resolveAlias(parent, ctx, name)
+	}
+	model, found, known, err := b.models.resolve(ctx, DefaultModel)
+	switch {
+	case found:
+		return model, nil
+	case err != nil:
+		be := b.classify(parent, ctx, err, DefaultModel)
+		if be.Kind != backend.KindFailed && be.Kind != backend.KindAPI {
+			return "", be
+		}
+		b.lastKnown.Do(func() {
+			b.log.Warn("gemini api: the model list could not be read; the default model is the last known newest Flash model",
+				"model", lastKnownFlash, "err", be.Reason)
+		})
+		return lastKnownFlash, nil
+	case !known:
+		b.lastKnown.Do(func() {
+			b.log.Warn("gemini api: the model list is empty; the default model is the last known newest Flash model",
+				"model", lastKnownFlash)
+		})
+		return lastKnownFlash, nil
+	}
+	return "", newError(backend.KindInput, nil, "no --model was given, and the default, the newest stable Flash model "+
+		"(gemini-<version>-flash, without -preview or another suffix), is not in the Gemini API's model list for these "+
+		"credentials; name a model in the call, or start the server with --model")
+}
+
+// Check makes one cheap request, listing the models, to see that the
+// credentials work and that the default model, and the fallback model if
+// any, are served. Doctor uses it.
+func (b *Backend) Check(ctx context.Context) error {
+	model, err := b.resolveModel(ctx, ctx, b.model)
+	if err != nil {
+		return err
+	}
+	_, found, known, err := b.models.lookup(ctx, model)
+	if err != nil {
+		return b.classify(ctx, ctx, err, model)
+	}
+	if known && !found {
+		e := b.unknownModel(model)
+		e.Reason = "the default " + e.Reason
+		return e
+	}
+	if b.fallbackModel == "" {
+		return nil
+	}
+	if model, err = b.resolveAlias(ctx, ctx, b.fallbackModel); err != nil {
+		if be, ok := err.(*backend.Error); ok {
+			e := *be
+			e.Reason = "--fallback-model: " + e.Reason
+			return &e
+		}
+		return err
+	}
+	if _, found, known, _ := b.models.lookup(ctx, model); known && !found {
+		e := b.unknownModel(model)
+		e.Reason = "the fallback " + e.Reason
+		return e
+	}
+	return nil
 }

@@ -54,6 +54,15 @@ func TestCheck(t *testing.T) {
 	}
 	f.restart(Options{Model: "gemini-1.0-pro"})
 	wantKind(t, f.b.Check(context.Background()), backend.KindInput, 0, `the default model "gemini-1.0-pro"`)
+	f.restart(Options{FallbackModel: "gemini-2.5-flsh"})
+	wantKind(t, f.b.Check(context.Background()), backend.KindInput, 0, `the fallback model "gemini-2.5-flsh"`, "did you mean gemini-2.5-flash")
+	f.fake.SetModels([]fakeapi.Model{{Name: "models/gemini-2.5-flash"}})
+	f.restart(Options{FallbackModel: "pro"})
+	wantKind(t, f.b.Check(context.Background()), backend.KindInput, 0, `--fallback-model: model "pro" is an alias`)
+	f.restart(Options{FallbackModel: "flash"})
+	if err := f.b.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestNullModelList: an answer the SDK panics on is a list that could not

@@ -44,7 +44,7 @@ func TestRetry429ThenSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fakeapi.Answer(DefaultModel, 1, "", prompt); a.Text != want {
+	if want := fakeapi.Answer(newestFlash, 1, "", prompt); a.Text != want {
 		t.Fatalf("answer %q", a.Text)
 	}
 	if n := len(f.streams()); n != 3 {

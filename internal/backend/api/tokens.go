@@ -17,9 +17,13 @@ func (b *Backend) CountTokens(parent context.Context, text string) (int, error) 
 		ctx, cancel = context.WithTimeout(parent, b.timeout)
 		defer cancel()
 	}
-	n, err := b.countTokens(ctx, b.model, []*genai.Content{genai.NewContentFromText(text, genai.RoleUser)})
+	model, err := b.resolveModel(parent, ctx, b.model)
 	if err != nil {
-		return 0, b.classify(parent, ctx, err, b.model)
+		return 0, err
+	}
+	n, err := b.countTokens(ctx, model, []*genai.Content{genai.NewContentFromText(text, genai.RoleUser)})
+	if err != nil {
+		return 0, b.classify(parent, ctx, err, model)
 	}
 	return n, nil
 }
@@ -79,7 +83,7 @@ func (b *Backend) checkFits(parent, ctx context.Context, model string, limit int
 // InputLimit is how many tokens the default model takes in, as the API's
 // list of models says; 0 when that is not known.
 func (b *Backend) InputLimit(ctx context.Context) int {
-	model, err := b.resolveAlias(ctx, ctx, b.model)
+	model, err := b.resolveModel(ctx, ctx, b.model)
 	if err != nil {
 		return 0
 	}

@@ -30,6 +30,7 @@ import (
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -52,6 +53,9 @@ type Store struct {
 	local  map[string]*localLease // per session: this process's queue for its lease
 	held   map[string]string      // session id → holder token of the leases held here
 	closed bool
+
+	// jobWake wakes the waiters of a job this process changed (jobs.go).
+	jobWake jobs.Notifier
 
 	closing chan struct{} // closed by Close: stops the background work and waiting Leases
 	bg      sync.WaitGroup
@@ -259,7 +263,7 @@ func cleanupEvery(ttl time.Duration) time.Duration {
 }
 
 // expire deletes the sessions past their TTL with their turns and
-// answers, the answers and leases past theirs.
+// answers, the answers, leases and jobs past theirs.
 func (s *Store) expire(ctx context.Context) error {
 	return s.write(ctx, "deleting expired sessions", func(tx *sql.Tx) error {
 		now := ms(time.Now())
@@ -268,6 +272,7 @@ func (s *Store) expire(ctx context.Context) error {
 			`DELETE FROM answers WHERE expires_at <= ?1 OR session_id IN (SELECT id FROM sessions WHERE expires_at <= ?1)`,
 			`DELETE FROM sessions WHERE expires_at <= ?1`,
 			`DELETE FROM leases WHERE expires_at <= ?1`,
+			`DELETE FROM jobs WHERE expires_at <= ?1`,
 		} {
 			if _, err := tx.Exec(q, now); err != nil {
 				return err

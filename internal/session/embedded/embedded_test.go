@@ -14,6 +14,8 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/leaktest"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs/jobstest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/storetest"
 )
@@ -244,3 +246,70 @@ func TestImportOldFiles(t *testing.T) {
 }
 
 func errorsIs(err, target error) bool { return err != nil && errors.Is(err, target) }
+
+// TestJobsConformance: two stores on one file stand for two processes
+// sharing it.
+func TestJobsConformance(t *testing.T) {
+	jobstest.Run(t, func(t *testing.T) (jobs.Store, jobs.Store) {
+		db := filepath.Join(t.TempDir(), "sessions.db")
+		return open(t, db, session.Options{}), open(t, db, session.Options{})
+	})
+}
+
+// BenchmarkJobs measures a poll of a job among 1,000 idle ones, and the
+// bytes those take in the database file.
+func BenchmarkJobs(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "sessions.db"), session.Options{})
+	size := func() float64 {
+		var pages, pageSize int64
+		if _, err := s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.db.QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
+			b.Fatal(err)
+		}
+		return float64(pages * pageSize)
+	}
+	before := size()
+	stored := jobstest.Fill(b, s, 1000)
+	jobstest.ReportSize(b, "idle-1000", size()-before, 1000, "file-B/job")
+	jobstest.BenchPoll(b, s, stored)
+}
+
+// TestJobsSurviveRestart: a job a store wrote is whole in a store opened
+// on the file later, as after a restart of the server, and is deleted
+// from the file once expired.
+func TestJobsSurviveRestart(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "sessions.db")
+	a := open(t, db, session.Options{})
+	j, _ := jobs.New("token:alice", "research", time.Hour, time.Now())
+	j, err := a.CreateJob(t.Context(), j, jobs.Limits{})
+	if err == nil {
+		_ = j.Start(time.Now())
+		_ = j.SetResume("interaction-1", time.Now())
+		j, err = a.UpdateJob(t.Context(), j)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, _ := jobs.New("token:alice", "chat", time.Millisecond, time.Now())
+	if _, err := a.CreateJob(t.Context(), short, jobs.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	for !time.Now().After(short.Expires.Add(time.Millisecond)) { // the store counts in milliseconds
+		time.Sleep(time.Millisecond)
+	}
+	b := open(t, db, session.Options{}) // Open deletes what has expired
+	got, ok, err := b.GetJob(t.Context(), "token:alice", j.ID)
+	if err != nil || !ok || got.Resume != "interaction-1" || got.Version != j.Version || got.Status != jobs.Working {
+		t.Fatalf("after a restart: %+v, %v, %v", got, ok, err)
+	}
+	var rows int
+	if err := b.db.QueryRow(`SELECT count(*) FROM jobs`).Scan(&rows); err != nil || rows != 1 {
+		t.Fatalf("%d rows of jobs after the expired one's clean-up, %v; want 1", rows, err)
+	}
+}

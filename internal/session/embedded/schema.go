@@ -35,6 +35,17 @@ CREATE TABLE IF NOT EXISTS leases (
 	holder TEXT NOT NULL,
 	expires_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS jobs (
+	id TEXT PRIMARY KEY,
+	owner TEXT NOT NULL,
+	version INTEGER NOT NULL,  -- jobs.Job.Version, for UpdateJob's compare-and-set
+	live INTEGER NOT NULL,     -- 1 while the job counts against the limits
+	expires_at INTEGER NOT NULL, -- also ListJobs' order
+	data TEXT NOT NULL         -- JSON of jobs.Job
+);
+CREATE INDEX IF NOT EXISTS jobs_owner ON jobs (owner, expires_at DESC, id);
+CREATE INDEX IF NOT EXISTS jobs_live ON jobs (live, expires_at);
+CREATE INDEX IF NOT EXISTS jobs_expires ON jobs (expires_at);
 CREATE TABLE IF NOT EXISTS meta (
 	key TEXT PRIMARY KEY,
 	value TEXT NOT NULL

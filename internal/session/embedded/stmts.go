@@ -11,8 +11,8 @@ import (
 // Inside a write transaction a statement is used through tx.StmtContext,
 // which reuses its compiled form on the transaction's connection and
 // compiles it once more only on a connection that has not run it yet.
-// Rarely run statements (the schema, the import, the expiry sweep, List)
-// are compiled when they run.
+// Rarely run statements (the schema, the import, the expiry sweep, List,
+// and the jobs' calls but their poll) are compiled when they run.
 type stmts struct {
 	get, live, upsertRecord, extend, appendTurn, loadTurns *sql.Stmt
 
@@ -21,6 +21,10 @@ type stmts struct {
 	dropAnswer, answerBytes, oldestAnswers, dropOldAnswers, putAnswer, getAnswer *sql.Stmt
 
 	takeLease, deleteLease, renewLease *sql.Stmt
+
+	// A job's poll (jobs.go): a waiter asks for its version four times a
+	// second.
+	jobGet, jobVersion *sql.Stmt
 }
 
 // list names each statement with its SQL.
@@ -50,6 +54,8 @@ func (st *stmts) list() []struct {
 		{&st.takeLease, takeLeaseSQL},
 		{&st.deleteLease, deleteLeaseSQL},
 		{&st.renewLease, renewLeaseSQL},
+		{&st.jobGet, jobGetSQL},
+		{&st.jobVersion, jobVersionSQL},
 	}
 }
 

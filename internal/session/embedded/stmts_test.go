@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -70,8 +71,8 @@ func (c countingConn) QueryContext(ctx context.Context, query string, args []dri
 	return c.sqliteConn.QueryContext(ctx, query, args)
 }
 
-// TestHotPathsCompileNoSQL: once the store has run each call of a turn,
-// running them again compiles no SQL: they use the statements prepared
+// TestHotPathsCompileNoSQL: once the store has run each call of a turn
+// and of a job's poll, running them again compiles no SQL: they use the statements prepared
 // at Open.
 func TestHotPathsCompileNoSQL(t *testing.T) {
 	registerCounting.Do(func() {
@@ -91,6 +92,11 @@ func TestHotPathsCompileNoSQL(t *testing.T) {
 	// oldest.
 	s := open(t, filepath.Join(t.TempDir(), "sessions.db"), session.Options{LeaseTTL: time.Hour, MaxPagedBytes: 10})
 	ctx := context.Background()
+	job, _ := jobs.New("token:alice", "research", time.Hour, time.Now())
+	job, err := s.CreateJob(ctx, job, jobs.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	turn := func() {
 		t.Helper()
 		release, err := s.Lease(ctx, idA)
@@ -117,6 +123,13 @@ func TestHotPathsCompileNoSQL(t *testing.T) {
 		}
 		if _, ok, err := s.GetAnswer(ctx, idC); !ok || err != nil {
 			t.Fatalf("GetAnswer: %v %v", ok, err)
+		}
+		// A job's poll: a read, and a wait that finds it changed.
+		if _, ok, err := s.GetJob(ctx, job.Owner, job.ID); !ok || err != nil {
+			t.Fatalf("GetJob: %v %v", ok, err)
+		}
+		if _, ok, err := s.WaitJob(ctx, job.Owner, job.ID, 0, time.Minute); !ok || err != nil {
+			t.Fatalf("WaitJob: %v %v", ok, err)
 		}
 		release()
 		if err := s.Delete(ctx, idA); err != nil {

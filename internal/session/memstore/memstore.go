@@ -37,6 +37,8 @@ type Store struct {
 	bytes    int      // of all kept pages
 	leases   map[string]*lease
 	swept    time.Time
+
+	jobs jobTable // the background jobs (jobs.go), under a lock of their own
 }
 
 // entry is one session: its record (once a turn was touched), its turns

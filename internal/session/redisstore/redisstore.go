@@ -26,6 +26,7 @@
 //	P oauth:URL      the MCP host's OAuth tokens for the server URL, a hash:
 //	                 issuer → token (JSON, as the host gives it), expiring
 //	                 OAuthTokenTTL after the last save
+//	P {jobs}…        the background jobs (see jobs.go)
 //
 // The braces are Redis Cluster hash tags: a session's keys share a slot,
 // so that the scripts that change a session touch one node's keys only;
@@ -63,6 +64,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -96,6 +98,7 @@ type Store struct {
 	wake    map[string]chan struct{} // by session id: closed when this process releases its lease
 	held    map[*lease]struct{}
 	renewal sync.WaitGroup
+	jobWake jobs.Notifier // wakes the waiters of a job changed here (jobs.go)
 	// minWait and maxWait bound the wait between two tries at a held
 	// lease; onWait, when set, is called as a waiter starts waiting.
 	// Tests set them to show that a release in this process needs no try.

@@ -1,0 +1,422 @@
+// Package jobs is the record of a background job — a tool call run apart
+// from the request that started it, so that a client can come back for
+// its progress and result, on any replica, after the request (or the
+// process that ran it) is gone — its lifecycle, and the interface of the
+// stores that keep it (Store, implemented by the session stores: embedded,
+// Redis and memory; all pass the suite in internal/jobs/jobstest).
+//
+// A job's status maps onto the MCP Tasks extension's (SEP-2663) one to one
+// but for Queued, which the extension has no word for and calls working:
+//
+//	Queued        → working (accepted, not started: the extension's task exists from tools/call on)
+//	Working       → working
+//	InputRequired → input_required
+//	Completed     → completed
+//	Failed        → failed
+//	Cancelled     → cancelled
+//
+// and the record holds the rest of a task: taskId (ID), createdAt
+// (Created), lastUpdatedAt (Updated), ttlMs (TTL), statusMessage
+// (Message), the result inline (Result) or the error (Error). See Task.
+package jobs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+)
+
+// Status is where a job is in its lifecycle:
+//
+//	Queued → Working ⇄ InputRequired
+//	Queued, Working, InputRequired → Completed, Failed, Cancelled
+//
+// Completed, Failed and Cancelled are final: a job in one never changes
+// status again.
+type Status string
+
+const (
+	// Queued: accepted and stored, not yet started.
+	Queued Status = "queued"
+	// Working: running; Message and the counters tell how far.
+	Working Status = "working"
+	// InputRequired: waiting for the caller to answer a question
+	// (Message), such as approving a research plan.
+	InputRequired Status = "input_required"
+	// Completed: Result is the call's result.
+	Completed Status = "completed"
+	// Failed: Error says why; Partial keeps what was produced.
+	Failed Status = "failed"
+	// Cancelled: stopped at the caller's request.
+	Cancelled Status = "cancelled"
+)
+
+// Valid reports whether s is one of the statuses above.
+func (s Status) Valid() bool {
+	switch s {
+	case Queued, Working, InputRequired, Completed, Failed, Cancelled:
+		return true
+	}
+	return false
+}
+
+// Final reports whether s is a status a job never leaves.
+func (s Status) Final() bool { return s == Completed || s == Failed || s == Cancelled }
+
+// Live reports whether a job in s still runs or waits to: live jobs count
+// against Limits.
+func (s Status) Live() bool { return s.Valid() && !s.Final() }
+
+// TaskStatus is s as the Tasks extension names it (see the package
+// comment).
+func (s Status) TaskStatus() string {
+	if s == Queued {
+		return string(Working)
+	}
+	return string(s)
+}
+
+// Bounds of a job's parts. A job is stored whole on every change, so each
+// part is capped: the record of a job is at most a little over
+// MaxResultBytes+MaxPartialBytes.
+const (
+	// MaxResultBytes caps the JSON of a job's result. A synchronous
+	// call's result is at most one page of an answer (the default
+	// --max-answer-bytes is 60000) with its structured copy and links;
+	// a result over this cap is refused (Complete), not cut.
+	MaxResultBytes = 4 << 20
+	// MaxPartialBytes caps the partial output kept while a job runs: its
+	// first bytes are kept, PartialDropped counts the rest.
+	MaxPartialBytes = 64 << 10
+	// MaxMessageBytes caps a progress or status message, MaxErrorBytes a
+	// job's error, MaxResumeBytes a backend's resume handle and
+	// MaxToolBytes a tool's name.
+	MaxMessageBytes = 1 << 10
+	MaxErrorBytes   = 16 << 10
+	MaxResumeBytes  = 1 << 10
+	MaxToolBytes    = 128
+	// MaxOwnerBytes caps an owner key (a token id, an OAuth subject).
+	MaxOwnerBytes = 1 << 10
+)
+
+// Job is the record of one background job.
+type Job struct {
+	// ID names the job to its owner: a random (version 4) UUID, 122
+	// random bits, so that no one guesses another's.
+	ID string `json:"id"`
+	// Owner is the caller key of the caller that started it (the same as
+	// session.Record.Owner: a token id, an OAuth subject, "" on stdio and
+	// HTTP without authentication). Only that owner sees the job: to any
+	// other, the stores answer as if it did not exist.
+	Owner string `json:"owner"`
+	// Tool is the name of the tool the job runs.
+	Tool   string `json:"tool"`
+	Status Status `json:"status"`
+	// Version counts the job's stored changes: 1 once created, one more
+	// on every update. Store.UpdateJob writes a job only over the version
+	// it was read at, so that two processes cannot overwrite each other's
+	// changes; Store.WaitJob waits for it to move.
+	Version int64     `json:"version"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// TTL is how long the job is kept after its last change; Expires is
+	// then, Updated+TTL. An expired job is as unknown as one never made.
+	TTL     time.Duration `json:"ttl"`
+	Expires time.Time     `json:"expires"`
+
+	// Message says what the job is doing (a progress message) or, when
+	// InputRequired, what it asks.
+	Message string `json:"message,omitempty"`
+	// Progress and Total are the job's counters, as MCP's progress
+	// notifications carry them: Total 0 when unknown.
+	Progress float64 `json:"progress,omitempty"`
+	Total    float64 `json:"total,omitempty"`
+	// Partial is the output so far (its first MaxPartialBytes), while the
+	// job runs and after it fails or is cancelled; PartialDropped counts
+	// the bytes of it not kept.
+	Partial        string `json:"partial,omitempty"`
+	PartialDropped int    `json:"partialDropped,omitempty"`
+
+	// Result is the JSON of the *mcp.CallToolResult the synchronous call
+	// would have returned (a tool error too, with isError): set when
+	// Completed, and only then.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Error says why a Failed job failed.
+	Error string `json:"error,omitempty"`
+
+	// CancelRequested is set by the caller's cancel of a job that is
+	// running: the process running it stops it and marks it Cancelled.
+	CancelRequested bool `json:"cancelRequested,omitempty"`
+	// Resume is the backend's handle on the work (an Interactions API
+	// interaction id), opaque here, so that a process other than the one
+	// that started the job can go on following it.
+	Resume string `json:"resume,omitempty"`
+}
+
+// Errors of the lifecycle and the stores. The stores' own failures (Redis
+// down, the disk full) wrap session.ErrUnavailable instead.
+var (
+	// ErrNotFound: no such job for this owner — never made, expired, or
+	// another owner's.
+	ErrNotFound = errors.New("no such job")
+	// ErrConflict: the job changed since it was read (Store.UpdateJob).
+	ErrConflict = errors.New("the job changed since it was read")
+	// ErrLimit: a limit on live jobs refused a new one.
+	ErrLimit = errors.New("too many jobs")
+	// ErrFinal: the job has finished and cannot change.
+	ErrFinal = errors.New("the job has finished")
+)
+
+// New returns a job of owner running tool, Queued at now, kept ttl after
+// its last change (config.DefaultJobTTL when ttl is 0).
+func New(owner, tool string, ttl time.Duration, now time.Time) (Job, error) {
+	if ttl == 0 {
+		ttl = config.DefaultJobTTL
+	}
+	j := Job{ID: session.NewUUID(), Owner: owner, Tool: tool, Status: Queued, Created: now, TTL: ttl}
+	j.touch(now)
+	return j, j.Check()
+}
+
+// Check reports what is wrong with j as a record a store may keep: an id
+// that is not a lower-case UUID, an unknown status, a part over its cap,
+// a TTL under a millisecond, a result or error where the status has none.
+func (j Job) Check() error {
+	if err := CheckID(j.ID); err != nil {
+		return err
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("job %s: "+format, append([]any{j.ID}, args...)...)
+	}
+	switch {
+	case !j.Status.Valid():
+		return bad("unknown status %q", clip(string(j.Status)))
+	case len(j.Owner) > MaxOwnerBytes:
+		return bad("the owner's %d bytes are over %d", len(j.Owner), MaxOwnerBytes)
+	case j.Tool == "" || len(j.Tool) > MaxToolBytes:
+		return bad("a tool's name must have 1 to %d bytes, not %d", MaxToolBytes, len(j.Tool))
+	case j.TTL < time.Millisecond:
+		return bad("a TTL of %v is under a millisecond", j.TTL)
+	case j.Created.IsZero() || j.Updated.Before(j.Created) || !j.Expires.Equal(j.Updated.Add(j.TTL)):
+		return bad("its times are not those of its lifecycle (created %v, updated %v, expires %v, TTL %v)", j.Created, j.Updated, j.Expires, j.TTL)
+	case len(j.Message) > MaxMessageBytes, len(j.Partial) > MaxPartialBytes, len(j.Error) > MaxErrorBytes,
+		len(j.Resume) > MaxResumeBytes, len(j.Result) > MaxResultBytes:
+		return bad("a part is over its cap")
+	case (j.Status == Completed) != (len(j.Result) > 0):
+		return bad("a result belongs to a completed job, and a completed job has one")
+	case (j.Status == Failed) != (j.Error != ""):
+		return bad("an error belongs to a failed job, and a failed job has one")
+	case j.Progress < 0 || j.Total < 0:
+		return bad("negative counters")
+	}
+	return nil
+}
+
+// CheckID accepts the ids jobs are named by: lower-case UUIDs.
+func CheckID(id string) error {
+	if !session.IsUUID(id) || strings.ToLower(id) != id {
+		return fmt.Errorf("job id %q is not a job id: want a lower-case UUID", clip(id))
+	}
+	return nil
+}
+
+// touch records a change at now: it restarts the TTL.
+func (j *Job) touch(now time.Time) {
+	if now.Before(j.Updated) {
+		now = j.Updated // a clock that stepped back does not shorten the job's life
+	}
+	j.Updated = now
+	j.Expires = now.Add(j.TTL)
+}
+
+// from refuses a change of a job that has finished.
+func (j *Job) from(what string, ok ...Status) error {
+	if j.Status.Final() {
+		return fmt.Errorf("job %s: cannot %s: %w (%s)", j.ID, what, ErrFinal, j.Status)
+	}
+	for _, s := range ok {
+		if j.Status == s {
+			return nil
+		}
+	}
+	return fmt.Errorf("job %s: cannot %s while %s", j.ID, what, j.Status)
+}
+
+// Start marks a queued job Working: its runner has picked it up. A job
+// cancelled before it started has finished (ErrFinal): its runner drops it.
+func (j *Job) Start(now time.Time) error {
+	if err := j.from("start", Queued); err != nil {
+		return err
+	}
+	j.Status = Working
+	j.touch(now)
+	return nil
+}
+
+// Report records progress of a working job: its message (cut to
+// MaxMessageBytes) and counters.
+func (j *Job) Report(message string, progress, total float64, now time.Time) error {
+	if err := j.from("report progress", Working); err != nil {
+		return err
+	}
+	if progress < 0 || total < 0 {
+		return fmt.Errorf("job %s: negative progress %v or total %v", j.ID, progress, total)
+	}
+	j.Message, _ = Cut(message, MaxMessageBytes)
+	j.Progress, j.Total = progress, total
+	j.touch(now)
+	return nil
+}
+
+// SetPartial replaces the output so far of a job that has not finished,
+// keeping its first MaxPartialBytes.
+func (j *Job) SetPartial(text string, now time.Time) error {
+	if err := j.from("keep partial output", Queued, Working, InputRequired); err != nil {
+		return err
+	}
+	j.Partial, j.PartialDropped = Cut(text, MaxPartialBytes)
+	j.touch(now)
+	return nil
+}
+
+// SetResume records the backend's handle on the work.
+func (j *Job) SetResume(handle string, now time.Time) error {
+	if err := j.from("keep a resume handle", Queued, Working, InputRequired); err != nil {
+		return err
+	}
+	if len(handle) > MaxResumeBytes {
+		return fmt.Errorf("job %s: a resume handle of %d bytes is over %d", j.ID, len(handle), MaxResumeBytes)
+	}
+	j.Resume = handle
+	j.touch(now)
+	return nil
+}
+
+// AskInput marks a working job InputRequired, asking question.
+func (j *Job) AskInput(question string, now time.Time) error {
+	if err := j.from("ask for input", Working); err != nil {
+		return err
+	}
+	j.Status = InputRequired
+	j.Message, _ = Cut(question, MaxMessageBytes)
+	j.touch(now)
+	return nil
+}
+
+// Resumed marks a job that was waiting for input Working again: the
+// caller answered.
+func (j *Job) Resumed(now time.Time) error {
+	if err := j.from("resume", InputRequired); err != nil {
+		return err
+	}
+	j.Status = Working
+	j.Message = ""
+	j.touch(now)
+	return nil
+}
+
+// Complete finishes a running job with the call's result, kept as its
+// JSON. A result whose JSON is over MaxResultBytes is refused and the job
+// left as it was: its runner fails it instead.
+func (j *Job) Complete(res *mcp.CallToolResult, now time.Time) error {
+	if err := j.from("complete", Working, InputRequired); err != nil {
+		return err
+	}
+	if res == nil {
+		return fmt.Errorf("job %s: no result", j.ID)
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("job %s: the result: %w", j.ID, err)
+	}
+	if len(data) > MaxResultBytes {
+		return fmt.Errorf("job %s: the result's %d bytes of JSON are over the %d a job keeps", j.ID, len(data), MaxResultBytes)
+	}
+	j.Status, j.Result = Completed, data
+	j.Message, j.Partial, j.PartialDropped = "", "", 0
+	j.touch(now)
+	return nil
+}
+
+// Fail finishes a job with an error (cut to MaxErrorBytes), keeping its
+// partial output.
+func (j *Job) Fail(why string, now time.Time) error {
+	if err := j.from("fail", Queued, Working, InputRequired); err != nil {
+		return err
+	}
+	if why == "" {
+		why = "failed"
+	}
+	j.Status = Failed
+	j.Error, _ = Cut(why, MaxErrorBytes)
+	j.touch(now)
+	return nil
+}
+
+// Cancelled finishes a job as cancelled, keeping its partial output.
+func (j *Job) Cancelled(now time.Time) error {
+	if err := j.from("cancel", Queued, Working, InputRequired); err != nil {
+		return err
+	}
+	j.Status = Cancelled
+	j.touch(now)
+	return nil
+}
+
+// RequestCancel is the caller's cancel: a job not yet started is Cancelled
+// at once; a running one is marked CancelRequested for its runner, which
+// stops it. A finished job is left as it is (changed is false), as is one
+// whose cancel was already requested.
+func (j *Job) RequestCancel(now time.Time) (changed bool) {
+	switch {
+	case j.Status.Final() || j.CancelRequested:
+		return false
+	case j.Status == Queued:
+		j.Status = Cancelled
+	}
+	j.CancelRequested = true
+	j.touch(now)
+	return true
+}
+
+// CallToolResult returns the result of a completed job as the synchronous
+// call would have returned it.
+func (j Job) CallToolResult() (*mcp.CallToolResult, error) {
+	if j.Status != Completed {
+		return nil, fmt.Errorf("job %s is %s, not completed", j.ID, j.Status)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(j.Result, &res); err != nil {
+		return nil, fmt.Errorf("job %s: its stored result: %w", j.ID, err)
+	}
+	return &res, nil
+}
+
+// Cut returns s's first max bytes (at a UTF-8 boundary) and how many
+// bytes it left out.
+func Cut(s string, max int) (string, int) {
+	if len(s) <= max {
+		return s, 0
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], len(s) - n
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		s, _ = Cut(s, 80)
+		return s + "…"
+	}
+	return s
+}
