@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/leaktest"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/otlprecv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 // tracer returns a tracer exporting to recv, with batches sent only when
 // full or at Close unless the test ends a batch.
@@ -153,7 +153,7 @@ func TestExportRetries(t *testing.T) {
 // TestExportQueueFull: while the receiver does not answer, ended spans
 // fill the queue and the rest are dropped and counted; ending a span never
 // waits. Close's deadline then cancels the stuck POST, and Close returns
-// with the spans left counted (goleak checks its goroutine ended).
+// with the spans left counted (leaktest checks its goroutine ended).
 func TestExportQueueFull(t *testing.T) {
 	arrived := make(chan struct{}, 1)
 	recv := otlprecv.Start(t)
