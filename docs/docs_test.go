@@ -190,27 +190,36 @@ func TestLinks(t *testing.T) {
 	}
 }
 
-// TestPackageMap checks that architecture.md's package map has one line
-// per package `go list ./...` lists, and no line for anything else.
+// TestPackageMap checks that architecture.md's package maps have one line
+// per package `go list ./...` lists, and no line for anything else: the
+// product's module's map under "## Package map", the workshop's
+// (workshop/) under "## The workshop".
 func TestPackageMap(t *testing.T) {
 	b, err := os.ReadFile("architecture.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(b)
-	i := strings.Index(s, "\n## Package map\n")
+	checkPackageMap(t, string(b), "## Package map", root, 10)
+	checkPackageMap(t, string(b), "## The workshop", filepath.Join(root, "workshop"), 5)
+}
+
+// checkPackageMap checks the first fenced block under heading against the
+// packages of the module in dir, named by their paths from its root.
+func checkPackageMap(t *testing.T, s, heading, dir string, atLeast int) {
+	t.Helper()
+	i := strings.Index(s, "\n"+heading+"\n")
 	if i < 0 {
-		t.Fatal(`architecture.md has no "## Package map" section`)
+		t.Fatalf("architecture.md has no %q section", heading)
 	}
 	s = s[i:]
 	start := strings.Index(s, "\n```\n")
 	if start < 0 {
-		t.Fatal("the package map has no fenced block")
+		t.Fatalf("the package map of %q has no fenced block", heading)
 	}
 	s = s[start+5:]
 	end := strings.Index(s, "\n```")
 	if end < 0 {
-		t.Fatal("the package map's fenced block does not end")
+		t.Fatalf("the package map of %q's fenced block does not end", heading)
 	}
 	mapped := map[string]int{}
 	for _, line := range strings.Split(s[:end], "\n") {
@@ -222,39 +231,48 @@ func TestPackageMap(t *testing.T) {
 		mapped[fields[0]]++
 	}
 
-	modPath := goCmd(t, "list", "-m")
+	modPath := goCmdIn(t, dir, "list", "-m")
 	var listed []string
-	for _, p := range strings.Fields(goCmd(t, "list", "./...")) {
+	for _, p := range strings.Fields(goCmdIn(t, dir, "list", "./...")) {
 		rel, ok := strings.CutPrefix(p, modPath+"/")
 		if !ok {
 			t.Fatalf("go list gave %q, outside the module %s", p, modPath)
 		}
 		listed = append(listed, rel)
 	}
-	if len(listed) < 10 {
-		t.Fatalf("go list ./... listed only %v", listed)
+	if len(listed) < atLeast {
+		t.Fatalf("go list ./... in %s listed only %v", dir, listed)
 	}
 	for _, p := range listed {
 		if mapped[p] == 0 {
-			t.Errorf("package %s is missing from architecture.md's package map", p)
+			t.Errorf("package %s is missing from architecture.md's package map under %q", p, heading)
 		}
 	}
 	for p, n := range mapped {
 		if !slices.Contains(listed, p) {
-			t.Errorf("architecture.md's package map names %s, which go list ./... does not list", p)
+			t.Errorf("architecture.md's package map under %q names %s, which go list ./... in %s does not list", heading, p, dir)
 		}
 		if n > 1 {
-			t.Errorf("architecture.md's package map names %s %d times", p, n)
+			t.Errorf("architecture.md's package map under %q names %s %d times", heading, p, n)
 		}
 	}
 }
 
-// goCmd runs the go command in the repository's root and returns its
-// standard output, trimmed.
+// goCmd runs the go command in the repository's root, on the product's
+// module alone.
 func goCmd(t *testing.T, args ...string) string {
 	t.Helper()
+	return goCmdIn(t, root, args...)
+}
+
+// goCmdIn runs the go command in dir, on the module there alone
+// (GOWORK=off: not the workspace go.work makes of the product and the
+// workshop), and returns its standard output, trimmed.
+func goCmdIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), "go", args...)
-	cmd.Dir = root
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

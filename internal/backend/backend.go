@@ -8,6 +8,8 @@ package backend
 import (
 	"context"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 )
 
 // Turn is one prompt to Gemini.
@@ -18,7 +20,7 @@ type Turn struct {
 	// none. The API backend sends it as a part of its own, which it may
 	// keep in an explicit cache for the conversation's later turns.
 	ContextLen int
-	// Owner names the caller the turn comes from (conversation.Who's
+	// Owner names the caller the turn comes from (identity.Who's
 	// Caller): a context cache is only used for turns of the same owner.
 	Owner        string
 	Model        string // "" for the backend's default
@@ -170,6 +172,8 @@ type Answer struct {
 type Backend interface {
 	// Name is the backend's name as --backend spells it.
 	Name() string
+	// Family is the family of the sessions it starts and can continue.
+	Family() config.Family
 	Run(ctx context.Context, t Turn) (*Answer, error)
 	// Close stops what the backend keeps running and waits for it.
 	Close()

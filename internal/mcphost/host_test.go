@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/leaktest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	cleanup()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := leaktest.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
 			code = 1
 		}

@@ -3,8 +3,8 @@ package proc
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/leaktest"
 )
 
 // TestMain checks that no run leaves a goroutine behind.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }

@@ -12,10 +12,11 @@ import (
 	"testing"
 )
 
-// execOwners are the directories, relative to the module's root, whose
-// non-test files may import os/exec: this package, the test helpers and
-// the benchmark, which start the programs they test.
-var execOwners = []string{"internal/proc", "internal/geminitest", "bench"}
+// execOwners are the directories, relative to the repository's root (the
+// workshop's module under workshop/ included), whose non-test files may
+// import os/exec: this package, the test helpers and the benchmark, which
+// start the programs they test.
+var execOwners = []string{"internal/proc", "internal/geminitest", "workshop/bench"}
 
 // TestOnlyProcImportsExec: no non-test Go file of the module outside
 // execOwners imports os/exec, whatever its build constraints, so that

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
@@ -28,8 +29,9 @@ type echoBackend struct {
 	turns int
 }
 
-func (*echoBackend) Name() string { return "api" }
-func (*echoBackend) Close()       {}
+func (*echoBackend) Name() string          { return "api" }
+func (*echoBackend) Family() config.Family { return config.FamilyAPI }
+func (*echoBackend) Close()                {}
 func (b *echoBackend) Run(_ context.Context, t backend.Turn) (*backend.Answer, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -58,7 +60,7 @@ func TestArgumentsDecodedOnce(t *testing.T) {
 	conv := conversation.New(conversation.Options{Backend: be, Store: store, DefaultCwd: dir})
 	chat := &tools.Deps{Conv: conv, MaxPromptBytes: 1 << 20}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
-	register(srv, Families{Chat: chat, Expert: &expert.Deps{Turns: conv, Ask: chat, ProjectRoot: dir}})
+	register(srv, Families{Chat: chat, Expert: &expert.Deps{Turns: conv, ProjectRoot: dir}})
 	cs := mcptest.Connect(t, srv, nil)
 
 	call := func(tool string, args map[string]any) (res *mcp.CallToolResult, err error) {

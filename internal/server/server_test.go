@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/leaktest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	if code == 0 {
 		// Every call's goroutines (progress reporters, process waiters,
 		// queue waiters) must have ended with the tests.
-		if err := goleak.Find(); err != nil {
+		if err := leaktest.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
 			code = 1
 		}

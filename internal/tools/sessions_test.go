@@ -52,7 +52,7 @@ func TestSessionsListsNewestFirstPaged(t *testing.T) {
 	d, _ := newStubDeps(t)
 	d = tick(d)
 	d = d.with(func(o *conversation.Options) { o.Host = "here" })
-	sub := d.Conv.DefaultCwd() + "/sub"
+	sub := optsOf(d).DefaultCwd + "/sub"
 	if err := mkdir(sub); err != nil {
 		t.Fatal(err)
 	}
@@ -70,12 +70,12 @@ func TestSessionsListsNewestFirstPaged(t *testing.T) {
 		t.Fatalf("first page: %s %+v", textOf(res), out)
 	}
 	got := out.Sessions[0]
-	want := SessionInfo{ID: a, Backend: "cli", Cwd: d.Conv.DefaultCwd(), Model: "gemini-x", Title: "first question about the parser", Turns: 2,
+	want := SessionInfo{ID: a, Backend: "cli", Cwd: optsOf(d).DefaultCwd, Model: "gemini-x", Title: "first question about the parser", Turns: 2,
 		LastUsed: "2026-11-22T10:04:00Z", Host: "here"}
 	if got != want {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
 	}
-	for _, w := range []string{a + "  cli  " + d.Conv.DefaultCwd() + "  gemini-x  2 turns  last used 2026-11-22T10:04:00Z", `"first question about the parser"`, "cursor " + `"` + out.NextCursor + `"`} {
+	for _, w := range []string{a + "  cli  " + optsOf(d).DefaultCwd + "  gemini-x  2 turns  last used 2026-11-22T10:04:00Z", `"first question about the parser"`, "cursor " + `"` + out.NextCursor + `"`} {
 		if !strings.Contains(textOf(res), w) {
 			t.Errorf("text lacks %q:\n%s", w, textOf(res))
 		}

@@ -19,13 +19,6 @@ type Tuning struct {
 // constraints (see tuneSchema).
 func (Tuning) extendSchema(s *jsonschema.Schema) { tuneSchema(s) }
 
-// apply copies the tuning into a turn.
-func (t Tuning) apply(turn *backend.Turn) {
-	turn.Temperature = t.Temperature
-	turn.ThinkingMode = t.ThinkingMode
-	turn.IncludeThoughts = t.IncludeThoughts
-}
-
 // tuneSchema gives the tuning properties of a generated input schema their
 // constraints, which struct tags cannot express: a clients' model then
 // sees the range and the values. The temperature is a plain number (the

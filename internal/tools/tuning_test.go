@@ -26,7 +26,7 @@ func connectStub(t *testing.T) (*mcp.ClientSession, *stubRunner) {
 	t.Cleanup(func() { store.Close() })
 	r := &stubRunner{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
-	addAll(srv, &Deps{Conv: conversation.New(conversation.Options{Backend: r, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20})
+	addAll(srv, &Deps{Conv: newConv(conversation.Options{Backend: r, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20})
 	return mcptest.Connect(t, srv, nil), r
 }
 

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/leaktest"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/otlprecv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 // tracer returns a tracer exporting to recv, with batches sent only when
 // full or at Close unless the test ends a batch.
@@ -153,7 +153,7 @@ func TestExportRetries(t *testing.T) {
 // TestExportQueueFull: while the receiver does not answer, ended spans
 // fill the queue and the rest are dropped and counted; ending a span never
 // waits. Close's deadline then cancels the stuck POST, and Close returns
-// with the spans left counted (goleak checks its goroutine ended).
+// with the spans left counted (leaktest checks its goroutine ended).
 func TestExportQueueFull(t *testing.T) {
 	arrived := make(chan struct{}, 1)
 	recv := otlprecv.Start(t)
@@ -216,14 +216,14 @@ func TestNilTracer(t *testing.T) {
 }
 
 func TestSampler(t *testing.T) {
-	sampled := SpanContext{TraceID: TraceID{1}, SpanID: SpanID{1}, Sampled: true}
-	unsampled := SpanContext{TraceID: TraceID{1}, SpanID: SpanID{1}}
-	low := TraceID{15: 1}                                                  // the lowest ids are always in a ratio's share
-	high := TraceID{8: 0xff, 9: 0xff, 10: 0xff, 11: 0xff, 12: 0xff, 15: 1} // the highest almost never
+	sampled := SpanContext{TraceID: ID{1}, SpanID: SpanID{1}, Sampled: true}
+	unsampled := SpanContext{TraceID: ID{1}, SpanID: SpanID{1}}
+	low := ID{15: 1}                                                  // the lowest ids are always in a ratio's share
+	high := ID{8: 0xff, 9: 0xff, 10: 0xff, 11: 0xff, 12: 0xff, 15: 1} // the highest almost never
 	for _, c := range []struct {
 		s      Sampler
 		parent SpanContext
-		id     TraceID
+		id     ID
 		want   bool
 	}{
 		{Sampler{Ratio: 1}, unsampled, low, true},

@@ -63,6 +63,10 @@ func New(opts Options, log *slog.Logger) *Backend {
 // Name is the backend's name as --backend spells it.
 func (b *Backend) Name() string { return string(config.BackendWarm) }
 
+// Family is the Gemini CLI's, whose session files it shares with the
+// one-shot backend.
+func (b *Backend) Family() config.Family { return config.FamilyCLI }
+
 // Prepare starts, in the background, a process for chats without a system
 // prompt and its spare session in dir, unless one runs already or the pool
 // is full: a client that has just connected finds its first chat ready.

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/leaktest"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
@@ -56,7 +56,7 @@ func newWarmRunnerSlots(t *testing.T, slots int, opts geminicli.Options, warm Wa
 	t.Cleanup(func() {
 		r.Close()
 		// Every process and goroutine of the pool is gone after Close.
-		goleak.VerifyNone(t, goleak.IgnoreCurrent())
+		leaktest.VerifyNone(t, leaktest.IgnoreCurrent())
 	})
 	return r, log, acpLog, logs
 }

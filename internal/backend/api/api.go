@@ -230,6 +230,9 @@ func (b *Backend) Provider() string {
 // Name is "api".
 func (b *Backend) Name() string { return string(config.BackendAPI) }
 
+// Family is the API backend's: it keeps its own history.
+func (b *Backend) Family() config.Family { return config.FamilyAPI }
+
 // Close deletes what the API keeps for this process's sessions (uploaded
 // files, context caches), then closes the idle connections to the API. The backend keeps
 // no process and no goroutine of its own between calls (a sweep for the

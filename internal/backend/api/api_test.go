@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/leaktest"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
@@ -23,7 +23,7 @@ import (
 func TestMain(m *testing.M) {
 	// The SDK links OpenCensus (through cloud.google.com/go/auth), whose
 	// package init starts a worker goroutine that never ends.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+	leaktest.VerifyTestMain(m, leaktest.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
 }
 
 // env is the environment a Backend under test reads: a key, and the

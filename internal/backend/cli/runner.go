@@ -56,6 +56,10 @@ func NewRunner(opts geminicli.Options, log *slog.Logger) *Runner {
 // Name is the backend's name as --backend spells it.
 func (r *Runner) Name() string { return string(config.BackendOneshot) }
 
+// Family is the Gemini CLI's, whose session files it shares with the
+// warm backend.
+func (r *Runner) Family() config.Family { return config.FamilyCLI }
+
 // Close does nothing: every process of a turn ends with the turn.
 func (r *Runner) Close() {}
 

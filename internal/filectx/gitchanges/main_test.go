@@ -3,9 +3,9 @@ package gitchanges
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/leaktest"
 )
 
 // TestMain checks that no run leaves a goroutine behind (the copies of a
 // git process's output).
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }

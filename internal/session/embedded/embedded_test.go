@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/leaktest"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs/jobstest"
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(helperMain())
 	}
-	goleak.VerifyTestMain(m)
+	leaktest.VerifyTestMain(m)
 }
 
 func TestConformance(t *testing.T) {

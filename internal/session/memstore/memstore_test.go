@@ -11,12 +11,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/leaktest"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 const (
 	idA = "b9aadb6c-5aca-4c65-b929-02b095cc2b94"

@@ -150,7 +150,7 @@ func TestLeaseOfKilledHolder(t *testing.T) {
 
 // TestCloseEndsWaitersAndLeases closes a store with a lease held and a
 // waiter: the waiter returns, the lease is given back (another store
-// takes it at once) and no goroutine is left (TestMain's goleak).
+// takes it at once) and no goroutine is left (TestMain's leaktest).
 func TestCloseEndsWaitersAndLeases(t *testing.T) {
 	srv := redistest.Start(t)
 	s, err := Open(t.Context(), srv.URL(0), session.Options{LeaseTTL: time.Hour})

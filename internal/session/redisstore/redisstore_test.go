@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/leaktest"
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/redistest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		leaseHolder()
 		return
 	}
-	goleak.VerifyTestMain(m)
+	leaktest.VerifyTestMain(m)
 }
 
 // open opens a Store on srv that is closed when t ends.

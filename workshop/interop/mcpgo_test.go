@@ -31,7 +31,7 @@ func needServer(t *testing.T) {
 	if serverBin != "" {
 		return
 	}
-	msg := "the server binary was not built: set " + EnvDir + " (see interop/README.md)"
+	msg := "the server binary was not built: set " + EnvDir + " (see workshop/interop/README.md)"
 	if required() {
 		t.Fatalf("%s; required because CI or %s=1 is set", msg, fakeapi.EnvRequired)
 	}
@@ -213,7 +213,7 @@ func TestMCPRemote(t *testing.T) {
 	t.Parallel()
 	bridge := tl.path("mcp-remote", "dist", "proxy.js")
 	if _, err := os.Stat(bridge); err != nil {
-		t.Fatalf("mcp-remote is not installed in %s (run npm ci with interop/npm again): %v", tl.dir, err)
+		t.Fatalf("mcp-remote is not installed in %s (run npm ci with workshop/interop/npm again): %v", tl.dir, err)
 	}
 	for _, tc := range []struct {
 		name      string

@@ -44,7 +44,7 @@ type oidcProvider struct {
 func startProvider(t *testing.T, n npmTools, env ...string) *oidcProvider {
 	t.Helper()
 	if _, err := os.Stat(n.path("oidc-provider", "package.json")); err != nil {
-		msg := "npm oidc-provider is not installed under " + n.dir + " (install interop/npm's lock again)"
+		msg := "npm oidc-provider is not installed under " + n.dir + " (install workshop/interop/npm's lock again)"
 		if required() || os.Getenv(EnvOIDCRequired) == "1" {
 			t.Fatalf("%s; required because CI, %s=1 or %s=1 is set", msg, fakeapi.EnvRequired, EnvOIDCRequired)
 		}

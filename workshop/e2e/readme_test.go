@@ -20,7 +20,7 @@ import (
 )
 
 // readmePath is the README, whose registration examples these tests run.
-const readmePath = "../README.md"
+const readmePath = "../../README.md"
 
 // The README's registrations start the server in one of two installed
 // forms: as the binary on PATH, or, in its section for after the first
@@ -443,7 +443,7 @@ func TestReadmeTwoCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", run)
-	cmd.Dir = ".."
+	cmd.Dir = "../.." // the repository's root, where the README's reader is
 	// The README installs the Gemini CLI first: with it in PATH the default
 	// backend (auto) has something to run, as on the reader's machine.
 	path := filepath.Dir(fakeapi.RealCLI(t)) + string(os.PathListSeparator) + os.Getenv("PATH")
@@ -483,7 +483,7 @@ func otherCLI(t *testing.T, name string) string {
 		path = filepath.Join(filepath.Dir(fakeapi.RealCLI(t)), name)
 	}
 	if _, err := os.Stat(path); err != nil {
-		msg := name + " is not installed beside the Gemini CLI (scripts/test.sh installs e2e/npm/package-lock.json): " + err.Error()
+		msg := name + " is not installed beside the Gemini CLI (scripts/test.sh installs workshop/e2e/npm/package-lock.json): " + err.Error()
 		if os.Getenv("CI") != "" || os.Getenv(fakeapi.EnvRequired) == "1" {
 			t.Fatal(msg)
 		}

@@ -126,8 +126,8 @@ func tools(t *testing.T) npmTools {
 	t.Helper()
 	dir := os.Getenv(EnvDir)
 	if dir == "" {
-		msg := EnvDir + " is not set: it must name a directory with interop/npm installed " +
-			"(cp interop/npm/package*.json DIR && cd DIR && npm ci; scripts/test.sh does this)"
+		msg := EnvDir + " is not set: it must name a directory with workshop/interop/npm installed " +
+			"(cp workshop/interop/npm/package*.json DIR && cd DIR && npm ci; scripts/test.sh does this)"
 		if required() {
 			t.Fatalf("%s; required because CI or %s=1 is set", msg, fakeapi.EnvRequired)
 		}

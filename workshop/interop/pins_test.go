@@ -49,7 +49,7 @@ func TestNPMPins(t *testing.T) {
 				v = aliased[strings.LastIndex(aliased, "@")+1:] // an alias pins the aliased package's version
 			}
 			if got := lock.Packages["node_modules/"+name].Version; got != v {
-				t.Errorf("npm/package-lock.json: %s is %q, package.json pins %q (run npm install --package-lock-only in interop/npm)", name, got, v)
+				t.Errorf("npm/package-lock.json: %s is %q, package.json pins %q (run npm install --package-lock-only in workshop/interop/npm)", name, got, v)
 			}
 		}
 	}

@@ -41,6 +41,13 @@ const guard = 2 * time.Minute
 var serverBin string
 
 func TestMain(m *testing.M) {
+	// The manifests these tests read stay in the repository's deploy/,
+	// beside what they configure; the tests run there, so that they name
+	// them as an operator does ("haproxy.cfg", "../Containerfile").
+	if err := os.Chdir(filepath.Join("..", "..", "deploy")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	bin, cleanup, err := geminitest.BuildTestServer("deploy")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -201,7 +201,7 @@ type ociPackage struct {
 // registryEntry is what server.json says of the server and the image.
 func registryEntry(t *testing.T) (name, repository string, oci ociPackage) {
 	t.Helper()
-	b, err := os.ReadFile("../server.json")
+	b, err := os.ReadFile("../../server.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestImageContents(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, labels[k], want)
 		}
 	}
-	if lic, err := os.ReadFile("../LICENSE"); err != nil || !bytes.HasPrefix(bytes.TrimSpace(lic), []byte("Apache License")) {
+	if lic, err := os.ReadFile("../../LICENSE"); err != nil || !bytes.HasPrefix(bytes.TrimSpace(lic), []byte("Apache License")) {
 		t.Errorf("the licenses label says Apache-2.0; LICENSE begins otherwise (%v)", err)
 	}
 	version := labels["org.opencontainers.image.version"]
@@ -382,7 +382,7 @@ func TestImageContents(t *testing.T) {
 		if !strings.HasPrefix(p, "/licenses/") {
 			continue
 		}
-		want, err := os.ReadFile(filepath.Join("..", path.Base(p)))
+		want, err := os.ReadFile(filepath.Join("..", "..", path.Base(p)))
 		if err != nil || !bytes.Equal(img.files[p].data, want) {
 			t.Errorf("%s differs from the repository's %s (%v)", p, path.Base(p), err)
 		}

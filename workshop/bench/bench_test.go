@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	os.Exit(geminitest.RunWithFake(m, &fakeGemini))
 }
 
-// TestQuick runs `go run ./bench -quick -peers=false` in-process, so that
+// TestQuick runs `go run ./workshop/bench -quick -peers=false` in-process, so that
 // CI proves the bench still works against the current server. It needs no
 // npm: the peers are left out, and the end-to-end section runs only when
 // $GEMINI_MCP_E2E_GEMINI names the real CLI (scripts/test.sh sets it).
@@ -202,7 +202,7 @@ func resetFakeEvery(b *testing.B, i, n int, home string) {
 // a long-lived fake `gemini --acp` process instead; api sends it to the
 // fake Gemini API (compare with BenchmarkBareGenai).
 //
-//	go test -run '^$' -bench . -cpuprofile cpu.out ./bench && go tool pprof -top bench.test cpu.out
+//	go test -run '^$' -bench . -cpuprofile cpu.out ./workshop/bench && go tool pprof -top bench.test cpu.out
 func BenchmarkServerCall(b *testing.B) {
 	for _, backend := range []string{backendOneshot, backendWarm, backendAPI} {
 		b.Run(backend, func(b *testing.B) {

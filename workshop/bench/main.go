@@ -8,7 +8,7 @@
 // the report gives medians with min–max over rounds and ratios against
 // ours.
 //
-//	go run ./bench [-rounds N] [-calls N] [-only overhead,cold,memory,parallel,http,e2e,api,warm,first,replicas] [-out FILE] [-quick] [-peers=false]
+//	go run ./workshop/bench [-rounds N] [-calls N] [-only overhead,cold,memory,parallel,http,e2e,api,warm,first,replicas] [-out FILE] [-quick] [-peers=false]
 //
 // See docs/contributing.md, "Benchmarks", for what each number means.
 package main
@@ -83,7 +83,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.httpTime, "http-time", 2*time.Second, "how long each HTTP client concurrency runs per round")
 	serverFlags := fs.String("server-flags", "", "extra flags for every run of gemini-mcp-server, space-separated (e.g. \"--warm-processes 4\")")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench [flags]\n\nMeasures gemini-mcp-server against a bare exec of the CLI and against other MCP servers wrapping the Gemini CLI.\n\nFlags:")
+		fmt.Fprintln(stderr, "usage: go run ./workshop/bench [flags]\n\nMeasures gemini-mcp-server against a bare exec of the CLI and against other MCP servers wrapping the Gemini CLI.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -125,7 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		c.only = append(c.only, s)
 	}
 	c.serverFlags = strings.Fields(*serverFlags)
-	c.command = "go run ./bench"
+	c.command = "go run ./workshop/bench"
 	for _, a := range args {
 		c.command += " " + shellQuote(a)
 	}

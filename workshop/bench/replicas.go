@@ -102,7 +102,7 @@ func (b *bench) replicas(ctx context.Context) *section {
 		replicaPIDs = append(replicaPIDs, pid)
 		replicaAddrs = append(replicaAddrs, addr)
 	}
-	cfg := filepath.Join(b.root, "deploy", "haproxy.cfg")
+	cfg := filepath.Join(b.root, "..", "deploy", "haproxy.cfg")
 	type topo struct {
 		name      string
 		lbPID     int

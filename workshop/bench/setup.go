@@ -17,7 +17,8 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 )
 
-// moduleRoot is the directory of this repository's go.mod.
+// moduleRoot is the directory of the workshop's go.mod (workshop/ in the
+// repository), where the bench's own files are; the product's is its parent.
 func moduleRoot(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
@@ -27,13 +28,20 @@ func moduleRoot(ctx context.Context) (string, error) {
 	if gomod == "" || gomod == os.DevNull {
 		return "", fmt.Errorf("run the bench from inside the gemini-mcp-server repository")
 	}
-	return filepath.Dir(gomod), nil
+	dir := filepath.Dir(gomod)
+	// From the repository's root (go run ./workshop/bench, through
+	// go.work) GOMOD is the product's; the bench's files are the
+	// workshop's.
+	if _, err := os.Stat(filepath.Join(dir, "workshop", "go.mod")); err == nil {
+		dir = filepath.Join(dir, "workshop")
+	}
+	return dir, nil
 }
 
 // buildServer builds our server the way a user does (never go run, whose
 // compile time would swamp a cold start).
 func buildServer(ctx context.Context, root, out string, flags ...string) error {
-	args := append(append([]string{"build"}, flags...), "-o", out, "./cmd/gemini-mcp-server")
+	args := append(append([]string{"build"}, flags...), "-o", out, geminitest.ServerPackage)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	// Static, as the README builds it.
