@@ -88,6 +88,9 @@ func modelLine(m api.ModelInfo) string {
 	if m.Caching {
 		b.WriteString("; context caching")
 	}
+	if m.Images {
+		b.WriteString("; images")
+	}
 	return b.String()
 }
 

@@ -146,6 +146,7 @@ func TestDoctorReportsBackend(t *testing.T) {
 	fake := fakeapi.New()
 	t.Cleanup(fake.Close)
 	fake.RequireKey("k")
+	fake.SetModels(append(fakeapi.DefaultModels(), fakeapi.ImageModels()...))
 	env := map[string]string{"GEMINI_API_KEY": "k", "HOME": t.TempDir(), "GOOGLE_GEMINI_BASE_URL": fake.URL()}
 	getenv := func(k string) string { return env[k] }
 	cfg := parse(t, "--state-dir", t.TempDir(), "--cwd", t.TempDir())
@@ -170,6 +171,7 @@ func TestDoctorReportsBackend(t *testing.T) {
 		!strings.Contains(out, "ok    the Gemini API accepts the credentials") || strings.Contains(out, "gemini CLI") ||
 		!strings.Contains(out, "ok    model gemini-2.5-flash (default, alias flash): 1048576 tokens in; thinking by budget; Google Search\n") ||
 		!strings.Contains(out, "ok    model gemini-3-pro-preview (not stable): 1048576 tokens in; thinking by level; Google Search\n") ||
+		!strings.Contains(out, "ok    model gemini-2.5-flash-image (not stable): 65536 tokens in; no thinking; images\n") ||
 		strings.Contains(out, "text-embedding") {
 		t.Fatalf("with the API backend: exit %d\n%s", code, out)
 	}

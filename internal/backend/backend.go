@@ -161,7 +161,8 @@ type Answer struct {
 	// (Turn.CodeExecution) and what came of it, in order; Text shows
 	// them too, in their place among the prose.
 	CodeRuns []CodeRun
-	// Images are the images the model's code made, in order.
+	// Images are the images the model made (its code's output, or an
+	// image model's pictures for Turn.Image), in order.
 	Images []Image
 }
 

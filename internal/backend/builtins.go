@@ -32,11 +32,25 @@ type Builtins struct {
 	// CodeExecution lets the model write and run Python in the API's
 	// sandbox (the API's codeExecution tool).
 	CodeExecution bool
+	// Image asks an image model for images beside its text (the API's
+	// responseModalities TEXT and IMAGE); nil for a text answer. The
+	// images come back in Answer.Images.
+	Image *ImageRequest
+}
+
+// ImageRequest is what a turn asks of the images an image model makes.
+type ImageRequest struct {
+	// AspectRatio is the images' aspect ratio ("1:1", "16:9"…), "" for
+	// the model's default.
+	AspectRatio string
+	// Size is the images' size ("1K", "2K", "4K", on the models that
+	// take one), "" for the model's default.
+	Size string
 }
 
 // Any says whether b asks for anything.
 func (b Builtins) Any() bool {
-	return b.GoogleSearch || len(b.URLs) > 0 || len(b.ResponseSchema) > 0 || b.CodeExecution
+	return b.GoogleSearch || len(b.URLs) > 0 || len(b.ResponseSchema) > 0 || b.CodeExecution || b.Image != nil
 }
 
 // Refuse is the error of a backend named name (as --backend spells it)
@@ -45,6 +59,8 @@ func (b Builtins) Any() bool {
 func (b Builtins) Refuse(name string) error {
 	var what, why string
 	switch {
+	case b.Image != nil:
+		what, why = "image", "the Gemini CLI answers in text only: it offers none of Gemini's image models"
 	case b.GoogleSearch:
 		what, why = "google_search", "the Gemini CLI has no per-request switch for Grounding with Google Search "+
 			"(its model may use its own google_web_search tool by itself when the prompt asks for a search)"
@@ -101,7 +117,8 @@ type CodeRun struct {
 	Output  string `json:"output,omitempty"`
 }
 
-// Image is an image the model made (the output of its code).
+// Image is an image the model made: the output of its code, or an image
+// model's picture (Turn.Image).
 type Image struct {
 	MIMEType string
 	Data     []byte

@@ -15,6 +15,7 @@ func TestBuiltinsRefuse(t *testing.T) {
 		{GoogleSearch: true}:                                   "google_search: the warm backend cannot do this",
 		{URLs: []string{"https://example.com/"}}:               "urls: the warm backend cannot do this",
 		{ResponseSchema: json.RawMessage(`{"type":"object"}`)}: "response_schema: the warm backend cannot do this",
+		{Image: &ImageRequest{}, GoogleSearch: true}:           "image: the warm backend cannot do this",
 	} {
 		err := b.Refuse("warm")
 		var e *Error

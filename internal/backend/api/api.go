@@ -300,10 +300,15 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	if model == "" {
 		model = sessionModel
 	}
-	if model == "" {
-		model = b.model
+	if t.Image != nil {
+		model, err = b.imageModel(parent, ctx, model)
+	} else {
+		if model == "" {
+			model = b.model
+		}
+		model, err = b.resolveModel(parent, ctx, model)
 	}
-	if model, err = b.resolveModel(parent, ctx, model); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	mi, found, known, err := b.models.lookup(ctx, model)
@@ -336,6 +341,9 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		cfg.ResponseMIMEType = "application/json"
 		cfg.ResponseJsonSchema = t.ResponseSchema
 	}
+	if t.Image != nil {
+		imageConfig(t.Image, cfg)
+	}
 	notApplied, err := thinking(t, model, mi, known, cfg)
 	if err != nil {
 		return nil, err
@@ -364,7 +372,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	obs.Started()
 	res, exchange, notes, err := b.converseCached(parent, ctx, id, t, model, contents, ctxParts, cfg, obs)
 	fellBack := ""
-	if err != nil && b.fallbackModel != "" && isExhausted(err) {
+	if err != nil && b.fallbackModel != "" && t.Image == nil && isExhausted(err) {
 		// The asked model's quota will not reset within the call: the
 		// turn goes once to the fallback model, which the session then
 		// records as its model.
@@ -377,6 +385,14 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		return nil, builtinError(unmarkExhausted(err), t.Builtins, model)
 	}
 
+	if t.Image != nil {
+		if e := imageFinishError(res.finish, res.text); e != nil {
+			return nil, e
+		}
+		if len(res.images) == 0 {
+			notApplied = append(notApplied, noImageNote)
+		}
+	}
 	answered := model
 	if res.modelVersion != "" {
 		answered = res.modelVersion

@@ -121,6 +121,9 @@ func builtinError(err error, b backend.Builtins, model string) error {
 	if b.CodeExecution {
 		asked = append(asked, "code_execution")
 	}
+	if len(asked) == 0 {
+		return err // an image turn's refusal says what it says
+	}
 	e := *be
 	e.Reason = fmt.Sprintf("%s. The call asked for %s, which model %q may not support, or not together: "+
 		"try another model (e.g. %s), or leave it out", strings.TrimSuffix(be.Reason, "."), strings.Join(asked, " and "), model, DefaultModel)

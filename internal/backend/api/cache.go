@@ -243,6 +243,9 @@ func userContent(t backend.Turn) (*genai.Content, int) {
 func (b *Backend) converseCached(parent, ctx context.Context, id string, t backend.Turn, model string, contents []*genai.Content,
 	ctxParts int, cfg *genai.GenerateContentConfig, obs backend.Observer) (*streamResult, []*genai.Content, []string, error) {
 	budget := withBudget(ctx, b.maxOut)
+	if t.Image != nil {
+		budgetOf(budget).frame = maxImageFrameBytes
+	}
 	if ctxParts == 0 || b.cacheTTL <= 0 || builtinTools(t.Builtins) != nil || b.tools != nil && len(b.tools.Tools()) > 0 {
 		return b.converse(parent, budget, id, t, model, contents, cfg, obs)
 	}

@@ -28,7 +28,8 @@ import (
 //     streamWithRetries), FINISH_REASON_UNSPECIFIED, OTHER, NO_IMAGE,
 //     IMAGE_OTHER and any other: the answer may be cut anywhere, for a
 //     reason the API does not give: what came is given, said to be cut,
-//     and not recorded (endUnsure).
+//     and not recorded (endUnsure). A turn that asked for images fails
+//     with NO_IMAGE or IMAGE_OTHER all the same (imageFinishError).
 type ending int
 
 const (
@@ -75,6 +76,8 @@ func finishError(fr genai.FinishReason, answered bool) *backend.Error {
 	switch fr {
 	case "":
 		return newError(backend.KindEmpty, nil, "the Gemini API answered no text (finish reason none); try again")
+	case genai.FinishReasonNoImage, genai.FinishReasonImageOther:
+		return imageFinishError(fr, "")
 	case genai.FinishReasonMaxTokens:
 		return newError(backend.KindEmpty, nil, "the model reached its output limit before any answer text "+
 			"(finish reason MAX_TOKENS), its thinking may have used it all; try a lower thinking_mode, or a "+

@@ -20,11 +20,15 @@ const (
 	// MaxFrameBytes is the largest server-sent event of a streamed answer.
 	// The API streams text in events of a few KB; the largest legitimate
 	// ones carry a function call with long arguments (a file to write) or
-	// inline data (an image model's picture, a few MB in base64, which
-	// this server does not use). A longer event ends the call before the
-	// SDK, which would hold it whole and then decode it several times
-	// over, has read it.
+	// inline data (an image model's picture, a few MB in base64, up to
+	// maxImageFrameBytes on a turn that asks for images). A longer event
+	// ends the call before the SDK, which would hold it whole and then
+	// decode it several times over, has read it.
 	MaxFrameBytes = 8 << 20
+	// maxImageFrameBytes is the largest event of a turn that asks an
+	// image model for images (a 4K picture in base64); the turn's byte
+	// budget (--max-output-bytes) bounds it too.
+	maxImageFrameBytes = 48 << 20
 	// maxBodyBytes bounds an answer that is not streamed: a page of the
 	// model list, a token count, an error.
 	maxBodyBytes = 8 << 20
@@ -84,6 +88,7 @@ func guardClient(hc *http.Client) {
 type budget struct {
 	limit int64
 	used  atomic.Int64
+	frame int // the largest event; 0 for MaxFrameBytes
 }
 
 type budgetKey struct{}
@@ -161,10 +166,10 @@ func (s *sseBody) fill() {
 		s.out = append(append(s.out, event...), '\n', '\n')
 		s.frame = s.frame[:0]
 	}
-	if len(s.frame) > MaxFrameBytes {
+	if maxFrame := s.maxFrame(); len(s.frame) > maxFrame {
 		s.out, s.frame = s.out[:0], nil
 		s.err = newError(backend.KindOutputTooBig, nil, "the Gemini API sent one event of its stream larger than "+
-			"%d MiB, this server's cap on one event, and the call was stopped; try again", MaxFrameBytes>>20)
+			"%d MiB, this server's cap on one event, and the call was stopped; try again", maxFrame>>20)
 		return
 	}
 	if err != nil {
@@ -178,6 +183,14 @@ func (s *sseBody) fill() {
 }
 
 func (s *sseBody) Close() error { return s.rc.Close() }
+
+// maxFrame is the largest event s passes on.
+func (s *sseBody) maxFrame() int {
+	if s.budget != nil && s.budget.frame > 0 {
+		return s.budget.frame
+	}
+	return MaxFrameBytes
+}
 
 // sdkPanic is the error for a panic of the SDK on what the API sent.
 func sdkPanic(v any) *backend.Error {

@@ -41,6 +41,13 @@ func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Tur
 		}
 		hostTools = false
 	}
+	if t.Image != nil && hostTools {
+		// The image models take no function declarations.
+		if len(b.tools.Tools()) > 0 {
+			notes = append(notes, "tools: the MCP servers' tools are not offered to Gemini's image models")
+		}
+		hostTools = false
+	}
 	for round := 0; ; round++ {
 		var tools map[string]backend.HostTool
 		if hostTools {

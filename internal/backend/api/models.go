@@ -287,6 +287,9 @@ type ModelInfo struct {
 	// Caching says it takes explicit context caches: the model list
 	// offers createCachedContent for it.
 	Caching bool `json:"caching"`
+	// Images says it makes images: an image model (see image.go), which
+	// the turns that ask for images run on.
+	Images bool `json:"images"`
 }
 
 // searchRE matches the models that ground answers in Google Search.
@@ -316,7 +319,7 @@ func (b *Backend) Models(ctx context.Context) ([]ModelInfo, error) {
 		m := ModelInfo{
 			Name: mi.name, DisplayName: mi.displayName, Aliases: aliases[mi.name], Default: mi.name == def,
 			Stable: stable, InputTokenLimit: mi.inputLimit, OutputTokenLimit: mi.outputLimit, Thinking: "none",
-			Caching: mi.caching,
+			Caching: mi.caching, Images: makesImages(mi),
 			GoogleSearch: searchRE.MatchString(mi.name) && !strings.HasPrefix(mi.name, "gemini-2.0-flash-lite") &&
 				!strings.Contains(mi.name, "-image") && !strings.Contains(mi.name, "-tts") && !strings.Contains(mi.name, "-live"),
 		}

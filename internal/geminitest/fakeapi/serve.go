@@ -285,6 +285,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if s.image(w, rec) {
+		return
+	}
 	if s.hostile(w, r, rec) {
 		return
 	}
