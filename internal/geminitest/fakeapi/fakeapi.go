@@ -255,6 +255,8 @@ type Server struct {
 	caches   cacheStore // the cachedContents API's (caches.go)
 	quotas   quotaStore // ExhaustQuota's (quota.go)
 
+	interactions interactionStore // the Interactions API's (interactions.go)
+
 	closeOnce sync.Once
 }
 
