@@ -15,6 +15,11 @@
 // shape becomes a clear message, and what a result holds is bounded
 // ([MaxTextBytes], [MaxThoughts], [MaxCitations], [MaxSteps]).
 //
+// A Client does not retry: a failed poll is retried by polling again, and
+// a create sent twice would start two interactions (each billed). It does
+// not stream (stream: true and last_event_id): a background interaction
+// is polled whole.
+//
 // A Client is safe for concurrent use. It keeps no state of its own
 // between calls: the id of an interaction is all a new Client, in a
 // restarted server, needs to go on polling it (see [Client.Get]).
@@ -118,13 +123,19 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("interactions: base URL %q is not an http(s) address", cfg.BaseURL)
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
+	var hc http.Client
+	if cfg.HTTPClient != nil {
+		hc = *cfg.HTTPClient
+	} else {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxResponseHeaderBytes = 256 << 10
-		hc = &http.Client{Transport: t}
+		hc.Transport = t
 	}
-	return &Client{base: base + "/v1beta", key: cfg.APIKey, hc: hc}, nil
+	// Go's client sends a request's own headers on to wherever a redirect
+	// points, the API key with them: the API never redirects, so a
+	// redirect is answered as it is (an error) and not followed.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{base: base + "/v1beta", key: cfg.APIKey, hc: &hc}, nil
 }
 
 var (

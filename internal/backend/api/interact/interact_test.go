@@ -345,3 +345,35 @@ func TestContextCancellation(t *testing.T) {
 		t.Fatalf("cancelled get: %v", err)
 	}
 }
+
+// A redirect is not followed: the API key would go with it to another host.
+func TestRedirectNotFollowed(t *testing.T) {
+	other := make(chan string, 1)
+	ln2, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		other <- r.Header.Get("x-goog-api-key")
+	})}
+	go srv2.Serve(ln2)
+	t.Cleanup(func() { srv2.Close() })
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.RedirectHandler("http://"+ln2.Addr().String()+"/steal", http.StatusFound)}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	c := newClient(t, "http://"+ln.Addr().String())
+	_, err = c.Get(geminitest.Context(t), "some-id")
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.HTTPStatus != http.StatusFound {
+		t.Fatalf("redirected get: %v, want the 302 as an error", err)
+	}
+	select {
+	case key := <-other:
+		t.Fatalf("the redirect was followed, with key %q", key)
+	default:
+	}
+}
