@@ -4,16 +4,57 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 )
 
 // The client against the fake Gemini API over real HTTP on 127.0.0.1.
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// serveScript starts a server on 127.0.0.1 that answers every request
+// with status and body.
+func serveScript(t *testing.T, status int, body string) *Client {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return newClient(t, "http://"+ln.Addr().String())
+}
+
+// Answers that are not an interaction, and an error body of any size.
+func TestBadShapes(t *testing.T) {
+	for _, body := range []string{`{"status":"completed"}`, `{"id":"../x","status":"completed"}`, `{"id":"x"}`, `[1,2]`, ``} {
+		c := serveScript(t, 200, body)
+		if _, err := c.Get(geminitest.Context(t), "x"); !errors.Is(err, ErrBadAnswer) {
+			t.Errorf("%q: %v, want ErrBadAnswer", body, err)
+		}
+	}
+	for _, n := range []int{1000, 100000} { // read whole, and cut past maxErrorBytes
+		c := serveScript(t, 500, `{"error":{"code":500,"message":"`+strings.Repeat(`\u0007x`, n)+`"}}`)
+		_, err := c.Get(geminitest.Context(t), "x")
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.HTTPStatus != 500 || len(err.Error()) > 1000 || strings.ContainsRune(err.Error(), 7) ||
+			n == 1000 && !strings.HasPrefix(ae.Message, "xxx") {
+			t.Fatalf("an error body of %d: %d bytes: %.200q", n, len(err.Error()), err)
+		}
+	}
+}
 
 func newFake(t *testing.T) (*fakeapi.Server, *Client) {
 	t.Helper()
