@@ -218,6 +218,10 @@ type Request struct {
 	CachedTokens  int
 	// Time is when the request arrived.
 	Time time.Time
+
+	// Interaction is the id of the interaction an Interactions API request
+	// made or named (see interactions.go).
+	Interaction string
 }
 
 // FunctionCall is a functionCall part: the model asks the CLI to run the

@@ -259,6 +259,7 @@ func (s *Server) serveInteractions(w http.ResponseWriter, r *http.Request, rec R
 		return false
 	}
 	id, cancel := m[1], m[2] != ""
+	rec.Interaction = id
 	switch {
 	case id == "" && r.Method == http.MethodPost:
 		rec.Method = MethodInteractionCreate
@@ -279,6 +280,7 @@ func (s *Server) serveInteractions(w http.ResponseWriter, r *http.Request, rec R
 		is.mu.Lock()
 		v := fi.view()
 		is.mu.Unlock()
+		rec.Interaction = fi.id
 		reply(v)
 	case id != "" && r.Method == http.MethodGet && !cancel,
 		id != "" && r.Method == http.MethodPost && cancel:

@@ -80,6 +80,18 @@ func TestInteractionsSDKDeepResearchRun(t *testing.T) {
 		}
 	}
 	done := getInteraction(t, c, id)
+	var polls int
+	for _, r := range s.Requests() {
+		if r.Interaction != id {
+			t.Fatalf("request %s recorded for interaction %q, want %q", r.Method, r.Interaction, id)
+		}
+		if r.Method == MethodInteractionGet {
+			polls++
+		}
+	}
+	if polls != 4 {
+		t.Fatalf("%d gets recorded, want 4", polls)
+	}
 	if done.Status != interactions.InteractionStatusCompleted || len(done.Steps) != 4 {
 		t.Fatalf("final: status %q with %d steps, want completed with 4", done.Status, len(done.Steps))
 	}

@@ -351,14 +351,17 @@ func TestResumeAfterRestart(t *testing.T) {
 	if done.ID != id || done.Text != fakeapi.ReportText("resume me [[steps:2]]") || len(done.Thoughts) != 2 {
 		t.Fatalf("resumed: %+v", done)
 	}
-	creates := 0
+	creates, gets := 0, 0
 	for _, q := range s.Requests() {
-		if q.Method == fakeapi.MethodInteractionCreate {
+		switch {
+		case q.Method == fakeapi.MethodInteractionCreate:
 			creates++
+		case q.Method == fakeapi.MethodInteractionGet && q.Interaction == id:
+			gets++
 		}
 	}
-	if creates != 1 {
-		t.Fatalf("%d creates, want the one interaction polled on", creates)
+	if creates != 1 || gets != 1+len(seen) {
+		t.Fatalf("%d creates and %d gets of %s, want the one interaction polled on (1 and %d)", creates, gets, id, 1+len(seen))
 	}
 }
 
