@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -419,5 +420,38 @@ func TestRedirectNotFollowed(t *testing.T) {
 	case key := <-other:
 		t.Fatalf("the redirect was followed, with key %q", key)
 	default:
+	}
+}
+
+// The steps, thoughts and citations a Result keeps are bounded; the
+// answer, in the last step, is kept.
+func TestResultBounds(t *testing.T) {
+	steps := []any{}
+	for i := range MaxSteps + 100 {
+		steps = append(steps, map[string]any{"type": "thought",
+			"summary": []any{map[string]any{"type": "text", "text": fmt.Sprintf("thought %d", i)}}})
+	}
+	var anns []any
+	for i := range MaxCitations + 10 {
+		anns = append(anns, map[string]any{"type": "url_citation", "url": fmt.Sprintf("https://example.com/%d", i),
+			"start_index": 0, "end_index": 4})
+	}
+	anns = append([]any{map[string]any{"type": "url_citation", "url": "https://example.com/bad", "start_index": 3, "end_index": 99}}, anns...)
+	steps = append(steps, map[string]any{"type": "model_output",
+		"content": []any{map[string]any{"type": "text", "text": "the report", "annotations": anns}}})
+	body, _ := json.Marshal(map[string]any{"id": "big", "status": "completed", "steps": steps})
+	c := serveScript(t, 200, string(body))
+	r, err := c.Get(geminitest.Context(t), "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Truncated || r.Text != "the report" || len(r.Thoughts) != MaxThoughts || len(r.Citations) != MaxCitations {
+		t.Fatalf("truncated %v, text %q, %d thoughts, %d citations", r.Truncated, r.Text, len(r.Thoughts), len(r.Citations))
+	}
+	if last := r.Thoughts[MaxThoughts-1]; last != fmt.Sprintf("thought %d", MaxSteps-2) {
+		t.Fatalf("latest thought kept %q, want the last of the steps read", last)
+	}
+	if b := r.Citations[0]; b.Start != -1 || b.End != -1 || r.Citations[1].End != 4 {
+		t.Fatalf("a span past the text is kept: %+v, %+v", b, r.Citations[1])
 	}
 }
