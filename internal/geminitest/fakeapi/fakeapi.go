@@ -118,7 +118,8 @@
 // signatures.go; quota errors ([Server.ExhaustQuota]) in quota.go;
 // inlineData and fileData parts and the Files API (upload,
 // files.get, files.delete) in files.go; explicit context caches (the
-// cachedContents API, and requests that use one) in caches.go.
+// cachedContents API, and requests that use one) in caches.go; the
+// Interactions API (background agent and model runs) in interactions.go.
 //
 // [Home] prepares a throwaway home directory in which the CLI talks to a
 // Server and to nothing else, and [RealCLI] finds the real CLI for tests
