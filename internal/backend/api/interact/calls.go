@@ -2,6 +2,7 @@ package interact
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -134,7 +135,7 @@ func (c *Client) StartModel(ctx context.Context, r ModelRequest) (*Result, error
 }
 
 func (c *Client) create(ctx context.Context, body any, agent, prev string) (*Result, error) {
-	var in interactions.Interaction
+	var in json.RawMessage
 	err := c.call(ctx, "create", http.MethodPost, "/interactions", body, &in, agent)
 	var ae *APIError
 	if errors.As(err, &ae) && ae.HTTPStatus == http.StatusNotFound && prev != "" && strings.Contains(ae.Message, prev) {
@@ -146,7 +147,7 @@ func (c *Client) create(ctx context.Context, body any, agent, prev string) (*Res
 	if err != nil {
 		return nil, err
 	}
-	return resultOf(&in)
+	return resultOf(in)
 }
 
 // Get returns the interaction of id as it is now. A Client made after a
@@ -156,11 +157,11 @@ func (c *Client) Get(ctx context.Context, id string) (*Result, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	var in interactions.Interaction
+	var in json.RawMessage
 	if err := c.call(ctx, "get", http.MethodGet, "/interactions/"+id, nil, &in, id); err != nil {
 		return nil, err
 	}
-	return resultOf(&in)
+	return resultOf(in)
 }
 
 // Cancel cancels a background interaction that has not finished, and
@@ -169,11 +170,11 @@ func (c *Client) Cancel(ctx context.Context, id string) (*Result, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	var in interactions.Interaction
+	var in json.RawMessage
 	if err := c.call(ctx, "cancel", http.MethodPost, "/interactions/"+id+"/cancel", nil, &in, id); err != nil {
 		return nil, err
 	}
-	return resultOf(&in)
+	return resultOf(in)
 }
 
 // Delete deletes the interaction of id from Google's store.

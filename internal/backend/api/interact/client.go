@@ -6,8 +6,9 @@
 // It speaks the endpoints of the genai SDK's google.golang.org/genai/interactions
 // (POST /v1beta/interactions, GET /v1beta/interactions/<id>, POST
 // /v1beta/interactions/<id>/cancel, DELETE /v1beta/interactions/<id>, GET
-// /v1beta/agents) with the SDK's own types for what it sends and reads,
-// but not through the SDK's client: that client reads an answer whole and
+// /v1beta/agents) with the SDK's own types for what it sends (and, for
+// what it reads, a lean mirror of them checked against them: see
+// result.go), but not through the SDK's client: that client reads an answer whole and
 // keeps an error's body whole, retries on its own schedule, and decodes
 // an error only in the shape its specification gives (a string code),
 // where Google's other APIs answer a numeric one. Here every answer is
