@@ -33,7 +33,8 @@ import (
 //     far kept) and answers it; a finished one is answered as it is;
 //   - DELETE /v1beta/interactions/<id> forgets it (answered {});
 //   - GET /v1beta/agents lists the agents ([Server.SetAgents], by default
-//     [DefaultAgents]) as {"agents":[{"id","description"}]}.
+//     [DefaultAgents]) as {"agents":[{"id","description"}]}, in pages of
+//     page_size (50 by default) with next_page_token.
 //
 // An interaction the Server does not hold (never made, deleted, or made
 // with store false) is 404 NOT_FOUND ([InteractionNotFoundMessage]), also
@@ -246,12 +247,25 @@ func (s *Server) serveInteractions(w http.ResponseWriter, r *http.Request, rec R
 		if names == nil {
 			names = DefaultAgents()
 		}
+		is.mu.Unlock()
+		// In pages of page_size (default 50) from page_token (an index),
+		// the SDK's ListAgentsRequest's parameters.
+		size, err := strconv.Atoi(r.URL.Query().Get("page_size"))
+		if err != nil || size <= 0 {
+			size = 50
+		}
+		start, _ := strconv.Atoi(r.URL.Query().Get("page_token"))
+		start = min(max(start, 0), len(names))
+		end := min(start+size, len(names))
 		agents := []map[string]any{}
-		for _, n := range names {
+		for _, n := range names[start:end] {
 			agents = append(agents, map[string]any{"id": n, "description": "fake agent " + n})
 		}
-		is.mu.Unlock()
-		reply(map[string]any{"agents": agents})
+		page := map[string]any{"agents": agents}
+		if end < len(names) {
+			page["next_page_token"] = strconv.Itoa(end)
+		}
+		reply(page)
 		return true
 	}
 	m := interactionRE.FindStringSubmatch(r.URL.Path)

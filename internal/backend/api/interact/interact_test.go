@@ -230,6 +230,25 @@ func TestAgentsAndUnusableAgent(t *testing.T) {
 	if len(s.Interactions()) != 0 {
 		t.Fatalf("refused creates left interactions: %v", s.Interactions())
 	}
+	// Many agents come in pages of 50, and at most maxAgents are read.
+	var many []string
+	for i := range maxAgents + 20 {
+		many = append(many, fmt.Sprintf("agent-%d", i))
+	}
+	s.SetAgents(many...)
+	list, err = c.Agents(geminitest.Context(t))
+	if err != nil || len(list) != maxAgents || list[maxAgents-1].Name != many[maxAgents-1] {
+		t.Fatalf("%d agents, %v", len(list), err)
+	}
+	pages := 0
+	for _, q := range s.Requests() {
+		if q.Method == fakeapi.MethodAgentsList {
+			pages++
+		}
+	}
+	if pages != 1+maxAgents/50 {
+		t.Fatalf("%d list requests, want 1 and %d pages", pages, maxAgents/50)
+	}
 }
 
 func TestRateLimitAndErrorShapes(t *testing.T) {
