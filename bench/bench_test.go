@@ -19,6 +19,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
@@ -158,7 +159,7 @@ func newInProcess(b *testing.B, kind string) *inProcess {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	opts := cli.Options{
+	opts := geminicli.Options{
 		Gemini:  fakeGemini,
 		Env:     geminitest.FakeEnv(h.fakeHome, "", time.Minute),
 		Timeout: time.Minute,
@@ -167,7 +168,7 @@ func newInProcess(b *testing.B, kind string) *inProcess {
 	var runner backend.Backend = oneShot
 	switch kind {
 	case backendWarm:
-		runner = acp.New(acp.ConfigFor(opts, acp.WarmOptions{}, oneShot), nil)
+		runner = acp.New(acp.Options{CLI: opts, Fallback: oneShot}, nil)
 	case backendAPI:
 		fake := fakeapi.New()
 		b.Cleanup(fake.Close)

@@ -39,3 +39,35 @@ func TestToolLayersAreSiblings(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIBackendsAreSiblings checks the backends' layering
+// architecture.md describes: the one-shot backend (internal/backend/cli)
+// and the warm one (internal/backend/acp) share what they know of the
+// Gemini CLI through internal/backend/geminicli and never import each
+// other; the warm one's fallback reaches it as a backend.Backend.
+func TestCLIBackendsAreSiblings(t *testing.T) {
+	mod := goCmd(t, "list", "-m")
+	imports := func(from, to string) bool {
+		for _, d := range strings.Fields(goCmd(t, "list", "-deps", "./"+from)) {
+			if d == mod+"/"+to {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct{ from, to string }{
+		{"internal/backend/acp", "internal/backend/cli"},
+		{"internal/backend/cli", "internal/backend/acp"},
+		{"internal/backend/geminicli", "internal/backend/cli"},
+		{"internal/backend/geminicli", "internal/backend/acp"},
+	} {
+		if imports(c.from, c.to) {
+			t.Errorf("%s imports %s (directly or not): the two must stay apart", c.from, c.to)
+		}
+	}
+	for _, pkg := range []string{"internal/backend/cli", "internal/backend/acp"} {
+		if !imports(pkg, "internal/backend/geminicli") {
+			t.Errorf("%s does not use internal/backend/geminicli, what both CLI backends share of the CLI", pkg)
+		}
+	}
+}

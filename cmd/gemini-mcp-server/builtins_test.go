@@ -381,9 +381,15 @@ func TestCLIBackendRefusesBuiltins(t *testing.T) {
 	callErr(t, cs, "chat", map[string]any{"prompt": "x", "google_search": true}, "google_search: the oneshot backend cannot do this", "google_web_search", "--backend api")
 	callErr(t, cs, "chat", map[string]any{"prompt": "x", "urls": []any{"https://example.com/"}}, "urls: the oneshot backend cannot do this", "web_fetch")
 	callErr(t, cs, "chat", map[string]any{"prompt": "x", "response_schema": map[string]any{"type": "object"}}, "response_schema: the oneshot backend")
+	callErr(t, cs, "chat", map[string]any{"prompt": "x", "code_execution": true}, "code_execution: the oneshot backend cannot do this", "--backend api")
 	_, err := callTool(cs, "debug", map[string]any{"error_description": "boom", "google_search": true})
 	if we := wireError(t, err); we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(we.Message, "google_search: the oneshot backend") {
 		t.Errorf("debug with google_search on the CLI backend: %v", err)
+	}
+	_, err = callTool(cs, "debug", map[string]any{"error_description": "boom", "code_execution": true})
+	if we := wireError(t, err); we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(we.Message, "code_execution: the oneshot backend") ||
+		!strings.Contains(string(we.Data), `"field":"code_execution"`) {
+		t.Errorf("debug with code_execution on the CLI backend: %v %s", err, we.Data)
 	}
 }
 

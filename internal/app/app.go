@@ -78,10 +78,11 @@ Usage:
 
 Tools {arguments}:
   chat {prompt, model, systemPrompt, cwd, files, continuation_id,
-    temperature, thinking_mode, google_search, urls, response_schema}
-    starts a Gemini session
+    temperature, thinking_mode, include_thoughts, google_search, urls,
+    code_execution, response_schema} starts a Gemini session
   chat-reply {prompt, sessionId, continuation_id, model, systemPrompt, cwd,
-    files, temperature, thinking_mode, google_search, urls} continues one
+    files, temperature, thinking_mode, include_thoughts, google_search,
+    urls, code_execution} continues one
   chat-page {answerId, page} the next page of an answer too long for one result
   sessions {limit, cursor, cwd} lists this client's sessions
 Expert tools send files under --project-root (or a git
@@ -89,12 +90,12 @@ repository's changes) to Gemini:
   thinkdeep {current_analysis, problem_context, focus_areas, files,
     continuation_id, temperature, thinking_mode, google_search}
   analyze {files, question, analysis_type, continuation_id, temperature,
-    thinking_mode}
+    thinking_mode, code_execution}
   codereview {files, context, review_type, severity_filter, standards,
     continuation_id, temperature, thinking_mode}
   debug {error_description, error_context, files, runtime_info,
     previous_attempts, continuation_id, temperature, thinking_mode,
-    google_search}
+    google_search, code_execution}
   precommit {path, original_request, review_type, include_staged,
     include_unstaged, continuation_id, temperature, thinking_mode}
 --tools serves only some of them (chat, sessions, expert or a tool's name;
@@ -197,16 +198,31 @@ func configRules() config.Rules {
 	return config.Rules{Model: validate.Model, RateLimitTools: server.ToolNames(), Toolset: server.ParseToolset}
 }
 
+// Deps are what the server is built on: the turn pipeline every tool
+// shares, and what the pipeline runs on, which the server holds itself.
+type Deps struct {
+	// Conv is the turn pipeline, complete.
+	Conv *conversation.Service
+	// Backend runs the turns; Store keeps the sessions. Both are the
+	// server's to close.
+	Backend *builtBackend
+	Store   session.Store
+	// Cwd is where calls without cwd run; AllowedRoots the directories
+	// calls may run in (nil: any).
+	Cwd          string
+	AllowedRoots []string
+}
+
 // NewDeps builds, from the configuration, the turn pipeline every tool
-// shares, complete, and the backend it runs turns through: every call's
-// context ends with life (the server's lifetime; nil: none) and, when
-// requests is set (over HTTP), with the HTTP request that carries it. The
-// session store and the backend it opens are the caller's to close
-// (Store().Close, Close).
-func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger, life context.Context, requests func(*mcp.CallToolRequest) context.Context) (conv *conversation.Service, b *builtBackend, err error) {
+// shares, complete, and the backend and session store it runs on: every
+// call's context ends with life (the server's lifetime; nil: none) and,
+// when requests is set (over HTTP), with the HTTP request that carries it.
+// The session store and the backend it opens are the caller's to close
+// (Store.Close, Backend.Close).
+func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger, life context.Context, requests func(*mcp.CallToolRequest) context.Context) (d *Deps, err error) {
 	store, where, err := openStore(ctx, cfg, true, storeHooks(log))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -220,12 +236,12 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger,
 	cwd := cfg.Tools.Cwd
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {
-			return nil, nil, fmt.Errorf("finding the working directory (set --cwd): %w", err)
+			return nil, fmt.Errorf("finding the working directory (set --cwd): %w", err)
 		}
 	}
 	// Absolute, so that it compares with the allowed roots.
 	if cwd, err = filepath.Abs(cwd); err != nil {
-		return nil, nil, fmt.Errorf("--cwd: %w", err)
+		return nil, fmt.Errorf("--cwd: %w", err)
 	}
 	// Over HTTP, clients are remote: by default they may only work under
 	// the server's directory. On stdio the client is the local user, who
@@ -237,17 +253,18 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger,
 	var allowed []string
 	if len(roots) > 0 {
 		if allowed, err = conversation.ResolveRoots(roots); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	b, err = newBackend(cfg, env, store, log)
+	b, err := newBackend(cfg, env, store, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return conversation.New(conversation.Options{Backend: b.Backend, Store: store, MaxTurns: cfg.Store.MaxTurns, DefaultCwd: cwd, Log: log, ProgressInterval: cfg.Tools.ProgressInterval, MaxAnswerBytes: cfg.Tools.MaxAnswerBytes,
+	conv := conversation.New(conversation.Options{Backend: b.Backend, Store: store, MaxTurns: cfg.Store.MaxTurns, DefaultCwd: cwd, Log: log, ProgressInterval: cfg.Tools.ProgressInterval, MaxAnswerBytes: cfg.Tools.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP.Addr != "", Authenticated: len(cfg.HTTP.Tokens) > 0 || cfg.HTTP.TokenFile != "" || len(cfg.HTTP.AuthIssuers) > 0,
 		Stateless: cfg.HTTP.Stateless, ShareSessions: cfg.Tools.ShareSessions, SessionIDInText: cfg.Tools.SessionIDInText,
-		Lifetime: life, RequestContext: requests}), b, nil
+		Lifetime: life, RequestContext: requests})
+	return &Deps{Conv: conv, Backend: b, Store: store, Cwd: cwd, AllowedRoots: allowed}, nil
 }
 
 // storeHooks logs what becomes of a session store opened in the
@@ -282,8 +299,7 @@ func storeHooks(log *slog.Logger) session.OpeningHooks {
 // signal through start's ctx, or by stop) is what stops calls at shutdown.
 type serving struct {
 	srv     *mcp.Server
-	conv    *conversation.Service
-	backend *builtBackend
+	deps    *Deps
 	life    context.Context
 	endLife func()
 	// stop ends the lifetime, then the backend (its warm processes, its
@@ -298,11 +314,11 @@ const readyProbe = "00000000-0000-4000-8000-000000000000"
 // ready is the readiness check: the store answers a read, and the backend
 // is usable.
 func (s *serving) ready(ctx context.Context) error {
-	if _, _, err := s.conv.Store().Get(ctx, readyProbe); err != nil {
+	if _, _, err := s.deps.Store.Get(ctx, readyProbe); err != nil {
 		return &server.NotReady{Reason: "the session store does not answer", Err: err}
 	}
-	if s.backend.Usable != nil {
-		if err := s.backend.Usable(); err != nil {
+	if s.deps.Backend.Usable != nil {
+		if err := s.deps.Backend.Usable(); err != nil {
 			return &server.NotReady{Reason: "the backend cannot run", Err: err}
 		}
 	}
@@ -329,7 +345,7 @@ func start(ctx context.Context, cfg *config.Config, env Env, version string, req
 	if requests != nil {
 		lookup = requests.Lookup
 	}
-	conv, b, err := NewDeps(ctx, cfg, env, log, life, lookup)
+	deps, err := NewDeps(ctx, cfg, env, log, life, lookup)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -339,16 +355,17 @@ func start(ctx context.Context, cfg *config.Config, env Env, version string, req
 		defer close(idle)
 		newIdleReleaser().run(life)
 	}()
-	s := &serving{conv: conv, backend: b, life: life, endLife: cancel, stop: func() {
+	b := deps.Backend
+	s := &serving{deps: deps, life: life, endLife: cancel, stop: func() {
 		cancel()
 		<-idle
 		b.Close()
 		// The calls have ended: nothing writes to the store any more.
-		if err := conv.Store().Close(); err != nil {
+		if err := deps.Store.Close(); err != nil {
 			log.Warn("closing the session store", "err", err)
 		}
 	}}
-	if s.srv, err = newServer(version, cfg, conv, b.Counter, log); err != nil {
+	if s.srv, err = newServer(version, cfg, deps, log); err != nil {
 		s.stop()
 		return nil, err
 	}
@@ -377,7 +394,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, version string, sio IO,
 		}
 		defer stopMetrics()
 	}
-	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.CLI.Gemini, "cwd", s.conv.DefaultCwd())
+	log.Info("serving MCP on stdio", "version", version, "gemini", cfg.CLI.Gemini, "cwd", s.deps.Cwd)
 	return server.ServeStdio(s.life, s.endLife, s.srv, server.StdioOptions{In: sio.Stdin, Out: sio.Stdout, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Log: log})
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/acp"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/apicreds"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/mcphost"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -93,7 +94,7 @@ func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logg
 	}
 	warm := acp.WarmOptions{Processes: cfg.Warm.Processes, MaxPrompts: cfg.Warm.MaxPrompts, MaxRSS: int64(cfg.Warm.MaxRSSBytes), IdleTimeout: cfg.Warm.IdleTimeout,
 		SpareAge: spareAge, MaxSessions: cfg.Warm.MaxSessions, Spares: cfg.Warm.Spares, NotOnConnect: !cfg.Warm.OnConnect}
-	b := acp.New(acp.ConfigFor(opts, warm, cli.NewRunner(opts, log)), log)
+	b := acp.New(acp.Options{Warm: warm, CLI: opts, Fallback: cli.NewRunner(opts, log)}, log)
 	return &builtBackend{Backend: backend.Limit(b, cfg.Turns.MaxConcurrent), Usable: cliUsable(cfg.CLI.Gemini)}, nil
 }
 
@@ -102,7 +103,7 @@ func newBackend(cfg *config.Config, env Env, store session.Store, log *slog.Logg
 // was removed or never installed is not ready).
 func cliUsable(gemini string) func() error {
 	return func() error {
-		if _, err := cli.Resolve(gemini); err != nil {
+		if _, err := geminicli.Resolve(gemini); err != nil {
 			return err
 		}
 		return nil
@@ -135,8 +136,8 @@ type choice struct {
 // that explains both ways.
 func chooseBackend(cfg *config.Config, getenv func(string) string) (choice, error) {
 	c := choice{name: cfg.Backend}
-	var cmd cli.Command
-	cmd, c.cliErr = cli.Resolve(cfg.CLI.Gemini)
+	var cmd geminicli.Command
+	cmd, c.cliErr = geminicli.Resolve(cfg.CLI.Gemini)
 	c.creds = apiCredentials(getenv)
 	switch cfg.Backend {
 	case config.BackendAPI:
@@ -173,8 +174,8 @@ func apiCredentials(getenv func(string) string) []string {
 }
 
 // cliOptions is the configuration of the CLI backends.
-func cliOptions(cfg *config.Config, env Env) cli.Options {
-	return cli.Options{
+func cliOptions(cfg *config.Config, env Env) geminicli.Options {
+	return geminicli.Options{
 		Gemini:                cfg.CLI.Gemini,
 		Env:                   []string{childNestEnv(env.Getenv)},
 		DefaultModel:          cfg.Turns.Model,

@@ -97,8 +97,9 @@ func TestChooseBackend(t *testing.T) {
 // stubAPI stands for the API backend.
 type stubAPI struct{ closed bool }
 
-func (s *stubAPI) Name() string { return "api" }
-func (s *stubAPI) Close()       { s.closed = true }
+func (s *stubAPI) Name() string          { return "api" }
+func (s *stubAPI) Family() config.Family { return config.FamilyAPI }
+func (s *stubAPI) Close()                { s.closed = true }
 func (s *stubAPI) Run(context.Context, backend.Turn) (*backend.Answer, error) {
 	return &backend.Answer{Text: "api"}, nil
 }

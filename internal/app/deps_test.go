@@ -41,18 +41,18 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deps, b, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler), nil, nil)
+			deps, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer b.Close()
-			defer deps.Store().Close()
-			if len(deps.AllowedRoots()) != len(c.want) || (c.want == nil) != (deps.AllowedRoots() == nil) {
-				t.Fatalf("roots %q, want %q", deps.AllowedRoots(), c.want)
+			defer deps.Backend.Close()
+			defer deps.Store.Close()
+			if len(deps.AllowedRoots) != len(c.want) || (c.want == nil) != (deps.AllowedRoots == nil) {
+				t.Fatalf("roots %q, want %q", deps.AllowedRoots, c.want)
 			}
 			for i := range c.want {
-				if deps.AllowedRoots()[i] != c.want[i] {
-					t.Fatalf("roots %q, want %q", deps.AllowedRoots(), c.want)
+				if deps.AllowedRoots[i] != c.want[i] {
+					t.Fatalf("roots %q, want %q", deps.AllowedRoots, c.want)
 				}
 			}
 		})
@@ -61,7 +61,7 @@ func TestNewDepsAllowedRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler), nil, nil); err == nil {
+	if _, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler), nil, nil); err == nil {
 		t.Fatal("a missing root was accepted")
 	}
 }
@@ -82,12 +82,12 @@ func TestNewDepsReadsTheGivenEnvironment(t *testing.T) {
 	}
 	var logged bytes.Buffer
 	env := IO{Getenv: getenv}.env()
-	deps, b, err := NewDeps(context.Background(), cfg, env, slog.New(slog.NewTextHandler(&logged, nil)), nil, nil)
+	deps, err := NewDeps(context.Background(), cfg, env, slog.New(slog.NewTextHandler(&logged, nil)), nil, nil)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logged.String())
 	}
-	defer b.Close()
-	defer deps.Store().Close()
+	defer deps.Backend.Close()
+	defer deps.Store.Close()
 	if !strings.Contains(logged.String(), `msg="backend chosen" backend=api`) {
 		t.Errorf("the backend was not chosen from the given environment:\n%s", logged.String())
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/apicreds"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/clihome"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -111,13 +112,13 @@ var checkAPICredentials func(ctx context.Context, cfg *config.Config, getenv fun
 // checkCLI checks what the Gemini CLI backends need: the CLI, its version,
 // its credentials and settings.
 func checkCLI(ctx context.Context, r *report, cfg *config.Config, getenv func(string) string) {
-	cmd, err := cli.Resolve(cfg.CLI.Gemini)
+	cmd, err := geminicli.Resolve(cfg.CLI.Gemini)
 	if err != nil {
 		r.fail("%v", err)
 	} else {
 		r.ok("gemini CLI: %s", cmd)
 		vctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		v, err := cli.NewRunner(cli.Options{Gemini: cfg.CLI.Gemini}, nil).Version(vctx)
+		v, err := cli.NewRunner(geminicli.Options{Gemini: cfg.CLI.Gemini}, nil).Version(vctx)
 		cancel()
 		if err != nil {
 			r.fail("gemini --version failed: %v", err)
@@ -194,7 +195,7 @@ func checkAuth(r *report, getenv func(string) string, home, cwd string, user, wo
 		found = append(found, "settings security.auth.selectedType="+selected)
 	}
 	if len(found) == 0 {
-		r.fail("no Gemini credentials found in this environment. %s", cli.AuthHelp)
+		r.fail("no Gemini credentials found in this environment. %s", geminicli.AuthHelp)
 		return
 	}
 	r.ok("credentials: %s", strings.Join(found, ", "))

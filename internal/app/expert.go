@@ -9,9 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/ratelimit"
@@ -19,7 +17,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
-// newServer builds the MCP server on the pipeline conv: every tool of the
+// newServer builds the MCP server on deps: every tool of the
 // server's registry (the chat tools and the expert tools with their
 // prompts), all reading
 // files from the project root, and the rate limits when --rate-limits
@@ -27,11 +25,13 @@ import (
 // registered. The project root must be an existing directory a call's
 // cwd may be (within --allowed-roots where they apply), checked now so
 // that a bad root stops the server at start rather than failing every
-// call. counter, when not nil, counts the files' tokens.
-func newServer(version string, cfg *config.Config, conv *conversation.Service, counter backend.TokenCounter, log *slog.Logger) (*mcp.Server, error) {
+// call. The backend's token counter, when it has one, counts the files'
+// tokens.
+func newServer(version string, cfg *config.Config, deps *Deps, log *slog.Logger) (*mcp.Server, error) {
+	conv, counter := deps.Conv, deps.Backend.Counter
 	root := cfg.Expert.ProjectRoot
 	if root == "" {
-		root = conv.DefaultCwd()
+		root = deps.Cwd
 	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -71,15 +71,15 @@ func newServer(version string, cfg *config.Config, conv *conversation.Service, c
 	}
 	srv := server.New(version, server.Families{
 		Chat: chat,
-		// The expert tools ask the client's user to confirm a downstream
-		// tool as chat does, with the same grants.
-		Expert: &expert.Deps{Turns: conv, Ask: chat, ProjectRoot: root, Files: fc,
+		// The expert tools run their turns through the same pipeline as
+		// chat: the same sessions, confirmations and grants, and pages.
+		Expert: &expert.Deps{Turns: conv, ProjectRoot: root, Files: fc,
 			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, InputLimit: inputLimit, Log: log},
 		Serve: cfg.Tools.Served,
 	}, log)
 	if cfg.Tools.RateLimits.Limits != nil {
 		limiter := ratelimit.NewLimiter(cfg.Tools.RateLimits.Limits, nil)
-		if shared, ok := conv.Store().(ratelimit.SharedBuckets); ok {
+		if shared, ok := deps.Store.(ratelimit.SharedBuckets); ok {
 			// Replicas on one Redis count each client's calls together.
 			limiter.Shared, limiter.Log = shared, log
 		}

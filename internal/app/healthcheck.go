@@ -150,7 +150,7 @@ func checkHealth(ctx context.Context, target string, timeout time.Duration) erro
 		if ctx.Err() != nil {
 			return fmt.Errorf("no complete answer within %v", timeout)
 		}
-		return fmt.Errorf("reading the answer: %v", err)
+		return fmt.Errorf("reading the answer: %w", err)
 	}
 	if len(body) > maxHealthBody {
 		return fmt.Errorf("the answer is longer than %d bytes: not this server's /healthz", maxHealthBody)

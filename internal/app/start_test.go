@@ -51,11 +51,11 @@ func TestServedPartsAreTheBuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.stop()
-	if s.backend.Host == nil || given != backend.ToolHost(s.backend.Host) {
-		t.Fatalf("the API backend was given %v, the builder returned %v", given, s.backend.Host)
+	if s.deps.Backend.Host == nil || given != backend.ToolHost(s.deps.Backend.Host) {
+		t.Fatalf("the API backend was given %v, the builder returned %v", given, s.deps.Backend.Host)
 	}
-	if s.backend.Counter != counter {
-		t.Fatalf("the builder returned the counter %v, not the API backend's", s.backend.Counter)
+	if s.deps.Backend.Counter != counter {
+		t.Fatalf("the builder returned the counter %v, not the API backend's", s.deps.Backend.Counter)
 	}
 
 	cs := mcptest.Connect(t, s.srv, nil)
@@ -80,7 +80,7 @@ func TestServedPartsAreTheBuilt(t *testing.T) {
 		names = append(names, st.Name)
 	}
 	var want []string
-	for _, st := range s.backend.Host.Status() {
+	for _, st := range s.deps.Backend.Host.Status() {
 		want = append(want, st.Name)
 	}
 	if len(names) != 2 || names[0] != want[0] || names[1] != want[1] {

@@ -38,15 +38,15 @@ func listedWith(t *testing.T, args ...string) (*mcp.ListToolsResult, *mcp.ListPr
 	if err != nil {
 		t.Fatal(err)
 	}
-	conv, b, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler), nil, nil)
+	deps, err := NewDeps(context.Background(), cfg, IO{Getenv: func(string) string { return "" }}.env(), slog.New(slog.DiscardHandler), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		b.Close()
-		conv.Store().Close()
+		deps.Backend.Close()
+		deps.Store.Close()
 	})
-	srv, err := newServer("test", cfg, conv, b.Counter, slog.New(slog.DiscardHandler))
+	srv, err := newServer("test", cfg, deps, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ package backend
 import (
 	"context"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 )
 
 // Turn is one prompt to Gemini.
@@ -18,7 +20,7 @@ type Turn struct {
 	// none. The API backend sends it as a part of its own, which it may
 	// keep in an explicit cache for the conversation's later turns.
 	ContextLen int
-	// Owner names the caller the turn comes from (conversation.Who's
+	// Owner names the caller the turn comes from (identity.Who's
 	// Caller): a context cache is only used for turns of the same owner.
 	Owner        string
 	Model        string // "" for the backend's default
@@ -33,8 +35,11 @@ type Turn struct {
 	// Temperature and ThinkingMode tune the call where the backend can;
 	// one that cannot says so in Answer.NotApplied rather than failing.
 	Temperature  *float64 // nil for the model's default
-	ThinkingMode string   // "", or minimal, low, medium, high, max
-	Observer     Observer // may be nil
+	ThinkingMode string   // "", or off, minimal, low, medium, high, max
+	// IncludeThoughts asks for the model's thought summaries, returned
+	// apart from the answer (Answer.Thoughts) and never recorded as it.
+	IncludeThoughts bool
+	Observer        Observer // may be nil
 	// Confirm asks the user before an untrusted downstream tool runs (API
 	// backend with a ToolHost only); nil when the client cannot be asked.
 	Confirm Confirm
@@ -149,6 +154,15 @@ type Answer struct {
 	// URLs are the retrieval status of each URL the API read for the
 	// answer (Turn.URLs), in the API's order.
 	URLs []URLStatus
+	// Thoughts are the model's thought summaries (Turn.IncludeThoughts),
+	// apart from Text, which they are never part of; "" for none.
+	Thoughts string
+	// CodeRuns are the code the model ran in the API's sandbox
+	// (Turn.CodeExecution) and what came of it, in order; Text shows
+	// them too, in their place among the prose.
+	CodeRuns []CodeRun
+	// Images are the images the model's code made, in order.
+	Images []Image
 }
 
 // Backend runs turns. It is safe for concurrent use. Run's error is always
@@ -157,6 +171,8 @@ type Answer struct {
 type Backend interface {
 	// Name is the backend's name as --backend spells it.
 	Name() string
+	// Family is the family of the sessions it starts and can continue.
+	Family() config.Family
 	Run(ctx context.Context, t Turn) (*Answer, error)
 	// Close stops what the backend keeps running and waits for it.
 	Close()

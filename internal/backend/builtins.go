@@ -29,11 +29,14 @@ type Builtins struct {
 	// of (the API's responseJsonSchema, with responseMimeType
 	// application/json).
 	ResponseSchema json.RawMessage
+	// CodeExecution lets the model write and run Python in the API's
+	// sandbox (the API's codeExecution tool).
+	CodeExecution bool
 }
 
 // Any says whether b asks for anything.
 func (b Builtins) Any() bool {
-	return b.GoogleSearch || len(b.URLs) > 0 || len(b.ResponseSchema) > 0
+	return b.GoogleSearch || len(b.URLs) > 0 || len(b.ResponseSchema) > 0 || b.CodeExecution
 }
 
 // Refuse is the error of a backend named name (as --backend spells it)
@@ -50,6 +53,9 @@ func (b Builtins) Refuse(name string) error {
 			"(its model may use its own web_fetch tool by itself when the prompt names the URLs)"
 	case len(b.ResponseSchema) > 0:
 		what, why = "response_schema", "the Gemini CLI takes no response schema per request"
+	case b.CodeExecution:
+		what, why = "code_execution", "the Gemini CLI has no per-request switch for the API's code execution sandbox "+
+			"(its model may run code with its own shell tool, on this machine, when its settings allow it)"
 	default:
 		return nil
 	}
@@ -82,4 +88,21 @@ type Source struct {
 type URLStatus struct {
 	URL    string `json:"url"`
 	Status string `json:"status"`
+}
+
+// CodeRun is one piece of code the model ran in the Gemini API's sandbox
+// and what came of it, as the tools report it in _meta.codeExecution.
+type CodeRun struct {
+	Language string `json:"language"`
+	Code     string `json:"code"`
+	// Outcome is the API's outcome (OUTCOME_OK, OUTCOME_FAILED,
+	// OUTCOME_DEADLINE_EXCEEDED), "" when no result came for the code.
+	Outcome string `json:"outcome,omitempty"`
+	Output  string `json:"output,omitempty"`
+}
+
+// Image is an image the model made (the output of its code).
+type Image struct {
+	MIMEType string
+	Data     []byte
 }

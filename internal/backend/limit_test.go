@@ -6,14 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
 )
 
 // blocking is a backend whose turns wait for release.
 type blocking struct{ release chan struct{} }
 
-func (b *blocking) Name() string { return "blocking" }
-func (b *blocking) Close()       {}
+func (b *blocking) Name() string          { return "blocking" }
+func (b *blocking) Family() config.Family { return config.FamilyCLI }
+func (b *blocking) Close()                {}
 func (b *blocking) Run(ctx context.Context, t Turn) (*Answer, error) {
 	<-b.release
 	return &Answer{Text: t.Prompt}, nil
@@ -71,8 +73,9 @@ func TestLimit(t *testing.T) {
 // panicking is a backend whose turns panic.
 type panicking struct{}
 
-func (panicking) Name() string { return "panicking" }
-func (panicking) Close()       {}
+func (panicking) Name() string          { return "panicking" }
+func (panicking) Family() config.Family { return config.FamilyCLI }
+func (panicking) Close()                {}
 func (panicking) Run(context.Context, Turn) (*Answer, error) {
 	panic("unforeseen")
 }

@@ -18,12 +18,12 @@ func checkAuth(h *HTTP) error {
 	}
 	for _, iss := range h.AuthIssuers {
 		if err := CheckAuthURL(iss); err != nil {
-			return fmt.Errorf("--auth-issuer %q: %v", iss, err)
+			return fmt.Errorf("--auth-issuer %q: %w", iss, err)
 		}
 	}
 	if h.AuthAudience != "" {
 		if err := CheckAuthURL(h.AuthAudience); err != nil {
-			return fmt.Errorf("--auth-audience %q: %v", h.AuthAudience, err)
+			return fmt.Errorf("--auth-audience %q: %w", h.AuthAudience, err)
 		}
 	} else if host, _, err := net.SplitHostPort(h.Addr); err == nil && !IsLoopbackHost(host) {
 		return fmt.Errorf("--auth-issuer with --http %s needs --auth-audience: the URL clients reach this server at, e.g. https://mcp.example.com/mcp", h.Addr)
@@ -60,7 +60,7 @@ func checkIntrospection(h *HTTP) error {
 		return fmt.Errorf("token introspection needs --auth-introspection-url, --auth-client-id and GEMINI_MCP_AUTH_CLIENT_SECRET; missing %s", strings.Join(missing, ", "))
 	}
 	if err := CheckAuthURL(h.AuthIntrospectionURL); err != nil {
-		return fmt.Errorf("--auth-introspection-url %q: %v", h.AuthIntrospectionURL, err)
+		return fmt.Errorf("--auth-introspection-url %q: %w", h.AuthIntrospectionURL, err)
 	}
 	return nil
 }

@@ -13,9 +13,10 @@ const (
 )
 
 // Family is the family a session belongs to: the family of the backend
-// that started it. The one-shot and warm backends both drive the Gemini
-// CLI, share its session files and hand sessions to each other; the API
-// backend keeps its own history. A session cannot move between families.
+// that started it, which each backend reports (backend.Backend's Family).
+// The one-shot and warm backends both drive the Gemini CLI, share its
+// session files and hand sessions to each other; the API backend keeps
+// its own history. A session cannot move between families.
 type Family = string
 
 // The backend families, as session records store them.
@@ -23,14 +24,6 @@ const (
 	FamilyCLI Family = "cli"
 	FamilyAPI Family = "api"
 )
-
-// Family returns the family of the backend b.
-func (b Backend) Family() Family {
-	if b == BackendAPI {
-		return FamilyAPI
-	}
-	return FamilyCLI
-}
 
 // valid reports whether b is a backend --backend accepts.
 func (b Backend) valid() bool {

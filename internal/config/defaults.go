@@ -7,9 +7,11 @@ import "time"
 // options treat a zero value as "the default" reads it from here rather
 // than keeping a copy (config imports nothing of this module, so every
 // package may). Bounds no flag sets stay in the package they bound.
+
 // DefaultAuthScopes are the scopes an OAuth access token must hold.
 var DefaultAuthScopes = []string{"gemini"}
 
+// The defaults of the other settings, by area.
 const (
 	DefaultGemini  = "gemini"
 	DefaultBackend = BackendAuto

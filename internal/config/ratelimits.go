@@ -82,7 +82,7 @@ func parseRateLimits(s string, tools, served []string) (map[string]Rate, error) 
 		}
 		r, err := parseRate(rate)
 		if err != nil {
-			return nil, fmt.Errorf("--rate-limits: %s: %v", tool, err)
+			return nil, fmt.Errorf("--rate-limits: %s: %w", tool, err)
 		}
 		limits[tool] = r
 	}

@@ -18,8 +18,11 @@ import (
 //     _meta.grounding (the queries run, the sources, and the search
 //     suggestions' renderedContent);
 //   - for an answer that read URLs, _meta.urls (each URL's retrieval
-//     status), and a text item naming the URLs that could not be read.
+//     status), and a text item naming the URLs that could not be read;
+//   - the code Gemini ran, the images it made and its thoughts (see
+//     addSandbox).
 func AddBuiltins(out *mcp.CallToolResult, res *backend.Answer) {
+	defer addSandbox(out, res)
 	if g := res.Grounding; g != nil {
 		if out.Meta == nil {
 			out.Meta = mcp.Meta{}

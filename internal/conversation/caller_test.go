@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -19,7 +20,7 @@ func TestCallOfNamesTheToken(t *testing.T) {
 	t.Cleanup(func() { _ = store.Close() })
 	remote := New(Options{Backend: &scripted{}, Store: store, Remote: true, Authenticated: true})
 	local := New(Options{Backend: &scripted{}, Store: store})
-	alice := WithCaller(context.Background(), TokenCaller("alice"))
+	alice := identity.With(context.Background(), identity.ForToken("alice"))
 	for _, tc := range []struct {
 		d           *Service
 		ctx         context.Context
@@ -27,7 +28,7 @@ func TestCallOfNamesTheToken(t *testing.T) {
 		description string
 	}{
 		{remote, alice, "alice", "token:alice", "HTTP with a token"},
-		{remote, WithCaller(context.Background(), "addr:192.0.2.1"), "", "", "HTTP without tokens"},
+		{remote, identity.With(context.Background(), "addr:192.0.2.1"), "", "", "HTTP without tokens"},
 		{local, alice, "", "", "stdio"},
 	} {
 		w := tc.d.CallOf(tc.ctx, nil).Who
@@ -48,7 +49,7 @@ func TestNoOwnerlessSessionWithTokens(t *testing.T) {
 	b := &scripted{answer: &backend.Answer{SessionID: session.NewUUID(), Text: "hi"}}
 	d := New(Options{Backend: b, Store: store, DefaultCwd: t.TempDir(), Remote: true, Authenticated: true})
 	lost := d.CallOf(context.Background(), nil)
-	if _, _, err := d.Run(context.Background(), lost, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p"); !errors.Is(err, errUnidentified) {
+	if _, _, err := d.run(context.Background(), lost, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p", nil); !errors.Is(err, errUnidentified) {
 		t.Errorf("a turn without a token: %v, want refused", err)
 	}
 	if b.runs != 0 {
@@ -57,12 +58,11 @@ func TestNoOwnerlessSessionWithTokens(t *testing.T) {
 	if _, _, err := d.Sessions(context.Background(), lost.Who, "", 0, 10); !errors.Is(err, errUnidentified) {
 		t.Errorf("a list without a token: %v, want refused", err)
 	}
-	call := backend.Turn{Prompt: "p"}
-	if err := d.Target(context.Background(), &call, "", "", lost.Who); !errors.Is(err, errUnidentified) {
+	if _, err := d.target(context.Background(), "", "", lost.Who); !errors.Is(err, errUnidentified) {
 		t.Errorf("a reply without a token: %v, want refused", err)
 	}
-	alice := d.CallOf(WithCaller(context.Background(), TokenCaller("alice")), nil)
-	if _, _, err := d.Run(context.Background(), alice, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p"); err != nil {
+	alice := d.CallOf(identity.With(context.Background(), identity.ForToken("alice")), nil)
+	if _, _, err := d.run(context.Background(), alice, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p", nil); err != nil {
 		t.Fatalf("a turn with a token: %v", err)
 	}
 	recs, _, err := d.Sessions(context.Background(), alice.Who, "", 0, 10)

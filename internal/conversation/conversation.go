@@ -1,9 +1,13 @@
-// Package conversation is the turn pipeline every tool shares: which
-// session a call continues (or that it starts one), in which directory,
-// whether its caller may; the wait for earlier turns of the same session
-// (in this process, then through the store's lease); the turn itself,
-// through backend.Backend; its record in the session store; and an
-// answer too long for one result kept as pages. It also holds the tool
+// Package conversation is the turn pipeline every tool shares, entered
+// through Service.Do (pipeline.go) with a Request a tool builds from its
+// input: which session a call continues (or that it starts one), in which
+// directory, whether its caller may; what the tool gathers to send; the
+// confirmation of untrusted downstream tools by the client's user
+// (confirm.go); the wait for earlier turns of the same session (in this
+// process, then through the store's lease); the turn itself, through
+// backend.Backend, which nothing else runs; its record in the session
+// store, and the files it sent; and an answer too long for one result
+// kept as pages. The tool renders the answer. It also holds the tool
 // layer's error vocabulary (errors.go) and who a call comes from
 // (caller.go). The chat tools (internal/tools) and the expert tools
 // (internal/expert) use it, and never each other.
@@ -68,8 +72,12 @@ type Options struct {
 	// RequestContext, when set, returns the context of the HTTP request
 	// that carries a call (nil if none): the call ends when it ends.
 	RequestContext func(*mcp.CallToolRequest) context.Context
-	Log            *slog.Logger
-	Now            func() time.Time
+	// ConfirmWait is how long a turn waits for a 2026-07-28 client to come
+	// back with its user's answer to a tool confirmation (see confirm.go);
+	// 0 means DefaultConfirmWait.
+	ConfirmWait time.Duration
+	Log         *slog.Logger
+	Now         func() time.Time
 }
 
 // Service is the pipeline, shared by every tool of a server. It is
@@ -81,6 +89,10 @@ type Service struct {
 	// across processes. The CLI appends to one session file, so two turns
 	// must not run at once.
 	sessions queue.Locks
+	// pending are the turns waiting for a 2026-07-28 client to answer a
+	// tool confirmation; grants what each caller's user allowed for good.
+	pending pendingTurns
+	grants  grants
 }
 
 // New returns the pipeline of o, its defaults filled in.
@@ -108,12 +120,6 @@ func New(o Options) *Service {
 	return &Service{o: o}
 }
 
-// Backend is the backend the turns run on.
-func (s *Service) Backend() backend.Backend { return s.o.Backend }
-
-// Store is the session store.
-func (s *Service) Store() session.Store { return s.o.Store }
-
 // Prepare tells the backend that a client has connected, so that it can
 // get ready for a chat in the default directory before one comes (the warm
 // backend starts a process). It returns at once.
@@ -125,22 +131,9 @@ func (s *Service) Prepare() {
 	backend.Prepare(s.o.Backend, dir)
 }
 
-// DefaultCwd is where calls without cwd run.
-func (s *Service) DefaultCwd() string { return s.o.DefaultCwd }
-
-// AllowedRoots are the directories calls may run in (nil: any).
-func (s *Service) AllowedRoots() []string { return s.o.AllowedRoots }
-
-// Log is the pipeline's logger.
-func (s *Service) Log() *slog.Logger { return s.o.Log }
-
-// Lifetime is the server's lifetime (nil when it has none): a turn that
-// outlives its call ends with it.
-func (s *Service) Lifetime() context.Context { return s.o.Lifetime }
-
-// Bind returns ctx ended also by the server's lifetime and, over HTTP, by
+// bind returns ctx ended also by the server's lifetime and, over HTTP, by
 // the request that carries c; cancel releases it.
-func (s *Service) Bind(ctx context.Context, c Call) (context.Context, context.CancelFunc) {
+func (s *Service) bind(ctx context.Context, c Call) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	stops := []func() bool{}
 	if s.o.Lifetime != nil {
@@ -160,6 +153,3 @@ func (s *Service) Bind(ctx context.Context, c Call) (context.Context, context.Ca
 // SessionIDInText says whether answers name their sessionId in a text
 // item too (Options.SessionIDInText).
 func (s *Service) SessionIDInText() bool { return s.o.SessionIDInText }
-
-// Options are the options s was made with, its defaults filled in.
-func (s *Service) Options() Options { return s.o }

@@ -25,11 +25,11 @@ import (
 // the tool specification requires.
 const ErrorPrefix = "Error executing gemini: "
 
-// ErrWaitCancelled is returned by Run when the call ended while it waited
+// ErrWaitCancelled is matched by Do's error when the call ended while it waited
 // for an earlier call on the same session.
 var ErrWaitCancelled = errors.New("the call was cancelled while waiting for an earlier call on the same session")
 
-// ErrTurnLimit is wrapped by Run's error when the session has reached
+// ErrTurnLimit is wrapped by Do's error when the session has reached
 // --max-turns.
 var ErrTurnLimit = errors.New("the session has reached its turn limit")
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -12,12 +13,12 @@ import (
 // a session started with a token belongs to that token unless the
 // operator shares sessions. Records without an owner (stdio, HTTP without
 // tokens, older records) are open to all, as they always were.
-func (d *Service) mayUse(r session.Record, c Who) bool {
+func (d *Service) mayUse(r session.Record, c identity.Who) bool {
 	return d.usable(session.Filter{}, c).Match(r)
 }
 
 // usable is f narrowed to the sessions mayUse lets c continue.
-func (d *Service) usable(f session.Filter, c Who) session.Filter {
+func (d *Service) usable(f session.Filter, c identity.Who) session.Filter {
 	if d.o.Remote && !d.o.ShareSessions {
 		f.Owner, f.ByOwner = c.Token, true
 	}
@@ -33,10 +34,10 @@ func (d *Service) scoped() bool {
 
 // identified refuses a call over HTTP with tokens (static or OAuth) that
 // names no token. Every request there presents one, and each transport
-// hands its caller down to the tools (see CallerOf), so such a call would
+// hands its caller down to the tools (see identity.Of), so such a call would
 // be a fault of the server's own wiring; the session it started would
 // have no owner and be open to every client.
-func (d *Service) identified(c Who) error {
+func (d *Service) identified(c identity.Who) error {
 	if d.o.Remote && d.o.Authenticated && c.Token == "" {
 		d.o.Log.Error("refused a call over HTTP with tokens that names no token: its transport did not pass its caller on", "caller", c.Caller)
 		return errUnidentified
@@ -50,7 +51,7 @@ var errScoped = errors.New("this server continues only sessions that this client
 
 // latestOf is chat-reply's session when no sessionId is given, for a
 // remote client: the newest session this client used.
-func (d *Service) latestOf(ctx context.Context, c Who, dir string) (session.Record, bool, error) {
+func (d *Service) latestOf(ctx context.Context, c identity.Who, dir string) (session.Record, bool, error) {
 	key := c.Key()
 	if key == "" {
 		return session.Record{}, false, errors.New("without sessionId, chat-reply continues this client's most recent session, but this server cannot tell its clients apart (stateless HTTP, or the SSE transport, without tokens): pass the sessionId of an earlier chat or chat-reply result")
@@ -73,7 +74,7 @@ func (d *Service) latestOf(ctx context.Context, c Who, dir string) (session.Reco
 // all of them, over HTTP those mayUse allows: its own, unless the
 // operator shares sessions), in cwd when cwd is given; more says whether
 // more follow.
-func (d *Service) Sessions(ctx context.Context, who Who, cwd string, offset, limit int) (recs []session.Record, more bool, err error) {
+func (d *Service) Sessions(ctx context.Context, who identity.Who, cwd string, offset, limit int) (recs []session.Record, more bool, err error) {
 	if err := d.identified(who); err != nil {
 		return nil, false, err
 	}

@@ -136,14 +136,13 @@ func (d *Service) Page(ctx context.Context, answerID string, n int) (*mcp.CallTo
 	return d.pageResult(id, a, n), nil
 }
 
-// Paged pages text for the expert tools, whose results add sections of
-// their own after the answer: when text is longer than one result may
+// paged pages text (Outcome.Paged): when text is longer than one result may
 // be, it keeps its pages for chat-page as chat's answers are kept, and
 // returns the first page with the note that says how to get the next,
 // and the paging's facts for _meta (answerId, page, pages, and
 // droppedBytes when the store keeps less). ok is false when text fits in
-// one result. saved says whether the turn was recorded, as for Result.
-func (d *Service) Paged(ctx context.Context, sessionID, text string, saved bool) (first string, meta mcp.Meta, ok bool) {
+// one result. saved says whether the turn was recorded.
+func (d *Service) paged(ctx context.Context, sessionID, text string, saved bool) (first string, meta mcp.Meta, ok bool) {
 	if len(text) <= d.o.MaxAnswerBytes {
 		return "", nil, false
 	}

@@ -19,13 +19,13 @@ func ResolveRoots(roots []string) ([]string, error) {
 		if !filepath.IsAbs(r) {
 			abs, err := filepath.Abs(r)
 			if err != nil {
-				return nil, fmt.Errorf("--allowed-roots %q: %v", r, err)
+				return nil, fmt.Errorf("--allowed-roots %q: %w", r, err)
 			}
 			r = abs
 		}
 		real, err := filepath.EvalSymlinks(r)
 		if err != nil {
-			return nil, fmt.Errorf("--allowed-roots %q: %v", r, err)
+			return nil, fmt.Errorf("--allowed-roots %q: %w", r, err)
 		}
 		out = append(out, filepath.Clean(real))
 	}

@@ -5,23 +5,24 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
-// Continue points call at session sessionID (a sessionId of an earlier
-// result) as chat-reply does when given that sessionId without cwd: the
-// recorded session's directory and, on the API backend, its system prompt
-// when call has none. A session store failure wraps
-// session.ErrUnavailable; any other error means the id cannot be continued
-// by who, and says why.
-func (d *Service) Continue(ctx context.Context, who Who, call *backend.Turn, sessionID string) error {
-	return d.Target(ctx, call, sessionID, "", who)
+// place is where a turn runs: the session it continues and its
+// directory; the system prompt a recorded API session started with, for
+// a turn that gives none; and the session's record when target read it
+// (its Turns are checked against --max-turns without reading it again).
+type place struct {
+	session, dir string
+	systemPrompt string
+	rec          *session.Record
 }
 
-// Target decides which session chat-reply continues and where it runs.
+// target decides which session a turn continues (chat-reply's, or any
+// tool's continuation_id) and where it runs.
 //
 //   - A UUID this server recorded runs in its recorded cwd. A cwd that
 //     names another directory is an error: the CLI could not find the
@@ -45,15 +46,15 @@ func (d *Service) Continue(ctx context.Context, who Who, call *backend.Turn, ses
 // recorded it: its files are there. A recorded session of the API backend
 // keeps the system prompt it started with when the reply gives none: the
 // API remembers nothing, so the server sends it again.
-func (d *Service) Target(ctx context.Context, call *backend.Turn, sessionID, cwd string, who Who) error {
+func (d *Service) target(ctx context.Context, sessionID, cwd string, who identity.Who) (place, error) {
 	if err := d.identified(who); err != nil {
-		return err
+		return place{}, err
 	}
 	var dir string
 	if cwd != "" {
 		var err error
 		if dir, err = d.ResolveDir(cwd); err != nil {
-			return err
+			return place{}, err
 		}
 	}
 	if sessionID == "" {
@@ -62,88 +63,87 @@ func (d *Service) Target(ctx context.Context, call *backend.Turn, sessionID, cwd
 		var err error
 		if d.o.Remote {
 			if rec, ok, err = d.latestOf(ctx, who, dir); err != nil {
-				return err
+				return place{}, err
 			}
 		} else if rec, ok, err = session.Latest(ctx, d.o.Store, d.continuableFilter(session.Filter{Cwd: dir})); err != nil {
-			return StoreError(err)
+			return place{}, StoreError(err)
 		}
 		if ok {
-			call.Session = rec.ID
-			call.Dir = rec.Cwd
-			d.keepSystemPrompt(call, rec)
-			return d.checkRecordedDir(rec)
+			return d.recorded(rec)
 		}
 		if d.family() != config.FamilyCLI {
-			return errors.New("there is no session to continue yet: start one with chat, or pass the sessionId of an earlier result")
+			return place{}, errors.New("there is no session to continue yet: start one with chat, or pass the sessionId of an earlier result")
 		}
-		call.Session = "latest"
+		p := place{session: "latest"}
 		if dir == "" {
 			var err error
 			if dir, err = d.ResolveDir(""); err != nil {
-				return err
+				return place{}, err
 			}
 		}
-		call.Dir = dir
-		return nil
+		p.dir = dir
+		return p, nil
 	}
 	ref, err := session.ParseSessionRef(sessionID)
 	if err != nil {
-		return err
+		return place{}, err
 	}
-	call.Session = ref.Value
+	p := place{session: ref.Value}
 	if ref.Kind != session.RefUUID && d.family() != config.FamilyCLI {
-		return fmt.Errorf("sessionId %q names a Gemini CLI session, which %s cannot continue: pass the sessionId of an earlier chat or chat-reply result", sessionID, config.FamilyName(d.family()))
+		return place{}, fmt.Errorf("sessionId %q names a Gemini CLI session, which %s cannot continue: pass the sessionId of an earlier chat or chat-reply result", sessionID, config.FamilyName(d.family()))
 	}
 	if ref.Kind != session.RefUUID {
 		if d.scoped() {
-			return fmt.Errorf("sessionId %q could name another client's session: pass the sessionId of an earlier chat or chat-reply result; %v", sessionID, errScoped)
+			return place{}, fmt.Errorf("sessionId %q could name another client's session: pass the sessionId of an earlier chat or chat-reply result; %w", sessionID, errScoped)
 		}
 		if dir == "" {
 			if dir, err = d.ResolveDir(""); err != nil {
-				return err
+				return place{}, err
 			}
 		}
-		call.Dir = dir
-		return nil
+		p.dir = dir
+		return p, nil
 	}
 	rec, ok, err := d.o.Store.Get(ctx, ref.Value)
 	if err != nil {
-		return StoreError(err)
+		return place{}, StoreError(err)
+	}
+	if !ok {
+		// Not recorded: its turns are not counted here.
+		rec = session.Record{ID: ref.Value}
 	}
 	if ok && !d.mayUse(rec, who) || !ok && d.scoped() {
 		// Another token's session is as unknown as one never recorded.
 		d.o.Log.Info("refused a session of another client", "id", ref.Value, "recorded", ok)
-		return fmt.Errorf("unknown sessionId %s: this server has no record of it for this client. Use a sessionId from an earlier chat result; %v", ref.Value, errScoped)
+		return place{}, fmt.Errorf("unknown sessionId %s: this server has no record of it for this client. Use a sessionId from an earlier chat result; %w", ref.Value, errScoped)
 	}
 	if ok && rec.Family() != d.family() {
-		return fmt.Errorf("session %s was started on %s, and this server runs %s: the two keep separate histories, so one cannot continue the other's session. "+
+		return place{}, fmt.Errorf("session %s was started on %s, and this server runs %s: the two keep separate histories, so one cannot continue the other's session. "+
 			"Start a new session with chat, or continue this one on a server run with the backend that started it",
 			ref.Value, config.FamilyName(rec.Family()), config.FamilyName(d.family()))
 	}
 	if ok && rec.Family() == config.FamilyCLI && rec.Host != "" && rec.Host != d.o.Host {
-		return fmt.Errorf("session %s was started on host %s, and this server runs on %s: the Gemini CLI keeps a session's files on the host that ran it, so only a server on %s can continue it. "+
+		return place{}, fmt.Errorf("session %s was started on host %s, and this server runs on %s: the Gemini CLI keeps a session's files on the host that ran it, so only a server on %s can continue it. "+
 			"Continue it there, or start a new session with chat", ref.Value, rec.Host, d.o.Host, rec.Host)
 	}
 	switch {
 	case ok && dir != "" && dir != rec.Cwd && rec.Family() == config.FamilyCLI:
-		return fmt.Errorf("session %s was started in %s, not %s; the Gemini CLI can only resume a session in the directory it was started in: omit cwd or pass %s",
+		return place{}, fmt.Errorf("session %s was started in %s, not %s; the Gemini CLI can only resume a session in the directory it was started in: omit cwd or pass %s",
 			ref.Value, rec.Cwd, dir, rec.Cwd)
 	case ok:
-		call.Dir = rec.Cwd
-		d.keepSystemPrompt(call, rec)
-		return d.checkRecordedDir(rec)
+		return d.recorded(rec)
 	case d.family() != config.FamilyCLI:
-		return fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result", ref.Value)
+		return place{}, fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result", ref.Value)
 	case dir == "":
-		return fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result, or pass cwd with the directory the session was started in to continue a session started outside this server", ref.Value)
+		return place{}, fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result, or pass cwd with the directory the session was started in to continue a session started outside this server", ref.Value)
 	}
-	call.Dir = dir
-	return nil
+	p.dir, p.rec = dir, &rec
+	return p, nil
 }
 
 // family is the family of the backend serving the tools: a session
 // belongs to the family that started it.
-func (d *Service) family() config.Family { return config.Backend(d.o.Backend.Name()).Family() }
+func (d *Service) family() config.Family { return d.o.Backend.Family() }
 
 // continuableFilter is f narrowed to the sessions this server can
 // continue: those of its backend's family, and of the CLI's only those
@@ -156,15 +156,18 @@ func (d *Service) continuableFilter(f session.Filter) session.Filter {
 	return f
 }
 
-// keepSystemPrompt gives an API session's reply without a system prompt
-// the one the session started with: the API backend sends the whole
-// conversation each turn, the system prompt included, and a reply that
-// dropped it would change the assistant mid-conversation. The CLI keeps no
-// system prompt between turns, so there a reply's own applies.
-func (d *Service) keepSystemPrompt(call *backend.Turn, rec session.Record) {
-	if call.SystemPrompt == "" && rec.Family() == config.FamilyAPI {
-		call.SystemPrompt = rec.SystemPrompt
+// recorded is the place of the recorded session rec, in its directory,
+// which must still be usable. An API session's reply without a system
+// prompt gets the one the session started with: the API backend sends the
+// whole conversation each turn, the system prompt included, and a reply
+// that dropped it would change the assistant mid-conversation. The CLI
+// keeps no system prompt between turns, so there a reply's own applies.
+func (d *Service) recorded(rec session.Record) (place, error) {
+	p := place{session: rec.ID, dir: rec.Cwd, rec: &rec}
+	if rec.Family() == config.FamilyAPI {
+		p.systemPrompt = rec.SystemPrompt
 	}
+	return p, d.checkRecordedDir(rec)
 }
 
 // checkRecordedDir makes sure a recorded session's directory still exists.
@@ -181,7 +184,8 @@ func (d *Service) checkRecordedDir(rec session.Record) error {
 	}
 	dir, err := validate.ResolveDir(rec.Cwd, "/")
 	if err != nil {
-		return fmt.Errorf("session %s belongs to %s, which cannot be used any more: %v", rec.ID, rec.Cwd, err)
+		// Not wrapped: the directory check's category is not the call's.
+		return fmt.Errorf("session %s belongs to %s, which cannot be used any more: %v", rec.ID, rec.Cwd, err) //nolint:errorlint // see above
 	}
 	if dir != rec.Cwd {
 		return fmt.Errorf("session %s belongs to %s, which now leads to %s; the Gemini CLI can only resume a session in the directory it was started in", rec.ID, rec.Cwd, dir)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/otlprecv"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
@@ -19,8 +20,9 @@ type scripted struct {
 	runs   int
 }
 
-func (s *scripted) Name() string { return "oneshot" }
-func (s *scripted) Close()       {}
+func (s *scripted) Name() string          { return "oneshot" }
+func (s *scripted) Family() config.Family { return config.FamilyCLI }
+func (s *scripted) Close()                {}
 func (s *scripted) Run(ctx context.Context, _ backend.Turn) (*backend.Answer, error) {
 	s.traced = trace.FromContext(ctx) != nil
 	s.runs++
@@ -41,14 +43,14 @@ func TestRunBackendSpan(t *testing.T) {
 	for _, b := range []*scripted{ok, bad} {
 		d := New(Options{Backend: b, Store: store, DefaultCwd: t.TempDir()})
 		ctx, srv := tr.StartServer(context.Background(), "tools/call chat", trace.SpanContext{})
-		_, _, _ = d.Run(ctx, Call{}, backend.Turn{Prompt: "p", Model: "gemini-x", Dir: t.TempDir()}, "p")
+		_, _, _ = d.run(ctx, Call{}, backend.Turn{Prompt: "p", Model: "gemini-x", Dir: t.TempDir()}, "p", nil)
 		srv.End()
 		if !b.traced {
 			t.Error("the backend's ctx carried no span")
 		}
 	}
 	untraced := &scripted{answer: ok.answer}
-	if _, _, err := New(Options{Backend: untraced, Store: store}).Run(context.Background(), Call{}, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p"); err != nil || untraced.traced {
+	if _, _, err := New(Options{Backend: untraced, Store: store}).run(context.Background(), Call{}, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p", nil); err != nil || untraced.traced {
 		t.Errorf("an untraced turn: %v, traced %v", err, untraced.traced)
 	}
 	if err := tr.Close(context.Background()); err != nil {

@@ -1,7 +1,6 @@
 package conversation
 
 import (
-	"context"
 	"strings"
 	"testing"
 )
@@ -19,15 +18,5 @@ func TestTitle(t *testing.T) {
 		if got := Title(in); got != want {
 			t.Errorf("Title(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-func TestCallerOf(t *testing.T) {
-	t.Parallel()
-	if k := CallerOf(WithCaller(context.Background(), "token:abc")); k != "token:abc" {
-		t.Errorf("with a token: %q", k)
-	}
-	if k := CallerOf(context.Background()); k != "local" {
-		t.Errorf("without a caller: %q", k)
 	}
 }

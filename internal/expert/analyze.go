@@ -1,6 +1,10 @@
 package expert
 
-import "context"
+import (
+	"context"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
 
 // Analyze is the analyze expert tool.
 var Analyze = &Tool{
@@ -11,26 +15,27 @@ var Analyze = &Tool{
 		"its structure, how its parts work together, and what matters for the question. " +
 		"Refer to files by path and line number, and say what you could not see.",
 	input: func() input { return new(AnalyzeInput) },
-	props: []prop{
-		{name: "files", kind: "array", required: true, desc: "Files or directories to analyze"},
-		{name: "question", kind: "string", required: true, label: "Question", desc: "What to analyze or look for"},
-		{name: "analysis_type", kind: "string", enum: []string{"architecture", "performance", "security", "quality", "general"}, def: "general",
-			label: "Analysis type", desc: "The kind of analysis: architecture, performance, security, quality or general."},
-		thinkingMode("medium"),
-		continuationID,
-		temperature,
+	extend: func(s *jsonschema.Schema) {
+		oneOf(s, "analysis_type", "general", "architecture", "performance", "security", "quality", "general")
+		commonSchema(s, "medium")
+		sandboxSchema(s)
 	},
 }
 
 // AnalyzeInput is analyze's arguments.
 type AnalyzeInput struct {
-	Files        []string `json:"files"`
-	Question     string   `json:"question"`
-	AnalysisType string   `json:"analysis_type"`
+	Files        []string `json:"files" jsonschema:"Files or directories to analyze"`
+	Question     string   `json:"question" jsonschema:"What to analyze or look for"`
+	AnalysisType string   `json:"analysis_type,omitempty" jsonschema:"The kind of analysis: architecture, performance, security, quality or general."`
 	Common
+	Sandbox
 }
 
 func (in *AnalyzeInput) headline() string { return in.Question }
+
+func (in *AnalyzeInput) sections() []section {
+	return []section{{"Question", in.Question}, {"Analysis type", in.AnalysisType}}
+}
 
 func (in *AnalyzeInput) gather(ctx context.Context, d *Deps, id string) (*material, error) {
 	return d.gatherFiles(ctx, id, in.Files)

@@ -1,10 +1,10 @@
 package expert
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -15,67 +15,37 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
-// args are a call's arguments, checked against the tool's input schema,
-// with the schema's defaults filled in.
-type args struct {
-	strs  map[string]string
-	lists map[string][]string
-	bools map[string]bool
-	nums  map[string]float64
-}
-
-// decode fills in (the tool's input struct) with the checked arguments.
-func (a *args) decode(in input) error {
-	m := map[string]any{}
-	for k, v := range a.strs {
-		m[k] = v
-	}
-	for k, v := range a.lists {
-		m[k] = v
-	}
-	for k, v := range a.bools {
-		m[k] = v
-	}
-	for k, v := range a.nums {
-		m[k] = v
-	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(raw, in)
-}
-
-// parseArgs checks raw against the input schema sc of the tool named
-// tool and returns the arguments, or a conversation.ValidationErrors
+// decodeArgs decodes raw, a call's arguments, once (validate.Arguments),
+// into in, a new input struct of the tool, each argument checked against
+// the tool's schema and its value decoded straight into its field, the
+// schema's defaults filled in. It returns a conversation.ValidationErrors
 // listing every argument at fault, each with what to send instead. The
 // SDK validates nothing for these tools: they are registered with raw
 // handlers so that a bad argument is a JSON-RPC -32602 error with
 // data.validation_errors, as the specification says, rather than a tool
 // result. maxBytes bounds each text argument (0: no bound).
-func parseArgs(tool string, sc *jsonschema.Schema, raw json.RawMessage, maxBytes int) (*args, error) {
-	a := &args{strs: map[string]string{}, lists: map[string][]string{}, bools: map[string]bool{}, nums: map[string]float64{}}
-	var in map[string]json.RawMessage
-	if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
-		if err := json.Unmarshal(raw, &in); err != nil {
-			return nil, conversation.ValidationErrors{{Field: "arguments", Error: "the arguments must be a JSON object of " + argList(sc)}}
-		}
+func (t *Tool) decodeArgs(raw json.RawMessage, in input, maxBytes int) error {
+	sc := t.schema()
+	args, err := validate.Arguments(raw)
+	if err != nil {
+		return conversation.ValidationErrors{{Field: "arguments", Error: "the arguments must be a JSON object of " + argList(sc)}}
 	}
 	var errs conversation.ValidationErrors
 	var unknown []string
-	for k := range in {
+	for k := range args {
 		if sc.Properties[k] == nil {
 			unknown = append(unknown, k)
 		}
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		errs = append(errs, conversation.FieldError{Field: k, Error: fmt.Sprintf("unknown argument; %s takes %s", tool, argList(sc))})
+		errs = append(errs, conversation.FieldError{Field: k, Error: fmt.Sprintf("unknown argument; %s takes %s", t.name, argList(sc))})
 	}
+	fields := reflect.ValueOf(in).Elem()
 	for _, name := range sc.PropertyOrder {
 		p := sc.Properties[name]
 		required := slices.Contains(sc.Required, name)
-		v, given := in[name]
+		v, given := args[name]
 		if given && string(v) == "null" {
 			given = false
 		}
@@ -90,20 +60,21 @@ func parseArgs(tool string, sc *jsonschema.Schema, raw json.RawMessage, maxBytes
 				continue
 			}
 		}
-		if msg := a.set(name, p, required, v, maxBytes); msg != "" {
+		if msg := set(fields.FieldByIndex(t.fields[name]), name, p, required, v, maxBytes); msg != "" {
 			errs = append(errs, conversation.FieldError{Field: name, Error: msg})
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return errs
 	}
-	return a, nil
+	return nil
 }
 
-// set checks one argument, named name, of schema p against p and keeps
-// it; it returns what is wrong with it, or "". A number's schema gives
-// its range (the tool's schema test checks that every one does).
-func (a *args) set(name string, p *jsonschema.Schema, required bool, v json.RawMessage, maxBytes int) string {
+// set checks one argument, named name, of schema p against p and decodes
+// it into f, its field of the input struct; it returns what is wrong with
+// it, or "". A number's schema gives its range (the tool's schema test
+// checks that every one does).
+func set(f reflect.Value, name string, p *jsonschema.Schema, required bool, v json.RawMessage, maxBytes int) string {
 	switch p.Type {
 	case "string":
 		var s string
@@ -123,7 +94,7 @@ func (a *args) set(name string, p *jsonschema.Schema, required bool, v json.RawM
 		if err := validate.Text(name, s, maxBytes); err != nil {
 			return err.Error()
 		}
-		a.strs[name] = s
+		f.SetString(s)
 	case "array":
 		var l []string
 		if json.Unmarshal(v, &l) != nil {
@@ -140,20 +111,20 @@ func (a *args) set(name string, p *jsonschema.Schema, required bool, v json.RawM
 				return err.Error()
 			}
 		}
-		a.lists[name] = l
+		f.Set(reflect.ValueOf(l))
 	case "boolean":
 		var b bool
 		if json.Unmarshal(v, &b) != nil {
 			return fmt.Sprintf("must be true or false, not %s", abbrev(v))
 		}
-		a.bools[name] = b
+		f.SetBool(b)
 	case "number":
-		var f float64
-		if json.Unmarshal(v, &f) != nil || math.IsNaN(f) || f < *p.Minimum || f > *p.Maximum {
+		var n float64
+		if json.Unmarshal(v, &n) != nil || math.IsNaN(n) || n < *p.Minimum || n > *p.Maximum {
 			return fmt.Sprintf("must be a number from %g to %g, not %s; omit it for the model's default",
 				*p.Minimum, *p.Maximum, abbrev(v))
 		}
-		a.nums[name] = f
+		f.Set(reflect.ValueOf(&n))
 	}
 	return ""
 }

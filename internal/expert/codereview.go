@@ -1,6 +1,10 @@
 package expert
 
-import "context"
+import (
+	"context"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
 
 // Codereview is the codereview expert tool.
 var Codereview = &Tool{
@@ -13,32 +17,33 @@ var Codereview = &Tool{
 	input:      func() input { return new(CodereviewInput) },
 	output:     codereviewOutput,
 	structured: codereviewStructured,
-	props: []prop{
-		{name: "files", kind: "array", required: true, desc: "Files or directories to review."},
-		{name: "context", kind: "string", required: true, label: "Context",
-			desc: "What the code is for and what the review should know about it."},
-		reviewType,
-		{name: "severity_filter", kind: "string", enum: []string{"critical", "high", "medium", "all"}, def: "all",
-			label: "Severity filter", desc: "The lowest severity to report: critical, high, medium or all."},
-		{name: "standards", kind: "string", label: "Coding standards",
-			desc: "Optional: the coding standards the code should follow."},
-		thinkingMode("medium"),
-		continuationID,
-		temperature,
+	extend: func(s *jsonschema.Schema) {
+		oneOf(s, "review_type", reviewTypes[0], reviewTypes...)
+		oneOf(s, "severity_filter", "all", "critical", "high", "medium", "all")
+		commonSchema(s, "medium")
 	},
 }
 
 // CodereviewInput is codereview's arguments.
 type CodereviewInput struct {
-	Files          []string `json:"files"`
-	Context        string   `json:"context"`
-	ReviewType     string   `json:"review_type"`
-	SeverityFilter string   `json:"severity_filter"`
-	Standards      string   `json:"standards,omitempty"`
+	Files          []string `json:"files" jsonschema:"Files or directories to review."`
+	Context        string   `json:"context" jsonschema:"What the code is for and what the review should know about it."`
+	ReviewType     string   `json:"review_type,omitempty" jsonschema:"The kind of review: full, security, performance or quick."`
+	SeverityFilter string   `json:"severity_filter,omitempty" jsonschema:"The lowest severity to report: critical, high, medium or all."`
+	Standards      string   `json:"standards,omitempty" jsonschema:"Optional: the coding standards the code should follow."`
 	Common
 }
 
 func (in *CodereviewInput) headline() string { return in.Context }
+
+func (in *CodereviewInput) sections() []section {
+	return []section{
+		{"Context", in.Context},
+		{"Review type", in.ReviewType},
+		{"Severity filter", in.SeverityFilter},
+		{"Coding standards", in.Standards},
+	}
+}
 
 func (in *CodereviewInput) gather(ctx context.Context, d *Deps, id string) (*material, error) {
 	return d.gatherFiles(ctx, id, in.Files)

@@ -1,6 +1,10 @@
 package expert
 
-import "context"
+import (
+	"context"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
 
 // Debug is the debug expert tool.
 var Debug = &Tool{
@@ -11,35 +15,35 @@ var Debug = &Tool{
 		"rank the likely causes, give the steps to reproduce and confirm each, and recommend fixes in order of priority. " +
 		"Refer to files by path and line number.",
 	input: func() input { return new(DebugInput) },
-	props: []prop{
-		{name: "error_description", kind: "string", required: true, label: "Error description",
-			desc: "The error or unexpected behaviour."},
-		{name: "error_context", kind: "string", label: "Error context",
-			desc: "Optional: stack traces, logs, the output around the error."},
-		{name: "files", kind: "array", desc: "Optional: files or directories inside the project root that relate to the error."},
-		{name: "previous_attempts", kind: "string", label: "Previous attempts",
-			desc: "Optional: what was tried already, and what happened."},
-		{name: "runtime_info", kind: "string", label: "Runtime information",
-			desc: "Optional: the environment: versions, operating system, configuration."},
-		thinkingMode("medium"),
-		continuationID,
-		temperature,
-		googleSearch,
+	extend: func(s *jsonschema.Schema) {
+		commonSchema(s, "medium")
+		searchSchema(s)
+		sandboxSchema(s)
 	},
 }
 
 // DebugInput is debug's arguments.
 type DebugInput struct {
-	ErrorDescription string   `json:"error_description"`
-	ErrorContext     string   `json:"error_context,omitempty"`
-	Files            []string `json:"files,omitempty"`
-	PreviousAttempts string   `json:"previous_attempts,omitempty"`
-	RuntimeInfo      string   `json:"runtime_info,omitempty"`
+	ErrorDescription string   `json:"error_description" jsonschema:"The error or unexpected behaviour."`
+	ErrorContext     string   `json:"error_context,omitempty" jsonschema:"Optional: stack traces, logs, the output around the error."`
+	Files            []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root that relate to the error."`
+	PreviousAttempts string   `json:"previous_attempts,omitempty" jsonschema:"Optional: what was tried already, and what happened."`
+	RuntimeInfo      string   `json:"runtime_info,omitempty" jsonschema:"Optional: the environment: versions, operating system, configuration."`
 	Common
 	Search
+	Sandbox
 }
 
 func (in *DebugInput) headline() string { return in.ErrorDescription }
+
+func (in *DebugInput) sections() []section {
+	return []section{
+		{"Error description", in.ErrorDescription},
+		{"Error context", in.ErrorContext},
+		{"Previous attempts", in.PreviousAttempts},
+		{"Runtime information", in.RuntimeInfo},
+	}
+}
 
 func (in *DebugInput) gather(ctx context.Context, d *Deps, id string) (*material, error) {
 	return d.gatherFiles(ctx, id, in.Files)

@@ -13,14 +13,19 @@ import (
 // tools.
 
 // turnError says what a failure of Answer means for the caller.
-func turnError(err error) error {
+// b is what of the API's own tools the turn asked for.
+func turnError(err error, b backend.Builtins) error {
 	switch {
 	case errors.Is(err, conversation.ErrWaitCancelled):
 		return &conversation.Error{Category: conversation.ToolFailure, Msg: err.Error() + "; nothing was sent to Gemini. Call the tool again.", Err: err}
 	case errors.Is(err, backend.ErrNoBuiltins):
 		// An argument this server's backend cannot honour: the caller's
 		// to change, not a failure of Gemini's.
-		return &conversation.Error{Category: conversation.Validation, Field: "google_search", Msg: err.Error(), Err: err}
+		field := "google_search"
+		if !b.GoogleSearch && b.CodeExecution {
+			field = "code_execution"
+		}
+		return &conversation.Error{Category: conversation.Validation, Field: field, Msg: err.Error(), Err: err}
 	case errors.Is(err, conversation.ErrTurnLimit):
 		return &conversation.Error{Category: conversation.ToolFailure, Field: "continuation_id", Msg: err.Error() +
 			". Start a new thread (omit continuation_id), giving it what it needs of this one.", Err: err}

@@ -137,26 +137,13 @@ func TestSystemErrorWhenStoreDown(t *testing.T) {
 	}
 }
 
-// blockingTurns is a session handling whose turns run until their
-// context ends, as a Gemini that never answers.
+// blockingTurns is a pipeline whose turns run until their context ends,
+// as a Gemini that never answers.
 type blockingTurns struct{}
 
-func (blockingTurns) CallOf(context.Context, *mcp.CallToolRequest) conversation.Call {
-	return conversation.Call{}
-}
-func (blockingTurns) Continue(context.Context, conversation.Who, *backend.Turn, string) error {
-	return nil
-}
-func (blockingTurns) ResolveDir(string) (string, error) { return "/project", nil }
-func (blockingTurns) Answer(ctx context.Context, _ conversation.Call, _ backend.Turn, _ string) (*backend.Answer, string, error) {
+func (blockingTurns) Do(ctx context.Context, _ conversation.Request) (*mcp.CallToolResult, error) {
 	<-ctx.Done()
-	return nil, "", &backend.Error{Kind: backend.KindTimeout, Reason: "Gemini did not answer in time", Err: ctx.Err()}
-}
-func (b blockingTurns) Run(ctx context.Context, c conversation.Call, t backend.Turn, title string) (*backend.Answer, string, error) {
-	return b.Answer(ctx, c, t, title)
-}
-func (blockingTurns) Paged(context.Context, string, string, bool) (string, mcp.Meta, bool) {
-	return "", nil, false
+	return nil, &backend.Error{Kind: backend.KindTimeout, Reason: "Gemini did not answer in time", Err: ctx.Err()}
 }
 
 func TestCallTimeout(t *testing.T) {

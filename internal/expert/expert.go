@@ -1,7 +1,8 @@
 // Package expert offers the five expert tools, thinkdeep, analyze,
 // codereview, debug and precommit: each gives Gemini a role, the caller's
 // arguments and the project files they name, runs one turn in a new or a
-// continued session, and answers in the format of their
+// continued session through the pipeline every tool shares
+// (conversation.Service.Do, Deps.Turns), and answers in the format of their
 // specification (the answer, then
 // ## Metadata, ## Files Processed and ## Continuation ID). Failures are
 // JSON-RPC errors in the specification's categories (see errors.go). Reading the
@@ -37,37 +38,16 @@ type FileContext interface {
 	Changes(ctx context.Context, path string, staged, unstaged bool, maxTokens func() int) (*filectx.ChangeSet, error)
 }
 
-// Turns is what the expert tools need of the turn pipeline, which
-// *conversation.Service provides: who a call comes from, continuing a
-// session exactly as chat-reply does, and running a turn as chat does.
+// Turns is the turn pipeline (*conversation.Service), which runs the
+// expert tools' turns as it runs chat's: the same sessions, the same
+// confirmations of downstream tools, the same paging.
 type Turns interface {
-	CallOf(ctx context.Context, req *mcp.CallToolRequest) conversation.Call
-	Continue(ctx context.Context, who conversation.Who, call *backend.Turn, sessionID string) error
-	ResolveDir(dir string) (string, error)
-	Answer(ctx context.Context, c conversation.Call, call backend.Turn, title string) (*backend.Answer, string, error)
-	// Run is Answer on a ctx Bind made already (by Asker.Ask).
-	Run(ctx context.Context, c conversation.Call, call backend.Turn, title string) (*backend.Answer, string, error)
-	// Paged keeps an answer too long for one result as pages for
-	// chat-page, as chat's answers are kept, and returns its first page.
-	Paged(ctx context.Context, sessionID, text string, saved bool) (first string, meta mcp.Meta, ok bool)
-}
-
-// Asker runs a turn as chat runs its own (*tools.Deps): the user of the
-// client is asked before Gemini runs an untrusted downstream tool, the
-// same way and with the same grants as in chat. turn runs the turn with
-// Turns.Run and builds the result.
-type Asker interface {
-	Ask(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn,
-		turn func(ctx context.Context, call backend.Turn) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error)
+	Do(ctx context.Context, r conversation.Request) (*mcp.CallToolResult, error)
 }
 
 // Deps is what the expert tools need.
 type Deps struct {
 	Turns Turns
-	// Ask runs the turns, asking the client's user to confirm an
-	// untrusted downstream tool; nil runs them with Turns.Answer, and such
-	// a tool runs only if the operator allows it (--allow-mcp-tools).
-	Ask Asker
 	// ProjectRoot is where new sessions run and files are read from; ""
 	// means the server's directory.
 	ProjectRoot string
@@ -84,7 +64,6 @@ type Deps struct {
 	// or 0 means DefaultInputLimit.
 	InputLimit func(ctx context.Context) int
 	Log        *slog.Logger
-	Now        func() time.Time
 }
 
 // Name is the tool's name.
@@ -103,15 +82,8 @@ func (d *Deps) log() *slog.Logger {
 	return d.Log
 }
 
-func (d *Deps) now() time.Time {
-	if d.Now == nil {
-		return time.Now()
-	}
-	return d.Now()
-}
-
 // handler is the tool's raw handler: it validates the arguments itself
-// (see parseArgs) and returns every failure as a JSON-RPC error.
+// (see decodeArgs) and returns every failure as a JSON-RPC error.
 func (d *Deps) handler(t *Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := d.call(ctx, req, t)
@@ -131,115 +103,104 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 	if req != nil && req.Params != nil {
 		raw = req.Params.Arguments
 	}
-	a, err := parseArgs(t.name, t.schema(), raw, d.MaxArgBytes)
-	if err != nil {
-		return nil, err
-	}
 	in := t.input()
-	if err := a.decode(in); err != nil {
-		return nil, conversation.SystemError("the arguments could not be read", err)
+	if err := t.decodeArgs(raw, in, d.MaxArgBytes); err != nil {
+		return nil, err
 	}
 	if d.CallTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, d.CallTimeout, errCallTimeout)
 		defer cancel()
 		defer func() {
-			if err != nil && context.Cause(ctx) == errCallTimeout {
+			if err != nil && errors.Is(context.Cause(ctx), errCallTimeout) {
 				err = &conversation.Error{Category: conversation.ToolFailure, Err: err, Msg: fmt.Sprintf("the call took longer than this server's limit of %s per call, and was stopped: "+
 					"ask a narrower question or name fewer files, or ask the server's operator to raise the limit", d.CallTimeout)}
 			}
 		}()
 	}
-	c := d.Turns.CallOf(ctx, req)
-	common := in.common()
-	turn := backend.Turn{SystemPrompt: t.role, ThinkingMode: common.ThinkingMode, Temperature: common.Temperature}
-	if s, ok := in.(searcher); ok {
-		turn.GoogleSearch = s.search()
-	}
-	id := common.ContinuationID
-	if id != "" {
-		if err := d.Turns.Continue(ctx, c.Who, &turn, id); err != nil {
-			if cat, _ := conversation.Classify(err); cat == conversation.System {
-				return nil, err
-			}
-			return nil, &conversation.Error{Category: conversation.Validation, Field: "continuation_id", Msg: err.Error(), Err: err}
+	r := d.request(req, t, in)
+	res, err = d.Turns.Do(ctx, r)
+	var te *conversation.TargetError
+	switch {
+	case errors.As(err, &te) && in.common().ContinuationID != "":
+		if cat, _ := conversation.Classify(te.Err); cat == conversation.System {
+			return nil, te.Err
 		}
-		// The role is this tool's, whichever tool started the thread.
-		turn.SystemPrompt = t.role
-	} else if turn.Dir, err = d.Turns.ResolveDir(d.ProjectRoot); err != nil {
-		return nil, conversation.SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", err), err)
+		return nil, &conversation.Error{Category: conversation.Validation, Field: "continuation_id", Msg: te.Err.Error(), Err: te.Err}
+	case errors.As(err, &te):
+		return nil, conversation.SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", te.Err), te.Err)
+	case err != nil:
+		return nil, turnError(err, r.Turn.Builtins)
 	}
-	m, err := in.gather(ctx, d, id)
-	if err != nil {
-		return nil, err
-	}
-	turn.Prompt, turn.ContextLen = t.userPrompt(a, m)
-	turn.Media = m.files.Media
-	title := t.name + ": " + in.headline()
-	if d.Ask == nil {
-		return d.finish(ctx, t, c, turn, m, title, d.Turns.Answer)
-	}
-	return d.Ask.Ask(ctx, req, c, turn, func(ctx context.Context, turn backend.Turn) (*mcp.CallToolResult, error) {
-		return d.finish(ctx, t, c, turn, m, title, d.Turns.Run)
-	})
-}
-
-// finish runs the turn with run and builds the tool's result.
-func (d *Deps) finish(ctx context.Context, t *Tool, c conversation.Call, turn backend.Turn, m *material, title string,
-	run func(context.Context, conversation.Call, backend.Turn, string) (*backend.Answer, string, error)) (*mcp.CallToolResult, error) {
-	start := d.now()
-	ans, unsaved, err := run(ctx, c, turn, title)
-	if err != nil {
-		return nil, turnError(err)
-	}
-	elapsed := d.now().Sub(start)
-	if d.Files != nil && m.record {
-		// The answer is complete: recording what it was sent must not
-		// fail the call; at worst the files are sent again next turn.
-		if err := d.Files.Record(context.WithoutCancel(ctx), ans.SessionID, m.files); err != nil {
-			d.log().Warn("recording the files sent", "session", ans.SessionID, "err", err)
-		}
-	}
-	out := &output{
-		tool: t.name, answer: ans, thinkingMode: turn.ThinkingMode, temperature: turn.Temperature,
-		processed: m.files.Processed, skipped: m.files.Skipped, elapsed: elapsed, secrets: m.secrets, cut: m.cut,
-	}
-	// A long answer is paged as chat's are: the first page, then the
-	// sections; chat-page serves the rest.
-	out.page, out.pageMeta, _ = d.Turns.Paged(ctx, ans.SessionID, ans.Text, unsaved == "")
-	res := out.result()
-	if t.structured != nil {
-		res.StructuredContent = t.structured(out)
-	}
-	conversation.AddUnsaved(res, unsaved)
 	return res, nil
 }
 
+// request is the tool's turn, from its input in: a new session in the
+// project root or the thread continuation_id names, the tool's role and
+// tuning, the prompt of its arguments and the material it gathers, and
+// its renderer.
+func (d *Deps) request(req *mcp.CallToolRequest, t *Tool, in input) conversation.Request {
+	common := in.common()
+	var builtins backend.Builtins
+	if s, ok := in.(searcher); ok {
+		builtins.GoogleSearch = s.search()
+	}
+	if s, ok := in.(coder); ok {
+		builtins.CodeExecution = s.sandbox()
+	}
+	r := conversation.Request{Call: req, Cwd: d.ProjectRoot, Title: t.name + ": " + in.headline(),
+		Turn: backend.Turn{SystemPrompt: t.role, ThinkingMode: common.ThinkingMode, Temperature: common.Temperature, Builtins: builtins}}
+	if common.ContinuationID != "" {
+		// The role is this tool's, whichever tool started the thread.
+		r.Continue, r.Session, r.Cwd = true, common.ContinuationID, ""
+	}
+	var m *material
+	r.Gather = func(ctx context.Context, session string) (conversation.Material, error) {
+		var err error
+		if m, err = in.gather(ctx, d, session); err != nil {
+			return conversation.Material{}, err
+		}
+		g := conversation.Material{Media: m.files.Media}
+		g.Prompt, g.ContextLen = t.userPrompt(in, m)
+		if d.Files != nil && m.record {
+			g.Sent, g.Record = m.files, d.Files.Record
+		}
+		return g, nil
+	}
+	r.Render = func(ctx context.Context, o conversation.Outcome) (*mcp.CallToolResult, error) {
+		out := &output{
+			tool: t.name, answer: o.Answer, thinkingMode: common.ThinkingMode, temperature: common.Temperature,
+			processed: m.files.Processed, skipped: m.files.Skipped, elapsed: o.Elapsed, secrets: m.secrets, cut: m.cut,
+		}
+		// A long answer is paged as chat's are: the first page, then the
+		// sections; chat-page serves the rest.
+		out.page, out.pageMeta, _ = o.Paged(ctx)
+		res := out.result()
+		if t.structured != nil {
+			res.StructuredContent = t.structured(out)
+		}
+		conversation.AddUnsaved(res, o.Unsaved)
+		return res, nil
+	}
+	return r
+}
+
 // userPrompt is the turn's prompt: the files the tool gathered, then the
-// caller's arguments under their labels, in the order of the schema, then
-// the rest of what the tool gathered; and the length of the files'
-// section, a stable context the API backend may cache (Turn.ContextLen).
-func (t *Tool) userPrompt(a *args, m *material) (string, int) {
+// caller's arguments under their labels (in.sections), in the order of
+// the schema, then the rest of what the tool gathered; and the length of
+// the files' section, a stable context the API backend may cache
+// (Turn.ContextLen).
+func (t *Tool) userPrompt(in input, m *material) (string, int) {
 	var b strings.Builder
 	if m.files.Text != "" {
 		fmt.Fprintf(&b, "## %s\n%s\n\n", m.heading, strings.TrimRight(m.files.Text, "\n"))
 	}
 	ctxLen := b.Len()
-	for _, p := range t.props {
-		if p.label == "" {
+	for _, s := range in.sections() {
+		if strings.TrimSpace(s.text) == "" {
 			continue
 		}
-		var v string
-		switch p.kind {
-		case "array":
-			v = strings.Join(a.lists[p.name], ", ")
-		default:
-			v = a.strs[p.name]
-		}
-		if strings.TrimSpace(v) == "" {
-			continue
-		}
-		fmt.Fprintf(&b, "## %s\n%s\n\n", p.label, v)
+		fmt.Fprintf(&b, "## %s\n%s\n\n", s.label, s.text)
 	}
 	b.WriteString(m.preface)
 	if len(m.secrets) > 0 {

@@ -15,9 +15,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -37,7 +39,15 @@ type fakeBackend struct {
 }
 
 func (f *fakeBackend) Name() string { return f.name }
-func (f *fakeBackend) Close()       {}
+
+// Family is the API's for a fake named "api", else the Gemini CLI's.
+func (f *fakeBackend) Family() config.Family {
+	if f.name == string(config.BackendAPI) {
+		return config.FamilyAPI
+	}
+	return config.FamilyCLI
+}
+func (f *fakeBackend) Close() {}
 func (f *fakeBackend) Run(_ context.Context, t backend.Turn) (*backend.Answer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -291,11 +301,11 @@ func TestContinuationAcrossTools(t *testing.T) {
 			if string(skipped) != `[{"path":"a.go","reason":"already sent in this conversation"}]` {
 				t.Errorf("filesSkipped %s", skipped)
 			}
-			reply := backend.Turn{Prompt: "Which issue first?"}
-			if err := h.conv.Continue(context.Background(), conversation.Who{}, &reply, id); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := h.conv.Answer(context.Background(), conversation.Call{}, reply, reply.Prompt); err != nil || h.backend.last().Session != id {
+			reply := conversation.Request{Continue: true, Session: id, Turn: backend.Turn{Prompt: "Which issue first?"},
+				Render: func(context.Context, conversation.Outcome) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{}, nil
+				}}
+			if _, err := h.conv.Do(context.Background(), reply); err != nil || h.backend.last().Session != id {
 				t.Fatalf("the reply ran in %q: %v", h.backend.last().Session, err)
 			}
 			rec, _, _ := h.store.Get(context.Background(), id)
@@ -303,6 +313,23 @@ func TestContinuationAcrossTools(t *testing.T) {
 				t.Errorf("turns %d, want 3", rec.Turns)
 			}
 		})
+	}
+}
+
+// TestContinuationIDAsWritten: a continuation_id in capitals and with
+// spaces around it names the same thread, whose files are not sent again
+// (the files were looked up under the id as written, and sent anew).
+func TestContinuationIDAsWritten(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "api", nil)
+	_, meta := h.mustCall(t, "analyze", map[string]any{"files": []string{"a.go"}, "question": "What is it?"})
+	id := meta["continuationId"].(string)
+	_, meta2 := h.mustCall(t, "analyze", map[string]any{"files": []string{"a.go"}, "question": "And then?", "continuation_id": " " + strings.ToUpper(id) + " "})
+	if meta2["continuationId"] != id {
+		t.Fatalf("continued into %v, want %s", meta2["continuationId"], id)
+	}
+	if p := h.backend.last().Prompt; strings.Contains(p, "content of a.go") {
+		t.Errorf("a.go was sent again: %q", p)
 	}
 }
 
@@ -346,7 +373,7 @@ func TestContinuationOfAnotherClientRefused(t *testing.T) {
 	addAll(s, d)
 	call := func(token, args string) (*mcp.CallToolResult, error) {
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "thinkdeep", Arguments: json.RawMessage(args)}}
-		return d.handler(specByName("thinkdeep"))(conversation.WithCaller(context.Background(), conversation.TokenCaller(token)), req)
+		return d.handler(specByName("thinkdeep"))(identity.With(context.Background(), identity.ForToken(token)), req)
 	}
 	res, err := call("alice", `{"current_analysis":"x"}`)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 )
@@ -20,30 +22,29 @@ var Precommit = &Tool{
 	input:      func() input { return new(PrecommitInput) },
 	output:     precommitOutput,
 	structured: precommitStructured,
-	props: []prop{
-		{name: "path", kind: "string", required: true, desc: "The root of the git repository whose changes to check, inside the project root."},
-		{name: "include_staged", kind: "boolean", def: true, desc: "Include the staged changes."},
-		{name: "include_unstaged", kind: "boolean", def: true, desc: "Include the unstaged changes, new files included."},
-		reviewType,
-		{name: "original_request", kind: "string", label: "Original request",
-			desc: "Optional: the user's intent, which the changes should fulfil."},
-		thinkingMode("medium"),
-		continuationID,
-		temperature,
+	extend: func(s *jsonschema.Schema) {
+		withDefault(s, "include_staged", true)
+		withDefault(s, "include_unstaged", true)
+		oneOf(s, "review_type", reviewTypes[0], reviewTypes...)
+		commonSchema(s, "medium")
 	},
 }
 
 // PrecommitInput is precommit's arguments.
 type PrecommitInput struct {
-	Path            string `json:"path"`
-	IncludeStaged   bool   `json:"include_staged"`
-	IncludeUnstaged bool   `json:"include_unstaged"`
-	ReviewType      string `json:"review_type"`
-	OriginalRequest string `json:"original_request,omitempty"`
+	Path            string `json:"path" jsonschema:"The root of the git repository whose changes to check, inside the project root."`
+	IncludeStaged   bool   `json:"include_staged,omitempty" jsonschema:"Include the staged changes."`
+	IncludeUnstaged bool   `json:"include_unstaged,omitempty" jsonschema:"Include the unstaged changes, new files included."`
+	ReviewType      string `json:"review_type,omitempty" jsonschema:"The kind of review: full, security, performance or quick."`
+	OriginalRequest string `json:"original_request,omitempty" jsonschema:"Optional: the user's intent, which the changes should fulfil."`
 	Common
 }
 
 func (in *PrecommitInput) headline() string { return in.Path }
+
+func (in *PrecommitInput) sections() []section {
+	return []section{{"Review type", in.ReviewType}, {"Original request", in.OriginalRequest}}
+}
 
 // gather reads the changes of the repository at path, not files: a diff
 // is not a file, and is not recorded as sent.

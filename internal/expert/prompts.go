@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
@@ -21,37 +23,49 @@ import (
 // prompt is the MCP prompt of the tool.
 func (sp *Tool) prompt() *mcp.Prompt {
 	p := &mcp.Prompt{Name: sp.name, Title: sp.title, Description: sp.description}
-	for _, a := range sp.props {
-		if a.kind == "number" {
+	sc := sp.schema()
+	for _, name := range sc.PropertyOrder {
+		a := sc.Properties[name]
+		if a.Type == "number" {
 			continue // the prompts leave the sampling temperature out
 		}
-		desc := a.desc
+		desc := a.Description
 		switch {
-		case a.kind == "array":
+		case a.Type == "array":
 			desc += " (separated by commas or spaces)"
-		case len(a.enum) > 0:
-			desc += fmt.Sprintf(" (default: %v)", a.def)
-		case a.kind == "boolean":
-			desc += fmt.Sprintf(" (true or false; default: %v)", a.def)
+		case len(a.Enum) > 0:
+			desc += fmt.Sprintf(" (default: %v)", defaultOf(a))
+		case a.Type == "boolean":
+			desc += fmt.Sprintf(" (true or false; default: %v)", defaultOf(a))
 		}
-		p.Arguments = append(p.Arguments, &mcp.PromptArgument{Name: a.name, Description: desc, Required: a.required})
+		p.Arguments = append(p.Arguments, &mcp.PromptArgument{Name: name, Description: desc, Required: slices.Contains(sc.Required, name)})
 	}
 	return p
+}
+
+// defaultOf is the default of the property p, as its value.
+func defaultOf(p *jsonschema.Schema) any {
+	var v any
+	if err := json.Unmarshal(p.Default, &v); err != nil {
+		panic(err) // the defaults are this package's literals
+	}
+	return v
 }
 
 // getPrompt answers prompts/get: a user message asking for the tool call.
 // Arguments are checked as the tool checks them, so that a mistake shows
 // when the prompt is used rather than when the model calls the tool.
 func (sp *Tool) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	sc := sp.schema()
 	args := map[string]any{}
 	if req.Params != nil {
 		for k, v := range req.Params.Arguments {
-			p := sp.prop(k)
+			p := sc.Properties[k]
 			if p == nil || strings.TrimSpace(v) == "" {
 				args[k] = v // refused or dropped below, with the tool's message
 				continue
 			}
-			switch p.kind {
+			switch p.Type {
 			case "array":
 				args[k] = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' })
 			case "boolean":
@@ -65,7 +79,7 @@ func (sp *Tool) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.Ge
 		}
 	}
 	for k, v := range args {
-		if s, ok := v.(string); ok && strings.TrimSpace(s) == "" && sp.prop(k) != nil && !sp.prop(k).required {
+		if s, ok := v.(string); ok && strings.TrimSpace(s) == "" && sc.Properties[k] != nil && !slices.Contains(sc.Required, k) {
 			delete(args, k)
 		}
 	}
@@ -73,7 +87,7 @@ func (sp *Tool) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.Ge
 	if err != nil {
 		return nil, err
 	}
-	if _, err := parseArgs(sp.name, sp.schema(), raw, 0); err != nil {
+	if err := sp.decodeArgs(raw, sp.input(), 0); err != nil {
 		return nil, conversation.WireError(err)
 	}
 	pretty, _ := json.MarshalIndent(args, "", "  ")

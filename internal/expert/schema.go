@@ -2,6 +2,11 @@ package expert
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -9,117 +14,144 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 )
 
-// prop is one argument of an expert tool, as the expert tools' specification lists it.
-type prop struct {
-	name     string
-	kind     string // "string", "array" (of strings), "boolean" or "number"
-	desc     string
-	enum     []string
-	def      any      // the specification's default, nil when it gives none
-	min, max *float64 // a number's range
-	required bool
-	// label heads the argument's text in the prompt sent to Gemini; ""
-	// leaves the argument out of the prompt (tuning, files, ids).
-	label string
-}
-
-// Tool is one expert tool: its schema, as the specification writes it, the
-// role Gemini takes for it, and its input struct, whose gather method is
-// what the tool does beside sending its arguments (read files, or
-// precommit's changes). Each is defined in a file of its own, and listed
-// in the server's registry.
+// Tool is one expert tool: its name and description, the role Gemini takes
+// for it, and its input struct, which its input schema is generated from
+// and whose gather method is what the tool does beside sending its
+// arguments (read files, or precommit's changes). Each is defined in a
+// file of its own, and listed in the server's registry.
 type Tool struct {
 	name, title, description string
-	props                    []prop
 	// role is the system prompt: the specification's purpose of the tool, as
 	// instructions to Gemini.
 	role string
 	// input returns a new input struct of the tool, which its arguments
 	// are decoded into.
 	input func() input
+	// extend adds to the schema generated from the input struct what its
+	// tags cannot say: the specification's enums and defaults, a
+	// number's range, an order other than the fields'.
+	extend func(s *jsonschema.Schema)
 	// output, for a tool whose answers have one shape, is its
 	// outputSchema, and structured the structuredContent of a result.
 	output     func() *jsonschema.Schema
 	structured func(o *output) map[string]any
+
+	once   sync.Once
+	sc     *jsonschema.Schema
+	fields map[string][]int // a property's field of the input struct (reflect's index)
 }
 
-// The arguments shared by every expert tool. continuation_id is written in
-// the specification for analyze and chat only; every tool takes it here, since any
-// tool must be able to continue a thread another one started. temperature
-// is the specification's chat argument, taken by every tool as by chat, so that the
-// API backend can apply it.
-func thinkingMode(def string) prop {
-	return prop{name: "thinking_mode", kind: "string", enum: backend.ThinkingModes, def: def,
-		desc: "How much Gemini may think before it answers. On the Gemini API backend it becomes a thinking budget or level; " +
-			"the Gemini CLI backends cannot set it per call, answer without it and say so in _meta.notApplied."}
+// schema is the tool's input schema, generated once from its input struct
+// and extend. It leaves out additionalProperties and $schema, as chat's
+// does (the Gemini CLI's schema sanitizer strips them); unknown arguments
+// are refused by the tool itself (decodeArgs). It is shared: not to be
+// changed.
+func (t *Tool) schema() *jsonschema.Schema {
+	t.once.Do(t.generate)
+	return t.sc
 }
 
-var (
-	continuationID = prop{name: "continuation_id", kind: "string",
-		desc: "Thread continuation ID for multi-turn conversations: the continuation ID of an earlier result of any of this server's tools. " +
-			"Gemini then sees that conversation's history, and files already sent in it are not sent again. Omit it to start a new thread."}
-	temperature = prop{name: "temperature", kind: "number", min: ptr(backend.MinTemperature), max: ptr(backend.MaxTemperature),
-		desc: "Optional: the sampling temperature, from 0 to 2. Omit it for the model's default. Applied by the Gemini API backend; " +
-			"the Gemini CLI backends answer without it and say so in _meta.notApplied."}
-	googleSearch = prop{name: "google_search", kind: "boolean", def: false,
-		desc: "Optional: ground the answer in a Google Search that Gemini runs itself (Gemini API backend only; the Gemini CLI backends refuse it). " +
-			"The sources follow the answer as a numbered list and as resource_link items, with the queries and the search suggestions in _meta.grounding."}
-	reviewType = prop{name: "review_type", kind: "string", enum: []string{"full", "security", "performance", "quick"}, def: "full",
-		desc: "The kind of review: full, security, performance or quick.", label: "Review type"}
-)
-
-func (s *Tool) prop(name string) *prop {
-	for i := range s.props {
-		if s.props[i].name == name {
-			return &s.props[i]
+// generate makes the input schema and the index of the input struct's
+// fields. The structs are this package's own, so an error is a
+// programming error, which every test that lists the tools catches.
+func (t *Tool) generate() {
+	rt := reflect.TypeOf(t.input()).Elem()
+	s, err := jsonschema.ForType(rt, nil)
+	if err != nil {
+		panic(fmt.Sprintf("expert: the input schema of %s: %v", t.name, err))
+	}
+	s.AdditionalProperties, s.Schema = nil, ""
+	for _, p := range s.Properties {
+		// An optional list or number (a nil slice, a pointer) is made
+		// ["null", type], which the Gemini CLI's schema sanitizer does not
+		// take: it is a value that may be left out.
+		if len(p.Types) == 2 && p.Types[0] == "null" {
+			p.Type, p.Types = p.Types[1], nil
 		}
 	}
-	return nil
-}
-
-// schema is the tool's input schema. It leaves out additionalProperties
-// and $schema, as chat's does (the Gemini CLI's schema sanitizer strips
-// them); unknown arguments are refused by the tool itself.
-func (s *Tool) schema() *jsonschema.Schema {
-	sc := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
-	for _, p := range s.props {
-		ps := &jsonschema.Schema{Type: p.kind, Description: p.desc}
-		if p.kind == "array" {
-			ps.Items = &jsonschema.Schema{Type: "string"}
-		}
-		ps.Minimum, ps.Maximum = p.min, p.max
-		for _, e := range p.enum {
-			ps.Enum = append(ps.Enum, e)
-		}
-		if p.def != nil {
-			raw, err := json.Marshal(p.def)
-			if err != nil {
-				panic(err) // the defaults are this package's literals
-			}
-			ps.Default = raw
-		}
-		sc.Properties[p.name] = ps
-		sc.PropertyOrder = append(sc.PropertyOrder, p.name)
-		if p.required {
-			sc.Required = append(sc.Required, p.name)
+	if t.extend != nil {
+		t.extend(s)
+	}
+	fields := map[string][]int{}
+	for _, f := range reflect.VisibleFields(rt) {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && !f.Anonymous {
+			fields[name] = f.Index
 		}
 	}
-	return sc
+	t.sc, t.fields = s, fields
+}
+
+// property is the property name of s, which the tool's extend names: a
+// missing one is a programming error.
+func property(s *jsonschema.Schema, name string) *jsonschema.Schema {
+	p := s.Properties[name]
+	if p == nil {
+		panic("expert: the schema has no property " + name)
+	}
+	return p
+}
+
+// oneOf gives the string property name of s its values and its default.
+func oneOf(s *jsonschema.Schema, name, def string, values ...string) {
+	p := property(s, name)
+	for _, v := range values {
+		p.Enum = append(p.Enum, v)
+	}
+	withDefault(s, name, def)
+}
+
+// withDefault gives the property name of s its default.
+func withDefault(s *jsonschema.Schema, name string, def any) {
+	raw, err := json.Marshal(def)
+	if err != nil {
+		panic(err) // the defaults are this package's literals
+	}
+	property(s, name).Default = raw
+}
+
+// commonSchema extends the schema of Common: thinking_mode's values and
+// the tool's default, mode; temperature's range.
+func commonSchema(s *jsonschema.Schema, mode string) {
+	oneOf(s, "thinking_mode", mode, backend.ThinkingModes...)
+	t := property(s, "temperature")
+	t.Minimum, t.Maximum = ptr(backend.MinTemperature), ptr(backend.MaxTemperature)
+}
+
+// searchSchema extends the schema of Search: google_search is false
+// unless given.
+func searchSchema(s *jsonschema.Schema) { withDefault(s, "google_search", false) }
+
+// sandboxSchema extends the schema of Sandbox: code_execution is false
+// unless given.
+func sandboxSchema(s *jsonschema.Schema) { withDefault(s, "code_execution", false) }
+
+// reviewTypes are the values of review_type (codereview, precommit), whose
+// default is the first.
+var reviewTypes = []string{"full", "security", "performance", "quick"}
+
+// moveAfter moves the property name of s after the property after in the
+// schema's order.
+func moveAfter(s *jsonschema.Schema, name, after string) {
+	property(s, name)
+	property(s, after)
+	order := slices.DeleteFunc(slices.Clone(s.PropertyOrder), func(n string) bool { return n == name })
+	i := slices.Index(order, after) + 1
+	s.PropertyOrder = slices.Insert(order, i, name)
 }
 
 // tool is the MCP tool the spec describes.
-func (s *Tool) tool() *mcp.Tool {
-	t := &mcp.Tool{
-		Name: s.name,
-		Description: s.description + " The result ends with ## Metadata, ## Files Processed and ## Continuation ID sections; " +
+func (t *Tool) tool() *mcp.Tool {
+	mt := &mcp.Tool{
+		Name: t.name,
+		Description: t.description + " The result ends with ## Metadata, ## Files Processed and ## Continuation ID sections; " +
 			"pass the continuation ID to any of this server's tools to continue the conversation.",
-		InputSchema: s.schema(),
-		Annotations: &mcp.ToolAnnotations{Title: s.title, ReadOnlyHint: true, OpenWorldHint: ptr(true)},
+		InputSchema: t.schema().CloneSchemas(),
+		Annotations: &mcp.ToolAnnotations{Title: t.title, ReadOnlyHint: true, OpenWorldHint: ptr(true)},
 	}
-	if s.output != nil {
-		t.OutputSchema = s.output()
+	if t.output != nil {
+		mt.OutputSchema = t.output()
 	}
-	return t
+	return mt
 }
 
 func ptr[T any](v T) *T { return &v }

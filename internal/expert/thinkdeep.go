@@ -1,6 +1,11 @@
 package expert
 
-import "context"
+import (
+	"context"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
 
 // Thinkdeep is the thinkdeep expert tool.
 var Thinkdeep = &Tool{
@@ -11,33 +16,33 @@ var Thinkdeep = &Tool{
 		"Extend and challenge the analysis you are given: find what it misses, weigh the alternatives and their trade-offs, " +
 		"and end with concrete, prioritised recommendations. Refer to the files you are given by path and line number.",
 	input: func() input { return new(ThinkdeepInput) },
-	props: []prop{
-		{name: "current_analysis", kind: "string", required: true, label: "Current analysis",
-			desc: "Your current thinking or analysis, for Gemini to extend and challenge."},
-		{name: "problem_context", kind: "string", label: "Problem context",
-			desc: "Optional: the problem, its constraints and background."},
-		{name: "focus_areas", kind: "array", label: "Focus areas",
-			desc: "Optional: the aspects to focus on (e.g. performance, architecture, security)."},
-		thinkingMode("high"),
-		{name: "files", kind: "array",
-			desc: "Optional: files or directories inside the project root to give Gemini as context."},
-		continuationID,
-		temperature,
-		googleSearch,
+	extend: func(s *jsonschema.Schema) {
+		commonSchema(s, "high")
+		searchSchema(s)
+		// The specification lists files after thinking_mode.
+		moveAfter(s, "files", "thinking_mode")
 	},
 }
 
 // ThinkdeepInput is thinkdeep's arguments.
 type ThinkdeepInput struct {
-	CurrentAnalysis string   `json:"current_analysis"`
-	ProblemContext  string   `json:"problem_context,omitempty"`
-	FocusAreas      []string `json:"focus_areas,omitempty"`
-	Files           []string `json:"files,omitempty"`
+	CurrentAnalysis string   `json:"current_analysis" jsonschema:"Your current thinking or analysis, for Gemini to extend and challenge."`
+	ProblemContext  string   `json:"problem_context,omitempty" jsonschema:"Optional: the problem, its constraints and background."`
+	FocusAreas      []string `json:"focus_areas,omitempty" jsonschema:"Optional: the aspects to focus on (e.g. performance, architecture, security)."`
+	Files           []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root to give Gemini as context."`
 	Common
 	Search
 }
 
 func (in *ThinkdeepInput) headline() string { return in.CurrentAnalysis }
+
+func (in *ThinkdeepInput) sections() []section {
+	return []section{
+		{"Current analysis", in.CurrentAnalysis},
+		{"Problem context", in.ProblemContext},
+		{"Focus areas", strings.Join(in.FocusAreas, ", ")},
+	}
+}
 
 func (in *ThinkdeepInput) gather(ctx context.Context, d *Deps, id string) (*material, error) {
 	return d.gatherFiles(ctx, id, in.Files)

@@ -2,6 +2,7 @@ package filectx
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -146,7 +147,7 @@ func namedMedia(entry string, r Resolved, _ Options) (string, error) {
 	defer f.Close()
 	head := make([]byte, 8<<10)
 	n, err := io.ReadFull(f, head)
-	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return "", systemError(entry, err, "the file %q cannot be read: %v", r.Rel, err)
 	}
 	head = head[:n]

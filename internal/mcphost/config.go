@@ -140,7 +140,7 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 	data = clihome.StripComments(data)
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %v", err)
+		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
 	raw, ok := top["mcpServers"]
 	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
@@ -148,7 +148,7 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 	}
 	names, values, err := orderedObject(raw)
 	if err != nil {
-		return nil, fmt.Errorf("mcpServers: must be an object of servers by name (%v)", err)
+		return nil, fmt.Errorf("mcpServers: must be an object of servers by name (%w)", err)
 	}
 	cfg := &Config{}
 	for i, name := range names {

@@ -1,6 +1,7 @@
 package mcphost
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -52,7 +53,7 @@ func TestLineLimitReader(t *testing.T) {
 		t.Errorf("lines under the cap: %d %v", n, err)
 	}
 	long := strings.NewReader(strings.Repeat("x", MaxMessageBytes+1))
-	if _, err := io.Copy(io.Discard, &lineLimitReader{r: long, overflow: &overflow}); err != errTooLarge || !overflow.Load() {
+	if _, err := io.Copy(io.Discard, &lineLimitReader{r: long, overflow: &overflow}); !errors.Is(err, errTooLarge) || !overflow.Load() {
 		t.Errorf("a line over the cap: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ package mcphost
 
 import (
 	"context"
+	"errors"
 	"os"
 	"time"
 
@@ -23,7 +24,7 @@ func lockFile(path string, exclusive bool) (func(), error) {
 	}
 	for {
 		err = unix.Flock(int(f.Fd()), how)
-		if err != unix.EINTR {
+		if !errors.Is(err, unix.EINTR) {
 			break
 		}
 	}
@@ -48,9 +49,9 @@ func waitLockFile(ctx context.Context, path string) (func(), error) {
 		switch {
 		case err == nil:
 			return func() { f.Close() }, nil
-		case err == unix.EINTR:
+		case errors.Is(err, unix.EINTR):
 			continue
-		case err != unix.EWOULDBLOCK:
+		case !errors.Is(err, unix.EWOULDBLOCK):
 			f.Close()
 			return nil, err
 		}

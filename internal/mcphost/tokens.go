@@ -220,7 +220,7 @@ func readTokenFile(path string, d *tokenFileData) error {
 		return nil
 	}
 	if err := json.Unmarshal(data, d); err != nil {
-		return fmt.Errorf("token file %s: not the host's token file (%v); delete it and sign in again", path, err)
+		return fmt.Errorf("token file %s: not the host's token file (%w); delete it and sign in again", path, err)
 	}
 	d.Tokens = slices.DeleteFunc(d.Tokens, func(t *Token) bool { return t == nil })
 	return nil

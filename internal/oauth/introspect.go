@@ -82,7 +82,7 @@ type call struct {
 
 func newIntrospector(o Introspection, c *http.Client) (*introspector, error) {
 	if err := CheckIssuer(o.URL); err != nil {
-		return nil, fmt.Errorf("introspection URL %q: %v", o.URL, err)
+		return nil, fmt.Errorf("introspection URL %q: %w", o.URL, err)
 	}
 	if o.ClientID == "" || o.ClientSecret == "" {
 		return nil, errors.New("introspection needs a client id and a client secret")
@@ -319,7 +319,7 @@ func (in *introspector) check(v *Verifier, r *response, now time.Time) (*auth.To
 // client's secret.
 func (in *introspector) failed(v *Verifier, err error) error {
 	v.o.Log.Warn("token introspection failed", "url", in.o.URL, "err", err)
-	return fmt.Errorf("token introspection at %s failed: %v", in.o.URL, err)
+	return fmt.Errorf("token introspection at %s failed: %w", in.o.URL, err)
 }
 
 // scrubURLError drops the request's URL and method from err, which name

@@ -155,7 +155,7 @@ func New(o Options) (*Verifier, error) {
 	v := &Verifier{o: o, client: fetchClient(o.Client), issuers: map[string]*issuer{}}
 	for _, id := range o.Issuers {
 		if err := CheckIssuer(id); err != nil {
-			return nil, fmt.Errorf("issuer %q: %v", id, err)
+			return nil, fmt.Errorf("issuer %q: %w", id, err)
 		}
 		v.issuers[id] = &issuer{id: id, rule: newFetchRule(id), credit: RefreshBurst}
 	}
@@ -297,7 +297,7 @@ func (is *issuer) key(ctx context.Context, v *Verifier, h jose.Header) (*jose.JS
 		return nil, fmt.Errorf("waiting for the keys of authorization server %s: %w", is.id, context.Cause(ctx))
 	}
 	if f.err != nil {
-		return nil, fmt.Errorf("authorization server %s unreachable: %v", is.id, f.err)
+		return nil, fmt.Errorf("authorization server %s unreachable: %w", is.id, f.err)
 	}
 	is.mu.Lock()
 	defer is.mu.Unlock()
@@ -370,7 +370,7 @@ func (is *issuer) fetchKeys(ctx context.Context, v *Verifier) (*jose.JSONWebKeyS
 	}
 	var set jose.JSONWebKeySet
 	if err := getJSON(ctx, v.client, uri, &set); err != nil {
-		return nil, fmt.Errorf("JWKS %s: %v", uri, err)
+		return nil, fmt.Errorf("JWKS %s: %w", uri, err)
 	}
 	if len(set.Keys) > MaxKeys {
 		return nil, fmt.Errorf("JWKS %s: %d keys, more than %d", uri, len(set.Keys), MaxKeys)
@@ -415,11 +415,11 @@ func discover(ctx context.Context, c *http.Client, issuerID string) (string, err
 			return "", fmt.Errorf("%s has no jwks_uri", mu)
 		}
 		if err := CheckIssuer(meta.JWKSURI); err != nil {
-			return "", fmt.Errorf("%s: jwks_uri %q: %v", mu, meta.JWKSURI, err)
+			return "", fmt.Errorf("%s: jwks_uri %q: %w", mu, meta.JWKSURI, err)
 		}
 		u, _ := url.Parse(meta.JWKSURI) // CheckIssuer parsed it
 		if err := checkRequest(ctx, u); err != nil {
-			return "", fmt.Errorf("%s: jwks_uri: %v", mu, err)
+			return "", fmt.Errorf("%s: jwks_uri: %w", mu, err)
 		}
 		return meta.JWKSURI, nil
 	}
@@ -451,7 +451,7 @@ func getJSON(ctx context.Context, c *http.Client, u string, dst any) error {
 		return fmt.Errorf("%s: HTTP %d", u, resp.StatusCode)
 	}
 	if err := json.NewDecoder(body).Decode(dst); err != nil {
-		return fmt.Errorf("%s: %v", u, err)
+		return fmt.Errorf("%s: %w", u, err)
 	}
 	return nil
 }

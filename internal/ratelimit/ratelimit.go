@@ -19,6 +19,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
 )
 
@@ -123,7 +124,7 @@ func (l *Limiter) dropFull(now time.Time) {
 }
 
 // Middleware refuses the tools/call requests over their caller's limit
-// (conversation.CallerOf: its bearer token over HTTP, else its remote
+// (identity.Of: its bearer token over HTTP, else its remote
 // address, or "local" on stdio; never its MCP session alone, or a client
 // would get fresh buckets by opening a new session) before anything runs.
 // The tools named in rpcErrors (the expert tools) answer with a JSON-RPC
@@ -140,7 +141,7 @@ func (l *Limiter) Middleware(rpcErrors []string) mcp.Middleware {
 			if !ok {
 				return next(ctx, method, req)
 			}
-			allowed, wait := l.allow(ctx, conversation.CallerOf(ctx), p.Name)
+			allowed, wait := l.allow(ctx, identity.Of(ctx), p.Name)
 			if allowed {
 				return next(ctx, method, req)
 			}

@@ -178,7 +178,7 @@ func (st *state) object(n *node, o map[string]any, p *path, anns *annotations) e
 	if n.propertyNames != nil {
 		for _, name := range sorted() {
 			if _, err := st.validate(n.propertyNames, name, p, false); err != nil {
-				if ie, ok := err.(*InvalidError); ok {
+				if ie, ok := invalidOf(err); ok {
 					ie.prefix = "the property name " + show(name) + ": " + ie.prefix
 				}
 				return err

@@ -59,12 +59,13 @@ const (
 type Kind int
 
 const (
-	// Invalid: not JSON Schema, as its meta-schema says.
+	// Invalid is a schema that is not JSON Schema, as its meta-schema
+	// says.
 	Invalid Kind = iota + 1
-	// Unsupported: JSON Schema that the Gemini API or this server does
+	// Unsupported is JSON Schema that the Gemini API or this server does
 	// not take.
 	Unsupported
-	// TooComplex: past this package's limits.
+	// TooComplex is a schema past this package's limits.
 	TooComplex
 )
 

@@ -2,6 +2,7 @@ package respschema
 
 import (
 	"context"
+	"errors"
 	"math/big"
 	"slices"
 	"strconv"
@@ -167,8 +168,16 @@ func (c *causeList) of(e *InvalidError) *InvalidError {
 // step limit) rather than failing a subschema, which an anyOf, a not or
 // an if may make good.
 func fatal(err error) bool {
-	_, invalid := err.(*InvalidError) // never wrapped within a validation
+	_, invalid := invalidOf(err)
 	return err != nil && !invalid
+}
+
+// invalidOf returns the failure err is, if it is one (never wrapped within
+// a validation, but told by errors.As all the same).
+func invalidOf(err error) (*InvalidError, bool) {
+	var ie *InvalidError
+	ok := errors.As(err, &ie)
+	return ie, ok
 }
 
 // validate checks v at p against n. With want, it returns what n
@@ -351,7 +360,8 @@ func (st *state) logic(n *node, v any, p *path, anns *annotations, collect bool)
 				return err
 			}
 			if err != nil {
-				causes.add(err.(*InvalidError))
+				ie, _ := invalidOf(err) // not fatal: a failure
+				causes.add(ie)
 				continue
 			}
 			matched = true
@@ -374,7 +384,8 @@ func (st *state) logic(n *node, v any, p *path, anns *annotations, collect bool)
 				return err
 			}
 			if err != nil {
-				causes.add(err.(*InvalidError))
+				ie, _ := invalidOf(err) // not fatal: a failure
+				causes.add(ie)
 				continue
 			}
 			if first >= 0 {
@@ -409,7 +420,7 @@ func (st *state) logic(n *node, v any, p *path, anns *annotations, collect bool)
 		if branch != nil {
 			a, err := st.validate(branch, v, p, collect)
 			if err != nil {
-				if ie, ok := err.(*InvalidError); ok {
+				if ie, ok := invalidOf(err); ok {
 					ie.prefix = "(" + name + ") " + ie.prefix
 				}
 				return err

@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -245,11 +245,11 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 			return
 		}
 		// Only this check says who a request comes from: it names the
-		// caller in the request's context (conversation.WithCaller), which
+		// caller in the request's context (identity.With), which
 		// every transport hands down to the tools.
 		if oauth != nil {
 			if g.checkToken(r) == nil {
-				next.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), callerOf(r, true))))
+				next.ServeHTTP(w, r.WithContext(identity.With(r.Context(), callerOf(r, true))))
 				return
 			}
 			oauth.ServeHTTP(w, r)
@@ -266,7 +266,7 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), callerOf(r, len(g.tokens) > 0))))
+		next.ServeHTTP(w, r.WithContext(identity.With(r.Context(), callerOf(r, len(g.tokens) > 0))))
 	})
 }
 
@@ -307,7 +307,7 @@ func (g *guard) checkToken(r *http.Request) error {
 func CheckBind(addr string, tokens []string, allowInsecure bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--http %q: %v (use host:port, e.g. 127.0.0.1:8080)", addr, err)
+		return fmt.Errorf("--http %q: %w (use host:port, e.g. 127.0.0.1:8080)", addr, err)
 	}
 	if config.IsLoopbackHost(host) || len(tokens) > 0 || allowInsecure {
 		return nil

@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 )
 
 // OAuthOptions make the HTTP transports an OAuth 2.1 resource server
@@ -34,7 +34,8 @@ type OAuthOptions struct {
 	ClockSkew time.Duration
 }
 
-// Paths of the protected-resource metadata (RFC 9728).
+// PathResourceMetadata is the path of the protected-resource metadata
+// (RFC 9728).
 const PathResourceMetadata = "/.well-known/oauth-protected-resource"
 
 // MetadataURL is where the resource's metadata is: the well-known path
@@ -90,7 +91,7 @@ func (o *OAuthOptions) oauthCheck(next http.Handler, log *slog.Logger) http.Hand
 			w = cw.ResponseWriter // the check is passed: its writer is done
 		}
 		info := auth.TokenInfoFromContext(r.Context())
-		next.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), conversation.TokenCaller(subjectID(info.UserID)))))
+		next.ServeHTTP(w, r.WithContext(identity.With(r.Context(), identity.ForToken(subjectID(info.UserID)))))
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cw := &challengeWriter{ResponseWriter: w, presented: r.Header.Get("Authorization") != ""}

@@ -10,23 +10,23 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 )
 
 // callerOf is the one place that says who an HTTP request comes from (see
-// conversation.CallerOf): its bearer token's id when the server has tokens, else
+// identity.Of): its bearer token's id when the server has tokens, else
 // the address of the connection. A proxy's X-Forwarded-For is not
 // trusted: behind a reverse proxy, every client without a token is the
 // proxy.
 func callerOf(r *http.Request, tokens bool) string {
 	if tokens {
-		return conversation.TokenCaller(clientID(r))
+		return identity.ForToken(clientID(r))
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	return "addr:" + host
+	return identity.ForAddr(host)
 }
 
 // sessionOwners binds each MCP session to the caller that opened it: a
@@ -59,7 +59,7 @@ func sessionGuards(srv *mcp.Server, o HTTPOptions) func(http.Handler) http.Handl
 
 func (o *sessionOwners) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller := conversation.CallerOf(r.Context())
+		caller := identity.Of(r.Context())
 		switch {
 		case r.URL.Path == PathMCP && r.Header.Get("Mcp-Session-Id") != "":
 			if !o.owns(o.streamable, r.Header.Get("Mcp-Session-Id"), caller) {

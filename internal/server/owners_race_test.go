@@ -14,8 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 )
 
 // mcpPost sends body to /mcp as token, on session id when given, and
@@ -101,7 +101,7 @@ func ownersHarness(t *testing.T, binding func(id string), timeout time.Duration)
 	inner := o.wrap(streamable)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		inner.ServeHTTP(w, r.WithContext(conversation.WithCaller(r.Context(), "token:"+token)))
+		inner.ServeHTTP(w, r.WithContext(identity.With(r.Context(), identity.ForToken(token))))
 	}))
 	t.Cleanup(func() {
 		ts.Close()

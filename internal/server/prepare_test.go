@@ -33,7 +33,7 @@ func TestPrepareOnConnect(t *testing.T) {
 			order = append(order, "answer")
 			return nil, c.err
 		})
-		if _, err := h(context.Background(), c.method, nil); err != c.err {
+		if _, err := h(context.Background(), c.method, nil); !errors.Is(err, c.err) {
 			t.Fatalf("%s: %v", c.method, err)
 		}
 		want := []string{"answer"}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
@@ -116,7 +117,7 @@ func (h *harness) newServer() *mcp.Server {
 			h.t.Fatal(err)
 		}
 	}
-	runner := backend.Limit(cli.NewRunner(cli.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout}, nil), h.opts.maxConcurrent)
+	runner := backend.Limit(cli.NewRunner(geminicli.Options{Gemini: fakeGemini, Env: h.env, Timeout: h.opts.timeout}, nil), h.opts.maxConcurrent)
 	o := conversation.Options{Backend: runner, Store: store, DefaultCwd: h.home,
 		ProgressInterval: h.opts.progressInterval, MaxAnswerBytes: h.opts.maxAnswerBytes, RequestContext: h.requestContext,
 		AllowedRoots: roots, ShareSessions: h.opts.shareSessions, SessionIDInText: h.opts.sessionIDInText}

@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 )
 
 // sessionCap bounds the MCP sessions open at once, in total and per bearer
@@ -42,7 +42,7 @@ func newSessionCap(srv *mcp.Server, o HTTPOptions) *sessionCap {
 // token's subject's, whichever of its tokens it presents); "" for every
 // request of a server without auth.
 func tokenKey(r *http.Request) string {
-	return conversation.TokenOf(conversation.CallerOf(r.Context()))
+	return identity.TokenOf(identity.Of(r.Context()))
 }
 
 // reserve takes a slot for a new session of key, or says why not.

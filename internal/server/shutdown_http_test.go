@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
@@ -32,7 +33,7 @@ func TestHTTPShutdownAnswersCalls(t *testing.T) {
 			t.Cleanup(func() { store.Close() })
 			life, endLife := context.WithCancel(context.Background())
 			defer endLife()
-			runner := cli.NewRunner(cli.Options{Gemini: fakeGemini, Env: h.env, Timeout: time.Minute}, nil)
+			runner := cli.NewRunner(geminicli.Options{Gemini: fakeGemini, Env: h.env, Timeout: time.Minute}, nil)
 			srv := New("test", Families{Chat: &tools.Deps{Conv: conversation.New(conversation.Options{Backend: runner, Store: store, DefaultCwd: h.home, Lifetime: life}), MaxPromptBytes: 1 << 20}}, nil)
 			inflight, requests := NewInflight(), NewRequestContexts()
 			handler := NewHTTPHandler(srv, HTTPOptions{Inflight: inflight, Requests: requests})

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -76,7 +77,7 @@ func TestShutdownClosesUnusedConnections(t *testing.T) {
 		if d := time.Since(start); d >= time.Second {
 			t.Fatalf("shutdown waited %v for a connection that never sent a request", d)
 		}
-		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 			t.Fatalf("the unused connection was not closed: %v", err)
 		}
 	})

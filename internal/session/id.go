@@ -46,14 +46,14 @@ func IsUUID(s string) bool {
 	return true
 }
 
-// SessionRef is a validated reference to a CLI session: a UUID (lower-cased),
+// Ref is a validated reference to a CLI session: a UUID (lower-cased),
 // "latest", or a 1-based index into the CLI's session list for a directory.
-type SessionRef struct {
+type Ref struct {
 	Value string
 	Kind  RefKind
 }
 
-// RefKind says which form a SessionRef takes.
+// RefKind says which form a Ref takes.
 type RefKind int
 
 // The forms a session reference can take.
@@ -65,19 +65,19 @@ const (
 
 // ParseSessionRef validates a sessionId argument. The empty string is not a
 // reference; callers decide what an absent sessionId means.
-func ParseSessionRef(s string) (SessionRef, error) {
+func ParseSessionRef(s string) (Ref, error) {
 	t := strings.TrimSpace(s)
 	switch {
 	case IsUUID(t):
-		return SessionRef{Value: strings.ToLower(t), Kind: RefUUID}, nil
+		return Ref{Value: strings.ToLower(t), Kind: RefUUID}, nil
 	case strings.EqualFold(t, "latest"):
-		return SessionRef{Value: "latest", Kind: RefLatest}, nil
+		return Ref{Value: "latest", Kind: RefLatest}, nil
 	case indexRE().MatchString(t):
-		return SessionRef{Value: t, Kind: RefIndex}, nil
+		return Ref{Value: t, Kind: RefIndex}, nil
 	case t == "":
 		// Blank is not absent: white space names no session, not the
 		// latest one.
-		return SessionRef{}, fmt.Errorf("invalid sessionId %q: it is blank; omit sessionId to continue this client's most recent session, or pass a session UUID (as returned in _meta.sessionId), \"latest\", or a session index such as 1", msg.Clip(s, 80))
+		return Ref{}, fmt.Errorf("invalid sessionId %q: it is blank; omit sessionId to continue this client's most recent session, or pass a session UUID (as returned in _meta.sessionId), \"latest\", or a session index such as 1", msg.Clip(s, 80))
 	}
-	return SessionRef{}, fmt.Errorf("invalid sessionId %q: expected a session UUID (as returned in _meta.sessionId), \"latest\", or a session index such as 1", msg.Clip(s, 80))
+	return Ref{}, fmt.Errorf("invalid sessionId %q: expected a session UUID (as returned in _meta.sessionId), \"latest\", or a session index such as 1", msg.Clip(s, 80))
 }

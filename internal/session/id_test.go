@@ -17,7 +17,7 @@ func TestNewUUID(t *testing.T) {
 }
 
 func TestParseSessionRef(t *testing.T) {
-	good := map[string]SessionRef{
+	good := map[string]Ref{
 		"B9AADB6C-5aca-4c65-b929-02b095cc2b94": {"b9aadb6c-5aca-4c65-b929-02b095cc2b94", RefUUID},
 		" latest ":                             {"latest", RefLatest},
 		"LATEST":                               {"latest", RefLatest},

@@ -22,14 +22,16 @@ const MaxSchemaBytes = 32 << 10
 // API's own tools, which the Gemini API backend alone has. Its tags are
 // part of both tools' input schemas.
 type Grounding struct {
-	GoogleSearch bool     `json:"google_search,omitempty" jsonschema:"Optional: ground the answer in a Google Search that Gemini runs itself (Gemini API backend only). The sources follow the answer as a numbered list and as resource_link items; _meta.grounding holds the search queries, the sources and the search suggestions (renderedContent) that Google's terms require to be shown to the end user."`
-	URLs         []string `json:"urls,omitempty" jsonschema:"Optional: up to 20 public http(s) URLs that Gemini reads itself to answer (the Gemini API's URL context; Gemini API backend only). This server never fetches them; URLs of this machine or a private network are refused. Each URL's retrieval status is in _meta.urls."`
+	GoogleSearch  bool     `json:"google_search,omitempty" jsonschema:"Optional: ground the answer in a Google Search that Gemini runs itself (Gemini API backend only). The sources follow the answer as a numbered list and as resource_link items; _meta.grounding holds the search queries, the sources and the search suggestions (renderedContent) that Google's terms require to be shown to the end user."`
+	URLs          []string `json:"urls,omitempty" jsonschema:"Optional: up to 20 public http(s) URLs that Gemini reads itself to answer (the Gemini API's URL context; Gemini API backend only). This server never fetches them; URLs of this machine or a private network are refused. Each URL's retrieval status is in _meta.urls."`
+	CodeExecution bool     `json:"code_execution,omitempty" jsonschema:"Optional: let Gemini write and run Python in Google's sandbox (Gemini API backend only; the Gemini CLI backends refuse it). The code, its outcome and output appear in the answer where Gemini ran them and in _meta.codeExecution; images it made follow as image items."`
 }
 
-// apply checks the grounding and copies it into a turn.
-func (g Grounding) apply(turn *backend.Turn) error {
+// urls checks the grounding's URLs and returns them as the turn takes
+// them (nil for none).
+func (g Grounding) urls() ([]string, error) {
 	if len(g.URLs) > backend.MaxURLs {
-		return fmt.Errorf("urls has %d URLs, over the Gemini API's limit of %d per request", len(g.URLs), backend.MaxURLs)
+		return nil, fmt.Errorf("urls has %d URLs, over the Gemini API's limit of %d per request", len(g.URLs), backend.MaxURLs)
 	}
 	// Each URL goes on in the form it was judged in (its host as a URL
 	// parser maps it, see validate.PublicURL).
@@ -37,18 +39,17 @@ func (g Grounding) apply(turn *backend.Turn) error {
 	for i, u := range g.URLs {
 		norm, err := validate.PublicURL(u)
 		if err != nil {
-			return fmt.Errorf("urls[%d]: %w", i, err)
+			return nil, fmt.Errorf("urls[%d]: %w", i, err)
 		}
 		if slices.Contains(urls, norm) {
-			return fmt.Errorf("urls[%d]: URL %q is given twice", i, msg.Clip(u, 200))
+			return nil, fmt.Errorf("urls[%d]: URL %q is given twice", i, msg.Clip(u, 200))
 		}
 		urls = append(urls, norm)
 	}
-	turn.GoogleSearch = g.GoogleSearch
-	if len(urls) > 0 {
-		turn.URLs = urls
+	if len(urls) == 0 {
+		return nil, nil
 	}
-	return nil
+	return urls, nil
 }
 
 // responseSchema checks chat's response_schema (see internal/respschema):
@@ -59,7 +60,7 @@ func (g Grounding) apply(turn *backend.Turn) error {
 func responseSchema(s map[string]any) (json.RawMessage, *respschema.Schema, error) {
 	raw, err := json.Marshal(s)
 	if err != nil {
-		return nil, nil, fmt.Errorf("response_schema cannot be read: %v", err)
+		return nil, nil, fmt.Errorf("response_schema cannot be read: %w", err)
 	}
 	sc, err := compileSchema(raw)
 	if err != nil {
@@ -79,12 +80,12 @@ func compileSchema(raw json.RawMessage) (*respschema.Schema, error) {
 		if errors.As(err, &se) {
 			switch se.Kind {
 			case respschema.Unsupported:
-				return nil, fmt.Errorf("response_schema asks for what the Gemini API or this server does not take: %v", err)
+				return nil, fmt.Errorf("response_schema asks for what the Gemini API or this server does not take: %w", err)
 			case respschema.TooComplex:
-				return nil, fmt.Errorf("response_schema is too complex for this server: %v; simplify it", err)
+				return nil, fmt.Errorf("response_schema is too complex for this server: %w; simplify it", err)
 			}
 		}
-		return nil, fmt.Errorf("response_schema is not a valid JSON Schema: %v", err)
+		return nil, fmt.Errorf("response_schema is not a valid JSON Schema: %w", err)
 	}
 	if sc.Type() != "object" {
 		return nil, errors.New(`response_schema must describe a JSON object ("type": "object"), which the answer's structuredContent is; ` +
@@ -104,7 +105,7 @@ func structuredAnswer(ctx context.Context, text string, sc *respschema.Schema) (
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber() // numbers checked exactly, and returned as written
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("it is not JSON (%v)", err)
+		return nil, fmt.Errorf("it is not JSON (%w)", err)
 	}
 	if dec.More() {
 		return nil, errors.New("it holds more than one JSON value")

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -30,8 +31,9 @@ type asking struct {
 	holding chan struct{}
 }
 
-func (a *asking) Name() string { return "api" }
-func (a *asking) Close()       {}
+func (a *asking) Name() string          { return "api" }
+func (a *asking) Family() config.Family { return config.FamilyAPI }
+func (a *asking) Close()                {}
 
 func (a *asking) Run(ctx context.Context, t backend.Turn) (*backend.Answer, error) {
 	var out []string
@@ -72,13 +74,17 @@ func confirmServer(t *testing.T, b backend.Backend, protocol string, answer func
 	return confirmServerWaiting(t, b, protocol, answer, opts, 0)
 }
 
-// confirmServerWaiting is confirmServer with the tools' ConfirmWait set
+// confirmInputID is the id of the one input request a suspended call
+// returns (the pipeline's).
+const confirmInputID = "confirm-tool"
+
+// confirmServerWaiting is confirmServer with the pipeline's ConfirmWait set
 // to wait.
 func confirmServerWaiting(t *testing.T, b backend.Backend, protocol string, answer func() *mcp.ElicitResult, opts *mcp.ClientOptions, wait time.Duration) (*mcp.ClientSession, *Deps, func() []string) {
 	t.Helper()
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
-	d := &Deps{Conv: conversation.New(conversation.Options{Backend: b, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20, ConfirmWait: wait}
+	d := &Deps{Conv: newConv(conversation.Options{Backend: b, Store: store, DefaultCwd: realTemp(t), ConfirmWait: wait}), MaxPromptBytes: 1 << 20}
 	s := mcp.NewServer(&mcp.Implementation{Name: "gemini-mcp-server", Version: "t"}, nil)
 	addAll(s, d)
 

@@ -2,12 +2,13 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 )
 
@@ -42,51 +43,57 @@ func continuationID(sessionID, contID string) (string, error) {
 	return "", errors.New("sessionId and continuation_id name different sessions: continuation_id is another name for sessionId; pass one of them")
 }
 
-// withFiles reads the call's files (when it names any) and puts them
-// before the prompt.
-func (d *Deps) withFiles(ctx context.Context, call *backend.Turn, entries []string) (*filectx.Files, error) {
-	if len(entries) == 0 {
-		return nil, nil
-	}
-	for _, e := range entries {
-		if strings.TrimSpace(e) == "" {
-			return nil, errors.New("a files entry is empty: name a file or directory inside the project root, or leave the entry out")
+// withFiles gives r its files (when it names any: they are read, once
+// the session is known, and put before the prompt) and its renderer.
+func (d *Deps) withFiles(r *conversation.Request, prompt string, entries []string, schema json.RawMessage) {
+	var files *filectx.Files
+	if len(entries) > 0 {
+		r.Gather = func(ctx context.Context, session string) (conversation.Material, error) {
+			for _, e := range entries {
+				if strings.TrimSpace(e) == "" {
+					return conversation.Material{}, errors.New("a files entry is empty: name a file or directory inside the project root, or leave the entry out")
+				}
+			}
+			if d.Files == nil {
+				return conversation.Material{}, errNoFiles
+			}
+			f, err := d.Files.Gather(ctx, session, entries)
+			if err != nil {
+				return conversation.Material{}, err
+			}
+			files = f
+			m := conversation.Material{Prompt: prompt, Media: f.Media, Sent: f, Record: d.Files.Record}
+			if f.Text != "" {
+				// The files go first, as a context the API backend may
+				// cache for the conversation's later turns
+				// (Turn.ContextLen).
+				text := "## Files\n" + f.Text + "\n\n"
+				m.Prompt = text + "## Prompt\n" + prompt
+				m.ContextLen = len(text)
+			}
+			return m, nil
 		}
 	}
-	if d.Files == nil {
-		return nil, errNoFiles
-	}
-	f, err := d.Files.Gather(ctx, call.Session, entries)
-	if err != nil {
-		return nil, err
-	}
-	if f.Text != "" {
-		// The files go first, as a context the API backend may cache
-		// for the conversation's later turns (Turn.ContextLen).
-		files := "## Files\n" + f.Text + "\n\n"
-		call.Prompt = files + "## Prompt\n" + call.Prompt
-		call.ContextLen = len(files)
-	}
-	call.Media = append(call.Media, f.Media...)
-	return f, nil
-}
-
-// finishFiles records the files as sent in the session of the answer
-// out is, and adds the files facts to its result's _meta.
-func (d *Deps) finishFiles(ctx context.Context, f *filectx.Files, out outcome) {
-	if f == nil || out.res.IsError {
-		return
-	}
-	if out.res.Meta == nil {
-		out.res.Meta = mcp.Meta{}
-	}
-	out.res.Meta["filesProcessed"] = notes(f.Processed)
-	out.res.Meta["filesSkipped"] = notes(f.Skipped)
-	if out.session != "" {
-		// At worst the files are sent again next turn.
-		if err := d.Files.Record(context.WithoutCancel(ctx), out.session, f); err != nil {
-			d.Conv.Log().Warn("recording the files sent", "session", out.session, "err", err)
+	r.Render = func(ctx context.Context, o conversation.Outcome) (*mcp.CallToolResult, error) {
+		var structured map[string]any
+		if len(schema) > 0 && o.Answer.Incomplete == "" {
+			var err error
+			if structured, err = checkStructured(ctx, o.Answer, schema); err != nil {
+				return nil, err
+			}
 		}
+		out := d.result(ctx, o)
+		if structured != nil {
+			out.StructuredContent = structured
+		}
+		if files != nil {
+			if out.Meta == nil {
+				out.Meta = mcp.Meta{}
+			}
+			out.Meta["filesProcessed"] = notes(files.Processed)
+			out.Meta["filesSkipped"] = notes(files.Skipped)
+		}
+		return out, nil
 	}
 }
 

@@ -15,7 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
@@ -35,6 +37,14 @@ func (s *stubRunner) Name() string {
 		return "stub"
 	}
 	return s.name
+}
+
+// Family is the API's for a stub named "api", else the Gemini CLI's.
+func (s *stubRunner) Family() config.Family {
+	if s.name == string(config.BackendAPI) {
+		return config.FamilyAPI
+	}
+	return config.FamilyCLI
 }
 func (s *stubRunner) Close() {}
 
@@ -62,7 +72,7 @@ func newStubDeps(t *testing.T) (*Deps, *stubRunner) {
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
 	r := &stubRunner{}
-	d := &Deps{Conv: conversation.New(conversation.Options{Backend: r, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20}
+	d := &Deps{Conv: newConv(conversation.Options{Backend: r, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20}
 	addAll(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), d)
 	return d, r
 }
@@ -71,9 +81,9 @@ func newStubDeps(t *testing.T) (*Deps, *stubRunner) {
 // from d's: a server's configuration is complete before it serves, so a
 // test that changes it builds the tools anew, on the same store.
 func (d *Deps) with(change func(*conversation.Options)) *Deps {
-	o := d.Conv.Options()
+	o := optsOf(d)
 	change(&o)
-	return &Deps{Conv: conversation.New(o), MaxPromptBytes: d.MaxPromptBytes, Files: d.Files, ConfirmWait: d.ConfirmWait}
+	return &Deps{Conv: newConv(o), MaxPromptBytes: d.MaxPromptBytes, Files: d.Files}
 }
 
 // request builds a tools/call request as the SDK hands it to a handler.
@@ -92,7 +102,7 @@ func as(token string) context.Context {
 	if token == "" {
 		return context.Background()
 	}
-	return conversation.WithCaller(context.Background(), conversation.TokenCaller(token))
+	return identity.With(context.Background(), identity.ForToken(token))
 }
 
 func textOf(res *mcp.CallToolResult) string {
@@ -107,7 +117,7 @@ func TestUnknownArgumentsFromSchema(t *testing.T) {
 	for _, c := range []struct {
 		tool  *mcp.Tool
 		known []string
-	}{{chatTool(false), argsOf[ChatInput]()}, {replyTool(), argsOf[ReplyInput]()}, {pageTool(), argsOf[PageInput]()}, {sessionsTool(), argsOf[SessionsInput]()}} {
+	}{{chatTool(false), inputTypeOf[ChatInput]().sc.PropertyOrder}, {replyTool(), inputTypeOf[ReplyInput]().sc.PropertyOrder}, {pageTool(), inputTypeOf[PageInput]().sc.PropertyOrder}, {sessionsTool(), inputTypeOf[SessionsInput]().sc.PropertyOrder}} {
 		schema := c.tool.InputSchema.(*jsonschema.Schema)
 		if schema.AdditionalProperties != nil || schema.Schema != "" {
 			t.Errorf("%s: the schema keeps keywords the Gemini CLI strips", c.tool.Name)
@@ -132,17 +142,11 @@ func TestUnknownArgumentsFromSchema(t *testing.T) {
 		var res *mcp.CallToolResult
 		switch c.tool {
 		case "chat":
-			var in ChatInput
-			json.Unmarshal(req.Params.Arguments, &in)
-			res, _, _ = d.chat(context.Background(), req, in)
+			res, _ = handle(d.chat)(context.Background(), req)
 		case "chat-reply":
-			var in ReplyInput
-			json.Unmarshal(req.Params.Arguments, &in)
-			res, _, _ = d.chatReply(context.Background(), req, in)
+			res, _ = handle(d.chatReply)(context.Background(), req)
 		case "chat-page":
-			var in PageInput
-			json.Unmarshal(req.Params.Arguments, &in)
-			res, _, _ = d.chatPage(context.Background(), req, in)
+			res, _ = handle(d.chatPage)(context.Background(), req)
 		}
 		switch {
 		case c.want == "" && res.IsError:
@@ -161,7 +165,7 @@ func TestUnknownArgumentsFromSchema(t *testing.T) {
 func TestReplyTargets(t *testing.T) {
 	t.Parallel()
 	d, r := newStubDeps(t)
-	sub := filepath.Join(d.Conv.DefaultCwd(), "sub")
+	sub := filepath.Join(optsOf(d).DefaultCwd, "sub")
 	if err := mkdir(sub); err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +198,8 @@ func TestReplyTargets(t *testing.T) {
 		errContain string
 	}{
 		{"newest", ReplyInput{Prompt: "p"}, b, sub, ""},
-		{"newest in cwd", ReplyInput{Prompt: "p", Cwd: d.Conv.DefaultCwd()}, a, d.Conv.DefaultCwd(), ""},
-		{"by id", ReplyInput{Prompt: "p", SessionID: a}, a, d.Conv.DefaultCwd(), ""},
+		{"newest in cwd", ReplyInput{Prompt: "p", Cwd: optsOf(d).DefaultCwd}, a, optsOf(d).DefaultCwd, ""},
+		{"by id", ReplyInput{Prompt: "p", SessionID: a}, a, optsOf(d).DefaultCwd, ""},
 		{"by id, other cwd", ReplyInput{Prompt: "p", SessionID: a, Cwd: "sub"}, "", "", "was started in"},
 		{"latest", ReplyInput{Prompt: "p", SessionID: "latest", Cwd: "sub"}, "latest", sub, ""},
 		{"unknown id", ReplyInput{Prompt: "p", SessionID: "b9aadb6c-5aca-4c65-b929-02b095cc2b94"}, "", "", "unknown sessionId"},
@@ -280,7 +284,7 @@ func TestSessionBelongsToItsBackend(t *testing.T) {
 	}
 	family := func(id string) string {
 		t.Helper()
-		rec, ok, err := d.Conv.Store().Get(context.Background(), id)
+		rec, ok, err := optsOf(d).Store.Get(context.Background(), id)
 		if !ok || err != nil {
 			t.Fatalf("no record of %s: %v", id, err)
 		}
@@ -320,7 +324,7 @@ func TestSessionBelongsToItsBackend(t *testing.T) {
 
 	// A record from before the family was kept belongs to the CLI.
 	old := session.NewUUID()
-	if _, err := d.Conv.Store().Touch(context.Background(), old, session.Turn{Cwd: d.Conv.DefaultCwd()}, time.Now()); err != nil {
+	if _, err := optsOf(d).Store.Touch(context.Background(), old, session.Turn{Cwd: optsOf(d).DefaultCwd}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res, text := reply(old); !res.IsError || !strings.Contains(text, "was started on the Gemini CLI backends") {
@@ -355,7 +359,7 @@ func TestUnkeptTurn(t *testing.T) {
 	if !strings.Contains(note, "this turn could not be saved (OOM command not allowed)") || !strings.Contains(note, "without this exchange") {
 		t.Errorf("note %q", note)
 	}
-	if rec, _, err := d.Conv.Store().Get(ctx, id); err != nil || rec.Turns != 1 {
+	if rec, _, err := optsOf(d).Store.Get(ctx, id); err != nil || rec.Turns != 1 {
 		t.Errorf("record after the unkept turn: %d turns, %v; want 1", rec.Turns, err)
 	}
 }

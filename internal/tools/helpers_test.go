@@ -3,9 +3,13 @@ package tools
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 )
 
 func realTemp(t *testing.T) string {
@@ -25,4 +29,25 @@ func addAll(s *mcp.Server, d *Deps) {
 	AddReply(s, d)
 	AddPage(s, d)
 	AddSessions(s, d)
+}
+
+// convs are the options each test's pipeline was made with (newConv),
+// which the pipeline does not hand out: the tests read their store and
+// directory from them, as the server's composition root holds its own.
+var convs sync.Map // *conversation.Service → conversation.Options
+
+// newConv is conversation.New, its options kept for optsOf.
+func newConv(o conversation.Options) *conversation.Service {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	c := conversation.New(o)
+	convs.Store(c, o)
+	return c
+}
+
+// optsOf returns the options d's pipeline was made with.
+func optsOf(d *Deps) conversation.Options {
+	o, _ := convs.Load(d.Conv)
+	return o.(conversation.Options)
 }

@@ -9,14 +9,14 @@ import (
 )
 
 // AddPage adds chat-page to s.
-func AddPage(s *mcp.Server, d *Deps) { mcp.AddTool(s, pageTool(), d.chatPage) }
+func AddPage(s *mcp.Server, d *Deps) { s.AddTool(pageTool(), handle(d.chatPage)) }
 
 func pageTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name: "chat-page",
 		Description: "Fetch the next page of a Gemini answer that was too long for one result. " +
 			"Use it only when a result (of chat, chat-reply or an expert tool such as codereview) ends with a note naming an answerId and a page.",
-		InputSchema: inputSchema[PageInput](),
+		InputSchema: inputTypeOf[PageInput]().sc.CloneSchemas(),
 		Annotations: &mcp.ToolAnnotations{Title: "Next page of a Gemini answer", ReadOnlyHint: true, IdempotentHint: true},
 	}
 }
@@ -29,9 +29,6 @@ type PageInput struct {
 }
 
 func (d *Deps) chatPage(ctx context.Context, req *mcp.CallToolRequest, in PageInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs[PageInput](req); err != nil {
-		return conversation.Failure(err), nil, nil
-	}
 	out, err := d.Conv.Page(ctx, in.AnswerID, in.Page)
 	if err != nil {
 		return conversation.Failure(err), nil, nil

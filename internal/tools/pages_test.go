@@ -28,7 +28,7 @@ func TestPagesFromTheStore(t *testing.T) {
 	if id == "" || n != 3 {
 		t.Fatalf("first page's meta %v", res.Meta)
 	}
-	b := &Deps{Conv: conversation.New(conversation.Options{Backend: r, Store: a.Conv.Store(), DefaultCwd: a.Conv.DefaultCwd()})}
+	b := &Deps{Conv: newConv(conversation.Options{Backend: r, Store: optsOf(a).Store, DefaultCwd: optsOf(a).DefaultCwd})}
 	addAll(mcp.NewServer(&mcp.Implementation{Name: "t"}, nil), b)
 	var all strings.Builder
 	all.WriteString(strings.SplitN(textOf(res), "\n\n[gemini-mcp-server:", 2)[0])

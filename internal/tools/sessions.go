@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
@@ -50,28 +51,29 @@ type SessionInfo struct {
 }
 
 // AddSessions adds sessions to s.
-func AddSessions(s *mcp.Server, d *Deps) { mcp.AddTool(s, sessionsTool(), d.listSessions) }
+func AddSessions(s *mcp.Server, d *Deps) { s.AddTool(sessionsTool(), handleOut(d.listSessions)) }
+
+// extendSchema gives limit its range.
+func (SessionsInput) extendSchema(s *jsonschema.Schema) {
+	lim := s.Properties["limit"]
+	lim.Minimum, lim.Maximum = ptr(1.0), ptr(float64(maxSessionsLimit))
+}
 
 func sessionsTool() *mcp.Tool {
-	in := inputSchema[SessionsInput]()
-	lim := in.Properties["limit"]
-	lim.Minimum, lim.Maximum = ptr(1.0), ptr(float64(maxSessionsLimit))
 	return &mcp.Tool{
 		Name: "sessions",
 		Description: "List this client's Gemini conversations, the most recently used first: for each its sessionId, backend, working directory, model, " +
 			"title (the opening words of its first prompt), turns and when it was last used. Use it to find a conversation again; " +
 			"pass its sessionId to chat-reply to continue it.",
-		InputSchema: in,
-		Annotations: &mcp.ToolAnnotations{Title: "List Gemini chats", ReadOnlyHint: true},
+		InputSchema:  inputTypeOf[SessionsInput]().sc.CloneSchemas(),
+		OutputSchema: outputSchema[SessionsOutput](),
+		Annotations:  &mcp.ToolAnnotations{Title: "List Gemini chats", ReadOnlyHint: true},
 	}
 }
 
 // listSessions lists the sessions the caller may continue (see
 // conversation.Service.Sessions).
 func (d *Deps) listSessions(ctx context.Context, req *mcp.CallToolRequest, in SessionsInput) (*mcp.CallToolResult, *SessionsOutput, error) {
-	if err := checkArgs[SessionsInput](req); err != nil {
-		return conversation.Failure(err), nil, nil
-	}
 	limit := in.Limit
 	if limit == 0 {
 		limit = defaultSessionsLimit

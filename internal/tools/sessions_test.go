@@ -26,8 +26,8 @@ func listSessions(t *testing.T, d *Deps, args map[string]any, token string) (*mc
 	t.Helper()
 	req := request(t, "sessions", args)
 	var in SessionsInput
-	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
-		t.Fatal(err)
+	if res := decodeArgs(req.Params.Arguments, &in); res != nil {
+		return res, nil // refused as the tool refuses it
 	}
 	res, out, err := d.listSessions(as(token), req, in)
 	if err != nil {
@@ -52,7 +52,7 @@ func TestSessionsListsNewestFirstPaged(t *testing.T) {
 	d, _ := newStubDeps(t)
 	d = tick(d)
 	d = d.with(func(o *conversation.Options) { o.Host = "here" })
-	sub := d.Conv.DefaultCwd() + "/sub"
+	sub := optsOf(d).DefaultCwd + "/sub"
 	if err := mkdir(sub); err != nil {
 		t.Fatal(err)
 	}
@@ -70,12 +70,12 @@ func TestSessionsListsNewestFirstPaged(t *testing.T) {
 		t.Fatalf("first page: %s %+v", textOf(res), out)
 	}
 	got := out.Sessions[0]
-	want := SessionInfo{ID: a, Backend: "cli", Cwd: d.Conv.DefaultCwd(), Model: "gemini-x", Title: "first question about the parser", Turns: 2,
+	want := SessionInfo{ID: a, Backend: "cli", Cwd: optsOf(d).DefaultCwd, Model: "gemini-x", Title: "first question about the parser", Turns: 2,
 		LastUsed: "2026-11-22T10:04:00Z", Host: "here"}
 	if got != want {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
 	}
-	for _, w := range []string{a + "  cli  " + d.Conv.DefaultCwd() + "  gemini-x  2 turns  last used 2026-11-22T10:04:00Z", `"first question about the parser"`, "cursor " + `"` + out.NextCursor + `"`} {
+	for _, w := range []string{a + "  cli  " + optsOf(d).DefaultCwd + "  gemini-x  2 turns  last used 2026-11-22T10:04:00Z", `"first question about the parser"`, "cursor " + `"` + out.NextCursor + `"`} {
 		if !strings.Contains(textOf(res), w) {
 			t.Errorf("text lacks %q:\n%s", w, textOf(res))
 		}
@@ -92,7 +92,7 @@ func TestSessionsListsNewestFirstPaged(t *testing.T) {
 		want string
 	}{
 		{map[string]any{"cursor": "bogus"}, `invalid cursor "bogus": pass the nextCursor`},
-		{map[string]any{"limit": 101}, "limit 101 is out of range: pass 1 to 100"},
+		{map[string]any{"limit": 101}, "validating /properties/limit: maximum: 101/1 is greater than 100"}, // the schema's range, as the SDK words it
 		{map[string]any{"cwd": "missing"}, "missing"},
 		{map[string]any{"limit": 1, "sessionId": a}, `unknown argument "sessionId"`},
 	} {

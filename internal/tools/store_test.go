@@ -35,7 +35,7 @@ func replyTo(t *testing.T, d *Deps, in ReplyInput) *mcp.CallToolResult {
 
 func record(t *testing.T, d *Deps, id string) session.Record {
 	t.Helper()
-	rec, ok, err := d.Conv.Store().Get(context.Background(), id)
+	rec, ok, err := optsOf(d).Store.Get(context.Background(), id)
 	if err != nil || !ok {
 		t.Fatalf("no record of %s: %v", id, err)
 	}
@@ -129,7 +129,7 @@ func TestCLISessionOfAnotherHost(t *testing.T) {
 	d = d.with(func(o *conversation.Options) { o.Host = "here" })
 	local := chatOK(t, d, ChatInput{Prompt: "p"})
 	there := session.NewUUID()
-	if _, err := d.Conv.Store().Touch(context.Background(), there, session.Turn{Cwd: d.Conv.DefaultCwd(), Backend: "cli", Host: "there"}, d.Conv.Options().Now().Add(time.Minute)); err != nil {
+	if _, err := optsOf(d).Store.Touch(context.Background(), there, session.Turn{Cwd: optsOf(d).DefaultCwd, Backend: "cli", Host: "there"}, optsOf(d).Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	calls := len(r.calls)
@@ -148,7 +148,7 @@ func TestCLISessionOfAnotherHost(t *testing.T) {
 	// continues them.
 	d = d.with(func(o *conversation.Options) { o.Backend = &stubRunner{name: "api"} })
 	api := session.NewUUID()
-	if _, err := d.Conv.Store().Touch(context.Background(), api, session.Turn{Cwd: d.Conv.DefaultCwd(), Backend: "api"}, d.Conv.Options().Now()); err != nil {
+	if _, err := optsOf(d).Store.Touch(context.Background(), api, session.Turn{Cwd: optsOf(d).DefaultCwd, Backend: "api"}, optsOf(d).Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := replyTo(t, d, ReplyInput{Prompt: "q", SessionID: api}); res.IsError {
@@ -198,7 +198,7 @@ func (s *downStore) GetAnswer(ctx context.Context, id string) (session.PagedAnsw
 func TestStoreUnavailable(t *testing.T) {
 	t.Parallel()
 	d, r := newStubDeps(t)
-	st := &downStore{Store: d.Conv.Store()}
+	st := &downStore{Store: optsOf(d).Store}
 	d = d.with(func(o *conversation.Options) { o.Store = st })
 	id := chatOK(t, d, ChatInput{Prompt: "p"})
 	st.down.Store(true)
@@ -247,7 +247,7 @@ func TestLeaseOrdersProcesses(t *testing.T) {
 		defer store.Close()
 		cwd := realTemp(t)
 		run := &blockingRunner{started: make(chan string, 4)}
-		b := &Deps{Conv: conversation.New(conversation.Options{Backend: run, Store: store, DefaultCwd: cwd}), MaxPromptBytes: 1 << 20}
+		b := &Deps{Conv: newConv(conversation.Options{Backend: run, Store: store, DefaultCwd: cwd}), MaxPromptBytes: 1 << 20}
 		addAll(mcp.NewServer(&mcp.Implementation{Name: "b"}, nil), b)
 		id := session.NewUUID()
 		if _, err := store.Touch(context.Background(), id, session.Turn{Cwd: cwd, Backend: "cli"}, time.Now()); err != nil {

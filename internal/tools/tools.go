@@ -2,10 +2,11 @@
 // for answers too long for one result, and sessions to find a
 // conversation again. Each is added to a server by its own function
 // (AddChat, AddReply, AddPage, AddSessions), which the server's tool
-// registry (internal/server) calls. Their handlers read
-// the arguments and the request (who calls, how its user may be asked to
-// confirm a downstream tool), and leave the turn to the pipeline they
-// share with the expert tools (internal/conversation).
+// registry (internal/server) calls. Their handlers read the arguments,
+// build the turn's conversation.Request from them (chatRequest,
+// replyRequest), and leave the turn to the pipeline they share with the
+// expert tools (internal/conversation's Service.Do), which calls back to
+// read their files and render the answer (files.go, result.go).
 package tools
 
 import (
@@ -13,11 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,33 +33,24 @@ type Deps struct {
 	// Files reads chat's and chat-reply's files argument; nil means the
 	// server has no file context, and a call that names files fails.
 	Files FileContext
-	// ConfirmWait is how long a turn waits for a 2026-07-28 client to come
-	// back with its user's answer to a tool confirmation (see confirm.go);
-	// 0 means DefaultConfirmWait.
-	ConfirmWait time.Duration
-	pending     pendingTurns
-	grants      grants
 }
 
 // AddChat adds chat to s.
 func AddChat(s *mcp.Server, d *Deps) {
-	t := chatTool(d.Conv.SessionIDInText())
-	s.AddReceivingMiddleware(tuningMiddleware(t.Name))
-	mcp.AddTool(s, t, d.chat)
+	s.AddTool(chatTool(d.Conv.SessionIDInText()), handle(d.chat))
 }
 
 // AddReply adds chat-reply to s.
 func AddReply(s *mcp.Server, d *Deps) {
-	t := replyTool()
-	s.AddReceivingMiddleware(tuningMiddleware(t.Name))
-	mcp.AddTool(s, t, d.chatReply)
+	s.AddTool(replyTool(), handle(d.chatReply))
 }
 
 // The input schemas are generated from the input structs below (their json
 // names, their jsonschema tags as descriptions, required unless
 // omitempty), so that a field is written once. inputSchema then drops what
 // the Gemini CLI's schema sanitizer strips (additionalProperties, $schema):
-// unknown arguments are refused by checkArgs instead, from the same struct.
+// unknown arguments are refused by decodeArgs instead, from the same
+// struct.
 func chatTool(idInText bool) *mcp.Tool {
 	where := "_meta.sessionId"
 	if idInText {
@@ -73,7 +61,7 @@ func chatTool(idInText bool) *mcp.Tool {
 		Description: "Start a new conversation with Google Gemini (through the Gemini CLI) and return its answer. " +
 			"Use it for a second opinion, a review, research or a long-context question. " +
 			"The result's " + where + " identifies the conversation: pass it to chat-reply to continue it with its history.",
-		InputSchema: tuneSchema(inputSchema[ChatInput]()),
+		InputSchema: inputTypeOf[ChatInput]().sc.CloneSchemas(),
 		Annotations: &mcp.ToolAnnotations{Title: "Chat with Gemini", OpenWorldHint: ptr(true)},
 	}
 }
@@ -84,7 +72,7 @@ func replyTool() *mcp.Tool {
 		Description: "Continue an existing Gemini conversation: Gemini sees the session's earlier turns. " +
 			"Pass the sessionId from an earlier chat or chat-reply result. Without sessionId it continues this client's most recent session " +
 			"(in cwd, when cwd is given).",
-		InputSchema: tuneSchema(inputSchema[ReplyInput]()),
+		InputSchema: inputTypeOf[ReplyInput]().sc.CloneSchemas(),
 		Annotations: &mcp.ToolAnnotations{Title: "Continue a Gemini chat", OpenWorldHint: ptr(true)},
 	}
 }
@@ -144,74 +132,79 @@ type ReplyInput struct {
 }
 
 func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs[ChatInput](req); err != nil {
-		return conversation.Failure(err), nil, nil
-	}
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return conversation.Failure(err), nil, nil
 	}
-	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
-	in.Tuning.apply(&call)
-	if err := in.Grounding.apply(&call); err != nil {
+	r, err := d.chatRequest(req, in)
+	if err != nil {
 		return conversation.Failure(err), nil, nil
 	}
-	if in.ResponseSchema != nil {
-		raw, _, err := responseSchema(in.ResponseSchema)
-		if err != nil {
-			return conversation.Failure(err), nil, nil
-		}
-		call.ResponseSchema = raw
+	return d.do(ctx, r), nil, nil
+}
+
+// chatRequest is chat's turn, from its input.
+func (d *Deps) chatRequest(req *mcp.CallToolRequest, in ChatInput) (conversation.Request, error) {
+	urls, err := in.Grounding.urls()
+	if err != nil {
+		return conversation.Request{}, err
 	}
-	c := d.Conv.CallOf(ctx, req)
+	var schema json.RawMessage
+	if in.ResponseSchema != nil {
+		if schema, _, err = responseSchema(in.ResponseSchema); err != nil {
+			return conversation.Request{}, err
+		}
+	}
+	r := conversation.Request{Call: req, Cwd: in.Cwd, Turn: backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt,
+		Temperature: in.Temperature, ThinkingMode: in.ThinkingMode, IncludeThoughts: in.IncludeThoughts,
+		Builtins: backend.Builtins{GoogleSearch: in.GoogleSearch, URLs: urls, CodeExecution: in.CodeExecution, ResponseSchema: schema}}}
 	if in.ContinuationID != "" {
 		// The expert tools' specification: any tool given a continuation id continues that
 		// thread, as chat-reply does. A blank one is refused there.
-		if err := d.Conv.Target(ctx, &call, in.ContinuationID, in.Cwd, c.Who); err != nil {
-			return conversation.Failure(err), nil, nil
-		}
-	} else {
-		dir, err := d.Conv.ResolveDir(in.Cwd)
-		if err != nil {
-			return conversation.Failure(err), nil, nil
-		}
-		call.Dir = dir
+		r.Continue, r.Session = true, in.ContinuationID
 	}
-	files, err := d.withFiles(ctx, &call, in.Files)
-	if err != nil {
-		return conversation.Failure(err), nil, nil
-	}
-	out := d.run(ctx, req, c, call, d.chatTurn(c))
-	d.finishFiles(ctx, files, out)
-	return out.res, nil, nil
+	d.withFiles(&r, in.Prompt, in.Files, schema)
+	return r, nil
 }
 
 func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
-	if err := checkArgs[ReplyInput](req); err != nil {
-		return conversation.Failure(err), nil, nil
-	}
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return conversation.Failure(err), nil, nil
 	}
+	r, err := d.replyRequest(req, in)
+	if err != nil {
+		return conversation.Failure(err), nil, nil
+	}
+	return d.do(ctx, r), nil, nil
+}
+
+// replyRequest is chat-reply's turn, from its input.
+func (d *Deps) replyRequest(req *mcp.CallToolRequest, in ReplyInput) (conversation.Request, error) {
 	id, err := continuationID(in.SessionID, in.ContinuationID)
 	if err != nil {
-		return conversation.Failure(err), nil, nil
+		return conversation.Request{}, err
 	}
-	call := backend.Turn{Prompt: in.Prompt, Model: in.Model, SystemPrompt: in.SystemPrompt}
-	in.Tuning.apply(&call)
-	if err := in.Grounding.apply(&call); err != nil {
-		return conversation.Failure(err), nil, nil
-	}
-	c := d.Conv.CallOf(ctx, req)
-	if err := d.Conv.Target(ctx, &call, id, in.Cwd, c.Who); err != nil {
-		return conversation.Failure(err), nil, nil
-	}
-	files, err := d.withFiles(ctx, &call, in.Files)
+	urls, err := in.Grounding.urls()
 	if err != nil {
-		return conversation.Failure(err), nil, nil
+		return conversation.Request{}, err
 	}
-	out := d.run(ctx, req, c, call, d.chatTurn(c))
-	d.finishFiles(ctx, files, out)
-	return out.res, nil, nil
+	r := conversation.Request{Call: req, Continue: true, Session: id, Cwd: in.Cwd, Turn: backend.Turn{Prompt: in.Prompt, Model: in.Model,
+		SystemPrompt: in.SystemPrompt, Temperature: in.Temperature, ThinkingMode: in.ThinkingMode, IncludeThoughts: in.IncludeThoughts,
+		Builtins: backend.Builtins{GoogleSearch: in.GoogleSearch, URLs: urls, CodeExecution: in.CodeExecution}}}
+	d.withFiles(&r, in.Prompt, in.Files, nil)
+	return r, nil
+}
+
+// do runs r through the pipeline, its failure as chat's error result.
+func (d *Deps) do(ctx context.Context, r conversation.Request) *mcp.CallToolResult {
+	res, err := d.Conv.Do(ctx, r)
+	var wc *conversation.WaitCancelled
+	switch {
+	case errors.As(err, &wc):
+		return conversation.Failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", wc.Session))
+	case err != nil:
+		return conversation.Failure(err)
+	}
+	return res
 }
 
 func (d *Deps) checkCommon(prompt, model, systemPrompt string) error {
@@ -228,143 +221,6 @@ func (d *Deps) checkCommon(prompt, model, systemPrompt string) error {
 		return validate.Model(model)
 	}
 	return nil
-}
-
-// outcome is a turn's tool result and the session its answer belongs to
-// ("" when there is none: a failure, a question to the client); err,
-// when set, is the failure, for the tools that report it otherwise than
-// as chat's error results (Ask).
-type outcome struct {
-	res     *mcp.CallToolResult
-	session string
-	err     error
-}
-
-// failed is the outcome of a failure.
-func failed(err error) outcome { return outcome{res: conversation.Failure(err), err: err} }
-
-// turnFunc runs a turn, its Confirm set, on a ctx Bind made, and builds
-// its outcome.
-type turnFunc func(ctx context.Context, call backend.Turn) outcome
-
-// chatTurn is chat's and chat-reply's turnFunc.
-func (d *Deps) chatTurn(c conversation.Call) turnFunc {
-	return func(ctx context.Context, call backend.Turn) outcome { return d.runTurn(ctx, c, call) }
-}
-
-// Ask runs a turn of another tool (the expert tools) the way chat runs
-// its own: the turn runs on a ctx ended with the server and the call's
-// HTTP request (conversation.Service.Bind), and before Gemini runs an
-// untrusted downstream tool the user of the client that made req is
-// asked, through elicitation or, from protocol 2026-07-28 on, an input
-// request in the result (a later call that answers it, with the same
-// request state, gets turn's result), with the grants of chat's users.
-// turn runs the turn (conversation.Service.Run) and builds the tool
-// result; its error, or why the call could not go on, is returned.
-func (d *Deps) Ask(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn,
-	turn func(ctx context.Context, call backend.Turn) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
-	out := d.run(ctx, req, c, call, func(ctx context.Context, call backend.Turn) outcome {
-		res, err := turn(ctx, call)
-		return outcome{res: res, err: err}
-	})
-	if out.err != nil {
-		return nil, out.err
-	}
-	return out.res, nil
-}
-
-// run makes the call c with turn, which records the session and builds
-// the tool result. req is the call's request, for what only the handler
-// reads of it: how its client may be asked to confirm a downstream tool.
-func (d *Deps) run(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn, turn turnFunc) outcome {
-	ctx, cancel := d.Conv.Bind(ctx, c)
-	defer cancel()
-	if call.Session != "" && req.Params.RequestState == "" {
-		if n := d.pending.supersede(c.Who.Key(), call.Session); n > 0 {
-			d.Conv.Log().Info("a new call on the session withdrew the tool confirmation left unanswered", "session", call.Session)
-		}
-	}
-	switch {
-	case !canElicit(req):
-		// Untrusted downstream tools run only if the operator allows them.
-	case usesMRTR(req):
-		return d.runMRTR(ctx, req, c, call, turn)
-	default:
-		call.Confirm = d.grants.confirmFor(c.Who.Caller, elicitConfirm(req, c.Who.Caller))
-	}
-	return turn(ctx, call)
-}
-
-// runTurn runs the turn and builds the tool result.
-func (d *Deps) runTurn(ctx context.Context, c conversation.Call, call backend.Turn) outcome {
-	res, unsaved, err := d.Conv.Run(ctx, c, call, call.Prompt[call.ContextLen:])
-	switch {
-	case errors.Is(err, conversation.ErrWaitCancelled):
-		return failed(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", call.Session))
-	case err != nil:
-		return failed(err)
-	}
-	var structured map[string]any
-	if len(call.ResponseSchema) > 0 && res.Incomplete == "" {
-		if structured, err = checkStructured(ctx, res, call.ResponseSchema); err != nil {
-			return failed(err)
-		}
-	}
-	out := d.Conv.Result(ctx, res, unsaved)
-	if structured != nil {
-		out.StructuredContent = structured
-	}
-	return outcome{res: out, session: res.SessionID}
-}
-
-// checkArgs refuses arguments the tool does not define. The schema leaves
-// additionalProperties out (the Gemini CLI strips it), so a misspelt
-// argument such as session_id would otherwise be silently ignored. The
-// tool's input struct In, from which its schema is generated, says which
-// arguments exist.
-func checkArgs[In any](req *mcp.CallToolRequest) error {
-	if req == nil || req.Params == nil || len(req.Params.Arguments) == 0 {
-		return nil
-	}
-	var args map[string]json.RawMessage
-	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
-		return nil // the SDK has validated the shape already
-	}
-	known := argsOf[In]()
-	var unknown []string
-	for k := range args {
-		if !contains(known, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	sort.Strings(unknown)
-	return fmt.Errorf("unknown argument %s; this tool takes %s", quoteAll(unknown), strings.Join(known, ", "))
-}
-
-// knownArgs holds, for each input struct, the arguments it defines.
-var knownArgs sync.Map // reflect.Type → []string
-
-// argsOf returns the arguments of the input struct In, in the order of
-// its fields, as its generated schema lists them.
-func argsOf[In any]() []string {
-	t := reflect.TypeFor[In]()
-	if v, ok := knownArgs.Load(t); ok {
-		return v.([]string)
-	}
-	v, _ := knownArgs.LoadOrStore(t, inputSchema[In]().PropertyOrder)
-	return v.([]string)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func quoteAll(ss []string) string {

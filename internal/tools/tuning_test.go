@@ -18,15 +18,15 @@ import (
 )
 
 // connectStub serves the tools with a stub backend over an in-memory
-// transport, so that calls pass the SDK's schema validation and the
-// server's middleware exactly as a client's do.
+// transport, so that calls reach the tools through the SDK exactly as a
+// client's do.
 func connectStub(t *testing.T) (*mcp.ClientSession, *stubRunner) {
 	t.Helper()
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
 	r := &stubRunner{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
-	addAll(srv, &Deps{Conv: conversation.New(conversation.Options{Backend: r, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20})
+	addAll(srv, &Deps{Conv: newConv(conversation.Options{Backend: r, Store: store, DefaultCwd: realTemp(t)}), MaxPromptBytes: 1 << 20})
 	return mcptest.Connect(t, srv, nil), r
 }
 
@@ -53,10 +53,10 @@ func TestTuningValidated(t *testing.T) {
 		{map[string]any{"temperature": -0.1}, "temperature must be a number from 0 to 2, not -0.1"},
 		{map[string]any{"temperature": "hot"}, `temperature must be a number from 0 to 2, not "hot"`},
 		{map[string]any{"temperature": nil}, "temperature must be a number from 0 to 2, not null"},
-		{map[string]any{"thinking_mode": "huge"}, `thinking_mode must be one of minimal, low, medium, high, max, not "huge"; omit it for the model's default`},
-		{map[string]any{"thinking_mode": "HIGH"}, `thinking_mode must be one of minimal, low, medium, high, max, not "HIGH"`},
-		{map[string]any{"thinking_mode": 3}, `thinking_mode must be one of minimal, low, medium, high, max, not 3`},
-		{map[string]any{"temperature": 1, "thinking_mode": ""}, `thinking_mode must be one of minimal, low, medium, high, max, not ""`},
+		{map[string]any{"thinking_mode": "huge"}, `thinking_mode must be one of off, minimal, low, medium, high, max, not "huge"; omit it for the model's default`},
+		{map[string]any{"thinking_mode": "HIGH"}, `thinking_mode must be one of off, minimal, low, medium, high, max, not "HIGH"`},
+		{map[string]any{"thinking_mode": 3}, `thinking_mode must be one of off, minimal, low, medium, high, max, not 3`},
+		{map[string]any{"temperature": 1, "thinking_mode": ""}, `thinking_mode must be one of off, minimal, low, medium, high, max, not ""`},
 	}
 	for _, tool := range []string{"chat", "chat-reply"} {
 		for _, c := range cases {
@@ -137,11 +137,10 @@ func TestTuningNotAppliedReported(t *testing.T) {
 	}
 }
 
-// TestTuningFoundAsDecoded checks that checkTuning, which decodes a call's
-// arguments only when their text may name a tuning argument, refuses
-// every spelling that encoding/json would decode into one (any case, an
-// escape, a non-ASCII letter that folds to an ASCII one) and passes the
-// arguments that hold none.
+// TestTuningFoundAsDecoded checks that checkTuning refuses every
+// spelling of a tuning argument that encoding/json would decode into one
+// (any case, an escape, a non-ASCII letter that folds to an ASCII one),
+// with the tuning's message, and passes the arguments that hold none.
 func TestTuningFoundAsDecoded(t *testing.T) {
 	t.Parallel()
 	decodes := func(raw string) bool {
@@ -152,31 +151,36 @@ func TestTuningFoundAsDecoded(t *testing.T) {
 		return json.Unmarshal([]byte(raw), &args) == nil && (args.Temperature != nil || args.ThinkingMode != nil)
 	}
 	for _, c := range []struct {
-		raw  string
-		bad  bool // carries a tuning argument outside what the tools take
-		fast bool // mayTune may say no without decoding
+		raw string
+		bad bool // carries a tuning argument outside what the tools take
 	}{
-		{`{"prompt":"p"}`, false, true},
-		{`{"prompt":"p","model":"flash","cwd":"/tmp"}`, false, true},
-		{`{"prompt":"set the temperature to 5"}`, false, false},
-		{`{"prompt":"p","temperature":5}`, true, false},
-		{`{"prompt":"p","TEMPERATURE":5}`, true, false},
-		{`{"prompt":"p","Temperature":-1}`, true, false},
-		{`{"prompt":"p","\u0074emperature":5}`, true, false},
-		{`{"prompt":"p","thinking_mode":"huge"}`, true, false},
-		{`{"prompt":"p","THINKING_MODE":"huge"}`, true, false},
-		{"{\"prompt\":\"p\",\"thin\u212aing_mode\":\"huge\"}", decodes("{\"thin\u212aing_mode\":1}"), false},
-		{`{"prompt":"p","thin\u212aing_mode":"huge"}`, decodes(`{"thin\u212aing_mode":1}`), false},
-		{`{"prompt":"p","temperatur":5}`, false, true},
+		{`{"prompt":"p"}`, false},
+		{`{"prompt":"p","model":"flash","cwd":"/tmp"}`, false},
+		{`{"prompt":"set the temperature to 5"}`, false},
+		{`{"prompt":"p","temperature":5}`, true},
+		{`{"prompt":"p","TEMPERATURE":5}`, true},
+		{`{"prompt":"p","Temperature":-1}`, true},
+		{`{"prompt":"p","\u0074emperature":5}`, true},
+		{`{"prompt":"p","thinking_mode":"huge"}`, true},
+		{`{"prompt":"p","THINKING_MODE":"huge"}`, true},
+		{"{\"prompt\":\"p\",\"thin\u212aing_mode\":\"huge\"}", decodes("{\"thin\u212aing_mode\":1}")},
+		{`{"prompt":"p","thin\u212aing_mode":"huge"}`, decodes(`{"thin\u212aing_mode":1}`)},
+		{`{"prompt":"p","temperatur":5}`, false},
+		{`{"prompt":"p","temperature":1,"thinking_mode":"low"}`, false},
 	} {
-		if got := checkTuning(json.RawMessage(c.raw)) != nil; got != c.bad {
+		var args map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(c.raw), &args); err != nil {
+			t.Fatal(err)
+		}
+		err := checkTuning(args)
+		if got := err != nil; got != c.bad {
 			t.Errorf("checkTuning(%s) refused: %v, want %v", c.raw, got, c.bad)
+		}
+		if err != nil && !strings.Contains(err.Error(), "omit it for the model's default") {
+			t.Errorf("checkTuning(%s): %v", c.raw, err)
 		}
 		if c.bad && !decodes(c.raw) {
 			t.Errorf("%s: the case is wrong: encoding/json finds no tuning argument in it", c.raw)
-		}
-		if got := mayTune([]byte(c.raw)); got == c.fast {
-			t.Errorf("mayTune(%s) = %v", c.raw, got)
 		}
 	}
 }

@@ -216,14 +216,14 @@ func TestNilTracer(t *testing.T) {
 }
 
 func TestSampler(t *testing.T) {
-	sampled := SpanContext{TraceID: TraceID{1}, SpanID: SpanID{1}, Sampled: true}
-	unsampled := SpanContext{TraceID: TraceID{1}, SpanID: SpanID{1}}
-	low := TraceID{15: 1}                                                  // the lowest ids are always in a ratio's share
-	high := TraceID{8: 0xff, 9: 0xff, 10: 0xff, 11: 0xff, 12: 0xff, 15: 1} // the highest almost never
+	sampled := SpanContext{TraceID: ID{1}, SpanID: SpanID{1}, Sampled: true}
+	unsampled := SpanContext{TraceID: ID{1}, SpanID: SpanID{1}}
+	low := ID{15: 1}                                                  // the lowest ids are always in a ratio's share
+	high := ID{8: 0xff, 9: 0xff, 10: 0xff, 11: 0xff, 12: 0xff, 15: 1} // the highest almost never
 	for _, c := range []struct {
 		s      Sampler
 		parent SpanContext
-		id     TraceID
+		id     ID
 		want   bool
 	}{
 		{Sampler{Ratio: 1}, unsampled, low, true},

@@ -27,7 +27,7 @@ type Sampler struct {
 	Ratio float64
 }
 
-func (s Sampler) sample(parent SpanContext, id TraceID) bool {
+func (s Sampler) sample(parent SpanContext, id ID) bool {
 	if s.ParentBased && parent.IsValid() {
 		return parent.Sampled
 	}
@@ -208,8 +208,8 @@ func (s *Span) End() {
 	s.tr.exp.enqueue(s)
 }
 
-func newTraceID() TraceID {
-	var id TraceID
+func newTraceID() ID {
+	var id ID
 	for !id.IsValid() {
 		_, _ = crand.Read(id[:])
 	}

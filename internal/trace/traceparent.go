@@ -16,28 +16,27 @@ import (
 	"strings"
 )
 
-// TraceID and SpanID are W3C trace context identifiers; all-zero ones are
-// invalid.
-type (
-	TraceID [16]byte
-	SpanID  [8]byte
-)
+// ID is a W3C trace context's trace id; an all-zero one is invalid.
+type ID [16]byte
+
+// SpanID is a W3C trace context's span id; an all-zero one is invalid.
+type SpanID [8]byte
 
 // IsValid says whether id is not all zeros.
-func (id TraceID) IsValid() bool { return id != TraceID{} }
+func (id ID) IsValid() bool { return id != ID{} }
 
 // IsValid says whether id is not all zeros.
 func (id SpanID) IsValid() bool { return id != SpanID{} }
 
 // String is id in lowercase hex, as traceparent and OTLP/JSON spell it.
-func (id TraceID) String() string { return hex.EncodeToString(id[:]) }
+func (id ID) String() string { return hex.EncodeToString(id[:]) }
 
 // String is id in lowercase hex, as traceparent and OTLP/JSON spell it.
 func (id SpanID) String() string { return hex.EncodeToString(id[:]) }
 
 // SpanContext is what a traceparent carries, and tracestate beside it.
 type SpanContext struct {
-	TraceID TraceID
+	TraceID ID
 	SpanID  SpanID
 	// Sampled is the traceparent's sampled flag: the caller may record.
 	Sampled bool

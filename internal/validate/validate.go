@@ -64,7 +64,7 @@ func ResolveDir(dir, base string) (string, error) {
 	if dir == "~" || strings.HasPrefix(dir, "~/") || strings.HasPrefix(dir, `~\`) {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("cwd %q: cannot expand ~: %v", orig, err)
+			return "", fmt.Errorf("cwd %q: cannot expand ~: %w", orig, err)
 		}
 		dir = filepath.Join(home, dir[1:])
 	}
@@ -79,11 +79,11 @@ func ResolveDir(dir, base string) (string, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("cwd %q does not exist", orig)
 		}
-		return "", fmt.Errorf("cwd %q: %v", orig, err)
+		return "", fmt.Errorf("cwd %q: %w", orig, err)
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", fmt.Errorf("cwd %q: %v", orig, err)
+		return "", fmt.Errorf("cwd %q: %w", orig, err)
 	}
 	if !fi.IsDir() {
 		return "", fmt.Errorf("cwd %q is not a directory", orig)

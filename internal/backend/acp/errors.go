@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 )
 
 // errorMap turns a warm error into the call's *backend.Error, with the
@@ -25,17 +25,17 @@ func (m errorMap) of(err error) error {
 	case errors.As(err, &re):
 		return classifyRPC(re)
 	case errors.Is(err, context.DeadlineExceeded):
-		return cli.CallTimeoutError(m.timeout).SetRan(warmStderr)
+		return geminicli.CallTimeoutError(m.timeout).SetRan(warmStderr)
 	case errors.Is(err, context.Canceled):
-		return cli.CancelledError("the call was cancelled before gemini finished, and gemini was stopped", err).SetRan(warmStderr)
+		return geminicli.CancelledError("the call was cancelled before gemini finished, and gemini was stopped", err).SetRan(warmStderr)
 	case errors.Is(err, errOutputTooBig):
-		return cli.OutputTooBigError(m.maxOutput).SetRan(warmStderr)
+		return geminicli.OutputTooBigError(m.maxOutput).SetRan(warmStderr)
 	case errors.Is(err, errProcessGone):
 		// err says how the process ended, after errProcessGone's text.
 		how := strings.TrimPrefix(err.Error(), errProcessGone.Error())
-		return cli.FailedError("the warm gemini process exited during the call"+how+". Its sessions continue through one-shot resume; try again", err).SetRan(warmStderr)
+		return geminicli.FailedError("the warm gemini process exited during the call"+how+". Its sessions continue through one-shot resume; try again", err).SetRan(warmStderr)
 	}
-	return cli.FailedError("gemini --acp failed: "+err.Error()+". "+warmFailedHelp, err).SetRan(warmStderr)
+	return geminicli.FailedError("gemini --acp failed: "+err.Error()+". "+warmFailedHelp, err).SetRan(warmStderr)
 }
 
 // warmStderr stands where a one-shot failure shows the CLI's stderr: a
@@ -54,13 +54,13 @@ func classifyRPC(re *rpcError) *backend.Error {
 	var e *backend.Error
 	switch {
 	case re.Code == acpAuthRequired:
-		e = cli.AuthError(re.Message, "")
-	case cli.IsHTTPStatus(re.Code):
-		out := &cli.Output{Error: &cli.OutputError{Type: "Error", Message: re.Message, Code: []byte(fmt.Sprint(re.Code))}}
-		msg, status := cli.FailureMessage(out, "")
-		e = cli.APIError(status, msg, "")
+		e = geminicli.AuthError(re.Message, "")
+	case geminicli.IsHTTPStatus(re.Code):
+		out := &geminicli.Output{Error: &geminicli.OutputError{Type: "Error", Message: re.Message, Code: []byte(fmt.Sprint(re.Code))}}
+		msg, status := geminicli.FailureMessage(out, "")
+		e = geminicli.APIError(status, msg, "")
 	default:
-		e = cli.FailedError("gemini --acp failed: "+re.Error()+". "+warmFailedHelp, nil)
+		e = geminicli.FailedError("gemini --acp failed: "+re.Error()+". "+warmFailedHelp, nil)
 	}
 	e.Err = re
 	return e.SetRan(warmStderr)

@@ -4,18 +4,16 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/clihome"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 )
 
 // launcher starts warm processes: the CLI in ACP mode with the operator's
 // flags, a system prompt per process, the server's environment.
 type launcher struct {
-	env          []string // added to the server's environment (cli.ChildEnv)
+	env          []string // added to the server's environment (geminicli.ChildEnv)
 	operatorArgs []string
 	allow        bool // answer permission requests with allow (approval mode yolo)
 	maxOutput    int  // one answer's cap
@@ -24,22 +22,16 @@ type launcher struct {
 
 // start starts a process with the system prompt whose key is key, and
 // completes its handshake.
-func (l *launcher) start(ctx context.Context, cmd cli.Command, key, systemPrompt string) (*acpProc, error) {
-	env := cli.ChildEnv(l.env)
+func (l *launcher) start(ctx context.Context, cmd geminicli.Command, key, systemPrompt string) (*acpProc, error) {
+	env := geminicli.ChildEnv(l.env)
 	sysDir := ""
 	if systemPrompt != "" {
 		// The system prompt is per process: it lives as long as the process.
-		dir, err := os.MkdirTemp("", "gemini-mcp-")
+		dir, withPrompt, err := geminicli.SystemPromptFile(env, systemPrompt)
 		if err != nil {
-			return nil, cli.StartError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
+			return nil, err
 		}
-		path := filepath.Join(dir, "SYSTEM.md")
-		if err := os.WriteFile(path, []byte(systemPrompt), 0o600); err != nil {
-			os.RemoveAll(dir)
-			return nil, cli.StartError("cannot write the system prompt file: "+err.Error(), err)
-		}
-		env = proc.SetEnv(env, "GEMINI_SYSTEM_MD", path)
-		sysDir = dir
+		env, sysDir = withPrompt, dir
 	}
 	args := append([]string{"--acp"}, l.operatorArgs...)
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -49,7 +41,7 @@ func (l *launcher) start(ctx context.Context, cmd cli.Command, key, systemPrompt
 		if sysDir != "" {
 			os.RemoveAll(sysDir)
 		}
-		return nil, cli.StartError("the warm gemini process could not start: "+err.Error(), err)
+		return nil, geminicli.StartError("the warm gemini process could not start: "+err.Error(), err)
 	}
 	// Not yet shared: its read loop touches none of these.
 	p.cliDir = clihome.Dir(clihome.Getenv(env))

@@ -32,13 +32,13 @@ func (pl *pool) watch(p *acpProc) {
 	defer stopSpareTick()
 	for waiting := true; waiting; {
 		select {
-		case <-p.dead:
+		case <-p.exited():
 			waiting = false
 		case <-spareTick:
 			pl.expireSpares(p)
 		case <-tick:
 			if p.idleFor(pl.clock.Now()) >= pl.opts.IdleTimeout && !p.isDraining() {
-				pl.log.Info("stopping an idle warm gemini process", "pid", p.cmd.Process.Pid, "idle", pl.opts.IdleTimeout)
+				pl.log.Info("stopping an idle warm gemini process", "pid", p.pid(), "idle", pl.opts.IdleTimeout)
 				if pl.retire(p) {
 					metrics.WarmRecycle("idle")
 				}
@@ -61,7 +61,7 @@ func (pl *pool) watch(p *acpProc) {
 	pl.dropSpares(p)
 	if !p.isDraining() {
 		metrics.WarmRecycle("exited")
-		pl.log.Warn("a warm gemini process exited; its sessions continue through one-shot resume", "pid", p.cmd.Process.Pid, "err", p.deadErr)
+		pl.log.Warn("a warm gemini process exited; its sessions continue through one-shot resume", "pid", p.pid(), "err", p.agent.conn.err())
 	}
 }
 
@@ -74,7 +74,7 @@ func (pl *pool) afterPrompt(p *acpProc) {
 		p.mu.Unlock()
 		return // already on its way out, and logged as such
 	}
-	prompts, sessions := p.prompts, p.sessions
+	prompts, sessions := p.agent.counts()
 	if prompts >= pl.opts.MaxPrompts {
 		// Deciding and draining under one lock: no call can take p between
 		// the two, so p serves at most the calls holding it now.
@@ -82,7 +82,7 @@ func (pl *pool) afterPrompt(p *acpProc) {
 		held := p.inflight
 		p.mu.Unlock()
 		metrics.WarmRecycle("prompts")
-		pl.log.Info("recycling a warm gemini process after its prompt limit", "pid", p.cmd.Process.Pid, "prompts", prompts, "limit", pl.opts.MaxPrompts, "callsHolding", held)
+		pl.log.Info("recycling a warm gemini process after its prompt limit", "pid", p.pid(), "prompts", prompts, "limit", pl.opts.MaxPrompts, "callsHolding", held)
 		return // this call holds p: its done stops p if it is the last
 	}
 	p.mu.Unlock()
@@ -101,7 +101,7 @@ func (pl *pool) afterPrompt(p *acpProc) {
 	}
 	if rss := p.rss(); rss > pl.opts.MaxRSS && pl.retire(p) {
 		metrics.WarmRecycle("memory")
-		pl.log.Info("recycling a warm gemini process past its memory limit", "pid", p.cmd.Process.Pid, "rssMB", rss>>20, "limitMB", pl.opts.MaxRSS>>20)
+		pl.log.Info("recycling a warm gemini process past its memory limit", "pid", p.pid(), "rssMB", rss>>20, "limitMB", pl.opts.MaxRSS>>20)
 	}
 }
 
@@ -119,7 +119,7 @@ func (pl *pool) replace(p *acpProc, why string, args ...any) bool {
 	}
 	p.replacing = true
 	p.mu.Unlock()
-	pl.log.Info("recycling a warm gemini process "+why, append([]any{"pid", p.cmd.Process.Pid}, args...)...)
+	pl.log.Info("recycling a warm gemini process "+why, append([]any{"pid", p.pid()}, args...)...)
 	started := pl.background(func() {
 		q, err := pl.startProc(pl.bgCtx, p.cmdline, p.key, p.system)
 		pl.mu.Lock()
@@ -133,9 +133,9 @@ func (pl *pool) replace(p *acpProc, why string, args ...any) bool {
 		case q != nil && closed:
 			q.kill()
 		case q != nil:
-			pl.log.Info("a warm gemini process replaced another", "pid", q.cmd.Process.Pid, "replaced", p.cmd.Process.Pid)
+			pl.log.Info("a warm gemini process replaced another", "pid", q.pid(), "replaced", p.pid())
 		case !closed:
-			pl.log.Warn("could not start a warm gemini process to replace another; retiring it all the same", "pid", p.cmd.Process.Pid, "err", err)
+			pl.log.Warn("could not start a warm gemini process to replace another; retiring it all the same", "pid", p.pid(), "err", err)
 		}
 		pl.retire(p)
 	})

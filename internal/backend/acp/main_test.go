@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
@@ -13,7 +14,7 @@ var fakeGemini string
 func TestMain(m *testing.M) { os.Exit(geminitest.RunWithFake(m, &fakeGemini)) }
 
 // newTestRunner is the one-shot backend on the fake, to compare with.
-func newTestRunner(t *testing.T, opts cli.Options, extraEnv ...string) (*cli.Runner, string) {
+func newTestRunner(t *testing.T, opts geminicli.Options, extraEnv ...string) (*cli.Runner, string) {
 	t.Helper()
 	env, log := geminitest.TestFakeEnv(t, extraEnv...)
 	opts.Gemini = fakeGemini

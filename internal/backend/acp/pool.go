@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -51,7 +51,7 @@ type pool struct {
 
 	// startProc starts a process (launcher.start, its idle time stamped on
 	// clock; a test wraps it).
-	startProc func(ctx context.Context, cmd cli.Command, key, systemPrompt string) (*acpProc, error)
+	startProc func(ctx context.Context, cmd geminicli.Command, key, systemPrompt string) (*acpProc, error)
 	// bg is the background work (spares being made or discarded,
 	// replacements starting), which close waits for; bgCtx ends with close.
 	bg sync.WaitGroup
@@ -88,7 +88,7 @@ func newPool(c poolConfig) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	pl := &pool{opts: c.warm.withDefaults(), defaultModel: c.defaultModel, killGrace: c.killGrace, errs: c.errs, log: c.log, clock: c.clock,
 		starting: map[string]*startWait{}, owner: map[string]*acpProc{}, bgCtx: ctx, bgCancel: cancel}
-	pl.startProc = func(ctx context.Context, cmd cli.Command, key, systemPrompt string) (*acpProc, error) {
+	pl.startProc = func(ctx context.Context, cmd geminicli.Command, key, systemPrompt string) (*acpProc, error) {
 		p, err := c.launch.start(ctx, cmd, key, systemPrompt)
 		if ctx.Err() == nil || p != nil {
 			metrics.WarmStart(err)
@@ -159,7 +159,7 @@ var errNotWarm = errors.New("not served warm")
 
 // run serves c warm if it can. It returns errNotWarm when the call must
 // take the one-shot path; any other error is the call's result.
-func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*backend.Answer, error) {
+func (pl *pool) run(ctx context.Context, cmd geminicli.Command, c backend.Turn) (*backend.Answer, error) {
 	key := systemKey(c.SystemPrompt)
 	var p *acpProc
 	var id string
@@ -202,10 +202,10 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 	if model == "" {
 		model = pl.defaultModel
 	}
-	if err := p.setModel(ctx, id, model); err != nil {
+	if err := p.agent.setModel(ctx, id, model); err != nil {
 		return nil, pl.errs.of(err)
 	}
-	text, usage, stop, err := p.prompt(ctx, id, c.Prompt, c.Observer, pl.killGrace)
+	text, usage, stop, err := p.agent.prompt(ctx, id, c.Prompt, c.Observer, pl.killGrace)
 	// The check runs while this call still holds p, so that a recycle
 	// starts draining before the hold ends and no new call slips in.
 	pl.afterPrompt(p)
@@ -221,7 +221,7 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 			return nil, (&backend.Error{Kind: backend.KindInput, Reason: "the conversation would overflow the model's " +
 				"context window (stopReason max_tokens); start a new session, summarising this one"}).SetRan(warmStderr)
 		}
-		return nil, cli.EmptyError().SetRan(warmStderr)
+		return nil, geminicli.EmptyError().SetRan(warmStderr)
 	}
 	return ans, nil
 }
@@ -233,7 +233,7 @@ func (pl *pool) run(ctx context.Context, cmd cli.Command, c backend.Turn) (*back
 // for dir is ready (see rank); when none is, and the pool has room,
 // another process starts in the background for the chats that follow. It
 // returns nil when no process can serve now.
-func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt, dir string) (*acpProc, error) {
+func (pl *pool) process(ctx context.Context, cmd geminicli.Command, key, systemPrompt, dir string) (*acpProc, error) {
 	started := false // a process started for this call: no other is needed yet
 	for {
 		pl.mu.Lock()
@@ -303,7 +303,7 @@ func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt,
 			// Wait for it to end rather than spin; it is idle, so that
 			// takes at most the kill grace.
 			select {
-			case <-victim.dead:
+			case <-victim.exited():
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -351,7 +351,7 @@ func (pl *pool) process(ctx context.Context, cmd cli.Command, key, systemPrompt,
 // memory back (--warm-idle-timeout).
 // The channel it returns is closed once that is done (the spare being
 // made), or found not to be needed.
-func (pl *pool) prepare(cmd cli.Command, dir string) <-chan struct{} {
+func (pl *pool) prepare(cmd geminicli.Command, dir string) <-chan struct{} {
 	done := make(chan struct{})
 	if !pl.background(func() {
 		defer close(done)
@@ -380,7 +380,7 @@ func (pl *pool) prepare(cmd cli.Command, dir string) <-chan struct{} {
 			}
 			return
 		}
-		pl.log.Info("a warm gemini process is ready for the first chat", "pid", p.cmd.Process.Pid, "dir", dir)
+		pl.log.Info("a warm gemini process is ready for the first chat", "pid", p.pid(), "dir", dir)
 		pl.leave(p)
 		pl.refill(p, dir, true)
 	}) {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
@@ -86,13 +86,13 @@ func (c *fakeClock) Tick() {
 // runs calls one-shot for startRetry of its clock's time, then tries
 // again.
 func TestWarmStartRetryFollowsThePoolClock(t *testing.T) {
-	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	r, log, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{})
 	pl := poolOf(r)
 	clk := newFakeClock()
 	pl.clock = clk
 	var starts atomic.Int32
 	start := pl.startProc
-	pl.startProc = func(ctx context.Context, cmd cli.Command, key, sys string) (*acpProc, error) {
+	pl.startProc = func(ctx context.Context, cmd geminicli.Command, key, sys string) (*acpProc, error) {
 		if starts.Add(1) == 1 {
 			return nil, errors.New("the first start fails")
 		}
@@ -116,7 +116,7 @@ func TestWarmStartRetryFollowsThePoolClock(t *testing.T) {
 // TestWarmIdleProcessStops: a process that served nothing for IdleTimeout
 // of the pool's clock stops at the next tick, not before.
 func TestWarmIdleProcessStops(t *testing.T) {
-	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{SpareAge: -1})
+	r, log, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{SpareAge: -1})
 	clk := newFakeClock()
 	poolOf(r).clock = clk
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "one", Dir: geminitest.WorkDir(t)}); err != nil {
@@ -132,7 +132,7 @@ func TestWarmIdleProcessStops(t *testing.T) {
 	clk.Advance(time.Second)
 	clk.Tick()
 	select {
-	case <-p.dead:
+	case <-p.exited():
 	case <-geminitest.Context(t).Done():
 		t.Fatal("an idle process was kept past the idle timeout")
 	}

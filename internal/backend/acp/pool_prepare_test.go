@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
@@ -35,7 +35,7 @@ func prepared(t *testing.T, r backend.Backend, dir string) {
 // own. A second Prepare starts nothing more.
 func TestPrepareReadiesTheFirstChat(t *testing.T) {
 	home := t.TempDir()
-	r, log, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
+	r, log, acpLog := newWarmRunner(t, geminicli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
 	dir := geminitest.WorkDir(t)
 	prepared(t, r, dir)
 	p := onlyProc(t, r)
@@ -69,7 +69,7 @@ func TestPrepareReadiesTheFirstChat(t *testing.T) {
 // yet; its file goes.
 func TestPrepareRenewsItsSpare(t *testing.T) {
 	home := t.TempDir()
-	r, _, _ := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{})
+	r, _, _ := newWarmRunner(t, geminicli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{})
 	clk := newFakeClock()
 	poolOf(r).clock = clk
 	dir := geminitest.WorkDir(t)
@@ -91,7 +91,7 @@ func TestPrepareRenewsItsSpare(t *testing.T) {
 // TestPrepareOff: with NotOnConnect (--warm-on-connect=false), Prepare
 // starts nothing; the first chat starts the process.
 func TestPrepareOff(t *testing.T) {
-	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{NotOnConnect: true})
+	r, log, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{NotOnConnect: true})
 	prepared(t, r, geminitest.WorkDir(t))
 	if started, _ := acpStarts(t, log); len(started) != 0 {
 		t.Fatalf("%d processes started by Prepare with NotOnConnect", len(started))
@@ -102,7 +102,7 @@ func TestPrepareOff(t *testing.T) {
 // one past Processes: a pool full of processes for another system prompt
 // is left as it is.
 func TestPrepareLeavesAFullPool(t *testing.T) {
-	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{Processes: 1})
+	r, log, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{Processes: 1})
 	dir := geminitest.WorkDir(t)
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "an expert's turn", SystemPrompt: "You are a reviewer.", Dir: dir}); err != nil {
 		t.Fatal(err)

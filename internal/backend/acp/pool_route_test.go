@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
@@ -49,7 +49,7 @@ func settled(t *testing.T, pl *pool, dir string, want int) {
 			ready, making := p.spareState(dir)
 			p.mu.Unlock()
 			if making || ready != want {
-				return false, fmt.Errorf("process %d: %d ready, making %v", p.cmd.Process.Pid, ready, making)
+				return false, fmt.Errorf("process %d: %d ready, making %v", p.pid(), ready, making)
 			}
 		}
 		return true, nil
@@ -63,7 +63,7 @@ func settled(t *testing.T, pl *pool, dir string, want int) {
 // folder one after the other up to WarmOptions.Spares, and chats in a row
 // use them without a session/new of their own.
 func TestWarmSparesUpToTheirNumber(t *testing.T) {
-	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{Processes: 1, Spares: 3})
+	r, _, acpLog := newWarmRunner(t, geminicli.Options{}, WarmOptions{Processes: 1, Spares: 3})
 	p, dir := firstChat(t, r)
 	settled(t, poolOf(r), dir, 3)
 	spares := readySpares(p, dir)
@@ -93,7 +93,7 @@ func TestWarmSparesUpToTheirNumber(t *testing.T) {
 // does not wait for a session/new), and a spare is made in one process
 // at a time.
 func TestWarmNewChatGoesWhereASpareIsReady(t *testing.T) {
-	r, log, acpLog, logs := newWarmRunnerLogged(t, cli.Options{}, WarmOptions{Processes: 2, Spares: 1})
+	r, log, acpLog, logs := newWarmRunnerLogged(t, geminicli.Options{}, WarmOptions{Processes: 2, Spares: 1})
 	pl := poolOf(r)
 	dir, other := geminitest.WorkDir(t), geminitest.WorkDir(t)
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {

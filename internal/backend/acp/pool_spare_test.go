@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
@@ -112,8 +112,8 @@ func countMethod(t *testing.T, acpLog, method string) int {
 
 func TestWarmSpareServesANewChat(t *testing.T) {
 	home := t.TempDir()
-	warm, _, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
-	cold, _ := newTestRunner(t, cli.Options{})
+	warm, _, acpLog := newWarmRunner(t, geminicli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
+	cold, _ := newTestRunner(t, geminicli.Options{})
 	dir := geminitest.WorkDir(t)
 	if _, err := warm.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestWarmSpareServesANewChat(t *testing.T) {
 }
 
 func TestWarmSpareOnlyWhenIdle(t *testing.T) {
-	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{Spares: 1, Processes: 1})
+	r, _, acpLog := newWarmRunner(t, geminicli.Options{}, WarmOptions{Spares: 1, Processes: 1})
 	dir, other := geminitest.WorkDir(t), geminitest.WorkDir(t)
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)
@@ -219,22 +219,22 @@ func promptsText(t *testing.T, acpLog string) string {
 }
 
 func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
-	r, _, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{Spares: 1})
+	r, _, acpLog := newWarmRunner(t, geminicli.Options{}, WarmOptions{Spares: 1})
 	p, dir := firstChat(t, r)
 	readySpare(t, p, dir)
 	// A call creating a session holds the lock (the test stands in for
 	// it): a spare asked for meanwhile is not made, rather than queue.
 	other := geminitest.WorkDir(t)
 	news := countMethod(t, acpLog, "session/new")
-	if !p.newMu.TryLock() {
+	if !p.agent.newMu.TryLock() {
 		t.Fatal("the session-creation lock is held")
 	}
 	s := poolOf(r).refill(p, other, false)
 	select {
 	case <-s.ready:
-		p.newMu.Unlock()
+		p.agent.newMu.Unlock()
 	case <-time.After(30 * time.Second):
-		p.newMu.Unlock()
+		p.agent.newMu.Unlock()
 		t.Fatal("the spare waited for the session-creation lock")
 	}
 	if !errors.Is(s.err, errCreating) {
@@ -263,7 +263,7 @@ func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 		}
 		res <- id
 	}()
-	id, err := p.newSession(geminitest.Context(t), other, false)
+	id, err := p.agent.newSession(geminitest.Context(t), other, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestWarmSpareNeverQueuesBeforeACall(t *testing.T) {
 
 func TestWarmSpareExpires(t *testing.T) {
 	home := t.TempDir()
-	r, _, _ := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1, SpareAge: time.Hour})
+	r, _, _ := newWarmRunner(t, geminicli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1, SpareAge: time.Hour})
 	clk := newFakeClock()
 	poolOf(r).clock = clk
 	advance := clk.Advance
@@ -321,7 +321,7 @@ func TestWarmSpareExpires(t *testing.T) {
 
 func TestWarmSparesGoWithTheProcess(t *testing.T) {
 	home := t.TempDir()
-	r, _, _, logs := newWarmRunnerLogged(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1, MaxPrompts: 2})
+	r, _, _, logs := newWarmRunnerLogged(t, geminicli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1, MaxPrompts: 2})
 	dir := geminitest.WorkDir(t)
 	first, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir})
 	if err != nil {
@@ -334,7 +334,7 @@ func TestWarmSparesGoWithTheProcess(t *testing.T) {
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "reply", Dir: dir, Session: first.SessionID}); err != nil {
 		t.Fatal(err)
 	}
-	<-p.dead
+	<-p.exited()
 	// The process's watch discards the spare once the process has ended.
 	if !logs.WaitFor(geminitest.Context(t), `"msg":"discarded a spare session`) {
 		t.Fatal("the spare of a recycled process was not discarded")
@@ -373,7 +373,7 @@ func TestUnusedSessionFile(t *testing.T) {
 }
 
 func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
-	r, log, acpLog, logs := newWarmRunnerLogged(t, cli.Options{}, WarmOptions{MaxSessions: 3, SpareAge: -1})
+	r, log, acpLog, logs := newWarmRunnerLogged(t, geminicli.Options{}, WarmOptions{MaxSessions: 3, SpareAge: -1})
 	// The replacement's start waits for the test, to show that the old
 	// process serves meanwhile.
 	release := make(chan struct{})
@@ -382,7 +382,7 @@ func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
 	starting := make(chan struct{}, 1)
 	var starts atomic.Int32
 	start := poolOf(r).startProc
-	poolOf(r).startProc = func(ctx context.Context, cmd cli.Command, key, sys string) (*acpProc, error) {
+	poolOf(r).startProc = func(ctx context.Context, cmd geminicli.Command, key, sys string) (*acpProc, error) {
 		switch starts.Add(1) {
 		case 1:
 		case 2:
@@ -415,7 +415,7 @@ func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
 		t.Fatalf("during the replacement: %v, served %s, old process draining: %v", err, res.Via, old.isDraining())
 	}
 	releaseOnce()
-	<-old.dead
+	<-old.exited()
 	// The next chat goes to the replacement, warm.
 	res, err = r.Run(geminitest.Context(t), backend.Turn{Prompt: "after", Dir: dir})
 	if err != nil || res.Via != "warm" {
@@ -437,7 +437,7 @@ func TestWarmRecyclesAfterMaxSessions(t *testing.T) {
 // that resume needs).
 func TestWarmSpareWhoseFileWasRemoved(t *testing.T) {
 	home := t.TempDir()
-	r, _, acpLog := newWarmRunner(t, cli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
+	r, _, acpLog := newWarmRunner(t, geminicli.Options{Env: []string{"GEMINI_CLI_HOME=" + home}}, WarmOptions{Spares: 1})
 	dir := geminitest.WorkDir(t)
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first", Dir: dir}); err != nil {
 		t.Fatal(err)
@@ -472,16 +472,16 @@ func TestWarmSpareWhoseFileWasRemoved(t *testing.T) {
 // CLI can hold it until that call's deadline), gives up when its own
 // context ends; the process serves on once the lock is free.
 func TestWarmNewSessionWaitEndsWithItsCall(t *testing.T) {
-	r, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{Spares: 1, Processes: 1})
+	r, _, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{Spares: 1, Processes: 1})
 	p, dir := firstChat(t, r)
 	readySpare(t, p, dir)
-	if !p.newMu.TryLock() {
+	if !p.agent.newMu.TryLock() {
 		t.Fatal("the session-creation lock is held")
 	}
 	ctx, cancel := context.WithCancel(geminitest.Context(t))
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.newSession(ctx, geminitest.WorkDir(t), false)
+		_, err := p.agent.newSession(ctx, geminitest.WorkDir(t), false)
 		done <- err
 	}()
 	cancel()
@@ -491,10 +491,10 @@ func TestWarmNewSessionWaitEndsWithItsCall(t *testing.T) {
 			t.Fatalf("newSession: %v, want the call's own cancellation", err)
 		}
 	case <-time.After(30 * time.Second):
-		p.newMu.Unlock()
+		p.agent.newMu.Unlock()
 		t.Fatal("a cancelled call still waits for the session-creation lock")
 	}
-	p.newMu.Unlock()
+	p.agent.newMu.Unlock()
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "after", Dir: geminitest.WorkDir(t)}); err != nil {
 		t.Fatalf("the process after the cancelled wait: %v", err)
 	}

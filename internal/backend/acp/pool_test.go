@@ -20,6 +20,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -28,7 +29,7 @@ import (
 // newWarmRunner is the warm backend on the fake CLI, limited to the
 // default number of turns at once as the server limits it. It returns the
 // invocation log and the ACP message log.
-func newWarmRunner(t *testing.T, opts cli.Options, warm WarmOptions) (backend.Backend, string, string) {
+func newWarmRunner(t *testing.T, opts geminicli.Options, warm WarmOptions) (backend.Backend, string, string) {
 	t.Helper()
 	r, log, acpLog, _ := newWarmRunnerLogged(t, opts, warm)
 	return r, log, acpLog
@@ -36,13 +37,13 @@ func newWarmRunner(t *testing.T, opts cli.Options, warm WarmOptions) (backend.Ba
 
 // newWarmRunnerLogged is newWarmRunner that also returns the server's log,
 // as JSON lines.
-func newWarmRunnerLogged(t *testing.T, opts cli.Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
+func newWarmRunnerLogged(t *testing.T, opts geminicli.Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
 	t.Helper()
 	return newWarmRunnerSlots(t, config.DefaultMaxConcurrent, opts, warm)
 }
 
 // newWarmRunnerSlots is newWarmRunnerLogged with slots turns at once.
-func newWarmRunnerSlots(t *testing.T, slots int, opts cli.Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
+func newWarmRunnerSlots(t *testing.T, slots int, opts geminicli.Options, warm WarmOptions) (backend.Backend, string, string, *geminitest.LockedBuffer) {
 	t.Helper()
 	acpLog := filepath.Join(t.TempDir(), "acp.jsonl")
 	env, log := geminitest.TestFakeEnv(t, geminitest.EnvACPLog+"="+acpLog)
@@ -51,7 +52,7 @@ func newWarmRunnerSlots(t *testing.T, slots int, opts cli.Options, warm WarmOpti
 	logs := &geminitest.LockedBuffer{}
 	slog := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	oneShot := cli.NewRunner(opts, slog)
-	r := backend.Limit(New(ConfigFor(opts, warm, oneShot), slog), slots)
+	r := backend.Limit(New(Options{Warm: warm, CLI: opts, Fallback: oneShot}, slog), slots)
 	t.Cleanup(func() {
 		r.Close()
 		// Every process and goroutine of the pool is gone after Close.
@@ -127,8 +128,8 @@ func acpStarts(t *testing.T, log string) (warm, oneShot []geminitest.Invocation)
 func TestWarmMatchesOneShot(t *testing.T) {
 	// Without spares, so that the count of session/new below is exact
 	// (TestWarmSpare* test them).
-	warm, wlog, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{SpareAge: -1})
-	cold, _ := newTestRunner(t, cli.Options{})
+	warm, wlog, acpLog := newWarmRunner(t, geminicli.Options{}, WarmOptions{SpareAge: -1})
+	cold, _ := newTestRunner(t, geminicli.Options{})
 	dir := geminitest.WorkDir(t)
 	calls := []backend.Turn{
 		{Prompt: "-h first", Model: "gemini-x", SystemPrompt: "SYS one", Dir: dir},
@@ -178,8 +179,8 @@ func TestWarmMatchesOneShot(t *testing.T) {
 }
 
 func TestWarmErrorsMatchOneShot(t *testing.T) {
-	warm, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
-	cold, _ := newTestRunner(t, cli.Options{})
+	warm, _, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{})
+	cold, _ := newTestRunner(t, geminicli.Options{})
 	dir := geminitest.WorkDir(t)
 	// API failures are per prompt in both modes (auth: TestWarmAuthError).
 	for _, prompt := range []string{"[[exit:144]]", "[[exit:173]]", "[[exit:244]]"} {
@@ -203,7 +204,7 @@ func TestWarmErrorsMatchOneShot(t *testing.T) {
 
 func TestWarmCancelKeepsTheProcess(t *testing.T) {
 	// Without spares, whose session/new could come last in the log.
-	r, log, acpLog := newWarmRunner(t, cli.Options{}, WarmOptions{SpareAge: -1})
+	r, log, acpLog := newWarmRunner(t, geminicli.Options{}, WarmOptions{SpareAge: -1})
 	dir := geminitest.WorkDir(t)
 	first, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
@@ -247,7 +248,7 @@ func TestWarmCancelKeepsTheProcess(t *testing.T) {
 }
 
 func TestWarmCrashContinuesOneShot(t *testing.T) {
-	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	r, log, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{})
 	dir := geminitest.WorkDir(t)
 	first, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
@@ -274,7 +275,7 @@ func TestWarmCrashContinuesOneShot(t *testing.T) {
 }
 
 func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
-	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{MaxPrompts: 2})
+	r, log, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{MaxPrompts: 2})
 	dir := geminitest.WorkDir(t)
 	a, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
@@ -305,7 +306,7 @@ func TestWarmRecyclesAfterMaxPrompts(t *testing.T) {
 }
 
 func TestWarmPermissions(t *testing.T) {
-	deny, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	deny, _, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{})
 	res, err := deny.Run(geminitest.Context(t), backend.Turn{Prompt: "write it [[permission]]", Dir: geminitest.WorkDir(t)})
 	if err != nil || !strings.HasSuffix(res.Text, " permission=cancel") {
 		t.Fatalf("default policy: %v %+v", err, res)
@@ -313,7 +314,7 @@ func TestWarmPermissions(t *testing.T) {
 }
 
 func TestWarmLatestGoesOneShotAndReleases(t *testing.T) {
-	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	r, log, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{})
 	dir := geminitest.WorkDir(t)
 	a, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
@@ -334,7 +335,7 @@ func TestWarmLatestGoesOneShotAndReleases(t *testing.T) {
 }
 
 func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
-	r, log, _ := newWarmRunner(t, cli.Options{}, WarmOptions{Processes: 1})
+	r, log, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{Processes: 1})
 	dir := geminitest.WorkDir(t)
 	for i, sys := range []string{"SYS A", "SYS B", "SYS A"} {
 		res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "hi", SystemPrompt: sys, Dir: dir})
@@ -361,7 +362,7 @@ func TestWarmSystemPromptsShareAOneProcessPool(t *testing.T) {
 // guarantees does not, and that is what is checked.
 func TestWarmRecycleUnderLoad(t *testing.T) {
 	const maxPrompts = 5
-	r, log, acpLog, logs := newWarmRunnerSlots(t, 16, cli.Options{}, WarmOptions{MaxPrompts: maxPrompts, Processes: 2})
+	r, log, acpLog, logs := newWarmRunnerSlots(t, 16, geminicli.Options{}, WarmOptions{MaxPrompts: maxPrompts, Processes: 2})
 	dir := geminitest.WorkDir(t)
 	errs := make(chan error, 200)
 	var wg sync.WaitGroup
@@ -430,7 +431,7 @@ func TestWarmRecycleUnderLoad(t *testing.T) {
 func TestWarmRecycleLogsOnce(t *testing.T) {
 	// Without spares, so that no second process starts (see pool.grow)
 	// and the first serves every prompt until its limit.
-	r, log, _, logs := newWarmRunnerLogged(t, cli.Options{}, WarmOptions{MaxPrompts: 3, SpareAge: -1})
+	r, log, _, logs := newWarmRunnerLogged(t, geminicli.Options{}, WarmOptions{MaxPrompts: 3, SpareAge: -1})
 	dir := geminitest.WorkDir(t)
 	for i := 1; i <= 4; i++ {
 		if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
@@ -457,7 +458,7 @@ func TestWarmRecycleLogsOnce(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		return
 	}
-	r, log, _, logs = newWarmRunnerLogged(t, cli.Options{}, WarmOptions{MaxRSS: 1})
+	r, log, _, logs = newWarmRunnerLogged(t, geminicli.Options{}, WarmOptions{MaxRSS: 1})
 	for i := 1; i <= 2; i++ {
 		if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: fmt.Sprint("prompt ", i), Dir: dir}); err != nil {
 			t.Fatal(err)
@@ -479,8 +480,8 @@ func TestWarmOutputCap(t *testing.T) {
 	// grace of a minute, not the default 1.5 s after which an unconfirmed
 	// cancel stops the process (and "after" below goes to the one-shot
 	// path).
-	r, log, acpLog := newWarmRunner(t, cli.Options{MaxOutputBytes: limit, KillGrace: time.Minute}, WarmOptions{})
-	cold, _ := newTestRunner(t, cli.Options{MaxOutputBytes: limit})
+	r, log, acpLog := newWarmRunner(t, geminicli.Options{MaxOutputBytes: limit, KillGrace: time.Minute}, WarmOptions{})
+	cold, _ := newTestRunner(t, geminicli.Options{MaxOutputBytes: limit})
 	dir := geminitest.WorkDir(t)
 	first, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "start", Dir: dir})
 	if err != nil {
@@ -538,14 +539,14 @@ func TestReadLine(t *testing.T) {
 // that says what to do, as the one-shot one is.
 func TestWarmAuthError(t *testing.T) {
 	noKey := geminitest.EnvNoAPIKey + "=1"
-	warm, _, _ := newWarmRunner(t, cli.Options{Env: []string{noKey}}, WarmOptions{})
-	cold, _ := newTestRunner(t, cli.Options{}, noKey)
+	warm, _, _ := newWarmRunner(t, geminicli.Options{Env: []string{noKey}}, WarmOptions{})
+	cold, _ := newTestRunner(t, geminicli.Options{}, noKey)
 	dir := geminitest.WorkDir(t)
 	_, werr := warm.Run(geminitest.Context(t), backend.Turn{Prompt: "hi", Dir: dir})
 	_, oerr := cold.Run(geminitest.Context(t), backend.Turn{Prompt: "hi", Dir: dir})
 	for name, err := range map[string]error{"warm": werr, "one-shot": oerr} {
 		var e *backend.Error
-		if !errors.As(err, &e) || e.Kind != backend.KindAuth || !strings.HasSuffix(e.Reason, cli.AuthHelp) {
+		if !errors.As(err, &e) || e.Kind != backend.KindAuth || !strings.HasSuffix(e.Reason, geminicli.AuthHelp) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -566,7 +567,7 @@ func atoi(t *testing.T, s string) int {
 // TestWarmTimeout: a warm call stopped at --timeout is a timeout, which
 // errors.Is tells apart from a cancel.
 func TestWarmTimeout(t *testing.T) {
-	r, _, _ := newWarmRunner(t, cli.Options{Timeout: 300 * time.Millisecond}, WarmOptions{})
+	r, _, _ := newWarmRunner(t, geminicli.Options{Timeout: 300 * time.Millisecond}, WarmOptions{})
 	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[hang]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
 	if !errors.As(err, &e) || e.Kind != backend.KindTimeout || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||

@@ -1,7 +1,7 @@
 package acp
 
 import (
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 )
 
 // Where a new chat goes when the pool runs several processes for its
@@ -66,7 +66,7 @@ func (pl *pool) rank(p *acpProc, dir string) (procRank, bool) {
 // background, and its spares for dir once it is up: new chats come faster
 // than the processes running make spares. --warm-idle-timeout stops it
 // once they stop coming.
-func (pl *pool) grow(cmd cli.Command, key, systemPrompt, dir string) {
+func (pl *pool) grow(cmd geminicli.Command, key, systemPrompt, dir string) {
 	pl.mu.Lock()
 	if pl.closed || pl.starting[key] != nil {
 		pl.mu.Unlock()
@@ -95,7 +95,7 @@ func (pl *pool) grow(cmd cli.Command, key, systemPrompt, dir string) {
 		case p != nil && closed:
 			p.kill()
 		case p != nil:
-			pl.log.Info("another warm gemini process started: new chats come faster than spare sessions are made", "pid", p.cmd.Process.Pid, "dir", dir)
+			pl.log.Info("another warm gemini process started: new chats come faster than spare sessions are made", "pid", p.pid(), "dir", dir)
 			pl.topUp(key, dir)
 		case pl.bgCtx.Err() == nil:
 			pl.log.Warn("could not start another warm gemini process", "err", err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
@@ -32,7 +32,7 @@ func TestWarmProcessCLIHome(t *testing.T) {
 		{"neither", nil, u.HomeDir},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r, _, _ := newWarmRunner(t, cli.Options{Env: c.env}, WarmOptions{SpareAge: -1})
+			r, _, _ := newWarmRunner(t, geminicli.Options{Env: c.env}, WarmOptions{SpareAge: -1})
 			if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "one", Dir: geminitest.WorkDir(t)}); err != nil {
 				t.Fatal(err)
 			}

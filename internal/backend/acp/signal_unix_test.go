@@ -8,15 +8,15 @@ import (
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/cli"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
 // TestKilledBySignal: a CLI killed by a signal is reported with the
 // signal's name, one-shot and warm, not as an exit code.
 func TestKilledBySignal(t *testing.T) {
-	cold, _ := newTestRunner(t, cli.Options{})
-	warm, _, _ := newWarmRunner(t, cli.Options{}, WarmOptions{})
+	cold, _ := newTestRunner(t, geminicli.Options{})
+	warm, _, _ := newWarmRunner(t, geminicli.Options{}, WarmOptions{})
 	for name, r := range map[string]backend.Backend{"one-shot": cold, "warm": warm} {
 		_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[signal:9]]", Dir: geminitest.WorkDir(t)})
 		var e *backend.Error

@@ -111,9 +111,9 @@ func (pl *pool) session(ctx context.Context, p *acpProc, dir string) (string, er
 				case age >= pl.opts.SpareAge:
 					pl.discard(p, s)
 				case s.file != "" && !fileExists(s.file):
-					pl.log.Debug("a spare session's file was removed (by another gemini run's start-up clean-up); making a new session", "pid", p.cmd.Process.Pid, "session", s.id)
+					pl.log.Debug("a spare session's file was removed (by another gemini run's start-up clean-up); making a new session", "pid", p.pid(), "session", s.id)
 				default:
-					pl.log.Debug("a new chat uses a spare session", "pid", p.cmd.Process.Pid, "session", s.id, "age", age)
+					pl.log.Debug("a new chat uses a spare session", "pid", p.pid(), "session", s.id, "age", age)
 					return s.id, nil
 				}
 			}
@@ -128,7 +128,7 @@ func (pl *pool) session(ctx context.Context, p *acpProc, dir string) (string, er
 			return "", ctx.Err()
 		}
 	}
-	return p.newSession(ctx, dir, false)
+	return p.agent.newSession(ctx, dir, false)
 }
 
 // refill makes a spare session for dir in p, if p is idle (so that making
@@ -140,8 +140,9 @@ func (pl *pool) refill(p *acpProc, dir string, kept bool) *spare {
 	if pl.opts.SpareAge < 0 {
 		return nil
 	}
+	_, sessions := p.agent.counts()
 	p.mu.Lock()
-	ok := p.inflight == 0 && !p.draining && !p.replacing && p.alive() && p.sessions < pl.opts.MaxSessions
+	ok := p.inflight == 0 && !p.draining && !p.replacing && p.alive() && sessions < pl.opts.MaxSessions
 	key := ""
 	if ok {
 		_, making := p.spareState(dir)
@@ -209,9 +210,10 @@ func (pl *pool) topUp(key, dir string) {
 	bestReady := 0
 	var bestUsed time.Time
 	for _, p := range procs {
+		_, sessions := p.agent.counts()
 		p.mu.Lock()
 		ready, making := p.spareState(dir)
-		idle := p.inflight == 0 && !p.draining && !p.replacing && p.sessions < pl.opts.MaxSessions
+		idle := p.inflight == 0 && !p.draining && !p.replacing && sessions < pl.opts.MaxSessions
 		used := p.lastUsed
 		p.mu.Unlock()
 		if making {
@@ -239,24 +241,27 @@ func (pl *pool) fill(p *acpProc, key string, s *spare) {
 	// newSession's try: when a call holds the session-creation lock, no
 	// spare is made (that call's end asks again), so a spare never queues
 	// before a call.
-	id, err := p.newSession(ctx, s.dir, true)
+	id, err := p.agent.newSession(ctx, s.dir, true)
 	s.id, s.made, s.err = id, made, err
 	if err == nil {
 		s.file = sessionFile(p.cliDir, id)
-		pl.log.Debug("made a spare session", "pid", p.cmd.Process.Pid, "session", id, "elapsed", pl.clock.Now().Sub(made))
+		pl.log.Debug("made a spare session", "pid", p.pid(), "session", id, "elapsed", pl.clock.Now().Sub(made))
 	}
-	close(s.ready)
 	if err != nil {
+		// Gone from the spares before anyone is told it failed, so that
+		// whoever waits on ready never finds the failed spare still kept.
 		p.mu.Lock()
 		if p.spares[key] == s {
 			delete(p.spares, key)
 		}
 		p.mu.Unlock()
+		close(s.ready)
 		if !errors.Is(err, errCreating) && p.alive() {
-			pl.log.Debug("could not make a spare session", "pid", p.cmd.Process.Pid, "err", err)
+			pl.log.Debug("could not make a spare session", "pid", p.pid(), "err", err)
 		}
 		return
 	}
+	close(s.ready)
 	// A spare kept for a client's first chat asks for no more.
 	if !s.kept {
 		pl.topUp(p.key, s.dir)
@@ -299,7 +304,7 @@ func (pl *pool) expireSpares(p *acpProc) {
 // in memory (the CLI frees no session); its file goes.
 func (pl *pool) discard(p *acpProc, s *spare) {
 	removed, err := removeSessionFile(p.cliDir, s.id)
-	pl.log.Debug("discarded a spare session", "pid", p.cmd.Process.Pid, "session", s.id, "fileRemoved", removed, "err", err)
+	pl.log.Debug("discarded a spare session", "pid", p.pid(), "session", s.id, "fileRemoved", removed, "err", err)
 }
 
 // dropSpares discards every spare of p, which has ended.

@@ -21,44 +21,44 @@ var errCreating = errors.New("a call is creating a session")
 // newSession creates a session in dir and returns its id. With try set (a
 // spare), it gives up at once with errCreating when another session/new
 // holds the lock, rather than queue before a call that may come.
-func (p *acpProc) newSession(ctx context.Context, dir string, try bool) (string, error) {
+func (a *agent) newSession(ctx context.Context, dir string, try bool) (string, error) {
 	if try {
-		if !p.newMu.TryLock() {
+		if !a.newMu.TryLock() {
 			return "", errCreating
 		}
-	} else if err := p.newMu.Lock(ctx); err != nil {
+	} else if err := a.newMu.Lock(ctx); err != nil {
 		return "", err
 	}
-	defer p.newMu.Unlock()
+	defer a.newMu.Unlock()
 	var res struct {
 		SessionID string `json:"sessionId"`
 		Models    struct {
 			CurrentModelID string `json:"currentModelId"`
 		} `json:"models"`
 	}
-	if err := p.call(ctx, "session/new", map[string]any{"cwd": dir, "mcpServers": []any{}}, &res); err != nil {
+	if err := a.conn.call(ctx, "session/new", map[string]any{"cwd": dir, "mcpServers": []any{}}, &res); err != nil {
 		return "", err
 	}
 	if !session.IsUUID(res.SessionID) {
 		return "", fmt.Errorf("gemini --acp returned an invalid session id %q", res.SessionID)
 	}
 	id := strings.ToLower(res.SessionID)
-	p.mu.Lock()
-	p.sessions++
-	if p.defaultModel == "" {
-		p.defaultModel = res.Models.CurrentModelID
+	a.mu.Lock()
+	a.sessions++
+	if a.defaultModel == "" {
+		a.defaultModel = res.Models.CurrentModelID
 	}
-	p.models[id] = ""
-	p.mu.Unlock()
+	a.models[id] = ""
+	a.mu.Unlock()
 	return id, nil
 }
 
 // setModel makes model ("" for the agent's default) the session's model,
 // if it is not already.
-func (p *acpProc) setModel(ctx context.Context, id, model string) error {
-	p.mu.Lock()
-	cur, def := p.models[id], p.defaultModel
-	p.mu.Unlock()
+func (a *agent) setModel(ctx context.Context, id, model string) error {
+	a.mu.Lock()
+	cur, def := a.models[id], a.defaultModel
+	a.mu.Unlock()
 	if cur == model {
 		return nil
 	}
@@ -69,12 +69,12 @@ func (p *acpProc) setModel(ctx context.Context, id, model string) error {
 		}
 		target = def
 	}
-	if err := p.call(ctx, "session/set_model", map[string]any{"sessionId": id, "modelId": target}, nil); err != nil {
+	if err := a.conn.call(ctx, "session/set_model", map[string]any{"sessionId": id, "modelId": target}, nil); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	p.models[id] = model
-	p.mu.Unlock()
+	a.mu.Lock()
+	a.models[id] = model
+	a.mu.Unlock()
 	return nil
 }
 
@@ -82,16 +82,16 @@ func (p *acpProc) setModel(ctx context.Context, id, model string) error {
 // tokens it cost when the agent says (nil otherwise). When ctx
 // ends it cancels the turn (session/cancel) and gives the agent grace to
 // confirm; an agent that does not is killed.
-func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Observer, grace time.Duration) (answer string, usage *backend.Usage, reason string, err error) {
+func (a *agent) prompt(ctx context.Context, id, text string, obs backend.Observer, grace time.Duration) (answer string, usage *backend.Usage, reason string, err error) {
 	sub := &promptSub{obs: obs, tooBig: make(chan struct{})}
-	p.mu.Lock()
-	p.subs[id] = sub
-	p.mu.Unlock()
+	a.mu.Lock()
+	a.subs[id] = sub
+	a.mu.Unlock()
 	defer func() {
-		p.mu.Lock()
-		delete(p.subs, id)
-		p.prompts++
-		p.mu.Unlock()
+		a.mu.Lock()
+		delete(a.subs, id)
+		a.prompts++
+		a.mu.Unlock()
 	}()
 	type result struct {
 		StopReason string `json:"stopReason"`
@@ -111,16 +111,16 @@ func (p *acpProc) prompt(ctx context.Context, id, text string, obs backend.Obser
 	callCtx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go func() {
-		done <- p.call(callCtx, "session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": text}}}, &res)
+		done <- a.conn.call(callCtx, "session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": text}}}, &res)
 	}()
 	// stopTurn cancels the turn and waits for the agent to confirm.
 	stopTurn := func() {
-		_ = p.notify("session/cancel", map[string]any{"sessionId": id})
+		_ = a.conn.notify("session/cancel", map[string]any{"sessionId": id})
 		select {
 		case <-done:
 		case <-time.After(grace):
-			p.log.Warn("warm gemini process ignored session/cancel; stopping it", "pid", p.cmd.Process.Pid)
-			p.kill()
+			a.log.Warn("warm gemini process ignored session/cancel; stopping it", "pid", a.conn.pid())
+			a.conn.kill()
 			<-done
 		}
 	}

@@ -26,7 +26,7 @@ type sessionUpdate struct {
 	} `json:"update"`
 }
 
-func (p *acpProc) notification(m rpcMessage) {
+func (a *agent) notification(m rpcMessage) {
 	if m.Method != "session/update" {
 		return
 	}
@@ -34,9 +34,9 @@ func (p *acpProc) notification(m rpcMessage) {
 	if json.Unmarshal(m.Params, &u) != nil {
 		return
 	}
-	p.mu.Lock()
-	sub := p.subs[u.SessionID]
-	p.mu.Unlock()
+	a.mu.Lock()
+	sub := a.subs[u.SessionID]
+	a.mu.Unlock()
 	if sub == nil {
 		return // a replay after session/load, or an update between prompts
 	}
@@ -49,7 +49,7 @@ func (p *acpProc) notification(m rpcMessage) {
 			return
 		}
 		if u.Update.Content.Type == "" || u.Update.Content.Type == "text" {
-			if sub.text.Len()+len(u.Update.Content.Text) > p.maxOutput {
+			if sub.text.Len()+len(u.Update.Content.Text) > a.maxOutput {
 				sub.overflowed()
 				sub.mu.Unlock()
 				return
@@ -68,10 +68,9 @@ func (p *acpProc) notification(m rpcMessage) {
 	sub.mu.Unlock()
 }
 
-// answerRequest answers the agent's requests: permission by the server's
+// request answers the agent's requests: permission by the server's
 // policy, anything else (file system, terminal: not offered) with an error.
-func (p *acpProc) answerRequest(m rpcMessage) {
-	reply := rpcMessage{JSONRPC: "2.0", ID: m.ID}
+func (a *agent) request(m rpcMessage) (json.RawMessage, *rpcError) {
 	switch m.Method {
 	case "session/request_permission":
 		var req struct {
@@ -87,21 +86,20 @@ func (p *acpProc) answerRequest(m rpcMessage) {
 		_ = json.Unmarshal(m.Params, &req)
 		outcome := map[string]any{"outcome": "cancelled"}
 		want := map[string]bool{"reject_once": true, "reject_always": true}
-		if p.allow {
+		if a.allow {
 			want = map[string]bool{"allow_once": true}
 		}
 		for _, o := range req.Options {
-			if want[o.Kind] || (!p.allow && o.OptionID == "cancel") || (p.allow && o.OptionID == "proceed_once") {
+			if want[o.Kind] || (!a.allow && o.OptionID == "cancel") || (a.allow && o.OptionID == "proceed_once") {
 				outcome = map[string]any{"outcome": "selected", "optionId": o.OptionID}
 				break
 			}
 		}
-		p.log.Info("answered a permission request", "tool", req.ToolCall.Title, "allowed", p.allow, "outcome", outcome)
-		reply.Result, _ = json.Marshal(map[string]any{"outcome": outcome})
-	default:
-		reply.Error = &rpcError{Code: -32601, Message: "not offered by gemini-mcp-server: " + m.Method}
+		a.log.Info("answered a permission request", "tool", req.ToolCall.Title, "allowed", a.allow, "outcome", outcome)
+		result, _ := json.Marshal(map[string]any{"outcome": outcome})
+		return result, nil
 	}
-	_ = p.write(reply)
+	return nil, &rpcError{Code: -32601, Message: "not offered by gemini-mcp-server: " + m.Method}
 }
 
 func activity(obs backend.Observer, msg string) {

@@ -230,6 +230,9 @@ func (b *Backend) Provider() string {
 // Name is "api".
 func (b *Backend) Name() string { return string(config.BackendAPI) }
 
+// Family is the API backend's: it keeps its own history.
+func (b *Backend) Family() config.Family { return config.FamilyAPI }
+
 // Close deletes what the API keeps for this process's sessions (uploaded
 // files, context caches), then closes the idle connections to the API. The backend keeps
 // no process and no goroutine of its own between calls (a sweep for the
@@ -333,16 +336,9 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		cfg.ResponseMIMEType = "application/json"
 		cfg.ResponseJsonSchema = t.ResponseSchema
 	}
-	var notApplied []string
-	if t.ThinkingMode != "" {
-		tc, note, err := thinkingConfig(t.ThinkingMode, model, mi, known)
-		if err != nil {
-			return nil, newError(backend.KindInput, nil, "%v", err)
-		}
-		cfg.ThinkingConfig = tc
-		if note != "" {
-			notApplied = append(notApplied, note)
-		}
+	notApplied, err := thinking(t, model, mi, known, cfg)
+	if err != nil {
+		return nil, err
 	}
 
 	if len(refs) > 0 {
@@ -386,7 +382,8 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 		answered = res.modelVersion
 	}
 	ans := &backend.Answer{SessionID: id, Text: res.text, Usage: res.usage, NotApplied: append(notApplied, notes...), Model: answered, Via: "api",
-		Grounding: res.meta.grounding, URLs: res.meta.urls, FallbackFrom: fellBack}
+		Grounding: res.meta.grounding, URLs: res.meta.urls, FallbackFrom: fellBack,
+		Thoughts: res.thoughts, CodeRuns: res.runs, Images: res.images}
 	if res.meta.dropped {
 		ans.NotApplied = append(ans.NotApplied, fmt.Sprintf("google_search: the search suggestions' HTML was over %d bytes, "+
 			"this server's cap, and was left out of _meta.grounding", maxRenderedBytes))

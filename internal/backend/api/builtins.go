@@ -22,7 +22,7 @@ const (
 )
 
 // builtinTools are the Gemini API's own tools a turn asks for: Google
-// Search, URL context. Each is a Tool entry of its own, as the API's
+// Search, URL context, code execution. Each is a Tool entry of its own, as the API's
 // examples send them.
 func builtinTools(b backend.Builtins) []*genai.Tool {
 	var tools []*genai.Tool
@@ -31,6 +31,9 @@ func builtinTools(b backend.Builtins) []*genai.Tool {
 	}
 	if len(b.URLs) > 0 {
 		tools = append(tools, &genai.Tool{URLContext: &genai.URLContext{}})
+	}
+	if b.CodeExecution {
+		tools = append(tools, &genai.Tool{CodeExecution: &genai.ToolCodeExecution{}})
 	}
 	return tools
 }
@@ -114,6 +117,9 @@ func builtinError(err error, b backend.Builtins, model string) error {
 	}
 	if len(b.ResponseSchema) > 0 {
 		asked = append(asked, "response_schema (structured output)")
+	}
+	if b.CodeExecution {
+		asked = append(asked, "code_execution")
 	}
 	e := *be
 	e.Reason = fmt.Sprintf("%s. The call asked for %s, which model %q may not support, or not together: "+

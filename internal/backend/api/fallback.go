@@ -129,16 +129,10 @@ func (b *Backend) fallback(parent, ctx context.Context, id string, t backend.Tur
 		return nil, nil, nil, "", fail(b.unknownModel(model))
 	}
 	c := *cfg
-	var notes []string
-	if t.ThinkingMode != "" {
-		tc, note, err := thinkingConfig(t.ThinkingMode, model, mi, known)
-		if err != nil {
-			return nil, nil, nil, "", fail(newError(backend.KindInput, nil, "%v", err))
-		}
-		c.ThinkingConfig = tc
-		if note != "" {
-			notes = append(notes, note)
-		}
+	c.ThinkingConfig = nil
+	notes, err := thinking(t, model, mi, known, &c)
+	if err != nil {
+		return nil, nil, nil, "", fail(err)
 	}
 	if known && mi.inputLimit > 0 {
 		if err := b.checkFits(parent, ctx, model, mi.inputLimit, c.SystemInstruction, contents); err != nil {
@@ -155,8 +149,10 @@ func (b *Backend) fallback(parent, ctx context.Context, id string, t backend.Tur
 	return res, exchange, append(notes, more...), model, nil
 }
 
-// withoutThinkingNotes drops the notes of how thinking_mode was fitted to
-// a model, when the turn went to another.
+// withoutThinkingNotes drops the notes of how thinking_mode and
+// include_thoughts were fitted to a model, when the turn went to another.
 func withoutThinkingNotes(notes []string) []string {
-	return slices.DeleteFunc(notes, func(s string) bool { return strings.HasPrefix(s, "thinking_mode:") })
+	return slices.DeleteFunc(notes, func(s string) bool {
+		return strings.HasPrefix(s, "thinking_mode:") || strings.HasPrefix(s, "include_thoughts:")
+	})
 }

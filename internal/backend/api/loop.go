@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Tur
 	cfg *genai.GenerateContentConfig, obs backend.Observer) (res *streamResult, exchange []*genai.Content, notes []string, err error) {
 	var usage *backend.Usage // of all the rounds' requests
 	calls := 0               // of all the rounds
+	var thoughts []string    // of all the rounds
 	builtins := builtinTools(t.Builtins)
 	hostTools := b.tools != nil
 	if builtins != nil || len(t.ResponseSchema) > 0 {
@@ -35,7 +37,7 @@ func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Tur
 		cfg.Tools = builtins
 		if hostTools && len(b.tools.Tools()) > 0 {
 			notes = append(notes, "tools: the MCP servers' tools were not offered to Gemini on this turn: "+
-				"the Gemini API does not take them together with google_search, urls or response_schema on every model")
+				"the Gemini API does not take them together with google_search, urls, code_execution or response_schema on every model")
 		}
 		hostTools = false
 	}
@@ -63,6 +65,10 @@ func (b *Backend) converse(parent, ctx context.Context, id string, t backend.Tur
 			usage.Add(res.usage)
 		}
 		res.usage = usage
+		if res.thoughts != "" {
+			thoughts = append(thoughts, res.thoughts)
+		}
+		res.thoughts = strings.Join(thoughts, "\n\n")
 		if len(res.calls) == 0 {
 			if round >= b.maxRounds {
 				notes = append(notes, fmt.Sprintf("tools: Gemini used the %d rounds of tool calls this server allows "+

@@ -36,6 +36,12 @@ type streamResult struct {
 	modelVersion string
 	// meta is the grounding and URL context metadata of the answer.
 	meta metadata
+	// runs, images and thoughts are the code the model ran and its
+	// results, the images it made, and its thought summaries (see
+	// extras).
+	runs     []backend.CodeRun
+	images   []backend.Image
+	thoughts string
 }
 
 // streamWithRetries streams the answer, trying again after a 429 or 5xx
@@ -125,6 +131,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 	var version string
 	var lastReport time.Time
 	var meta metadata
+	var x extras
 	for chunk, err := range b.client.Models.GenerateContentStream(ctx, model, contents, cfg) {
 		if err != nil {
 			return nil, received, err
@@ -172,7 +179,26 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 					ap.add(p)
 					continue
 				}
-				if p == nil || p.Thought {
+				if p == nil {
+					continue
+				}
+				if p.Thought {
+					// A thought summary: never part of the answer, nor
+					// of the conversation.
+					x.thought(p.Text)
+					continue
+				}
+				if p.ExecutableCode != nil || p.CodeExecutionResult != nil {
+					received = true
+					ap.add(p)
+					x.code(p, &text)
+					continue
+				}
+				if p.InlineData != nil {
+					// An image the model's code made: returned, not
+					// resent on later turns.
+					received = true
+					x.inline(p.InlineData, &text)
 					continue
 				}
 				// A text part may be empty and carry only the answer's
@@ -195,7 +221,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		return nil, received, err
 	}
 	res = &streamResult{text: text.String(), incomplete: finish == "", finish: finish, parts: ap.done(), meta: meta,
-		modelVersion: strings.TrimPrefix(version, "models/")}
+		modelVersion: strings.TrimPrefix(version, "models/"), runs: x.runs, images: x.images, thoughts: x.thoughtsText()}
 	for _, p := range callParts {
 		res.calls = append(res.calls, p.FunctionCall)
 	}
@@ -215,7 +241,8 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 
 // answerParts gathers the parts of a streamed answer as they are to be
 // sent back in the conversation: consecutive text is merged into one
-// part, function calls are kept as they came, and a thought signature is
+// part, function calls and the code the model ran in the API's sandbox
+// (executableCode, codeExecutionResult) are kept as they came, and a thought signature is
 // kept on the part it came with. A signature that came on a text part
 // (Gemini 3 puts one on the last part of an answer, in a stream often an
 // empty text part of its own) goes with the text merged so far, which it
@@ -228,7 +255,7 @@ type answerParts struct {
 }
 
 func (a *answerParts) add(p *genai.Part) {
-	if p.FunctionCall != nil {
+	if p.FunctionCall != nil || p.ExecutableCode != nil || p.CodeExecutionResult != nil {
 		a.flush(nil)
 		a.parts = append(a.parts, p)
 		return
@@ -247,7 +274,7 @@ func (a *answerParts) flush(sig []byte) {
 		}
 		// Only a signature: it goes on the text part before it when that
 		// has none.
-		if n := len(a.parts); n > 0 && a.parts[n-1].FunctionCall == nil && a.parts[n-1].ThoughtSignature == nil {
+		if n := len(a.parts); n > 0 && a.parts[n-1].Text != "" && a.parts[n-1].ThoughtSignature == nil {
 			a.parts[n-1].ThoughtSignature = sig
 		}
 		return

@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 )
 
 func TestArgs(t *testing.T) {
 	t.Parallel()
-	r := NewRunner(Options{}, nil)
+	r := NewRunner(geminicli.Options{}, nil)
 	got := r.args(backend.Turn{Prompt: "-h hello", Model: "gemini-x"}, "11111111-2222-4333-8444-555555555555")
 	want := []string{"-m", "gemini-x", "--session-id", "11111111-2222-4333-8444-555555555555", "--output-format", "json"}
 	if !reflect.DeepEqual(got, want) {
@@ -24,7 +25,7 @@ func TestArgs(t *testing.T) {
 
 func TestArgsOperatorOptions(t *testing.T) {
 	t.Parallel()
-	r := NewRunner(Options{ApprovalMode: "plan", Sandbox: true, SkipTrust: true,
+	r := NewRunner(geminicli.Options{ApprovalMode: "plan", Sandbox: true, SkipTrust: true,
 		IncludeDirectories: []string{"/a", "/b c"}, Extensions: []string{"none"}, AllowedMCPServerNames: []string{"x"}}, nil)
 	got := r.args(backend.Turn{Prompt: "p"}, "")
 	want := []string{"--output-format", "json", "--approval-mode=plan", "--sandbox", "--skip-trust",

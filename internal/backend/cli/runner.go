@@ -1,8 +1,8 @@
 // Package cli is the one-shot backend: it runs the Gemini CLI headless,
 // one process per turn, with `--output-format json`. It builds the command
 // line, parses what the CLI prints, and turns failures into typed errors
-// that say what to do; the warm backend (package acp) uses the same
-// command, flags and errors.
+// that say what to do, with what package geminicli knows of the CLI, as
+// the warm backend (package acp) does.
 package cli
 
 import (
@@ -11,42 +11,18 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
-// Options is the operator's configuration of every CLI call. None of it is
-// reachable from tool arguments.
-type Options struct {
-	Gemini string // executable name or path; "" means "gemini" in PATH
-	Env    []string
-	// DefaultModel is passed as -m when a call names no model, sparing the
-	// CLI's model router its extra API round trip; "" leaves the choice to
-	// the CLI.
-	DefaultModel string
-
-	ApprovalMode          string // "" leaves the CLI's headless default
-	Sandbox               bool
-	SkipTrust             bool
-	IncludeDirectories    []string
-	Extensions            []string
-	AllowedMCPServerNames []string
-
-	Timeout        time.Duration // per call; 0 means none
-	KillGrace      time.Duration // from interrupt to kill; 0 means backend.DefaultKillGrace
-	MaxOutputBytes int           // stdout cap; 0 means config.DefaultMaxOutputBytes
-}
-
-// Defaults for Options fields left zero.
+// How much of the CLI's stderr is kept.
 const (
 	stderrKeep = 64 << 10 // stderr tail kept for parsing
 	stderrShow = 4 << 10  // stderr tail shown in errors
@@ -61,54 +37,31 @@ const StdinPromptMax = 8 << 20
 // safe for concurrent use. It does not limit how many turns run at once:
 // backend.Limit does, around whichever backend serves.
 type Runner struct {
-	opts Options
-	log  *slog.Logger
-	// resolved caches the last successful Resolve: a PATH search per call
-	// costs more than the one stat that checks the cached path.
-	resolved atomic.Pointer[Command]
+	opts     geminicli.Options
+	log      *slog.Logger
+	resolver *geminicli.Resolver
 	// sessionIDFlag caches whether the CLI accepts --session-id:
 	// 0 not yet known, 1 yes, 2 no.
 	sessionIDFlag atomic.Int32
 }
 
 // NewRunner returns a Runner with opts, logging to log.
-func NewRunner(opts Options, log *slog.Logger) *Runner {
-	if opts.KillGrace <= 0 {
-		opts.KillGrace = backend.DefaultKillGrace
-	}
-	if opts.MaxOutputBytes <= 0 {
-		opts.MaxOutputBytes = config.DefaultMaxOutputBytes
-	}
+func NewRunner(opts geminicli.Options, log *slog.Logger) *Runner {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{opts: opts, log: log}
+	return &Runner{opts: opts.WithDefaults(), log: log, resolver: geminicli.NewResolver(opts.Gemini)}
 }
 
 // Name is the backend's name as --backend spells it.
 func (r *Runner) Name() string { return string(config.BackendOneshot) }
 
+// Family is the Gemini CLI's, whose session files it shares with the
+// warm backend.
+func (r *Runner) Family() config.Family { return config.FamilyCLI }
+
 // Close does nothing: every process of a turn ends with the turn.
 func (r *Runner) Close() {}
-
-// errOutputLimit is the cause of an OutputTooBigError.
-var errOutputLimit = errors.New("output limit")
-
-// Command finds the CLI, reusing the last answer while its file exists.
-func (r *Runner) Command() (Command, error) {
-	if c := r.resolved.Load(); c != nil {
-		if _, err := os.Stat(c.Path); err == nil {
-			return *c, nil
-		}
-	}
-	c, err := Resolve(r.opts.Gemini)
-	if err != nil {
-		r.resolved.Store(nil)
-		return Command{}, err
-	}
-	r.resolved.Store(&c)
-	return c, nil
-}
 
 // Run runs the turn as one CLI process. A failure is always an
 // *backend.Error.
@@ -116,7 +69,7 @@ func (r *Runner) Run(ctx context.Context, t backend.Turn) (*backend.Answer, erro
 	if err := t.Refuse(string(config.BackendOneshot)); err != nil {
 		return nil, err
 	}
-	cmd, err := r.Command()
+	cmd, err := r.resolver.Command()
 	if err != nil {
 		return nil, err
 	}
@@ -124,31 +77,17 @@ func (r *Runner) Run(ctx context.Context, t backend.Turn) (*backend.Answer, erro
 	if err != nil {
 		return nil, err
 	}
-	a.NotApplied = NotApplied(t)
+	a.NotApplied = geminicli.NotApplied(t)
 	return a, nil
 }
 
-// NotApplied names the tuning of t that the Gemini CLI cannot apply: it
-// has no per-call temperature or thinking budget (0.61.0), so a turn that
-// asks for them is answered without, and says so.
-func NotApplied(t backend.Turn) []string {
-	var n []string
-	if t.Temperature != nil {
-		n = append(n, "temperature: the Gemini CLI takes no per-call temperature")
-	}
-	if t.ThinkingMode != "" {
-		n = append(n, "thinking_mode: the Gemini CLI takes no per-call thinking budget")
-	}
-	return n
-}
-
 // runOneShot runs the call as one `gemini ... --output-format json` process.
-func (r *Runner) runOneShot(ctx context.Context, cmd Command, c backend.Turn) (*backend.Answer, error) {
+func (r *Runner) runOneShot(ctx context.Context, cmd geminicli.Command, c backend.Turn) (*backend.Answer, error) {
 	if len(c.Prompt) > StdinPromptMax {
 		return nil, &backend.Error{Kind: backend.KindInput, Reason: fmt.Sprintf("the prompt with its files is %d bytes, and the Gemini CLI reads at most %d (8 MiB): "+
 			"send fewer or smaller files, or a shorter prompt", len(c.Prompt), StdinPromptMax)}
 	}
-	env := ChildEnv(r.opts.Env)
+	env := geminicli.ChildEnv(r.opts.Env)
 	if c.Model == "" {
 		c.Model = r.opts.DefaultModel
 	}
@@ -156,16 +95,12 @@ func (r *Runner) runOneShot(ctx context.Context, cmd Command, c backend.Turn) (*
 		// The system prompt lives in a private directory for exactly the
 		// length of this call; RemoveAll runs on every way out, panics
 		// included.
-		dir, err := os.MkdirTemp("", "gemini-mcp-")
+		dir, withPrompt, err := geminicli.SystemPromptFile(env, c.SystemPrompt)
 		if err != nil {
-			return nil, StartError("cannot create a temporary directory for the system prompt: "+err.Error(), err)
+			return nil, err
 		}
 		defer os.RemoveAll(dir)
-		path := filepath.Join(dir, "SYSTEM.md")
-		if err := os.WriteFile(path, []byte(c.SystemPrompt), 0o600); err != nil {
-			return nil, StartError("cannot write the system prompt file: "+err.Error(), err)
-		}
-		env = proc.SetEnv(env, "GEMINI_SYSTEM_MD", path)
+		env = withPrompt
 	}
 
 	preselect := ""
@@ -230,31 +165,6 @@ func (r *Runner) args(c backend.Turn, sessionID string) []string {
 	return a
 }
 
-// OperatorArgs are the operator's flags, passed to every CLI process, the
-// warm ones included.
-func (o Options) OperatorArgs() []string {
-	var a []string
-	if o.ApprovalMode != "" {
-		a = append(a, "--approval-mode="+o.ApprovalMode)
-	}
-	if o.Sandbox {
-		a = append(a, "--sandbox")
-	}
-	if o.SkipTrust {
-		a = append(a, "--skip-trust")
-	}
-	for _, d := range o.IncludeDirectories {
-		a = append(a, "--include-directories="+d)
-	}
-	for _, e := range o.Extensions {
-		a = append(a, "--extensions="+e)
-	}
-	for _, n := range o.AllowedMCPServerNames {
-		a = append(a, "--allowed-mcp-server-names="+n)
-	}
-	return a
-}
-
 // execResult is what one run of the CLI left behind: proc.Run's result,
 // and its error told apart.
 type execResult struct {
@@ -267,7 +177,7 @@ type execResult struct {
 // prompt goes on stdin, which the CLI reads to its end as the prompt when
 // stdin is not a terminal; without a prompt stdin is /dev/null, since an
 // open pipe that never closes costs the CLI a wait.
-func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string, env []string, prompt string) execResult {
+func (r *Runner) exec(ctx context.Context, c geminicli.Command, args []string, dir string, env []string, prompt string) execResult {
 	spec := proc.Spec{Path: c.Path, Args: append(append([]string{}, c.Args...), args...), Dir: dir, Env: env,
 		MaxStdout: r.opts.MaxOutputBytes, StderrTail: stderrKeep, Timeout: r.opts.Timeout, KillGrace: r.opts.KillGrace}
 	if prompt != "" {
@@ -289,39 +199,39 @@ func (r *Runner) exec(ctx context.Context, c Command, args []string, dir string,
 
 // interpret turns a finished process into the CLI's output object or an
 // *backend.Error.
-func (r *Runner) interpret(res execResult, c backend.Turn) (Output, error) {
+func (r *Runner) interpret(res execResult, c backend.Turn) (geminicli.Output, error) {
 	tail := strings.TrimSpace(proc.LastBytes(res.Stderr, stderrShow))
 	switch {
 	case res.startErr != nil:
 		if errors.Is(res.startErr, proc.ErrNotFound) || errors.Is(res.startErr, os.ErrNotExist) {
-			return Output{}, notFoundError(fmt.Sprintf("the gemini CLI could not be started: %v. %s", res.startErr, InstallHelp), res.startErr)
+			return geminicli.Output{}, geminicli.NotFoundError(fmt.Sprintf("the gemini CLI could not be started: %v. %s", res.startErr, geminicli.InstallHelp), res.startErr)
 		}
-		return Output{}, StartError(fmt.Sprintf("the gemini CLI could not be started in %s: %v", c.Dir, res.startErr), res.startErr)
+		return geminicli.Output{}, geminicli.StartError(fmt.Sprintf("the gemini CLI could not be started in %s: %v", c.Dir, res.startErr), res.startErr)
 	case res.Overflow:
-		return Output{}, OutputTooBigError(r.opts.MaxOutputBytes).SetRan(tail)
+		return geminicli.Output{}, geminicli.OutputTooBigError(r.opts.MaxOutputBytes).SetRan(tail)
 	case res.TimedOut:
-		return Output{}, CallTimeoutError(r.opts.Timeout).SetRan(tail)
+		return geminicli.Output{}, geminicli.CallTimeoutError(r.opts.Timeout).SetRan(tail)
 	case res.ctxErr != nil:
-		return Output{}, CancelledError("the call was cancelled before gemini finished, and gemini was stopped", res.ctxErr).SetRan(tail)
+		return geminicli.Output{}, geminicli.CancelledError("the call was cancelled before gemini finished, and gemini was stopped", res.ctxErr).SetRan(tail)
 	case res.Signal != "":
-		return Output{}, killedError(res.Signal).SetRan(tail)
+		return geminicli.Output{}, geminicli.KilledError(res.Signal).SetRan(tail)
 	case res.Exit != 0:
-		var errOut *Output
-		if o, err := ParseOutput([]byte(res.Stderr)); err == nil {
+		var errOut *geminicli.Output
+		if o, err := geminicli.ParseOutput([]byte(res.Stderr)); err == nil {
 			errOut = &o
 		}
-		return Output{}, classify(res.Exit, errOut, tail, c.Session, c.Dir)
+		return geminicli.Output{}, geminicli.Classify(res.Exit, errOut, tail, c.Session, c.Dir)
 	}
-	out, err := ParseOutput(res.Stdout)
+	out, err := geminicli.ParseOutput(res.Stdout)
 	if err != nil {
-		return Output{}, badOutputError(fmt.Sprintf("gemini exited 0 but did not print the expected JSON (stdout began: %q). "+
+		return geminicli.Output{}, geminicli.BadOutputError(fmt.Sprintf("gemini exited 0 but did not print the expected JSON (stdout began: %q). "+
 			"Check that --gemini points at the Gemini CLI, and update it", msg.Clip(strings.TrimSpace(string(res.Stdout)), 200))).SetRan(tail).SetExited(0)
 	}
 	if out.Error != nil {
-		return Output{}, classify(0, &out, tail, c.Session, c.Dir)
+		return geminicli.Output{}, geminicli.Classify(0, &out, tail, c.Session, c.Dir)
 	}
 	if out.Response == nil || strings.TrimSpace(*out.Response) == "" {
-		return Output{}, EmptyError().SetRan(tail).SetExited(0)
+		return geminicli.Output{}, geminicli.EmptyError().SetRan(tail).SetExited(0)
 	}
 	return out, nil
 }
@@ -330,7 +240,7 @@ func (r *Runner) interpret(res execResult, c backend.Turn) (Output, error) {
 // fallback for a CLI whose JSON output carries no session_id, and it is
 // slow: before listing, the CLI asks the model to title the newest
 // untitled session.
-func (r *Runner) newestSession(ctx context.Context, cmd Command, dir string, env []string) (string, error) {
+func (r *Runner) newestSession(ctx context.Context, cmd geminicli.Command, dir string, env []string) (string, error) {
 	res := r.exec(ctx, cmd, []string{"--list-sessions"}, dir, env, "")
 	stdout, err := r.interpretPlain(res, "--list-sessions")
 	if err != nil {
@@ -347,45 +257,13 @@ func (r *Runner) newestSession(ctx context.Context, cmd Command, dir string, env
 	return s.ID, nil
 }
 
-// ChildEnv is the CLI's environment: the server's own less its GEMINI_MCP_* settings, the configured
-// additions (extra), and GEMINI_CLI_NO_RELAUNCH=true unless either sets it. Without
-// it the CLI re-spawns itself at every start, only to raise Node's heap
-// limit to half the machine's memory (and, in interactive use, to restart
-// after a settings change): a second Node start-up, about 1 s per call,
-// and a grandchild that ignores SIGINT. A one-shot headless call fits the
-// default heap.
-func ChildEnv(extra []string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		// This server's own settings are of no use to the CLI, and some
-		// are secrets (GEMINI_MCP_TOKENS, GEMINI_MCP_AUTH_CLIENT_SECRET,
-		// a store URL with a password) that the model's shell tools
-		// could read there.
-		if !strings.HasPrefix(strings.ToUpper(kv), "GEMINI_MCP_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, extra...)
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "GEMINI_CLI_NO_RELAUNCH=") {
-			return env
-		}
-	}
-	return append(env, "GEMINI_CLI_NO_RELAUNCH=true")
-}
-
-// seconds formats a duration for messages: "300 s", or "1.5 s".
-func seconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
-}
-
 // Version runs `gemini --version` and returns what it prints.
 func (r *Runner) Version(ctx context.Context) (string, error) {
-	cmd, err := Resolve(r.opts.Gemini)
+	cmd, err := geminicli.Resolve(r.opts.Gemini)
 	if err != nil {
 		return "", err
 	}
-	res := r.exec(ctx, cmd, []string{"--version"}, "", ChildEnv(r.opts.Env), "")
+	res := r.exec(ctx, cmd, []string{"--version"}, "", geminicli.ChildEnv(r.opts.Env), "")
 	if _, err := r.interpretPlain(res, "--version"); err != nil {
 		return "", err
 	}
@@ -397,17 +275,23 @@ func (r *Runner) interpretPlain(res execResult, what string) ([]byte, error) {
 	tail := strings.TrimSpace(proc.LastBytes(res.Stderr, stderrShow))
 	switch {
 	case res.startErr != nil:
-		return nil, StartError(fmt.Sprintf("gemini %s could not be started: %v", what, res.startErr), res.startErr)
+		return nil, geminicli.StartError(fmt.Sprintf("gemini %s could not be started: %v", what, res.startErr), res.startErr)
 	case res.TimedOut:
-		return nil, timeoutError(fmt.Sprintf("gemini %s timed out", what)).SetRan(tail)
+		return nil, geminicli.TimeoutError(fmt.Sprintf("gemini %s timed out", what)).SetRan(tail)
 	case res.ctxErr != nil:
-		return nil, CancelledError(fmt.Sprintf("gemini %s was cancelled", what), res.ctxErr).SetRan(tail)
+		return nil, geminicli.CancelledError(fmt.Sprintf("gemini %s was cancelled", what), res.ctxErr).SetRan(tail)
 	case res.Signal != "":
-		e := killedError(res.Signal).SetRan(tail)
+		e := geminicli.KilledError(res.Signal).SetRan(tail)
 		e.Reason = fmt.Sprintf("gemini %s: %s", what, e.Reason)
 		return nil, e
 	case res.Exit != 0:
-		return nil, FailedError(fmt.Sprintf("gemini %s exited %d: %s", what, res.Exit, cliMessage(nil, tail)), nil).SetRan(tail).SetExited(res.Exit)
+		return nil, geminicli.FailedError(fmt.Sprintf("gemini %s exited %d: %s", what, res.Exit, failureMessage(tail)), nil).SetRan(tail).SetExited(res.Exit)
 	}
 	return res.Stdout, nil
+}
+
+// failureMessage is the most telling line of a failed command's stderr.
+func failureMessage(stderr string) string {
+	m, _ := geminicli.FailureMessage(nil, stderr)
+	return m
 }

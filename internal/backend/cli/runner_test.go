@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -17,7 +18,7 @@ var fakeGemini string
 
 func TestMain(m *testing.M) { os.Exit(geminitest.RunWithFake(m, &fakeGemini)) }
 
-func newTestRunner(t *testing.T, opts Options, extraEnv ...string) (*Runner, string) {
+func newTestRunner(t *testing.T, opts geminicli.Options, extraEnv ...string) (*Runner, string) {
 	t.Helper()
 	env, log := geminitest.TestFakeEnv(t, extraEnv...)
 	opts.Gemini = fakeGemini
@@ -27,7 +28,7 @@ func newTestRunner(t *testing.T, opts Options, extraEnv ...string) (*Runner, str
 
 func TestRunNewSession(t *testing.T) {
 	t.Parallel()
-	r, log := newTestRunner(t, Options{})
+	r, log := newTestRunner(t, geminicli.Options{})
 	dir := geminitest.WorkDir(t)
 	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "-h mcp", Model: "gemini-x", Dir: dir})
 	if err != nil {
@@ -63,7 +64,7 @@ func TestRunNewSession(t *testing.T) {
 
 func TestRunLargePromptOnStdin(t *testing.T) {
 	t.Parallel()
-	r, log := newTestRunner(t, Options{})
+	r, log := newTestRunner(t, geminicli.Options{})
 	var b strings.Builder
 	for i := 0; b.Len() < 300<<10; i++ {
 		b.WriteString("line ")
@@ -94,7 +95,7 @@ func TestRunLargePromptOnStdin(t *testing.T) {
 // /proc/PID/cmdline; a resumed session's prompt too.
 func TestRunPromptNeverInArgv(t *testing.T) {
 	t.Parallel()
-	r, log := newTestRunner(t, Options{})
+	r, log := newTestRunner(t, geminicli.Options{})
 	dir := geminitest.WorkDir(t)
 	const secret = "the password is hunter2"
 	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: secret, Dir: dir})
@@ -121,7 +122,7 @@ func TestRunPromptNeverInArgv(t *testing.T) {
 // is refused before any process starts, not sent cut.
 func TestRunPromptOverStdinCap(t *testing.T) {
 	t.Parallel()
-	r, log := newTestRunner(t, Options{})
+	r, log := newTestRunner(t, geminicli.Options{})
 	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: strings.Repeat("x", StdinPromptMax+1), Dir: geminitest.WorkDir(t)})
 	var be *backend.Error
 	if !errors.As(err, &be) || be.Kind != backend.KindInput || !strings.Contains(be.Reason, "reads at most") {
@@ -135,7 +136,7 @@ func TestRunPromptOverStdinCap(t *testing.T) {
 func TestRunSystemPromptFileIsPrivateAndRemoved(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	r, log := newTestRunner(t, Options{})
+	r, log := newTestRunner(t, geminicli.Options{})
 	dir := geminitest.WorkDir(t)
 	type seen struct {
 		dirMode, fileMode os.FileMode
@@ -194,7 +195,7 @@ func assertNoTempDirs(t *testing.T, tmp string) {
 
 func TestRunOlderCLIWithoutSessionIDFlag(t *testing.T) {
 	t.Parallel()
-	r, log := newTestRunner(t, Options{}, geminitest.EnvNoSessionIDFlag+"=1")
+	r, log := newTestRunner(t, geminicli.Options{}, geminitest.EnvNoSessionIDFlag+"=1")
 	dir := geminitest.WorkDir(t)
 	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "one", Dir: dir})
 	if err != nil {
@@ -227,7 +228,7 @@ func contains(list []string, s string) bool {
 
 func TestRunSessionIDFallbacks(t *testing.T) {
 	t.Parallel()
-	r, log := newTestRunner(t, Options{})
+	r, log := newTestRunner(t, geminicli.Options{})
 	dir := geminitest.WorkDir(t)
 	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "first [[nosession]]", Dir: dir})
 	if err != nil {
@@ -253,7 +254,7 @@ func TestRunSessionIDFallbacks(t *testing.T) {
 
 func TestRunFailures(t *testing.T) {
 	t.Parallel()
-	r, _ := newTestRunner(t, Options{})
+	r, _ := newTestRunner(t, geminicli.Options{})
 	dir := geminitest.WorkDir(t)
 	cases := []struct {
 		prompt, resume string
@@ -291,7 +292,7 @@ func TestRunFailures(t *testing.T) {
 
 func TestRunStderrTailIsBounded(t *testing.T) {
 	t.Parallel()
-	r, _ := newTestRunner(t, Options{})
+	r, _ := newTestRunner(t, geminicli.Options{})
 	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[stderr:500000]] [[exit:1]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
 	if !errors.As(err, &e) || len(e.Stderr) > stderrShow || !strings.Contains(e.Reason, "fake failure") {
@@ -301,7 +302,7 @@ func TestRunStderrTailIsBounded(t *testing.T) {
 
 func TestRunOutputCap(t *testing.T) {
 	t.Parallel()
-	r, _ := newTestRunner(t, Options{MaxOutputBytes: 64 << 10})
+	r, _ := newTestRunner(t, geminicli.Options{MaxOutputBytes: 64 << 10})
 	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[stdout:1000000]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
 	if !errors.As(err, &e) || e.Kind != backend.KindOutputTooBig {
@@ -311,7 +312,7 @@ func TestRunOutputCap(t *testing.T) {
 
 func TestRunNotFound(t *testing.T) {
 	t.Parallel()
-	r := NewRunner(Options{Gemini: filepath.Join(t.TempDir(), "gemini")}, nil)
+	r := NewRunner(geminicli.Options{Gemini: filepath.Join(t.TempDir(), "gemini")}, nil)
 	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "x", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
 	if !errors.As(err, &e) || e.Kind != backend.KindNotFound || e.Ran {
@@ -321,7 +322,7 @@ func TestRunNotFound(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	r, _ := newTestRunner(t, Options{}, geminitest.EnvVersion+"=9.9.9")
+	r, _ := newTestRunner(t, geminicli.Options{}, geminitest.EnvVersion+"=9.9.9")
 	v, err := r.Version(geminitest.Context(t))
 	if err != nil || v != "9.9.9" {
 		t.Fatalf("got %q %v", v, err)
@@ -330,14 +331,14 @@ func TestVersion(t *testing.T) {
 
 func TestRunSkipsTheRelaunchUnlessTold(t *testing.T) {
 	t.Parallel()
-	r, log := newTestRunner(t, Options{})
+	r, log := newTestRunner(t, geminicli.Options{})
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "a", Dir: geminitest.WorkDir(t)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := geminitest.Invocations(t, log)[0].Env["GEMINI_CLI_NO_RELAUNCH"]; got != "true" {
 		t.Fatalf("GEMINI_CLI_NO_RELAUNCH = %q, want true by default", got)
 	}
-	r, log = newTestRunner(t, Options{Env: []string{"GEMINI_CLI_NO_RELAUNCH="}})
+	r, log = newTestRunner(t, geminicli.Options{Env: []string{"GEMINI_CLI_NO_RELAUNCH="}})
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "a", Dir: geminitest.WorkDir(t)}); err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func TestRunSkipsTheRelaunchUnlessTold(t *testing.T) {
 
 func TestRunDefaultModel(t *testing.T) {
 	t.Parallel()
-	r, _ := newTestRunner(t, Options{DefaultModel: "gemini-default"})
+	r, _ := newTestRunner(t, geminicli.Options{DefaultModel: "gemini-default"})
 	dir := geminitest.WorkDir(t)
 	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "a", Dir: dir})
 	if err != nil || !strings.Contains(res.Text, "model=gemini-default ") {
@@ -365,7 +366,7 @@ func TestRunDefaultModel(t *testing.T) {
 // apply, naming that tuning.
 func TestRunUsageAndNotApplied(t *testing.T) {
 	t.Parallel()
-	r, _ := newTestRunner(t, Options{})
+	r, _ := newTestRunner(t, geminicli.Options{})
 	temp := 0.2
 	res, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "a", Dir: geminitest.WorkDir(t), Temperature: &temp, ThinkingMode: "high"})
 	if err != nil {
@@ -391,7 +392,7 @@ func TestChildEnvWithholdsServerSettings(t *testing.T) {
 	t.Setenv("GEMINI_MCP_AUTH_CLIENT_SECRET", "client-secret-0123456789")
 	t.Setenv("gemini_mcp_store", "redis://:pw@h:6379")
 	t.Setenv("GEMINI_API_KEY", "key")
-	env := strings.Join(ChildEnv([]string{"GEMINI_CLI_UNDER_GEMINI_MCP_SERVER=1"}), "\n")
+	env := strings.Join(geminicli.ChildEnv([]string{"GEMINI_CLI_UNDER_GEMINI_MCP_SERVER=1"}), "\n")
 	for _, secret := range []string{"client-token-0123456789", "client-secret-0123456789", "redis://:pw@h"} {
 		if strings.Contains(env, secret) {
 			t.Errorf("the CLI's environment holds %s", secret)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/geminicli"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
@@ -36,7 +37,7 @@ func waitForChild(t *testing.T, log string) geminitest.Invocation {
 func TestCancelKillsProcessGroup(t *testing.T) {
 	for _, prompt := range []string{"[[child]]", "[[ignoreterm]] [[child]]"} {
 		t.Run(prompt, func(t *testing.T) {
-			r, log := newTestRunner(t, Options{})
+			r, log := newTestRunner(t, geminicli.Options{})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
@@ -70,7 +71,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 }
 
 func TestTimeoutStopsTheCall(t *testing.T) {
-	r, log := newTestRunner(t, Options{Timeout: 500 * time.Millisecond})
+	r, log := newTestRunner(t, geminicli.Options{Timeout: 500 * time.Millisecond})
 	_, err := r.Run(context.Background(), backend.Turn{Prompt: "[[child]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
 	if !errors.As(err, &e) || e.Kind != backend.KindTimeout || !strings.Contains(e.Reason, "timed out after 0.5 s") || !errors.Is(err, context.DeadlineExceeded) || e.Exited {
@@ -91,7 +92,7 @@ func TestTimeoutStopsTheCall(t *testing.T) {
 // the same way).
 func TestKilledBySignal(t *testing.T) {
 	t.Parallel()
-	r, _ := newTestRunner(t, Options{})
+	r, _ := newTestRunner(t, geminicli.Options{})
 	_, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "[[signal:9]]", Dir: geminitest.WorkDir(t)})
 	var e *backend.Error
 	if !errors.As(err, &e) || e.Kind != backend.KindFailed || !strings.Contains(e.Reason, "killed by signal SIGKILL") || strings.Contains(e.Reason, "-1") || e.Exited {

@@ -2,6 +2,7 @@ package clihome
 
 import (
 	"encoding/json"
+	"errors"
 	"os/user"
 	"path/filepath"
 	"strings"
@@ -82,8 +83,8 @@ func TestStripCommentsKeepsOffsets(t *testing.T) {
 	}
 	var v any
 	err := json.Unmarshal(out, &v)
-	se, ok := err.(*json.SyntaxError)
-	if !ok || in[se.Offset-1] != ']' {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) || in[se.Offset-1] != ']' {
 		t.Fatalf("error %v does not point at the ']'", err)
 	}
 	if string(out) != "{\"a\": 1,         \"b\": \"//\",     \n \"c\": ]}" {

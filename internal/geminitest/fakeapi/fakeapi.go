@@ -21,7 +21,8 @@
 // Streamed answers carry usageMetadata: promptTokenCount is [CountTokens]
 // of the contents, candidatesTokenCount that of the answer,
 // thoughtsTokenCount is [ThoughtTokens] when the request asks for thinking
-// (a thinkingConfig with a level or a non-zero budget),
+// (a thinkingConfig with a level, a non-zero budget, or includeThoughts
+// without a zero budget),
 // toolUsePromptTokenCount is [SearchToolUseTokens] and [URLToolUseTokens]
 // when the request offers googleSearch and urlContext, and
 // totalTokenCount their sum; and a modelVersion.
@@ -112,6 +113,9 @@
 // answered with their grounding and URL context metadata, and requests
 // with a responseJsonSchema with JSON, as grounding.go describes; see
 // [Server.DenySearch] and [Request.GoogleSearch].
+// Requests for code execution (codeExecution, [[code:OUTCOME]]) and for
+// thought summaries (includeThoughts) are answered as codeexec.go
+// describes.
 //
 // Gemini 3 models' thought signatures (signed answers, and the 400 for a
 // function call sent back without its signature) are described in

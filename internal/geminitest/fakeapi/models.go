@@ -107,17 +107,22 @@ func countContents(cs []content) int {
 	return n
 }
 
-// wantsThinking says whether a generationConfig asks for thinking.
+// wantsThinking says whether a generationConfig asks for thinking: a
+// level, a budget other than 0, or thought summaries.
 func wantsThinking(gc json.RawMessage) bool {
 	var v struct {
 		ThinkingConfig *struct {
-			ThinkingBudget *int   `json:"thinkingBudget"`
-			ThinkingLevel  string `json:"thinkingLevel"`
+			ThinkingBudget  *int   `json:"thinkingBudget"`
+			ThinkingLevel   string `json:"thinkingLevel"`
+			IncludeThoughts bool   `json:"includeThoughts"`
 		} `json:"thinkingConfig"`
 	}
 	if gc == nil || json.Unmarshal(gc, &v) != nil || v.ThinkingConfig == nil {
 		return false
 	}
 	tc := v.ThinkingConfig
-	return tc.ThinkingLevel != "" || tc.ThinkingBudget != nil && *tc.ThinkingBudget != 0
+	if tc.ThinkingBudget != nil {
+		return *tc.ThinkingBudget != 0
+	}
+	return tc.ThinkingLevel != "" || tc.IncludeThoughts
 }

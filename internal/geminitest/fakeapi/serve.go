@@ -188,7 +188,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if s.refuseBuiltins(w, rec) {
+	if s.refuseBuiltins(w, rec) || s.refuseThinkingOff(w, rec) {
 		return
 	}
 
@@ -381,7 +381,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			frames[i], _ = json.Marshal(m)
 		}
 	}
-	s.stream(w, withVersion(frames, rec)...)
+	if cf := codeFrames(rec, frames[len(frames)-1]); cf != nil {
+		frames = append(frames[:len(frames)-1:len(frames)-1], cf...)
+	}
+	s.stream(w, withVersion(withThoughts(frames, rec), rec)...)
 }
 
 // withoutContext drops the <session_context> part the CLI puts before the

@@ -70,7 +70,7 @@ func TestBatchWithAFailingWrite(t *testing.T) {
 		t.Errorf("first write: %v", err)
 	}
 	var b badInput
-	if err := <-jobs[1].done; !errors.As(err, &b) || b.err != refused {
+	if err := <-jobs[1].done; !errors.As(err, &b) || !errors.Is(b.err, refused) {
 		t.Errorf("failing write: %v, want its own error", err)
 	}
 	if err := <-jobs[2].done; err != nil {

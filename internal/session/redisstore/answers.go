@@ -113,7 +113,7 @@ func (s *Store) PutAnswer(ctx context.Context, a session.PagedAnswer) error {
 	}
 	at, answers, err := refreshed(added.Val())
 	if err != nil {
-		return fmt.Errorf("%w: Redis at %s: %v", session.ErrUnavailable, s.addr, err)
+		return fmt.Errorf("%w: Redis at %s: %v", session.ErrUnavailable, s.addr, err) //nolint:errorlint // the cause is told, not wrapped: a store error is told by session.ErrUnavailable alone, never as a timeout or cancellation of the call
 	}
 	return s.refreshAnswers(ctx, a.SessionID, answers, at)
 }
@@ -134,7 +134,7 @@ func (s *Store) GetAnswer(ctx context.Context, id string) (session.PagedAnswer, 
 	}
 	var a session.PagedAnswer
 	if err := json.Unmarshal(data, &a); err != nil {
-		return session.PagedAnswer{}, false, fmt.Errorf("session store: answer %s in Redis at %s is corrupt: %v", id, s.addr, err)
+		return session.PagedAnswer{}, false, fmt.Errorf("session store: answer %s in Redis at %s is corrupt: %w", id, s.addr, err)
 	}
 	return a, true, nil
 }

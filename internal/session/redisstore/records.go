@@ -116,7 +116,7 @@ func (s *Store) Get(ctx context.Context, id string) (session.Record, bool, error
 	}
 	var r session.Record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return session.Record{}, false, fmt.Errorf("session store: the record of session %s in Redis at %s is corrupt: %v", id, s.addr, err)
+		return session.Record{}, false, fmt.Errorf("session store: the record of session %s in Redis at %s is corrupt: %w", id, s.addr, err)
 	}
 	return r, true, nil
 }
@@ -162,7 +162,7 @@ func (s *Store) Touch(ctx context.Context, id string, t session.Turn, now time.T
 		}
 		at, answers, err := refreshed(res)
 		if err != nil {
-			return session.Record{}, fmt.Errorf("%w: Redis at %s: %v", session.ErrUnavailable, s.addr, err)
+			return session.Record{}, fmt.Errorf("%w: Redis at %s: %v", session.ErrUnavailable, s.addr, err) //nolint:errorlint // the cause is told, not wrapped: a store error is told by session.ErrUnavailable alone, never as a timeout or cancellation of the call
 		}
 		p := s.rdb.Pipeline()
 		if ok && old.LastClient != r.LastClient {
@@ -269,7 +269,7 @@ func (s *Store) AppendTurn(ctx context.Context, id string, turn json.RawMessage)
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, turn); err != nil {
-		return fmt.Errorf("session store: a turn of session %s is not valid JSON: %v", id, err)
+		return fmt.Errorf("session store: a turn of session %s is not valid JSON: %w", id, err)
 	}
 	res, err := appendScript.Run(ctx, s.rdb, s.sessionKeys(id), s.ttlMillis(), compact.Bytes()).Slice()
 	if err != nil {
@@ -277,7 +277,7 @@ func (s *Store) AppendTurn(ctx context.Context, id string, turn json.RawMessage)
 	}
 	at, answers, err := refreshed(res)
 	if err != nil {
-		return fmt.Errorf("%w: Redis at %s: %v", session.ErrUnavailable, s.addr, err)
+		return fmt.Errorf("%w: Redis at %s: %v", session.ErrUnavailable, s.addr, err) //nolint:errorlint // the cause is told, not wrapped: a store error is told by session.ErrUnavailable alone, never as a timeout or cancellation of the call
 	}
 	return s.refreshAnswers(ctx, id, answers, at)
 }

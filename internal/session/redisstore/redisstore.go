@@ -143,7 +143,7 @@ func Open(ctx context.Context, rawURL string, opts session.Options) (*Store, err
 			return nil, fmt.Errorf("session store: connecting to Redis at %s: %w", tg.where, ctx.Err())
 		}
 		return nil, fmt.Errorf("%w: Redis at %s is unreachable (%v): start it, or fix the address, database or password in the store URL (%s); a password may also come from REDIS_PASSWORD",
-			session.ErrUnavailable, tg.where, err, Redact(rawURL))
+			session.ErrUnavailable, tg.where, err, Redact(rawURL)) //nolint:errorlint // the cause is told, not wrapped: a store error is told by session.ErrUnavailable alone, never as a timeout or cancellation of the call
 	}
 	if tg.kind != kindCluster {
 		if err := s.refuseClusterNode(ctx, rawURL); err != nil {
@@ -279,7 +279,7 @@ func parseURL(rawURL string) (*target, error) {
 		}
 		ro, err := redis.ParseURL(rawURL)
 		if err != nil {
-			return nil, fmt.Errorf("session store: %s: %v (expected redis://[user:password@]host:port/db)", Redact(rawURL), err)
+			return nil, fmt.Errorf("session store: %s: %w (expected redis://[user:password@]host:port/db)", Redact(rawURL), err)
 		}
 		if ro.Password == "" {
 			ro.Password = os.Getenv("REDIS_PASSWORD")
@@ -442,7 +442,7 @@ func (s *Store) fail(ctx context.Context, err error) error {
 	}
 	var reply redis.Error
 	if errors.As(err, &reply) {
-		return fmt.Errorf("%w: Redis at %s answered with an error: %v", session.ErrUnavailable, s.addr, err)
+		return fmt.Errorf("%w: Redis at %s answered with an error: %v", session.ErrUnavailable, s.addr, err) //nolint:errorlint // the cause is told, not wrapped: a store error is told by session.ErrUnavailable alone, never as a timeout or cancellation of the call
 	}
 	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
 		// A node that does not answer may have been replaced (its
@@ -451,7 +451,7 @@ func (s *Store) fail(ctx context.Context, err error) error {
 		// now, so that a retry finds the new master.
 		cc.ReloadState(ctx)
 	}
-	return fmt.Errorf("%w: Redis at %s is unreachable: %v", session.ErrUnavailable, s.addr, err)
+	return fmt.Errorf("%w: Redis at %s is unreachable: %v", session.ErrUnavailable, s.addr, err) //nolint:errorlint // the cause is told, not wrapped: a store error is told by session.ErrUnavailable alone, never as a timeout or cancellation of the call
 }
 
 func checkID(id string) error {

@@ -1,4 +1,4 @@
-package cli
+package geminicli
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := classify(c.exit, c.out, c.stderr, c.resume, "/work")
+			e := Classify(c.exit, c.out, c.stderr, c.resume, "/work")
 			if e.Kind != c.kind || e.Status != c.status || !e.Exited || e.ExitCode != c.exit || !e.Ran {
 				t.Fatalf("got kind %s status %d exit %v %d ran %v", e.Kind, e.Status, e.Exited, e.ExitCode, e.Ran)
 			}
@@ -96,7 +96,7 @@ func FuzzClassify(f *testing.F) {
 		if o, err := ParseOutput([]byte(stderr)); err == nil {
 			out = &o
 		}
-		e := classify(exit, out, stderr, "", "/w")
+		e := Classify(exit, out, stderr, "", "/w")
 		if e.Reason == "" || e.Kind == "" {
 			t.Fatalf("empty classification for exit %d", exit)
 		}
@@ -115,7 +115,7 @@ func TestErrorUnwrap(t *testing.T) {
 	}{
 		{CancelledError("cancelled", context.Canceled), backend.KindCancelled, context.Canceled},
 		{CallTimeoutError(0), backend.KindTimeout, context.DeadlineExceeded},
-		{notFoundError("not found", exec.ErrNotFound), backend.KindNotFound, exec.ErrNotFound},
+		{NotFoundError("not found", exec.ErrNotFound), backend.KindNotFound, exec.ErrNotFound},
 		{OutputTooBigError(10), backend.KindOutputTooBig, errOutputLimit},
 	}
 	for _, c := range cases {

@@ -1,4 +1,4 @@
-package tools
+package conversation
 
 import (
 	"context"
@@ -13,19 +13,20 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 )
 
 // Before Gemini may run an untrusted downstream tool (API backend with MCP
 // servers configured), the user of the MCP client is asked through MCP
-// elicitation, in one of two ways, by the protocol the call came with:
+// elicitation, for every tool alike, in one of two ways, by the protocol
+// the call came with:
 //
 //   - up to 2025-11-25, the server sends its own elicitation/create request
 //     while the call runs, and waits for the answer;
 //   - from 2026-07-28 on, a server may not send requests of its own: the
 //     call returns at once with an input request (a result carrying
 //     inputRequests and a requestState), the client asks its user and
-//     calls chat again with the answer (inputResponses and the same
+//     calls the tool again with the answer (inputResponses and the same
 //     requestState), and the turn, which waited meanwhile, goes on. The
 //     go-sdk client does this by itself.
 //
@@ -42,7 +43,8 @@ const protocolMRTR = "2026-07-28"
 const confirmInputID = "confirm-tool"
 
 // DefaultConfirmWait is how long a turn waits, suspended, for a 2026-07-28
-// client to call again with its user's answer before it is stopped.
+// client to call again with its user's answer before it is stopped
+// (Options.ConfirmWait).
 const DefaultConfirmWait = 10 * time.Minute
 
 // The choices offered, as the form's values.
@@ -65,7 +67,7 @@ func confirmParams(r backend.ConfirmRequest, caller string) *mcp.ElicitParams {
 	if r.Tool.Description != "" {
 		msg += "\n\nThe tool says of itself: " + clip(r.Tool.Description, 500)
 	}
-	msg += "\n\nAn \"always allow\" answer holds for " + conversation.DescribeCaller(caller) +
+	msg += "\n\nAn \"always allow\" answer holds for " + identity.Describe(caller) +
 		", in every conversation, until the server restarts (it is kept in the server's memory only)."
 	return &mcp.ElicitParams{
 		Mode:    "form",
@@ -143,11 +145,47 @@ func elicitConfirm(req *mcp.CallToolRequest, caller string) backend.Confirm {
 	}
 }
 
+// outcome is a turn's tool result, or why it failed.
+type outcome struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+func failed(err error) outcome { return outcome{err: err} }
+
+// turnFunc runs a turn, its Confirm set, and builds its result.
+type turnFunc func(ctx context.Context, call backend.Turn) (*mcp.CallToolResult, error)
+
+// confirmed runs the turn call of c with turn, on a ctx ended also with
+// the server and the call's HTTP request (bind), its Confirm set to ask
+// the user of the client that made req, when it can be asked, with the
+// grants of that caller's users. req is the call's request, for what only
+// the tool call carries: how its client may be asked.
+func (d *Service) confirmed(ctx context.Context, req *mcp.CallToolRequest, c Call, call backend.Turn, turn turnFunc) (*mcp.CallToolResult, error) {
+	ctx, cancel := d.bind(ctx, c)
+	defer cancel()
+	if call.Session != "" && (req == nil || req.Params == nil || req.Params.RequestState == "") {
+		if n := d.pending.supersede(c.Who.Key(), call.Session); n > 0 {
+			d.o.Log.Info("a new call on the session withdrew the tool confirmation left unanswered", "session", call.Session)
+		}
+	}
+	switch {
+	case !canElicit(req):
+		// Untrusted downstream tools run only if the operator allows them.
+	case usesMRTR(req):
+		out := d.runMRTR(ctx, req, c, call, turn)
+		return out.res, out.err
+	default:
+		call.Confirm = d.grants.confirmFor(c.Who.Caller, elicitConfirm(req, c.Who.Caller))
+	}
+	return turn(ctx, call)
+}
+
 // suspended is a turn waiting for a 2026-07-28 client to bring its user's
 // answer in a later call.
 type suspended struct {
-	client  string             // who may answer: Who.Key()
-	caller  string             // and the Who.Caller of the call that started the turn
+	client  string             // who may answer: identity.Who.Key()
+	caller  string             // and the identity.Who.Caller of the call that started the turn
 	session string             // the session the turn continues, "" for a new one
 	asks    chan ask           // from the turn: a question to put
 	done    chan outcome       // the turn's result (buffered)
@@ -209,7 +247,7 @@ func (p *pendingTurns) supersede(client, session string) int {
 // runMRTR runs a turn whose confirmations go through the tool result: it
 // starts the turn (or, for a call carrying a request state, resumes the one
 // suspended under it) and returns its result, or the next question.
-func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c conversation.Call, call backend.Turn, turn turnFunc) outcome {
+func (d *Service) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c Call, call backend.Turn, turn turnFunc) outcome {
 	who, caller := c.Who.Key(), c.Who.Caller
 	if state := req.Params.RequestState; state != "" {
 		// Only the caller asked may answer: another one's answer leaves
@@ -217,7 +255,7 @@ func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c conversa
 		// one.
 		v, ok := d.pending.m.Load(state)
 		if ok && (v.(*suspended).client != who || v.(*suspended).caller != caller) {
-			d.Conv.Log().Warn("refused an answer to a tool confirmation from another client than the one asked", "caller", caller)
+			d.o.Log.Warn("refused an answer to a tool confirmation from another client than the one asked", "caller", caller)
 			ok = false
 		}
 		if ok {
@@ -245,20 +283,23 @@ func (d *Deps) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c conversa
 	// runs on a context of its own, stopped with the server, by a call of
 	// the client that is cancelled, or when the client does not come back.
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	if life := d.Conv.Lifetime(); life != nil {
+	if life := d.o.Lifetime; life != nil {
 		stop := context.AfterFunc(life, cancel)
 		go func() { <-tctx.Done(); stop() }()
 	}
 	s := &suspended{client: who, caller: caller, session: call.Session, asks: make(chan ask), done: make(chan outcome, 1), cancel: cancel}
 	call.Confirm = d.grants.confirmFor(caller, s.confirm)
-	go func() { s.done <- turn(tctx, call) }()
+	go func() {
+		res, err := turn(tctx, call)
+		s.done <- outcome{res: res, err: err}
+	}()
 	return d.await(ctx, s)
 }
 
 // await waits, for the call ctx, until the turn ends or asks a question;
 // a question goes back to the client as an input request, and the turn
 // stays suspended under a new request state.
-func (d *Deps) await(ctx context.Context, s *suspended) outcome {
+func (d *Service) await(ctx context.Context, s *suspended) outcome {
 	select {
 	case res := <-s.done:
 		s.cancel()
@@ -273,12 +314,12 @@ func (d *Deps) await(ctx context.Context, s *suspended) outcome {
 		d.pending.m.Store(state, s)
 		s.timer = time.AfterFunc(d.confirmWait(), func() {
 			if _, ok := d.pending.m.LoadAndDelete(state); ok {
-				d.Conv.Log().Info("tool confirmation not answered in time; turn stopped", "wait", d.confirmWait())
+				d.o.Log.Info("tool confirmation not answered in time; turn stopped", "wait", d.confirmWait())
 				s.cancel()
 			}
 		})
 		s.mu.Unlock()
-		d.Conv.Log().Info("asking the client to confirm a tool call", "tool", a.req.Tool.Name)
+		d.o.Log.Info("asking the client to confirm a tool call", "tool", a.req.Tool.Name)
 		return outcome{res: &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{confirmInputID: confirmParams(a.req, s.caller)},
 			RequestState:  state,
@@ -290,9 +331,9 @@ func (d *Deps) await(ctx context.Context, s *suspended) outcome {
 	}
 }
 
-func (d *Deps) confirmWait() time.Duration {
-	if d.ConfirmWait > 0 {
-		return d.ConfirmWait
+func (d *Service) confirmWait() time.Duration {
+	if d.o.ConfirmWait > 0 {
+		return d.o.ConfirmWait
 	}
 	return DefaultConfirmWait
 }

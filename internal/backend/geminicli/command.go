@@ -1,4 +1,4 @@
-package cli
+package geminicli
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/proc"
 )
@@ -25,6 +26,33 @@ func (c Command) String() string {
 	return strings.Join(append([]string{c.Path}, c.Args...), " ")
 }
 
+// Resolver finds the CLI, reusing its last answer while that file
+// exists: a PATH search per call costs more than the one stat that checks
+// the cached path. It is safe for concurrent use.
+type Resolver struct {
+	name     string
+	resolved atomic.Pointer[Command]
+}
+
+// NewResolver returns a Resolver for the executable name (see Resolve).
+func NewResolver(name string) *Resolver { return &Resolver{name: name} }
+
+// Command finds the CLI, reusing the last answer while its file exists.
+func (r *Resolver) Command() (Command, error) {
+	if c := r.resolved.Load(); c != nil {
+		if _, err := os.Stat(c.Path); err == nil {
+			return *c, nil
+		}
+	}
+	c, err := Resolve(r.name)
+	if err != nil {
+		r.resolved.Store(nil)
+		return Command{}, err
+	}
+	r.resolved.Store(&c)
+	return c, nil
+}
+
 // Resolve finds the gemini executable named by name (a bare name looked up
 // in PATH, or a path). On Windows, npm installs the CLI as a `gemini.cmd`
 // batch shim; running it would route the prompt through cmd.exe's argument
@@ -38,9 +66,9 @@ func Resolve(name string) (Command, error) {
 	path, err := proc.LookPath(name)
 	if err != nil {
 		if errors.Is(err, proc.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return Command{}, notFoundError(fmt.Sprintf("the gemini CLI was not found (looked for %q). %s", name, InstallHelp), err)
+			return Command{}, NotFoundError(fmt.Sprintf("the gemini CLI was not found (looked for %q). %s", name, InstallHelp), err)
 		}
-		return Command{}, notFoundError(fmt.Sprintf("the gemini CLI %q cannot be run: %v. %s", name, err, InstallHelp), err)
+		return Command{}, NotFoundError(fmt.Sprintf("the gemini CLI %q cannot be run: %v. %s", name, err, InstallHelp), err)
 	}
 	if runtime.GOOS == "windows" && isBatch(path) {
 		return resolveCmdShim(path, proc.LookPath)
@@ -75,11 +103,11 @@ func parseCmdShim(content string) (string, bool) {
 func resolveCmdShim(shim string, lookPath func(string) (string, error)) (Command, error) {
 	data, err := os.ReadFile(shim)
 	if err != nil {
-		return Command{}, notFoundError(fmt.Sprintf("cannot read the gemini shim %s: %v. %s", shim, err, InstallHelp), err)
+		return Command{}, NotFoundError(fmt.Sprintf("cannot read the gemini shim %s: %v. %s", shim, err, InstallHelp), err)
 	}
 	rel, ok := parseCmdShim(string(data))
 	if !ok {
-		return Command{}, notFoundError(fmt.Sprintf(
+		return Command{}, NotFoundError(fmt.Sprintf(
 			"%s is a batch file but not an npm shim this server understands, and running it through cmd.exe would not pass prompts safely. "+
 				"Install the CLI with npm (npm install -g @google/gemini-cli), whose gemini.cmd shim this server reads", shim), nil)
 	}
@@ -89,7 +117,7 @@ func resolveCmdShim(shim string, lookPath func(string) (string, error)) (Command
 	if _, err := os.Stat(node); err != nil {
 		node, err = lookPath("node")
 		if err != nil {
-			return Command{}, notFoundError(fmt.Sprintf(
+			return Command{}, NotFoundError(fmt.Sprintf(
 				"the gemini shim %s needs node, which was not found in PATH: %v. Install Node.js 20 or newer", shim, err), err)
 		}
 	}

@@ -1,9 +1,11 @@
-package cli
+package geminicli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,9 +14,11 @@ import (
 )
 
 // The constructors, one per kind. Each reason says what happened and, where
-// the user can act, what to do. Those the warm backend shares are exported.
+// the user can act, what to do. Those only this package uses are not
+// exported.
 
-func notFoundError(reason string, cause error) *backend.Error {
+// NotFoundError is a CLI that cannot be found or run.
+func NotFoundError(reason string, cause error) *backend.Error {
 	return &backend.Error{Kind: backend.KindNotFound, Reason: reason, Err: cause}
 }
 
@@ -29,16 +33,19 @@ func CancelledError(reason string, cause error) *backend.Error {
 	return &backend.Error{Kind: backend.KindCancelled, Reason: reason, Err: cause}
 }
 
-// timeoutError is a call stopped at the server's per-call limit.
-func timeoutError(reason string) *backend.Error {
+// TimeoutError is a call stopped at the server's per-call limit.
+func TimeoutError(reason string) *backend.Error {
 	return &backend.Error{Kind: backend.KindTimeout, Reason: reason, Err: context.DeadlineExceeded}
 }
 
 // CallTimeoutError is a chat call stopped at --timeout.
 func CallTimeoutError(limit time.Duration) *backend.Error {
-	return timeoutError(fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped. "+
+	return TimeoutError(fmt.Sprintf("gemini timed out after %s (the per-call limit, --timeout) and was stopped. "+
 		"Raise --timeout (GEMINI_MCP_TIMEOUT) if such calls need longer", seconds(limit)))
 }
+
+// errOutputLimit is the cause of an OutputTooBigError.
+var errOutputLimit = errors.New("output limit")
 
 // OutputTooBigError is an answer past --max-output-bytes.
 func OutputTooBigError(limit int) *backend.Error {
@@ -52,7 +59,8 @@ func EmptyError() *backend.Error {
 		"its loop detector also blanks answers that repeat themselves). Try again, or rephrase the prompt"}
 }
 
-func badOutputError(reason string) *backend.Error {
+// BadOutputError is a CLI that exited 0 without the expected output.
+func BadOutputError(reason string) *backend.Error {
 	return &backend.Error{Kind: backend.KindBadOutput, Reason: reason}
 }
 
@@ -61,8 +69,8 @@ func FailedError(reason string, cause error) *backend.Error {
 	return &backend.Error{Kind: backend.KindFailed, Reason: reason, Err: cause}
 }
 
-// killedError is a CLI killed by a signal this server did not send.
-func killedError(sig string) *backend.Error {
+// KilledError is a CLI killed by a signal this server did not send.
+func KilledError(sig string) *backend.Error {
 	e := FailedError(killedBy(sig), nil)
 	e.Signal = sig
 	return e
@@ -143,11 +151,11 @@ const AuthHelp = "The Gemini CLI needs a paid Gemini API key (GEMINI_API_KEY), "
 const InstallHelp = "Install it with `npm install -g @google/gemini-cli` (Node.js 20 or newer), " +
 	"or point this server at it with --gemini PATH or GEMINI_MCP_GEMINI=PATH."
 
-// classify turns the CLI's own exit into an Error: a non-zero exit code, or
+// Classify turns the CLI's own exit into an Error: a non-zero exit code, or
 // exit 0 with an error object in its output. out is the CLI's JSON error
 // object if one was found; resume is the session reference of the call, if
 // it resumed one; dir is its working directory.
-func classify(exit int, out *Output, stderr string, resume string, dir string) *backend.Error {
+func Classify(exit int, out *Output, stderr string, resume string, dir string) *backend.Error {
 	msg, status := FailureMessage(out, stderr)
 	// The CLI exits with its error's code modulo 256: an API failure's HTTP
 	// status (400 gives 144, 429 gives 173, 500 gives 244), but any other
@@ -262,4 +270,9 @@ func cliMessage(out *Output, stderr string) string {
 		return msg.Clip(t, 500)
 	}
 	return ""
+}
+
+// seconds formats a duration for messages: "300 s", or "1.5 s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
 }
