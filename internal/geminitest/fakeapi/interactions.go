@@ -101,9 +101,12 @@ func InteractionNotFoundMessage(id string) string {
 	return fmt.Sprintf("Interaction %s not found", id)
 }
 
-// UnknownAgentMessage and AgentDeniedMessage are the Server's messages for
-// an agent it does not list and one refused to the key.
+// UnknownAgentMessage is the Server's message for an agent it does not
+// list.
 func UnknownAgentMessage(agent string) string { return fmt.Sprintf("Agent %s not found", agent) }
+
+// AgentDeniedMessage is the Server's message for an agent refused to the
+// key ([Server.DenyAgent]).
 func AgentDeniedMessage(agent string) string {
 	return fmt.Sprintf("The caller does not have permission to use agent %s", agent)
 }

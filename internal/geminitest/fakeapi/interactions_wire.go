@@ -1,7 +1,6 @@
 package fakeapi
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 )
@@ -55,7 +54,7 @@ func (fi *fakeInteraction) view() map[string]any {
 		v["model"] = fi.model
 	}
 	if len(fi.agentConfig) > 0 {
-		v["agent_config"] = json.RawMessage(fi.agentConfig)
+		v["agent_config"] = fi.agentConfig
 	}
 	if fi.prev != "" {
 		v["previous_interaction_id"] = fi.prev

@@ -176,7 +176,7 @@ func (c *Client) call(ctx context.Context, op, method, path string, body any, ou
 		if ctx.Err() != nil {
 			return fmt.Errorf("interactions %s: %w", op, context.Cause(ctx))
 		}
-		return fmt.Errorf("interactions %s: the Gemini API could not be reached: %v", op, errors.Unwrap(err))
+		return fmt.Errorf("interactions %s: the Gemini API could not be reached: %w", op, err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
@@ -188,7 +188,7 @@ func (c *Client) call(ctx context.Context, op, method, path string, body any, ou
 		if ctx.Err() != nil {
 			return fmt.Errorf("interactions %s: %w", op, context.Cause(ctx))
 		}
-		return fmt.Errorf("interactions %s: reading the answer: %v", op, err)
+		return fmt.Errorf("interactions %s: reading the answer: %w", op, err)
 	}
 	if len(raw) > MaxResponseBytes {
 		return fmt.Errorf("interactions %s: %w: the answer is larger than %d bytes", op, ErrBadAnswer, MaxResponseBytes)
