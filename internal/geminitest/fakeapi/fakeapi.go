@@ -122,7 +122,8 @@
 // signatures.go; quota errors ([Server.ExhaustQuota]) in quota.go;
 // inlineData and fileData parts and the Files API (upload,
 // files.get, files.delete) in files.go; explicit context caches (the
-// cachedContents API, and requests that use one) in caches.go.
+// cachedContents API, and requests that use one) in caches.go; the
+// Interactions API (background agent and model runs) in interactions.go.
 //
 // [Home] prepares a throwaway home directory in which the CLI talks to a
 // Server and to nothing else, and [RealCLI] finds the real CLI for tests
@@ -222,6 +223,10 @@ type Request struct {
 	CachedTokens  int
 	// Time is when the request arrived.
 	Time time.Time
+
+	// Interaction is the id of the interaction an Interactions API request
+	// made or named (see interactions.go).
+	Interaction string
 }
 
 // FunctionCall is a functionCall part: the model asks the CLI to run the
@@ -258,6 +263,8 @@ type Server struct {
 	files    fileStore  // the Files API's (files.go)
 	caches   cacheStore // the cachedContents API's (caches.go)
 	quotas   quotaStore // ExhaustQuota's (quota.go)
+
+	interactions interactionStore // the Interactions API's (interactions.go)
 
 	closeOnce sync.Once
 }
