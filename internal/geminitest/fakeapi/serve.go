@@ -89,7 +89,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.listModels(w, r, rec)
 		return
 	}
-	if s.serveFiles(w, r, rec) || s.serveCaches(w, r, rec) {
+	if s.serveFiles(w, r, rec) || s.serveCaches(w, r, rec) || s.serveStores(w, r, rec) {
 		return
 	}
 	m := pathRE.FindStringSubmatch(r.URL.Path)
