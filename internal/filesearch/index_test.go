@@ -20,14 +20,14 @@ import (
 )
 
 type fixture struct {
-	t    *testing.T
+	t    testing.TB
 	fake *fakeapi.Server
 	api  *API
 	man  *MemoryManifests
 	now  atomic.Pointer[time.Time]
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{t: t, fake: fakeapi.New(), man: &MemoryManifests{}}
 	t.Cleanup(f.fake.Close)
@@ -84,7 +84,7 @@ func (f *fixture) docs(store string) map[string]string {
 	return out
 }
 
-func write(t *testing.T, root, rel, text string) {
+func write(t testing.TB, root, rel, text string) {
 	t.Helper()
 	p := filepath.Join(root, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -96,7 +96,7 @@ func write(t *testing.T, root, rel, text string) {
 }
 
 // tree writes n source files under root and returns their paths.
-func tree(t *testing.T, root string, n int) []string {
+func tree(t testing.TB, root string, n int) []string {
 	t.Helper()
 	var paths []string
 	for i := range n {
