@@ -364,7 +364,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		frames[i] = textJSON(p, u)
 		if u != nil {
-			frames[i] = withMetadata(frames[i], rec, rec.Answer)
+			frames[i] = s.withFileSearch(withMetadata(frames[i], rec, rec.Answer), rec, rec.Answer)
 		}
 		if u != nil && cut {
 			// The same last event, without its finishReason.
