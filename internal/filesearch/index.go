@@ -12,7 +12,9 @@
 // each file's content hash and document. An index uploads only new and
 // changed files (a changed file's old document is deleted first) and
 // deletes the documents of files gone; the manifest is written as each
-// file finishes, so an index cut short resumes with what is missing. A
+// file finishes, so an index cut short resumes with what is missing
+// (FileManifests keeps them in the server's state directory, across
+// restarts; MemoryManifests for one process). A
 // store deleted behind the server's back (404) is made again with an
 // empty manifest. Sweep deletes the stores unused for a TTL, and Drop one
 // on request.
