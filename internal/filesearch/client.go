@@ -17,8 +17,11 @@ type Remote interface {
 	// CreateStore creates a store and returns its name
 	// ("fileSearchStores/…").
 	CreateStore(ctx context.Context, displayName string) (string, error)
-	// StoreExists says whether the store is still there.
-	StoreExists(ctx context.Context, name string) (bool, error)
+	// StoreExists says whether the store is still there, and how many
+	// documents it holds (active, pending or failed).
+	StoreExists(ctx context.Context, name string) (ok bool, docs int64, err error)
+	// Documents lists the store's documents.
+	Documents(ctx context.Context, store string) ([]DocInfo, error)
 	// DeleteStore deletes the store with its documents; a store already
 	// gone is no error.
 	DeleteStore(ctx context.Context, name string) error
@@ -34,6 +37,12 @@ type Remote interface {
 type Doc struct {
 	Path string // relative to the project root, slash-separated: its display name
 	Hash string // hex sha256 of the file's content
+}
+
+// DocInfo is a document of a store as Documents lists it.
+type DocInfo struct {
+	Name string
+	Path string // its "path" custom metadata, "" when it has none
 }
 
 // ErrStoreGone is wrapped by the errors of calls on a store that is not
@@ -67,15 +76,39 @@ func (a *API) CreateStore(ctx context.Context, displayName string) (string, erro
 }
 
 // StoreExists implements Remote.
-func (a *API) StoreExists(ctx context.Context, name string) (bool, error) {
-	_, err := a.client.FileSearchStores.Get(ctx, name, nil)
+func (a *API) StoreExists(ctx context.Context, name string) (bool, int64, error) {
+	st, err := a.client.FileSearchStores.Get(ctx, name, nil)
 	if err == nil {
-		return true, nil
+		return true, st.ActiveDocumentsCount + st.PendingDocumentsCount + st.FailedDocumentsCount, nil
 	}
 	if notFound(err) {
-		return false, nil
+		return false, 0, nil
 	}
-	return false, apiError("getting the File Search store "+name, err)
+	return false, 0, apiError("getting the File Search store "+name, err)
+}
+
+// maxListed bounds the documents Documents lists.
+const maxListed = 200_000
+
+// Documents implements Remote.
+func (a *API) Documents(ctx context.Context, store string) ([]DocInfo, error) {
+	var out []DocInfo
+	for d, err := range a.client.FileSearchStores.Documents.All(ctx, store) {
+		if err != nil {
+			return nil, apiError("listing the documents of "+store, err)
+		}
+		if len(out) == maxListed {
+			return nil, fmt.Errorf("listing the documents of %s: more than %d", store, maxListed)
+		}
+		di := DocInfo{Name: d.Name}
+		for _, m := range d.CustomMetadata {
+			if m != nil && m.Key == "path" {
+				di.Path = m.StringValue
+			}
+		}
+		out = append(out, di)
+	}
+	return out, nil
 }
 
 // DeleteStore implements Remote.
@@ -117,7 +150,7 @@ func (a *API) Upload(ctx context.Context, store string, doc Doc, data []byte) (s
 		}
 		// The SDK flattens the upload's start error into text: ask
 		// whether the store is still there to tell a gone store apart.
-		if ok, gerr := a.StoreExists(ctx, store); gerr == nil && !ok {
+		if ok, _, gerr := a.StoreExists(ctx, store); gerr == nil && !ok {
 			return "", fmt.Errorf("%s: %w", what, ErrStoreGone)
 		}
 		return "", apiError(what, err)

@@ -14,7 +14,9 @@
 // deletes the documents of files gone; the manifest is written as each
 // file finishes, so an index cut short resumes with what is missing
 // (FileManifests keeps them in the server's state directory, across
-// restarts; MemoryManifests for one process). A
+// restarts; MemoryManifests for one process); the documents of uploads
+// the API finished after an index was cut, which no manifest names, are
+// found by the store's count of documents and deleted. A
 // store deleted behind the server's back (404) is made again with an
 // empty manifest. Sweep deletes the stores unused for a TTL, and Drop one
 // on request.
@@ -114,6 +116,9 @@ type Report struct {
 	Bytes     int64 // uploaded
 	Skipped   int   // files left out, by reason in SkippedBy
 	SkippedBy map[filectx.Reason]int
+	// Strays are documents of the store the manifest did not name
+	// (uploads finished after their index was cut), deleted.
+	Strays int
 	// Recreated says the store had gone (deleted behind the server's
 	// back) and was made again.
 	Recreated bool
@@ -176,13 +181,17 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 		return nil, err
 	}
 	if rec.Store != "" {
-		ok, err := ix.remote.StoreExists(ctx, rec.Store)
+		ok, docs, err := ix.remote.StoreExists(ctx, rec.Store)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			ix.opts.Log.Warn("file search store gone; making it again", "store", rec.Store, "root", root)
 			rec.Store, rec.Files, rep.Recreated = "", map[string]Entry{}, true
+		} else if docs != int64(len(rec.Files)) {
+			if err := ix.reconcile(ctx, rec, rep); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if rec.Store == "" {
@@ -232,6 +241,34 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 		rep.SkippedBy = nil
 	}
 	return rep, ix.manifests.SetStore(ctx, key, rec.Store, ix.opts.Now())
+}
+
+// reconcile deletes the documents of the store the manifest does not
+// name: those of uploads that finished on the API's side after their
+// index was cut, before the manifest was written. It runs when the
+// store's count of documents differs from the manifest's.
+func (ix *Indexer) reconcile(ctx context.Context, rec Record, rep *Report) error {
+	docs, err := ix.remote.Documents(ctx, rec.Store)
+	if err != nil {
+		return err
+	}
+	known := make(map[string]bool, len(rec.Files))
+	for _, e := range rec.Files {
+		known[e.Document] = true
+	}
+	for _, d := range docs {
+		if known[d.Name] {
+			continue
+		}
+		if err := ix.remote.DeleteDocument(ctx, d.Name); err != nil {
+			return err
+		}
+		rep.Strays++
+	}
+	if rep.Strays > 0 {
+		ix.opts.Log.Info("file search: deleted documents the manifest did not name", "store", rec.Store, "count", rep.Strays)
+	}
+	return nil
 }
 
 // upload reads, hashes and (when new or changed) uploads the files of

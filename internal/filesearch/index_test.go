@@ -339,3 +339,43 @@ func TestIndexBounds(t *testing.T) {
 		t.Fatal("a root that does not exist was indexed")
 	}
 }
+
+// An upload the API finished after its index was cut, before the
+// manifest was written, leaves a document the manifest does not name:
+// the next index deletes it, so that no file is in the store twice.
+func TestStrayDocumentsOfACutIndexAreDeleted(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	tree(t, root, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lost := &lateCut{Remote: f.api, at: 4, cancel: cancel}
+	if _, err := f.indexer(lost, Options{Concurrency: 1}).Index(ctx, root, "alice"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut index: %v", err)
+	}
+	rep := f.index(f.indexer(nil, Options{}), root, "alice")
+	if rep.Strays != 1 || rep.Uploaded != 7 || len(f.docs(rep.Store)) != 10 {
+		t.Fatalf("index after the cut: %+v, %d documents; want the stray deleted and the 7 missing uploaded", rep, len(f.docs(rep.Store)))
+	}
+	if again := f.index(f.indexer(nil, Options{}), root, "alice"); again.Strays != 0 || again.Uploaded != 0 {
+		t.Fatalf("index after that: %+v, want nothing to do", again)
+	}
+}
+
+// lateCut lets the at-th upload finish on the API's side, then cuts the
+// index as if it had not.
+type lateCut struct {
+	Remote
+	at     int32
+	n      atomic.Int32
+	cancel func()
+}
+
+func (c *lateCut) Upload(ctx context.Context, store string, doc Doc, data []byte) (string, error) {
+	name, err := c.Remote.Upload(ctx, store, doc, data)
+	if c.n.Add(1) == c.at {
+		c.cancel()
+		return "", context.Canceled
+	}
+	return name, err
+}
