@@ -32,6 +32,9 @@ type Builtins struct {
 	// CodeExecution lets the model write and run Python in the API's
 	// sandbox (the API's codeExecution tool).
 	CodeExecution bool
+	// FileSearchStores are File Search stores (package filesearch) the
+	// model retrieves from (the API's fileSearch tool).
+	FileSearchStores []string
 	// Image asks an image model for images beside its text (the API's
 	// responseModalities TEXT and IMAGE); nil for a text answer. The
 	// images come back in Answer.Images.
@@ -50,7 +53,7 @@ type ImageRequest struct {
 
 // Any says whether b asks for anything.
 func (b Builtins) Any() bool {
-	return b.GoogleSearch || len(b.URLs) > 0 || len(b.ResponseSchema) > 0 || b.CodeExecution || b.Image != nil
+	return b.GoogleSearch || len(b.URLs) > 0 || len(b.ResponseSchema) > 0 || b.CodeExecution || b.Image != nil || len(b.FileSearchStores) > 0
 }
 
 // Refuse is the error of a backend named name (as --backend spells it)
@@ -72,6 +75,8 @@ func (b Builtins) Refuse(name string) error {
 	case b.CodeExecution:
 		what, why = "code_execution", "the Gemini CLI has no per-request switch for the API's code execution sandbox "+
 			"(its model may run code with its own shell tool, on this machine, when its settings allow it)"
+	case len(b.FileSearchStores) > 0:
+		what, why = "file_search", "File Search stores are the Gemini API's"
 	default:
 		return nil
 	}
@@ -91,6 +96,20 @@ type Grounding struct {
 	// (searchEntryPoint.renderedContent), which Google's terms require
 	// to be shown to the end user with a grounded answer.
 	RenderedContent string `json:"renderedContent,omitempty"`
+	// Files are the chunks of File Search documents the answer is
+	// grounded in (groundingChunks[].retrievedContext), in their order.
+	Files []FileSource `json:"files,omitempty"`
+}
+
+// FileSource is one chunk of a File Search document an answer cites. The
+// Gemini API gives no line numbers: see filesearch.Cite, which finds
+// Text in the file.
+type FileSource struct {
+	Store string `json:"fileSearchStore,omitempty"`
+	// Path is the document's "path" custom metadata, else its title
+	// (package filesearch names documents by their path).
+	Path string `json:"path"`
+	Text string `json:"text,omitempty"`
 }
 
 // Source is one web page a grounded answer cites.

@@ -281,3 +281,10 @@ func (r *Result) Record(seen Seen) {
 		seen[s.Path] = s.Hash
 	}
 }
+
+// ReadCandidate reads a file a scan found, as Pack does, or says why it
+// is skipped: unreadable, grown over max bytes since the scan, or binary
+// (NUL bytes in its first 8 KiB).
+func ReadCandidate(c Candidate, max int64) ([]byte, Reason, string) {
+	return readCandidate(c, max)
+}

@@ -17,6 +17,7 @@ const (
 	maxSources       = 64
 	maxQueries       = 32
 	maxSourceBytes   = 2048     // a source's title, and its URI
+	maxChunkBytes    = 16 << 10 // a File Search chunk's text
 	maxRenderedBytes = 64 << 10 // the search suggestions' HTML
 	maxURLStatuses   = 2 * backend.MaxURLs
 )
@@ -34,6 +35,9 @@ func builtinTools(b backend.Builtins) []*genai.Tool {
 	}
 	if b.CodeExecution {
 		tools = append(tools, &genai.Tool{CodeExecution: &genai.ToolCodeExecution{}})
+	}
+	if len(b.FileSearchStores) > 0 {
+		tools = append(tools, &genai.Tool{FileSearch: &genai.FileSearch{FileSearchStoreNames: b.FileSearchStores}})
 	}
 	return tools
 }
@@ -67,6 +71,10 @@ func (m *metadata) add(c *genai.Candidate) {
 			}
 		}
 		for _, ch := range gm.GroundingChunks {
+			if ch != nil && ch.RetrievedContext != nil {
+				addFile(g, ch.RetrievedContext)
+				continue
+			}
 			if ch == nil || ch.Web == nil || ch.Web.URI == "" || len(ch.Web.URI) > maxSourceBytes || len(g.Sources) == maxSources {
 				continue
 			}
@@ -101,6 +109,21 @@ func (m *metadata) add(c *genai.Candidate) {
 	}
 }
 
+// addFile adds a File Search chunk to g, bounded.
+func addFile(g *backend.Grounding, rc *genai.GroundingChunkRetrievedContext) {
+	path := rc.Title
+	for _, m := range rc.CustomMetadata {
+		if m != nil && m.Key == "path" && m.StringValue != "" {
+			path = m.StringValue
+		}
+	}
+	if path == "" || len(path) > maxSourceBytes || len(g.Files) == maxSources {
+		return
+	}
+	g.Files = append(g.Files, backend.FileSource{Store: msg.Clip(rc.FileSearchStore, maxSourceBytes), Path: path,
+		Text: msg.Clip(rc.Text, maxChunkBytes)})
+}
+
 // builtinError adds to a refusal of the API (400) what the turn's
 // built-in tools or schema may have to do with it.
 func builtinError(err error, b backend.Builtins, model string) error {
@@ -121,6 +144,9 @@ func builtinError(err error, b backend.Builtins, model string) error {
 	if b.CodeExecution {
 		asked = append(asked, "code_execution")
 	}
+	if len(b.FileSearchStores) > 0 {
+		asked = append(asked, "file_search")
+	}
 	if len(asked) == 0 {
 		return err // an image turn's refusal says what it says
 	}
@@ -129,3 +155,7 @@ func builtinError(err error, b backend.Builtins, model string) error {
 		"try another model (e.g. %s), or leave it out", strings.TrimSuffix(be.Reason, "."), strings.Join(asked, " and "), model, DefaultModel)
 	return &e
 }
+
+// GenAI returns the backend's SDK client (its credentials, HTTP client
+// and base URL), for the File Search stores (filesearch.NewAPI).
+func (b *Backend) GenAI() *genai.Client { return b.client }

@@ -123,7 +123,8 @@
 // inlineData and fileData parts and the Files API (upload,
 // files.get, files.delete) in files.go; explicit context caches (the
 // cachedContents API, and requests that use one) in caches.go; the
-// Interactions API (background agent and model runs) in interactions.go.
+// Interactions API (background agent and model runs) in interactions.go;
+// File Search stores (the fileSearchStores API) in filesearch.go.
 //
 // [Home] prepares a throwaway home directory in which the CLI talks to a
 // Server and to nothing else, and [RealCLI] finds the real CLI for tests
@@ -260,9 +261,10 @@ type Server struct {
 	key     string         // the API key required, "" for any
 	// noSearch are the models refused googleSearch (DenySearch).
 	noSearch map[string]bool
-	files    fileStore  // the Files API's (files.go)
-	caches   cacheStore // the cachedContents API's (caches.go)
-	quotas   quotaStore // ExhaustQuota's (quota.go)
+	files    fileStore    // the Files API's (files.go)
+	caches   cacheStore   // the cachedContents API's (caches.go)
+	quotas   quotaStore   // ExhaustQuota's (quota.go)
+	stores   searchStores // the fileSearchStores API's (filesearch.go)
 
 	interactions interactionStore // the Interactions API's (interactions.go)
 

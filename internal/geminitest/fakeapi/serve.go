@@ -89,7 +89,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.listModels(w, r, rec)
 		return
 	}
-	if s.serveFiles(w, r, rec) || s.serveCaches(w, r, rec) || s.serveInteractions(w, r, rec) {
+	if s.serveFiles(w, r, rec) || s.serveCaches(w, r, rec) || s.serveInteractions(w, r, rec) || s.serveStores(w, r, rec) {
 		return
 	}
 	m := pathRE.FindStringSubmatch(r.URL.Path)
@@ -367,7 +367,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		frames[i] = textJSON(p, u)
 		if u != nil {
-			frames[i] = withMetadata(frames[i], rec, rec.Answer)
+			frames[i] = s.withFileSearch(withMetadata(frames[i], rec, rec.Answer), rec, rec.Answer)
 		}
 		if u != nil && cut {
 			// The same last event, without its finishReason.

@@ -1,0 +1,223 @@
+package filesearch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"google.golang.org/genai"
+)
+
+// Remote is what the Indexer needs of the API's File Search stores. API
+// is the one over the genai SDK; tests may bring their own.
+type Remote interface {
+	// CreateStore creates a store and returns its name
+	// ("fileSearchStores/…").
+	CreateStore(ctx context.Context, displayName string) (string, error)
+	// StoreExists says whether the store is still there, and how many
+	// documents it holds (active, pending or failed).
+	StoreExists(ctx context.Context, name string) (ok bool, docs int64, err error)
+	// Documents lists the store's documents.
+	Documents(ctx context.Context, store string) ([]DocInfo, error)
+	// DeleteStore deletes the store with its documents; a store already
+	// gone is no error.
+	DeleteStore(ctx context.Context, name string) error
+	// Upload makes a document of data in the store, waits until it is
+	// indexed, and returns the document's name. An error wrapping
+	// ErrStoreGone says the store is not there.
+	Upload(ctx context.Context, store string, doc Doc, data []byte) (string, error)
+	// DeleteDocument deletes a document; one already gone is no error.
+	DeleteDocument(ctx context.Context, name string) error
+}
+
+// Doc describes a document to upload.
+type Doc struct {
+	Path string // relative to the project root, slash-separated: its display name
+	Hash string // hex sha256 of the file's content
+}
+
+// DocInfo is a document of a store as Documents lists it.
+type DocInfo struct {
+	Name string
+	Path string // its "path" custom metadata, "" when it has none
+}
+
+// ErrStoreGone is wrapped by the errors of calls on a store that is not
+// there (deleted behind the server's back, or expired).
+var ErrStoreGone = errors.New("the File Search store is gone")
+
+// API is the Remote over the genai SDK's FileSearchStores. The client is
+// the API backend's (its HTTP client and base URL), so that a test points
+// it at the fake API as it does for generateContent.
+type API struct {
+	client *genai.Client
+	// Poll is the first wait between two polls of an upload's operation
+	// (doubling up to PollMax), and PollLimit bounds the wait for one
+	// operation in all. Zero values mean 500ms, 5s and 5 minutes.
+	Poll, PollMax, PollLimit time.Duration
+}
+
+// NewAPI returns the Remote over client.
+func NewAPI(client *genai.Client) *API { return &API{client: client} }
+
+// CreateStore implements Remote.
+func (a *API) CreateStore(ctx context.Context, displayName string) (string, error) {
+	st, err := a.client.FileSearchStores.Create(ctx, &genai.CreateFileSearchStoreConfig{DisplayName: displayName})
+	if err != nil {
+		return "", apiError("creating a File Search store", err)
+	}
+	if st.Name == "" {
+		return "", errors.New("creating a File Search store: the Gemini API answered a store without a name")
+	}
+	return st.Name, nil
+}
+
+// StoreExists implements Remote.
+func (a *API) StoreExists(ctx context.Context, name string) (bool, int64, error) {
+	st, err := a.client.FileSearchStores.Get(ctx, name, nil)
+	if err == nil {
+		return true, st.ActiveDocumentsCount + st.PendingDocumentsCount + st.FailedDocumentsCount, nil
+	}
+	if notFound(err) {
+		return false, 0, nil
+	}
+	return false, 0, apiError("getting the File Search store "+name, err)
+}
+
+// maxListed bounds the documents Documents lists.
+const maxListed = 200_000
+
+// Documents implements Remote.
+func (a *API) Documents(ctx context.Context, store string) ([]DocInfo, error) {
+	var out []DocInfo
+	for d, err := range a.client.FileSearchStores.Documents.All(ctx, store) {
+		if err != nil {
+			return nil, apiError("listing the documents of "+store, err)
+		}
+		if len(out) == maxListed {
+			return nil, fmt.Errorf("listing the documents of %s: more than %d", store, maxListed)
+		}
+		di := DocInfo{Name: d.Name}
+		for _, m := range d.CustomMetadata {
+			if m != nil && m.Key == "path" {
+				di.Path = m.StringValue
+			}
+		}
+		out = append(out, di)
+	}
+	return out, nil
+}
+
+// DeleteStore implements Remote.
+func (a *API) DeleteStore(ctx context.Context, name string) error {
+	force := true
+	err := a.client.FileSearchStores.Delete(ctx, name, &genai.DeleteFileSearchStoreConfig{Force: &force})
+	if err != nil && !notFound(err) {
+		return apiError("deleting the File Search store "+name, err)
+	}
+	return nil
+}
+
+// DeleteDocument implements Remote.
+func (a *API) DeleteDocument(ctx context.Context, name string) error {
+	force := true
+	err := a.client.FileSearchStores.Documents.Delete(ctx, name, &genai.DeleteDocumentConfig{Force: &force})
+	if err != nil && !notFound(err) {
+		return apiError("deleting the document "+name, err)
+	}
+	return nil
+}
+
+// Upload implements Remote: the file goes as text/plain (its secrets
+// already withheld), named by its path, with its path and hash as custom
+// metadata.
+func (a *API) Upload(ctx context.Context, store string, doc Doc, data []byte) (string, error) {
+	what := "uploading " + doc.Path + " to the File Search store"
+	op, err := a.client.FileSearchStores.UploadToFileSearchStore(ctx, bytes.NewReader(data), store, &genai.UploadToFileSearchStoreConfig{
+		MIMEType:    "text/plain",
+		DisplayName: doc.Path,
+		CustomMetadata: []*genai.CustomMetadata{
+			{Key: "path", StringValue: doc.Path},
+			{Key: "sha256", StringValue: doc.Hash},
+		},
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", context.Cause(ctx)
+		}
+		// The SDK flattens the upload's start error into text: ask
+		// whether the store is still there to tell a gone store apart.
+		if ok, _, gerr := a.StoreExists(ctx, store); gerr == nil && !ok {
+			return "", fmt.Errorf("%s: %w", what, ErrStoreGone)
+		}
+		return "", apiError(what, err)
+	}
+	return a.wait(ctx, what, op)
+}
+
+// wait polls an upload's operation until it is done, with backoff and a
+// bound, and returns the document's name.
+func (a *API) wait(ctx context.Context, what string, op *genai.UploadToFileSearchStoreOperation) (string, error) {
+	poll, pollMax, limit := a.Poll, a.PollMax, a.PollLimit
+	if poll <= 0 {
+		poll = 500 * time.Millisecond
+	}
+	if pollMax <= 0 {
+		pollMax = 5 * time.Second
+	}
+	if limit <= 0 {
+		limit = 5 * time.Minute
+	}
+	deadline := time.Now().Add(limit)
+	for !op.Done {
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("%s: the Gemini API had not indexed it after %v (operation %s)", what, limit, op.Name)
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", context.Cause(ctx)
+		case <-t.C:
+		}
+		poll = min(2*poll, pollMax)
+		next, err := a.client.Operations.GetUploadToFileSearchStoreOperation(ctx, op, nil)
+		if err != nil {
+			return "", apiError(what+": polling its operation", err)
+		}
+		op = next
+	}
+	if op.Error != nil {
+		return "", fmt.Errorf("%s: the Gemini API could not index it: %v", what, op.Error["message"])
+	}
+	if op.Response == nil || op.Response.DocumentName == "" {
+		return "", fmt.Errorf("%s: the Gemini API's operation %s ended without a document name", what, op.Name)
+	}
+	return op.Response.DocumentName, nil
+}
+
+// notFound says whether err is the API's 404.
+func notFound(err error) bool {
+	var ae genai.APIError
+	if errors.As(err, &ae) {
+		return ae.Code == http.StatusNotFound
+	}
+	var ap *genai.APIError
+	return errors.As(err, &ap) && ap.Code == http.StatusNotFound
+}
+
+// apiError words an error of the API for the caller, wrapping
+// ErrStoreGone for a 404.
+func apiError(what string, err error) error {
+	if notFound(err) {
+		return fmt.Errorf("%s: %w (%v)", what, ErrStoreGone, err)
+	}
+	var ae genai.APIError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("%s: the Gemini API answered HTTP %d %s: %s", what, ae.Code, ae.Status, ae.Message)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -1,0 +1,446 @@
+// Package filesearch keeps a project root indexed in a File Search store
+// of the Gemini API, for roots too big to send as file context.
+//
+// There is one store per project root and caller scope, never shared
+// between scopes (callers who could not read the same files). The files
+// are those file context would send: Indexer walks the root with
+// package filectx's scan (the sandbox, .gitignore files, excluded and
+// binary files, credential files by name, the size limit) and withholds
+// the secrets in their text with secrets.Redact before upload.
+//
+// A manifest (Manifests) keeps, for each (root, scope), its store and
+// each file's content hash and document. An index uploads only new and
+// changed files (a changed file's old document is deleted first) and
+// deletes the documents of files gone; the manifest is written as each
+// file finishes, so an index cut short resumes with what is missing
+// (FileManifests keeps them in the server's state directory, across
+// restarts; MemoryManifests for one process); the documents of uploads
+// the API finished after an index was cut, which no manifest names, are
+// found by the store's count of documents and deleted. A
+// store deleted behind the server's back (404) is made again with an
+// empty manifest. Sweep deletes the stores unused for a TTL, and Drop one
+// on request.
+package filesearch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/secrets"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxFiles      = 25_000
+	DefaultMaxFileBytes  = 1 << 20
+	DefaultMaxTotalBytes = 512 << 20
+	DefaultConcurrency   = 4
+	DefaultTTL           = 24 * time.Hour
+)
+
+// Reasons a file is left out of an index, besides filectx's.
+const (
+	SkipFileLimit  filectx.Reason = "file-limit"  // past Options.MaxFiles
+	SkipTotalBytes filectx.Reason = "total-bytes" // past Options.MaxTotalBytes
+)
+
+// Options bound an Indexer. The zero value of a field means its default.
+type Options struct {
+	MaxFiles      int   // files in one store (25,000)
+	MaxFileBytes  int64 // per file (1 MiB)
+	MaxTotalBytes int64 // of the files of one store together (512 MiB)
+	Concurrency   int   // uploads at once (4)
+	// TTL is how long a store is kept after its last use (24h).
+	TTL time.Duration
+	// Forbidden are paths never indexed (the server's own state).
+	Forbidden []string
+	Now       func() time.Time
+	Log       *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = DefaultMaxFiles
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if o.MaxTotalBytes <= 0 {
+		o.MaxTotalBytes = DefaultMaxTotalBytes
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Indexer keeps project roots indexed. It is safe for concurrent use; the
+// calls on one (root, scope) run one at a time.
+type Indexer struct {
+	remote    Remote
+	manifests Manifests
+	opts      Options
+	locks     sync.Map // key → chan struct{} (capacity 1)
+}
+
+// New returns an Indexer over remote, keeping its manifests in m.
+func New(remote Remote, m Manifests, opts Options) *Indexer {
+	return &Indexer{remote: remote, manifests: m, opts: opts.withDefaults()}
+}
+
+// Report says what an Index did.
+type Report struct {
+	Store     string
+	Files     int // files in the index now
+	Uploaded  int
+	Unchanged int
+	Deleted   int   // documents of files gone or no longer indexed
+	Bytes     int64 // uploaded
+	Skipped   int   // files left out, by reason in SkippedBy
+	SkippedBy map[filectx.Reason]int
+	// Strays are documents of the store the manifest did not name
+	// (uploads finished after their index was cut), deleted.
+	Strays int
+	// Recreated says the store had gone (deleted behind the server's
+	// back) and was made again.
+	Recreated bool
+}
+
+// Key is the manifest key of a resolved root and a scope.
+func Key(root, scope string) string { return root + "\x00" + scope }
+
+func (ix *Indexer) lock(ctx context.Context, key string) (func(), error) {
+	v, _ := ix.locks.LoadOrStore(key, make(chan struct{}, 1))
+	ch := v.(chan struct{})
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// Index brings the store of root (an absolute path) and scope up to date
+// with the files under root, making the store when there is none.
+func (ix *Indexer) Index(ctx context.Context, root, scope string) (*Report, error) {
+	if scope == "" {
+		return nil, errors.New("file search: a caller scope is required, so that no store is shared between callers")
+	}
+	sb, err := filectx.NewSandbox(root, ix.opts.Forbidden)
+	if err != nil {
+		return nil, err
+	}
+	key := Key(sb.Root(), scope)
+	unlock, err := ix.lock(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	scan, err := sb.ScanEntries(ctx, []string{"."}, filectx.Options{
+		MaxFileBytes: ix.opts.MaxFileBytes, MaxScanEntries: 4 * ix.opts.MaxFiles, MaxSkippedListed: 1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep, err := ix.index(ctx, sb.Root(), key, scan)
+	if errors.Is(err, ErrStoreGone) && ctx.Err() == nil {
+		// Gone half-way: once more, on a new store.
+		ix.opts.Log.Warn("file search store gone during an index; making it again", "root", sb.Root(), "err", err)
+		rep, err = ix.index(ctx, sb.Root(), key, scan)
+	}
+	return rep, err
+}
+
+// index is one pass of Index.
+func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Scan) (*Report, error) {
+	rep := &Report{SkippedBy: map[filectx.Reason]int{}}
+	for r, n := range scan.SkippedBy {
+		rep.SkippedBy[r] += n
+		rep.Skipped += n
+	}
+	rec, err := ix.manifests.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Store != "" {
+		ok, docs, err := ix.remote.StoreExists(ctx, rec.Store)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			ix.opts.Log.Warn("file search store gone; making it again", "store", rec.Store, "root", root)
+			rec.Store, rec.Files, rep.Recreated = "", map[string]Entry{}, true
+		} else if docs != int64(len(rec.Files)) {
+			if err := ix.reconcile(ctx, rec, rep); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if rec.Store == "" {
+		name, err := ix.remote.CreateStore(ctx, displayName(root))
+		if err != nil {
+			return nil, err
+		}
+		rec.Store = name
+	}
+	rep.Store = rec.Store
+	if err := ix.manifests.SetStore(ctx, key, rec.Store, ix.opts.Now()); err != nil {
+		return nil, err
+	}
+	var todo []filectx.Candidate
+	var total int64
+	for _, c := range scan.Candidates {
+		switch {
+		case len(todo) >= ix.opts.MaxFiles:
+			rep.SkippedBy[SkipFileLimit]++
+		case total+c.Size > ix.opts.MaxTotalBytes:
+			rep.SkippedBy[SkipTotalBytes]++
+		default:
+			total += c.Size
+			todo = append(todo, c)
+			continue
+		}
+		rep.Skipped++
+	}
+	kept, err := ix.upload(ctx, key, rec, todo, rep)
+	if err != nil {
+		return rep, err
+	}
+	for path, e := range rec.Files {
+		if kept[path] {
+			continue
+		}
+		if err := ix.remote.DeleteDocument(ctx, e.Document); err != nil {
+			return rep, err
+		}
+		if err := ix.manifests.DeleteFile(ctx, key, path); err != nil {
+			return rep, err
+		}
+		rep.Deleted++
+	}
+	rep.Files = len(kept)
+	if len(rep.SkippedBy) == 0 {
+		rep.SkippedBy = nil
+	}
+	return rep, ix.manifests.SetStore(ctx, key, rec.Store, ix.opts.Now())
+}
+
+// reconcile deletes the documents of the store the manifest does not
+// name: those of uploads that finished on the API's side after their
+// index was cut, before the manifest was written. It runs when the
+// store's count of documents differs from the manifest's.
+func (ix *Indexer) reconcile(ctx context.Context, rec Record, rep *Report) error {
+	docs, err := ix.remote.Documents(ctx, rec.Store)
+	if err != nil {
+		return err
+	}
+	known := make(map[string]bool, len(rec.Files))
+	for _, e := range rec.Files {
+		known[e.Document] = true
+	}
+	for _, d := range docs {
+		if known[d.Name] {
+			continue
+		}
+		if err := ix.remote.DeleteDocument(ctx, d.Name); err != nil {
+			return err
+		}
+		rep.Strays++
+	}
+	if rep.Strays > 0 {
+		ix.opts.Log.Info("file search: deleted documents the manifest did not name", "store", rec.Store, "count", rep.Strays)
+	}
+	return nil
+}
+
+// upload reads, hashes and (when new or changed) uploads the files of
+// todo, Concurrency at a time, and returns the paths indexed. The first
+// error stops the rest.
+func (ix *Indexer) upload(ctx context.Context, key string, rec Record, todo []filectx.Candidate, rep *Report) (map[string]bool, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		mu    sync.Mutex
+		kept  = make(map[string]bool, len(todo))
+		first error
+		wg    sync.WaitGroup
+	)
+	jobs := make(chan filectx.Candidate)
+	for range ix.opts.Concurrency {
+		wg.Go(func() {
+			for c := range jobs {
+				up, n, reason, err := ix.one(ctx, key, rec, c)
+				mu.Lock()
+				switch {
+				case err != nil:
+					if first == nil {
+						first = err
+						cancel(err)
+					}
+				case reason != "":
+					rep.Skipped++
+					rep.SkippedBy[reason]++
+				default:
+					kept[c.Rel] = true
+					if up {
+						rep.Uploaded++
+						rep.Bytes += n
+					} else {
+						rep.Unchanged++
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+feed:
+	for _, c := range todo {
+		select {
+		case jobs <- c:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	return kept, nil
+}
+
+// one indexes one file: skipped (with the reason), unchanged, or
+// uploaded (its old document deleted first, so that a cut between the
+// two leaves the manifest naming a document gone, which the next index
+// replaces).
+func (ix *Indexer) one(ctx context.Context, key string, rec Record, c filectx.Candidate) (uploaded bool, n int64, reason filectx.Reason, err error) {
+	data, reason, _ := filectx.ReadCandidate(c, ix.opts.MaxFileBytes)
+	if reason != "" {
+		return false, 0, reason, nil
+	}
+	// The hash is the file's own, so that a change in a secret is a
+	// change; what is uploaded has its secrets withheld.
+	sum := sha256.Sum256(data)
+	hash := hex.EncodeToString(sum[:])
+	old, had := rec.Files[c.Rel]
+	if had && old.Hash == hash {
+		return false, 0, "", nil
+	}
+	if had {
+		if err := ix.remote.DeleteDocument(ctx, old.Document); err != nil {
+			return false, 0, "", err
+		}
+	}
+	masked, _ := secrets.Redact(c.Rel, strings.ToValidUTF8(string(data), "\uFFFD"))
+	doc, err := ix.remote.Upload(ctx, rec.Store, Doc{Path: c.Rel, Hash: hash}, []byte(masked))
+	if err != nil {
+		return false, 0, "", err
+	}
+	if err := ix.manifests.PutFile(ctx, key, c.Rel, Entry{Hash: hash, Document: doc}); err != nil {
+		return false, 0, "", err
+	}
+	return true, int64(len(masked)), "", nil
+}
+
+// displayName names a root's store for a person looking at the project's
+// stores: the root's last element, not the scope.
+func displayName(root string) string {
+	name := "gemini-mcp-server " + filepath.Base(root)
+	if len(name) > 120 {
+		name = name[:120]
+	}
+	return strings.ToValidUTF8(name, "")
+}
+
+// Store returns the store of root and scope, marking it used; "" when
+// there is none (never indexed, swept or dropped).
+func (ix *Indexer) Store(ctx context.Context, root, scope string) (string, error) {
+	sb, err := filectx.NewSandbox(root, ix.opts.Forbidden)
+	if err != nil {
+		return "", err
+	}
+	key := Key(sb.Root(), scope)
+	rec, err := ix.manifests.Get(ctx, key)
+	if err != nil || rec.Store == "" {
+		return "", err
+	}
+	return rec.Store, ix.manifests.SetStore(ctx, key, rec.Store, ix.opts.Now())
+}
+
+// Drop deletes the store of root and scope and forgets its manifest.
+func (ix *Indexer) Drop(ctx context.Context, root, scope string) error {
+	sb, err := filectx.NewSandbox(root, ix.opts.Forbidden)
+	if err != nil {
+		return err
+	}
+	_, err = ix.drop(ctx, Key(sb.Root(), scope), time.Time{})
+	return err
+}
+
+// drop deletes key's store and record, when not used since cut (any
+// time, for a zero cut), and says whether it did.
+func (ix *Indexer) drop(ctx context.Context, key string, cut time.Time) (bool, error) {
+	unlock, err := ix.lock(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	rec, err := ix.manifests.Get(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	if !cut.IsZero() && !rec.Used.Before(cut) {
+		return false, nil // used since the sweep listed it
+	}
+	if rec.Store != "" {
+		if err := ix.remote.DeleteStore(ctx, rec.Store); err != nil {
+			return false, err
+		}
+	}
+	return true, ix.manifests.Remove(ctx, key)
+}
+
+// Sweep deletes the stores unused for the TTL and returns how many. The
+// caller schedules it.
+func (ix *Indexer) Sweep(ctx context.Context) (int, error) {
+	recs, err := ix.manifests.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	cut := ix.opts.Now().Add(-ix.opts.TTL)
+	n := 0
+	for _, r := range recs {
+		if !r.Used.Before(cut) {
+			continue
+		}
+		done, err := ix.drop(ctx, r.Key, cut)
+		if err != nil {
+			return n, fmt.Errorf("file search: sweeping the store %s: %w", r.Store, err)
+		}
+		if done {
+			n++
+		}
+	}
+	return n, nil
+}
