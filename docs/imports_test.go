@@ -7,9 +7,9 @@ import (
 
 // TestToolLayersAreSiblings checks the layering architecture.md
 // describes: the chat tools (internal/tools) and the expert tools
-// (internal/expert) share the conversation pipeline and its error
-// vocabulary (internal/conversation) and never import each other, and the
-// pipeline imports neither.
+// (internal/expert) share the conversation pipeline (internal/conversation)
+// and the error vocabulary (internal/toolerr) and never import each other,
+// and the pipeline imports neither.
 func TestToolLayersAreSiblings(t *testing.T) {
 	mod := goCmd(t, "list", "-m")
 	deps := func(pkg string) []string {

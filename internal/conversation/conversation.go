@@ -7,9 +7,9 @@
 // process, then through the store's lease); the turn itself, through
 // backend.Backend, which nothing else runs; its record in the session
 // store, and the files it sent; and an answer too long for one result
-// kept as pages. The tool renders the answer. It also holds the tool
-// layer's error vocabulary (errors.go) and who a call comes from
-// (caller.go). The chat tools (internal/tools) and the expert tools
+// kept as pages. The tool renders the answer. It also holds who a call
+// comes from (caller.go); the tool layer's error vocabulary is
+// internal/toolerr's. The chat tools (internal/tools) and the expert tools
 // (internal/expert) use it, and never each other.
 package conversation
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // mayUse reports whether c may continue the recorded session r: over HTTP,
@@ -58,7 +59,7 @@ func (d *Service) latestOf(ctx context.Context, c identity.Who, dir string) (ses
 	}
 	rec, ok, err := session.Latest(ctx, d.o.Store, d.continuableFilter(d.usable(session.Filter{Client: key, Cwd: dir}, c)))
 	if err != nil {
-		return session.Record{}, false, StoreError(err)
+		return session.Record{}, false, toolerr.StoreError(err)
 	}
 	if !ok && !d.o.ShareSessions {
 		where := ""
@@ -86,7 +87,7 @@ func (d *Service) Sessions(ctx context.Context, who identity.Who, cwd string, of
 	}
 	recs, more, err = d.o.Store.List(ctx, d.usable(session.Filter{Cwd: dir, Offset: offset, Limit: limit}, who))
 	if err != nil {
-		return nil, false, StoreError(err)
+		return nil, false, toolerr.StoreError(err)
 	}
 	return recs, more, nil
 }

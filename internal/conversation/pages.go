@@ -10,6 +10,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // pageAnswer keeps text, an answer too long for one result, in the session
@@ -124,7 +125,7 @@ func (d *Service) Page(ctx context.Context, answerID string, n int) (*mcp.CallTo
 	}
 	a, ok, err := d.o.Store.GetAnswer(ctx, id)
 	if err != nil {
-		return nil, StoreError(err)
+		return nil, toolerr.StoreError(err)
 	}
 	if !ok {
 		return nil, fmt.Errorf("unknown or expired answerId %q: this server keeps the pages of long answers as long as their session (--session-ttl), "+

@@ -8,6 +8,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -66,7 +67,7 @@ func (d *Service) target(ctx context.Context, sessionID, cwd string, who identit
 				return place{}, err
 			}
 		} else if rec, ok, err = session.Latest(ctx, d.o.Store, d.continuableFilter(session.Filter{Cwd: dir})); err != nil {
-			return place{}, StoreError(err)
+			return place{}, toolerr.StoreError(err)
 		}
 		if ok {
 			return d.recorded(rec)
@@ -106,7 +107,7 @@ func (d *Service) target(ctx context.Context, sessionID, cwd string, who identit
 	}
 	rec, ok, err := d.o.Store.Get(ctx, ref.Value)
 	if err != nil {
-		return place{}, StoreError(err)
+		return place{}, toolerr.StoreError(err)
 	}
 	if !ok {
 		// Not recorded: its turns are not counted here.

@@ -11,6 +11,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // run is the turn itself, in Do, on a ctx bind made: it
@@ -54,7 +55,7 @@ func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title stri
 			if ctx.Err() != nil {
 				return nil, "", &WaitCancelled{call.Session}
 			}
-			return nil, "", StoreError(err)
+			return nil, "", toolerr.StoreError(err)
 		}
 		defer release()
 		if err := d.checkTurns(ctx, call.Session, rec); err != nil {
@@ -69,7 +70,7 @@ func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title stri
 		// be continued. A read of an id no one has tells whether the
 		// store answers, before anything is sent to Gemini.
 		if _, _, err := d.o.Store.Get(ctx, session.NewUUID()); err != nil {
-			return nil, "", StoreError(err)
+			return nil, "", toolerr.StoreError(err)
 		}
 	}
 	start := time.Now()
@@ -175,7 +176,7 @@ func (d *Service) checkTurns(ctx context.Context, id string, known *session.Reco
 	} else {
 		var err error
 		if rec, ok, err = d.o.Store.Get(ctx, id); err != nil {
-			return StoreError(err)
+			return toolerr.StoreError(err)
 		}
 	}
 	if ok && rec.Turns >= d.o.MaxTurns {
