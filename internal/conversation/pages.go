@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
@@ -155,4 +156,12 @@ func (d *Service) paged(ctx context.Context, sessionID, text string, saved bool)
 		}
 	}
 	return out.Content[0].(*mcp.TextContent).Text, meta, true
+}
+
+// addSessionNote appends the sessionId as a text item of its own, after
+// the answer, so that the answer's text stays exactly Gemini's.
+func (d *Service) addSessionNote(out *mcp.CallToolResult, sessionID string) {
+	if d.o.SessionIDInText && sessionID != "" {
+		out.Content = append(out.Content, &mcp.TextContent{Text: render.SessionNote(sessionID)})
+	}
 }

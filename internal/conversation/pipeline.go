@@ -68,7 +68,7 @@ type Outcome struct {
 	// Answer is Gemini's answer.
 	Answer *backend.Answer
 	// Unsaved, when not "", is the note to show beside the answer: the
-	// answer came, but its turn could not be kept (see AddUnsaved).
+	// answer came, but its turn could not be kept (see render.AddUnsaved).
 	Unsaved string
 	// Elapsed is how long the turn took, its wait for the session
 	// included.

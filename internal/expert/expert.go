@@ -25,6 +25,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
@@ -180,7 +181,7 @@ func (d *Deps) request(req *mcp.CallToolRequest, t *Tool, in input) conversation
 		if t.structured != nil {
 			res.StructuredContent = t.structured(out)
 		}
-		conversation.AddUnsaved(res, o.Unsaved)
+		render.AddUnsaved(res, o.Unsaved)
 		return res, nil
 	}
 	return r
@@ -346,8 +347,8 @@ func (o *output) result() *mcp.CallToolResult {
 		meta["verdict"] = "no-go"
 	}
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: o.text()}}, Meta: meta}
-	conversation.AddBuiltins(res, o.answer)
-	conversation.AddFallback(res, o.answer)
+	render.AddBuiltins(res, o.answer)
+	render.AddFallback(res, o.answer)
 	return res
 }
 
