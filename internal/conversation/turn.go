@@ -28,7 +28,7 @@ import (
 // could not be recorded, unsaved is the note to show the caller beside
 // it.
 func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title string, rec *session.Record) (res *backend.Answer, unsaved string, err error) {
-	if err := d.identified(c.Who); err != nil {
+	if err := d.acc.Identified(c.Who); err != nil {
 		return nil, "", err
 	}
 	p := d.startProgress(ctx, c)
@@ -145,7 +145,7 @@ func (d *Service) unsavedNote(ctx context.Context, id, dir string, err error) st
 	case gerr != nil:
 		how := " The Gemini CLI keeps the conversation in its own files: once the store is back (the server keeps trying to reach it), chat-reply with sessionId " +
 			id + " together with cwd " + dir + " continues it."
-		if d.family() != config.FamilyCLI || d.scoped() {
+		if d.family() != config.FamilyCLI || d.acc.Scoped() {
 			how = ""
 		}
 		return prefix + "this turn was NOT saved: the session store is unavailable (" + err.Error() + "), so chat-reply cannot continue session " + id +
@@ -155,7 +155,7 @@ func (d *Service) unsavedNote(ctx context.Context, id, dir string, err error) st
 			" still works; chat-reply without sessionId may pick another session." + fix
 	}
 	how := " To continue it, pass sessionId " + id + " together with cwd " + dir + "."
-	if d.scoped() {
+	if d.acc.Scoped() {
 		how = " It cannot be continued through this server."
 	}
 	return prefix + "the session could not be saved (" + err.Error() + "), so chat-reply does not know sessionId " + id + "." + how + fix

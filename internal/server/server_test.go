@@ -20,6 +20,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/access"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
@@ -114,7 +115,7 @@ func (h *harness) newServer() *mcp.Server {
 			}
 			given = append(given, r)
 		}
-		if roots, err = conversation.ResolveRoots(given); err != nil {
+		if roots, err = access.ResolveRoots(given); err != nil {
 			h.t.Fatal(err)
 		}
 	}
