@@ -7,9 +7,10 @@ import (
 
 // TestToolLayersAreSiblings checks the layering architecture.md
 // describes: the chat tools (internal/tools) and the expert tools
-// (internal/expert) share the conversation pipeline and its error
-// vocabulary (internal/conversation) and never import each other, and the
-// pipeline imports neither.
+// (internal/expert) share the conversation pipeline (internal/conversation),
+// the error vocabulary (internal/toolerr) and the rendering of what every
+// result carries (internal/render), and never import each other; the
+// pipeline and the shared packages import neither.
 func TestToolLayersAreSiblings(t *testing.T) {
 	mod := goCmd(t, "list", "-m")
 	deps := func(pkg string) []string {
@@ -28,6 +29,10 @@ func TestToolLayersAreSiblings(t *testing.T) {
 		{"internal/expert", "internal/tools"},
 		{"internal/conversation", "internal/tools"},
 		{"internal/conversation", "internal/expert"},
+		{"internal/toolerr", "internal/tools"},
+		{"internal/toolerr", "internal/expert"},
+		{"internal/render", "internal/tools"},
+		{"internal/render", "internal/expert"},
 	} {
 		if imports(c.from, c.to) {
 			t.Errorf("%s imports %s (directly or not): the two must stay apart", c.from, c.to)

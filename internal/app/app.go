@@ -23,6 +23,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/access"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/trace"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -252,7 +253,7 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger,
 	}
 	var allowed []string
 	if len(roots) > 0 {
-		if allowed, err = conversation.ResolveRoots(roots); err != nil {
+		if allowed, err = access.ResolveRoots(roots); err != nil {
 			return nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/access"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
@@ -49,16 +50,16 @@ func TestNoOwnerlessSessionWithTokens(t *testing.T) {
 	b := &scripted{answer: &backend.Answer{SessionID: session.NewUUID(), Text: "hi"}}
 	d := New(Options{Backend: b, Store: store, DefaultCwd: t.TempDir(), Remote: true, Authenticated: true})
 	lost := d.CallOf(context.Background(), nil)
-	if _, _, err := d.run(context.Background(), lost, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p", nil); !errors.Is(err, errUnidentified) {
+	if _, _, err := d.run(context.Background(), lost, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p", nil); !errors.Is(err, access.ErrUnidentified) {
 		t.Errorf("a turn without a token: %v, want refused", err)
 	}
 	if b.runs != 0 {
 		t.Errorf("the backend ran %d times", b.runs)
 	}
-	if _, _, err := d.Sessions(context.Background(), lost.Who, "", 0, 10); !errors.Is(err, errUnidentified) {
+	if _, _, err := d.Sessions(context.Background(), lost.Who, "", 0, 10); !errors.Is(err, access.ErrUnidentified) {
 		t.Errorf("a list without a token: %v, want refused", err)
 	}
-	if _, err := d.target(context.Background(), "", "", lost.Who); !errors.Is(err, errUnidentified) {
+	if _, err := d.acc.Target(context.Background(), "", "", lost.Who); !errors.Is(err, access.ErrUnidentified) {
 		t.Errorf("a reply without a token: %v, want refused", err)
 	}
 	alice := d.CallOf(identity.With(context.Background(), identity.ForToken("alice")), nil)

@@ -1,15 +1,16 @@
 // Package conversation is the turn pipeline every tool shares, entered
 // through Service.Do (pipeline.go) with a Request a tool builds from its
 // input: which session a call continues (or that it starts one), in which
-// directory, whether its caller may; what the tool gathers to send; the
+// directory, whether its caller may (by the rules of
+// internal/session/access); what the tool gathers to send; the
 // confirmation of untrusted downstream tools by the client's user
 // (confirm.go); the wait for earlier turns of the same session (in this
 // process, then through the store's lease); the turn itself, through
 // backend.Backend, which nothing else runs; its record in the session
 // store, and the files it sent; and an answer too long for one result
-// kept as pages. The tool renders the answer. It also holds the tool
-// layer's error vocabulary (errors.go) and who a call comes from
-// (caller.go). The chat tools (internal/tools) and the expert tools
+// kept as pages. The tool renders the answer. It also holds who a call
+// comes from (caller.go); the tool layer's error vocabulary is
+// internal/toolerr's. The chat tools (internal/tools) and the expert tools
 // (internal/expert) use it, and never each other.
 package conversation
 
@@ -23,8 +24,10 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/access"
 )
 
 // Options configure a Service.
@@ -37,7 +40,7 @@ type Options struct {
 	Store      session.Store
 	DefaultCwd string // where calls without cwd run
 	// AllowedRoots, when not nil, are the only directories (with their
-	// subdirectories) calls may run in, as resolved by ResolveRoots: a
+	// subdirectories) calls may run in, as resolved by access.ResolveRoots: a
 	// remote client must not make any host directory Gemini's workspace.
 	AllowedRoots []string
 	// Remote, Authenticated (tokens are required), Stateless and
@@ -93,6 +96,9 @@ type Service struct {
 	// tool confirmation; grants what each caller's user allowed for good.
 	pending pendingTurns
 	grants  grants
+	// acc decides which session a turn continues, whether its caller
+	// may, and in which directory it runs.
+	acc *access.Rules
 }
 
 // New returns the pipeline of o, its defaults filled in.
@@ -117,7 +123,27 @@ func New(o Options) *Service {
 		// refused elsewhere, as before hosts were recorded.
 		o.Host, _ = os.Hostname()
 	}
-	return &Service{o: o}
+	s := &Service{o: o}
+	s.acc = &access.Rules{Store: o.Store, DefaultCwd: o.DefaultCwd, AllowedRoots: o.AllowedRoots,
+		Remote: o.Remote, Authenticated: o.Authenticated, ShareSessions: o.ShareSessions,
+		Host: o.Host, Family: s.family, Log: o.Log}
+	return s
+}
+
+// family is the family of the backend serving the tools: a session
+// belongs to the family that started it.
+func (s *Service) family() config.Family { return s.o.Backend.Family() }
+
+// ResolveDir turns a cwd argument (or the default, when empty) into the
+// real directory a call runs in, after resolving symlinks, and refuses one
+// outside the allowed roots.
+func (s *Service) ResolveDir(cwd string) (string, error) { return s.acc.ResolveDir(cwd) }
+
+// Sessions lists, newest first, the sessions who may continue (on stdio
+// all of them, over HTTP its own, unless the operator shares sessions),
+// in cwd when cwd is given; more says whether more follow.
+func (s *Service) Sessions(ctx context.Context, who identity.Who, cwd string, offset, limit int) (recs []session.Record, more bool, err error) {
+	return s.acc.Sessions(ctx, who, cwd, offset, limit)
 }
 
 // Prepare tells the backend that a client has connected, so that it can

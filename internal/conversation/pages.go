@@ -9,7 +9,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // pageAnswer keeps text, an answer too long for one result, in the session
@@ -124,7 +126,7 @@ func (d *Service) Page(ctx context.Context, answerID string, n int) (*mcp.CallTo
 	}
 	a, ok, err := d.o.Store.GetAnswer(ctx, id)
 	if err != nil {
-		return nil, StoreError(err)
+		return nil, toolerr.StoreError(err)
 	}
 	if !ok {
 		return nil, fmt.Errorf("unknown or expired answerId %q: this server keeps the pages of long answers as long as their session (--session-ttl), "+
@@ -154,4 +156,12 @@ func (d *Service) paged(ctx context.Context, sessionID, text string, saved bool)
 		}
 	}
 	return out.Content[0].(*mcp.TextContent).Text, meta, true
+}
+
+// addSessionNote appends the sessionId as a text item of its own, after
+// the answer, so that the answer's text stays exactly Gemini's.
+func (d *Service) addSessionNote(out *mcp.CallToolResult, sessionID string) {
+	if d.o.SessionIDInText && sessionID != "" {
+		out.Content = append(out.Content, &mcp.TextContent{Text: render.SessionNote(sessionID)})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/access"
 )
 
 // Request is one tool call's turn, as its tool asks for it: built from
@@ -68,7 +69,7 @@ type Outcome struct {
 	// Answer is Gemini's answer.
 	Answer *backend.Answer
 	// Unsaved, when not "", is the note to show beside the answer: the
-	// answer came, but its turn could not be kept (see AddUnsaved).
+	// answer came, but its turn could not be kept (see render.AddUnsaved).
 	Unsaved string
 	// Elapsed is how long the turn took, its wait for the session
 	// included.
@@ -111,10 +112,10 @@ func (e *WaitCancelled) Is(target error) bool { return target == ErrWaitCancelle
 // be answered.
 func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error) {
 	c := s.CallOf(ctx, r.Call)
-	var p place
+	var p access.Place
 	if r.Continue {
 		var err error
-		if p, err = s.target(ctx, r.Session, r.Cwd, c.Who); err != nil {
+		if p, err = s.acc.Target(ctx, r.Session, r.Cwd, c.Who); err != nil {
 			return nil, &TargetError{err}
 		}
 	} else {
@@ -122,11 +123,11 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 		if err != nil {
 			return nil, &TargetError{err}
 		}
-		p.dir = dir
+		p.Dir = dir
 	}
 	var m *Material
 	if r.Gather != nil {
-		g, err := r.Gather(ctx, p.session)
+		g, err := r.Gather(ctx, p.Session)
 		if err != nil {
 			return nil, err
 		}
@@ -139,7 +140,7 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 	}
 	run := func(ctx context.Context, turn backend.Turn) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		ans, unsaved, err := s.run(ctx, c, turn, title, p.rec)
+		ans, unsaved, err := s.run(ctx, c, turn, title, p.Rec)
 		if err != nil {
 			return nil, err
 		}
@@ -164,10 +165,10 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 // Nothing changes it after, but for the two ways back to the client the
 // backend is handed with it: Confirm (the confirmation step) and Observer
 // (progress).
-func turnOf(t backend.Turn, p place, m *Material, who identity.Who) backend.Turn {
-	t.Session, t.Dir = p.session, p.dir
+func turnOf(t backend.Turn, p access.Place, m *Material, who identity.Who) backend.Turn {
+	t.Session, t.Dir = p.Session, p.Dir
 	if t.SystemPrompt == "" {
-		t.SystemPrompt = p.systemPrompt
+		t.SystemPrompt = p.SystemPrompt
 	}
 	if m != nil {
 		t.Prompt, t.ContextLen = m.Prompt, m.ContextLen

@@ -11,6 +11,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // run is the turn itself, in Do, on a ctx bind made: it
@@ -27,7 +28,7 @@ import (
 // could not be recorded, unsaved is the note to show the caller beside
 // it.
 func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title string, rec *session.Record) (res *backend.Answer, unsaved string, err error) {
-	if err := d.identified(c.Who); err != nil {
+	if err := d.acc.Identified(c.Who); err != nil {
 		return nil, "", err
 	}
 	p := d.startProgress(ctx, c)
@@ -54,7 +55,7 @@ func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title stri
 			if ctx.Err() != nil {
 				return nil, "", &WaitCancelled{call.Session}
 			}
-			return nil, "", StoreError(err)
+			return nil, "", toolerr.StoreError(err)
 		}
 		defer release()
 		if err := d.checkTurns(ctx, call.Session, rec); err != nil {
@@ -69,7 +70,7 @@ func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title stri
 		// be continued. A read of an id no one has tells whether the
 		// store answers, before anything is sent to Gemini.
 		if _, _, err := d.o.Store.Get(ctx, session.NewUUID()); err != nil {
-			return nil, "", StoreError(err)
+			return nil, "", toolerr.StoreError(err)
 		}
 	}
 	start := time.Now()
@@ -144,7 +145,7 @@ func (d *Service) unsavedNote(ctx context.Context, id, dir string, err error) st
 	case gerr != nil:
 		how := " The Gemini CLI keeps the conversation in its own files: once the store is back (the server keeps trying to reach it), chat-reply with sessionId " +
 			id + " together with cwd " + dir + " continues it."
-		if d.family() != config.FamilyCLI || d.scoped() {
+		if d.family() != config.FamilyCLI || d.acc.Scoped() {
 			how = ""
 		}
 		return prefix + "this turn was NOT saved: the session store is unavailable (" + err.Error() + "), so chat-reply cannot continue session " + id +
@@ -154,7 +155,7 @@ func (d *Service) unsavedNote(ctx context.Context, id, dir string, err error) st
 			" still works; chat-reply without sessionId may pick another session." + fix
 	}
 	how := " To continue it, pass sessionId " + id + " together with cwd " + dir + "."
-	if d.scoped() {
+	if d.acc.Scoped() {
 		how = " It cannot be continued through this server."
 	}
 	return prefix + "the session could not be saved (" + err.Error() + "), so chat-reply does not know sessionId " + id + "." + how + fix
@@ -175,7 +176,7 @@ func (d *Service) checkTurns(ctx context.Context, id string, known *session.Reco
 	} else {
 		var err error
 		if rec, ok, err = d.o.Store.Get(ctx, id); err != nil {
-			return StoreError(err)
+			return toolerr.StoreError(err)
 		}
 	}
 	if ok && rec.Turns >= d.o.MaxTurns {

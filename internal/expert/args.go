@@ -11,14 +11,14 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
 // decodeArgs decodes raw, a call's arguments, once (validate.Arguments),
 // into in, a new input struct of the tool, each argument checked against
 // the tool's schema and its value decoded straight into its field, the
-// schema's defaults filled in. It returns a conversation.ValidationErrors
+// schema's defaults filled in. It returns a toolerr.ValidationErrors
 // listing every argument at fault, each with what to send instead. The
 // SDK validates nothing for these tools: they are registered with raw
 // handlers so that a bad argument is a JSON-RPC -32602 error with
@@ -28,9 +28,9 @@ func (t *Tool) decodeArgs(raw json.RawMessage, in input, maxBytes int) error {
 	sc := t.schema()
 	args, err := validate.Arguments(raw)
 	if err != nil {
-		return conversation.ValidationErrors{{Field: "arguments", Error: "the arguments must be a JSON object of " + argList(sc)}}
+		return toolerr.ValidationErrors{{Field: "arguments", Error: "the arguments must be a JSON object of " + argList(sc)}}
 	}
-	var errs conversation.ValidationErrors
+	var errs toolerr.ValidationErrors
 	var unknown []string
 	for k := range args {
 		if sc.Properties[k] == nil {
@@ -39,7 +39,7 @@ func (t *Tool) decodeArgs(raw json.RawMessage, in input, maxBytes int) error {
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		errs = append(errs, conversation.FieldError{Field: k, Error: fmt.Sprintf("unknown argument; %s takes %s", t.name, argList(sc))})
+		errs = append(errs, toolerr.FieldError{Field: k, Error: fmt.Sprintf("unknown argument; %s takes %s", t.name, argList(sc))})
 	}
 	fields := reflect.ValueOf(in).Elem()
 	for _, name := range sc.PropertyOrder {
@@ -52,7 +52,7 @@ func (t *Tool) decodeArgs(raw json.RawMessage, in input, maxBytes int) error {
 		if !given {
 			switch {
 			case required:
-				errs = append(errs, conversation.FieldError{Field: name, Error: "required: " + p.Description})
+				errs = append(errs, toolerr.FieldError{Field: name, Error: "required: " + p.Description})
 			case p.Default != nil:
 				v, given = p.Default, true
 			}
@@ -61,7 +61,7 @@ func (t *Tool) decodeArgs(raw json.RawMessage, in input, maxBytes int) error {
 			}
 		}
 		if msg := set(fields.FieldByIndex(t.fields[name]), name, p, required, v, maxBytes); msg != "" {
-			errs = append(errs, conversation.FieldError{Field: name, Error: msg})
+			errs = append(errs, toolerr.FieldError{Field: name, Error: msg})
 		}
 	}
 	if len(errs) > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 func TestValidationErrorsOnTheWire(t *testing.T) {
@@ -47,7 +48,7 @@ func TestValidationErrorsOnTheWire(t *testing.T) {
 			t.Errorf("%s %v: code %d message %q", tc.tool, tc.args, we.Code, we.Message)
 		}
 		var data struct {
-			Errors []conversation.FieldError `json:"validation_errors"`
+			Errors []toolerr.FieldError `json:"validation_errors"`
 		}
 		if err := json.Unmarshal(we.Data, &data); err != nil {
 			t.Fatalf("data %s: %v", we.Data, err)

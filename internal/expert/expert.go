@@ -25,6 +25,8 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // FileContext is the file context the expert tools read (a
@@ -89,7 +91,7 @@ func (d *Deps) handler(t *Tool) mcp.ToolHandler {
 		res, err := d.call(ctx, req, t)
 		if err != nil {
 			d.log().Info("expert tool failed", "tool", t.name, "err", err)
-			return nil, conversation.WireError(err)
+			return nil, toolerr.WireError(err)
 		}
 		return res, nil
 	}
@@ -113,7 +115,7 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 		defer cancel()
 		defer func() {
 			if err != nil && errors.Is(context.Cause(ctx), errCallTimeout) {
-				err = &conversation.Error{Category: conversation.ToolFailure, Err: err, Msg: fmt.Sprintf("the call took longer than this server's limit of %s per call, and was stopped: "+
+				err = &toolerr.Error{Category: toolerr.ToolFailure, Err: err, Msg: fmt.Sprintf("the call took longer than this server's limit of %s per call, and was stopped: "+
 					"ask a narrower question or name fewer files, or ask the server's operator to raise the limit", d.CallTimeout)}
 			}
 		}()
@@ -123,12 +125,12 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 	var te *conversation.TargetError
 	switch {
 	case errors.As(err, &te) && in.common().ContinuationID != "":
-		if cat, _ := conversation.Classify(te.Err); cat == conversation.System {
+		if cat, _ := toolerr.Classify(te.Err); cat == toolerr.System {
 			return nil, te.Err
 		}
-		return nil, &conversation.Error{Category: conversation.Validation, Field: "continuation_id", Msg: te.Err.Error(), Err: te.Err}
+		return nil, &toolerr.Error{Category: toolerr.Validation, Field: "continuation_id", Msg: te.Err.Error(), Err: te.Err}
 	case errors.As(err, &te):
-		return nil, conversation.SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", te.Err), te.Err)
+		return nil, toolerr.SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", te.Err), te.Err)
 	case err != nil:
 		return nil, turnError(err, r.Turn.Builtins)
 	}
@@ -179,7 +181,7 @@ func (d *Deps) request(req *mcp.CallToolRequest, t *Tool, in input) conversation
 		if t.structured != nil {
 			res.StructuredContent = t.structured(out)
 		}
-		conversation.AddUnsaved(res, o.Unsaved)
+		render.AddUnsaved(res, o.Unsaved)
 		return res, nil
 	}
 	return r
@@ -345,8 +347,8 @@ func (o *output) result() *mcp.CallToolResult {
 		meta["verdict"] = "no-go"
 	}
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: o.text()}}, Meta: meta}
-	conversation.AddBuiltins(res, o.answer)
-	conversation.AddFallback(res, o.answer)
+	render.AddBuiltins(res, o.answer)
+	render.AddFallback(res, o.answer)
 	return res
 }
 

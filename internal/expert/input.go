@@ -3,8 +3,8 @@ package expert
 import (
 	"context"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // Common are the arguments every expert tool takes, embedded in each
@@ -92,7 +92,7 @@ func (d *Deps) gatherFiles(ctx context.Context, id string, entries []string) (*m
 		return c, nil
 	}
 	if d.Files == nil {
-		return nil, conversation.SystemError("this server cannot read project files yet (no file context is configured): ask its operator, or paste the code into the request instead", nil)
+		return nil, toolerr.SystemError("this server cannot read project files yet (no file context is configured): ask its operator, or paste the code into the request instead", nil)
 	}
 	files, err := d.Files.Gather(ctx, id, entries)
 	if err != nil {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // Precommit is the precommit expert tool.
@@ -50,12 +50,12 @@ func (in *PrecommitInput) sections() []section {
 // is not a file, and is not recorded as sent.
 func (in *PrecommitInput) gather(ctx context.Context, d *Deps, _ string) (*material, error) {
 	if !in.IncludeStaged && !in.IncludeUnstaged {
-		return nil, conversation.ValidationErrors{
+		return nil, toolerr.ValidationErrors{
 			{Field: "include_staged", Error: "include_staged and include_unstaged are both false, which leaves nothing to review: set one of them to true"},
 		}
 	}
 	if d.Files == nil {
-		return nil, conversation.SystemError("this server cannot read git changes yet (no file context is configured): ask its operator, or use codereview with the changed files", nil)
+		return nil, toolerr.SystemError("this server cannot read git changes yet (no file context is configured): ask its operator, or use codereview with the changed files", nil)
 	}
 	preface := fmt.Sprintf("## Repository\n%s (staged changes: %s, unstaged changes: %s)\n\n",
 		in.Path, yesNo(in.IncludeStaged), yesNo(in.IncludeUnstaged))

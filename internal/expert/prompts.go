@@ -10,7 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // Each expert tool is also an MCP prompt of the same name, with the
@@ -88,7 +88,7 @@ func (sp *Tool) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.Ge
 		return nil, err
 	}
 	if err := sp.decodeArgs(raw, sp.input(), 0); err != nil {
-		return nil, conversation.WireError(err)
+		return nil, toolerr.WireError(err)
 	}
 	pretty, _ := json.MarshalIndent(args, "", "  ")
 	text := fmt.Sprintf("Call the %s tool (of gemini-mcp-server) with these arguments, then show me its answer:\n\n%s", sp.name, pretty)

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/gitchanges"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 func root(t *testing.T) string {
@@ -25,13 +25,13 @@ func root(t *testing.T) string {
 }
 
 // category is err's category and field as the tools report them.
-func category(t *testing.T, err error) (conversation.Category, string) {
+func category(t *testing.T, err error) (toolerr.Category, string) {
 	t.Helper()
 	var e *filectx.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("want a *filectx.Error, got %T %v", err, err)
 	}
-	return conversation.Classify(err)
+	return toolerr.Classify(err)
 }
 
 func TestFilesErrorCategories(t *testing.T) {
@@ -46,12 +46,12 @@ func TestFilesErrorCategories(t *testing.T) {
 	c := &filectx.Service{Root: r, Forbidden: []string{state}}
 	for _, tc := range []struct {
 		entry string
-		cat   conversation.Category
+		cat   toolerr.Category
 	}{
-		{"../x", conversation.Security},
-		{"/etc/passwd", conversation.Security},
-		{"state/sessions.db", conversation.Security},
-		{"missing.go", conversation.Validation},
+		{"../x", toolerr.Security},
+		{"/etc/passwd", toolerr.Security},
+		{"state/sessions.db", toolerr.Security},
+		{"missing.go", toolerr.Validation},
 	} {
 		_, err := c.Gather(context.Background(), "", []string{tc.entry})
 		if cat, field := category(t, err); cat != tc.cat || field != "files" {
@@ -60,7 +60,7 @@ func TestFilesErrorCategories(t *testing.T) {
 	}
 	bad := &filectx.Service{Root: filepath.Join(r, "nowhere")}
 	_, err := bad.Gather(context.Background(), "", []string{"a.go"})
-	if cat, _ := category(t, err); cat != conversation.System {
+	if cat, _ := category(t, err); cat != toolerr.System {
 		t.Errorf("a missing root: %v", cat)
 	}
 }
@@ -106,16 +106,16 @@ func TestChangesErrorCategories(t *testing.T) {
 	}
 	c := &filectx.Service{Root: r}
 	_, err := c.Changes(context.Background(), "plain", true, true, nil)
-	if cat, field := category(t, err); cat != conversation.Validation || field != "path" {
+	if cat, field := category(t, err); cat != toolerr.Validation || field != "path" {
 		t.Errorf("not a repository: %v on %q", cat, field)
 	}
 	_, err = c.Changes(context.Background(), "../", true, true, nil)
-	if cat, field := category(t, err); cat != conversation.Security || field != "path" {
+	if cat, field := category(t, err); cat != toolerr.Security || field != "path" {
 		t.Errorf("outside: %v on %q", cat, field)
 	}
 	noGit := &filectx.Service{Root: r, Git: filepath.Join(r, "no-such-git")}
 	_, err = noGit.Changes(context.Background(), "plain", true, true, nil)
-	if cat, _ := category(t, err); cat != conversation.System {
+	if cat, _ := category(t, err); cat != toolerr.System {
 		t.Errorf("git missing: %v", cat)
 	}
 }
@@ -154,7 +154,7 @@ func TestChangesRefusesGitDataOutsideTheRoot(t *testing.T) {
 	if err == nil {
 		t.Fatalf("not refused:\n%s", cs.Text)
 	}
-	if cat, field := category(t, err); cat != conversation.Security || field != "path" || !strings.Contains(err.Error(), "outside the project root") {
+	if cat, field := category(t, err); cat != toolerr.Security || field != "path" || !strings.Contains(err.Error(), "outside the project root") {
 		t.Errorf("%v on %q: %v", cat, field, err)
 	}
 }

@@ -18,9 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // Limiter counts each client's calls of each tool in token buckets: a
@@ -150,11 +150,11 @@ func (l *Limiter) Middleware(rpcErrors []string) mcp.Middleware {
 			msg := fmt.Sprintf("this client has reached the rate limit of %s (%s): nothing was run. Retry in %d s, or ask the server's operator to raise --rate-limits",
 				p.Name, l.limits[p.Name], secs)
 			if !slices.Contains(rpcErrors, p.Name) {
-				res := conversation.Failure(errors.New(msg))
+				res := toolerr.Failure(errors.New(msg))
 				res.Meta = mcp.Meta{"retryAfterSeconds": secs}
 				return res, nil
 			}
-			return nil, conversation.WireError(&conversation.Error{Category: conversation.ToolFailure, Msg: msg,
+			return nil, toolerr.WireError(&toolerr.Error{Category: toolerr.ToolFailure, Msg: msg,
 				Data: map[string]any{"reason": "rate_limited", "retryAfterSeconds": secs, "limit": l.limits[p.Name].String()}})
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 const otherToken = "other-token-0123456789abcdef"
@@ -89,7 +89,7 @@ func TestHTTPSessionsBelongToTheirToken(t *testing.T) {
 				{"prompt": "index", "sessionId": "1", "cwd": h.home},
 			}
 			for _, args := range refused {
-				if text, _, isErr := callOn(t, two, "chat-reply", args); !isErr || !strings.HasPrefix(text, conversation.ErrorPrefix) {
+				if text, _, isErr := callOn(t, two, "chat-reply", args); !isErr || !strings.HasPrefix(text, toolerr.ErrorPrefix) {
 					t.Errorf("client two, %v: %q", args, text)
 				}
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -104,7 +105,7 @@ func TestArgumentsDecodedOnce(t *testing.T) {
 		t.Fatalf("thinkdeep, bad arguments: %v, want -32602", err)
 	}
 	var data struct {
-		Errors []conversation.FieldError `json:"validation_errors"`
+		Errors []toolerr.FieldError `json:"validation_errors"`
 	}
 	if json.Unmarshal(we.Data, &data) != nil || len(data.Errors) != 3 {
 		t.Errorf("thinkdeep, bad arguments: %s, want three fields at fault", we.Data)

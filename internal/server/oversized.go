@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -312,12 +312,12 @@ func refuseOversized(f Families) mcp.Middleware {
 			switch family[p.Name] {
 			case ChatFamily:
 				if f.Chat != nil {
-					return conversation.Failure(validate.TooLarge(name, n, f.Chat.MaxPromptBytes)), nil
+					return toolerr.Failure(validate.TooLarge(name, n, f.Chat.MaxPromptBytes)), nil
 				}
 			case ExpertFamily:
 				if f.Expert != nil {
 					err := validate.TooLarge(name, n, f.Expert.MaxArgBytes)
-					return nil, conversation.WireError(conversation.ValidationErrors{{Field: name, Error: err.Error()}})
+					return nil, toolerr.WireError(toolerr.ValidationErrors{{Field: name, Error: err.Error()}})
 				}
 			}
 			return next(ctx, method, req)

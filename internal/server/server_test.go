@@ -20,7 +20,9 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/access"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
@@ -113,7 +115,7 @@ func (h *harness) newServer() *mcp.Server {
 			}
 			given = append(given, r)
 		}
-		if roots, err = conversation.ResolveRoots(given); err != nil {
+		if roots, err = access.ResolveRoots(given); err != nil {
 			h.t.Fatal(err)
 		}
 	}
@@ -294,7 +296,7 @@ func TestBadInputNeverReachesTheCLI(t *testing.T) {
 	}
 	for _, c := range cases {
 		text, _, isErr := h.call(c.tool, c.args)
-		if !isErr || !strings.HasPrefix(text, conversation.ErrorPrefix) || !strings.Contains(text, c.want) {
+		if !isErr || !strings.HasPrefix(text, toolerr.ErrorPrefix) || !strings.Contains(text, c.want) {
 			t.Errorf("%s %v: %q, want an error containing %q", c.tool, truncArgs(c.args), text, c.want)
 		}
 	}
@@ -386,7 +388,7 @@ func TestLongAnswersArePaged(t *testing.T) {
 		t.Fatal("the pages do not add up to the answer")
 	}
 	for _, bad := range []map[string]any{{"answerId": id, "page": 5}, {"answerId": id, "page": 0}, {"answerId": "nope", "page": 2}} {
-		if text, _, isErr := h.callMeta("chat-page", bad); !isErr || !strings.HasPrefix(text, conversation.ErrorPrefix) {
+		if text, _, isErr := h.callMeta("chat-page", bad); !isErr || !strings.HasPrefix(text, toolerr.ErrorPrefix) {
 			t.Errorf("chat-page %v: %q", bad, text)
 		}
 	}

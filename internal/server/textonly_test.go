@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
 )
 
 // textsOnly is what a client that shows its model only the text content
@@ -32,16 +32,16 @@ func TestSessionIDInText(t *testing.T) {
 		t.Fatalf("chat: %q", texts)
 	}
 	m := uuidInText.FindStringSubmatch(strings.Join(texts, "\n"))
-	if m == nil || texts[1] != conversation.SessionNote(m[1]) {
+	if m == nil || texts[1] != render.SessionNote(m[1]) {
 		t.Fatalf("no sessionId in the text: %q", texts)
 	}
 	texts, isErr = h.textsOnly("chat-reply", map[string]any{"prompt": "what was it?", "sessionId": m[1]})
-	if isErr || len(texts) != 2 || !strings.HasPrefix(texts[0], "fake-gemini turn=2 ") || texts[1] != conversation.SessionNote(m[1]) {
+	if isErr || len(texts) != 2 || !strings.HasPrefix(texts[0], "fake-gemini turn=2 ") || texts[1] != render.SessionNote(m[1]) {
 		t.Fatalf("chat-reply by the id from the text: %q", texts)
 	}
 	// Paged: every page names the session.
 	texts, isErr = h.textsOnly("chat-reply", map[string]any{"prompt": "[[stdout:2500]] long", "sessionId": m[1]})
-	if isErr || len(texts) != 2 || texts[1] != conversation.SessionNote(m[1]) {
+	if isErr || len(texts) != 2 || texts[1] != render.SessionNote(m[1]) {
 		t.Fatalf("first page: %d items, last %q", len(texts), texts[len(texts)-1])
 	}
 	answerID := regexp.MustCompile(`answerId "([0-9a-f-]{36})"`).FindStringSubmatch(texts[0])
@@ -49,7 +49,7 @@ func TestSessionIDInText(t *testing.T) {
 		t.Fatalf("no answerId in the first page: %q", texts[0])
 	}
 	texts, isErr = h.textsOnly("chat-page", map[string]any{"answerId": answerID[1], "page": 2})
-	if isErr || len(texts) != 2 || texts[1] != conversation.SessionNote(m[1]) {
+	if isErr || len(texts) != 2 || texts[1] != render.SessionNote(m[1]) {
 		t.Fatalf("second page: %q", texts)
 	}
 	// Failures carry no note.

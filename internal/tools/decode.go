@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -140,7 +140,7 @@ func decodeArgs[In any](raw json.RawMessage, in *In) *mcp.CallToolResult {
 	}
 	if it.tuned {
 		if err := checkTuning(args); err != nil {
-			return conversation.Failure(err)
+			return toolerr.Failure(err)
 		}
 	}
 	fields := reflect.ValueOf(in).Elem()
@@ -177,7 +177,7 @@ func decodeArgs[In any](raw json.RawMessage, in *In) *mcp.CallToolResult {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return conversation.Failure(fmt.Errorf("unknown argument %s; this tool takes %s", quoteAll(unknown), strings.Join(it.sc.PropertyOrder, ", ")))
+		return toolerr.Failure(fmt.Errorf("unknown argument %s; this tool takes %s", quoteAll(unknown), strings.Join(it.sc.PropertyOrder, ", ")))
 	}
 	return nil
 }

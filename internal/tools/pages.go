@@ -5,7 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // AddPage adds chat-page to s.
@@ -31,7 +31,7 @@ type PageInput struct {
 func (d *Deps) chatPage(ctx context.Context, req *mcp.CallToolRequest, in PageInput) (*mcp.CallToolResult, any, error) {
 	out, err := d.Conv.Page(ctx, in.AnswerID, in.Page)
 	if err != nil {
-		return conversation.Failure(err), nil, nil
+		return toolerr.Failure(err), nil, nil
 	}
 	return out, nil, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
 )
 
 // result is chat's and chat-reply's result of an answer: its text (paged
@@ -26,7 +27,7 @@ func (d *Deps) result(ctx context.Context, o conversation.Outcome) *mcp.CallTool
 		}
 		out.Meta["sessionId"] = res.SessionID
 		if d.Conv.SessionIDInText() {
-			out.Content = append(out.Content, &mcp.TextContent{Text: conversation.SessionNote(res.SessionID)})
+			out.Content = append(out.Content, &mcp.TextContent{Text: render.SessionNote(res.SessionID)})
 		}
 	}
 	if res.Usage != nil || len(res.NotApplied) > 0 || res.Model != "" {
@@ -59,17 +60,17 @@ func (d *Deps) result(ctx context.Context, o conversation.Outcome) *mcp.CallTool
 		}
 		out.Meta["finishReason"] = res.FinishReason
 	}
-	conversation.AddBuiltins(out, res)
-	conversation.AddFallback(out, res)
+	render.AddBuiltins(out, res)
+	render.AddFallback(out, res)
 	if unsaved != "" {
 		// The note saying what became of the session replaces the one
 		// that says to pass its id to chat-reply.
 		out.Content = slices.DeleteFunc(out.Content, func(c mcp.Content) bool {
 			t, ok := c.(*mcp.TextContent)
-			return ok && res.SessionID != "" && t.Text == conversation.SessionNote(res.SessionID)
+			return ok && res.SessionID != "" && t.Text == render.SessionNote(res.SessionID)
 		})
 	}
-	conversation.AddUnsaved(out, unsaved)
+	render.AddUnsaved(out, unsaved)
 	return out
 }
 

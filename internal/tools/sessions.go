@@ -13,8 +13,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // Limits of the sessions tool's pages.
@@ -79,15 +79,15 @@ func (d *Deps) listSessions(ctx context.Context, req *mcp.CallToolRequest, in Se
 		limit = defaultSessionsLimit
 	}
 	if limit < 1 || limit > maxSessionsLimit {
-		return conversation.Failure(fmt.Errorf("limit %d is out of range: pass 1 to %d, or omit it for %d", in.Limit, maxSessionsLimit, defaultSessionsLimit)), nil, nil
+		return toolerr.Failure(fmt.Errorf("limit %d is out of range: pass 1 to %d, or omit it for %d", in.Limit, maxSessionsLimit, defaultSessionsLimit)), nil, nil
 	}
 	offset, err := parseCursor(in.Cursor)
 	if err != nil {
-		return conversation.Failure(err), nil, nil
+		return toolerr.Failure(err), nil, nil
 	}
 	recs, more, err := d.Conv.Sessions(ctx, d.Conv.CallOf(ctx, req).Who, in.Cwd, offset, limit)
 	if err != nil {
-		return conversation.Failure(err), nil, nil
+		return toolerr.Failure(err), nil, nil
 	}
 	out := &SessionsOutput{Sessions: make([]SessionInfo, 0, len(recs))}
 	for _, r := range recs {

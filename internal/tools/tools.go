@@ -21,6 +21,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
@@ -133,11 +134,11 @@ type ReplyInput struct {
 
 func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput) (*mcp.CallToolResult, any, error) {
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
-		return conversation.Failure(err), nil, nil
+		return toolerr.Failure(err), nil, nil
 	}
 	r, err := d.chatRequest(req, in)
 	if err != nil {
-		return conversation.Failure(err), nil, nil
+		return toolerr.Failure(err), nil, nil
 	}
 	return d.do(ctx, r), nil, nil
 }
@@ -168,11 +169,11 @@ func (d *Deps) chatRequest(req *mcp.CallToolRequest, in ChatInput) (conversation
 
 func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, any, error) {
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
-		return conversation.Failure(err), nil, nil
+		return toolerr.Failure(err), nil, nil
 	}
 	r, err := d.replyRequest(req, in)
 	if err != nil {
-		return conversation.Failure(err), nil, nil
+		return toolerr.Failure(err), nil, nil
 	}
 	return d.do(ctx, r), nil, nil
 }
@@ -200,9 +201,9 @@ func (d *Deps) do(ctx context.Context, r conversation.Request) *mcp.CallToolResu
 	var wc *conversation.WaitCancelled
 	switch {
 	case errors.As(err, &wc):
-		return conversation.Failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", wc.Session))
+		return toolerr.Failure(fmt.Errorf("the call was cancelled while waiting for an earlier call on session %s", wc.Session))
 	case err != nil:
-		return conversation.Failure(err)
+		return toolerr.Failure(err)
 	}
 	return res
 }

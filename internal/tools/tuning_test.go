@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/mcptest"
@@ -65,8 +66,8 @@ func TestTuningValidated(t *testing.T) {
 				args[k] = v
 			}
 			res := call(t, cs, tool, args)
-			if !res.IsError || textOf(res) != conversation.ErrorPrefix+c.want && !strings.HasPrefix(textOf(res), conversation.ErrorPrefix+c.want) {
-				t.Errorf("%s %v: %v %q, want %q", tool, c.args, res.IsError, textOf(res), conversation.ErrorPrefix+c.want)
+			if !res.IsError || textOf(res) != toolerr.ErrorPrefix+c.want && !strings.HasPrefix(textOf(res), toolerr.ErrorPrefix+c.want) {
+				t.Errorf("%s %v: %v %q, want %q", tool, c.args, res.IsError, textOf(res), toolerr.ErrorPrefix+c.want)
 			}
 		}
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
 )
 
 const (
@@ -98,7 +98,7 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()
 	id, _ := res.Meta["sessionId"].(string)
 	if n := len(res.Content); n == 2 && id != "" && !res.IsError {
-		if tc, ok := res.Content[1].(*mcp.TextContent); !ok || tc.Text != conversation.SessionNote(id) {
+		if tc, ok := res.Content[1].(*mcp.TextContent); !ok || tc.Text != render.SessionNote(id) {
 			t.Fatalf("the second content item does not name session %s: %s", id, dump(res))
 		}
 	} else if n != 1 {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
 )
 
 // Exit codes of the Inspector's CLI.
@@ -170,7 +170,7 @@ func checkInspector(t *testing.T, tl npmTools, s *server, target []string, token
 		t.Errorf("tools/call chat: _meta %v has no sessionId UUID", r.result.Meta)
 	}
 	if r.result.IsError || len(r.result.Content) != 2 || r.result.Content[0].Type != "text" || r.result.Content[0].Text != wantAnswer(prompt) ||
-		r.result.Content[1].Text != conversation.SessionNote(id) {
+		r.result.Content[1].Text != render.SessionNote(id) {
 		t.Errorf("tools/call chat: %+v\nwant the text %q and the session's note", r.result, wantAnswer(prompt))
 	}
 	geminitest.CheckStderr(t, "inspector (with a stdio server's stderr)", r.stderr)

@@ -13,9 +13,9 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
 )
 
 // Protocol versions the tests expect a client to settle on.
@@ -168,7 +168,7 @@ func mcpgoSession(t *testing.T, c *mcpclient.Client, version, want, marker strin
 	}
 	// The answer, then the note naming the session for models that see
 	// only text (--session-id-in-text, on by default).
-	if want := []string{wantAnswer(prompt), conversation.SessionNote(id)}; res.IsError || !slices.Equal(texts, want) {
+	if want := []string{wantAnswer(prompt), render.SessionNote(id)}; res.IsError || !slices.Equal(texts, want) {
 		t.Errorf("chat: isError=%v %q, want %q", res.IsError, texts, want)
 	}
 	if !uuidRE.MatchString(id) {

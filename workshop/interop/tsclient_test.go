@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
 )
 
 // tsReport is what tsclient/client.mjs prints.
@@ -186,10 +186,10 @@ func checkTSReport(t *testing.T, rep tsReport, marker string) {
 	}
 	// The second text item names the session for clients that show the
 	// model only the text.
-	if rep.Chat.IsError || !slices.Equal(rep.Chat.Texts, []string{wantAnswer(hello), conversation.SessionNote(id)}) {
+	if rep.Chat.IsError || !slices.Equal(rep.Chat.Texts, []string{wantAnswer(hello), render.SessionNote(id)}) {
 		t.Errorf("chat: %+v, want the text %q and the session's note", rep.Chat, wantAnswer(hello))
 	}
-	if rep.Reply.IsError || len(rep.Reply.Texts) != 2 || rep.Reply.Texts[1] != conversation.SessionNote(id) || !strings.HasPrefix(rep.Reply.Texts[0], "fake-gemini turn=2 ") ||
+	if rep.Reply.IsError || len(rep.Reply.Texts) != 2 || rep.Reply.Texts[1] != render.SessionNote(id) || !strings.HasPrefix(rep.Reply.Texts[0], "fake-gemini turn=2 ") ||
 		!strings.HasSuffix(rep.Reply.Texts[0], "prompt=again "+marker) || rep.Reply.Meta["sessionId"] != id {
 		t.Errorf("chat-reply on session %s: %+v; want turn 2 of that session", id, rep.Reply)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
 )
 
 // The tests here run the server with the API backend on the fake Gemini
@@ -151,8 +151,8 @@ func TestChatThoughts(t *testing.T) {
 	}
 	var items []string
 	for _, c := range res.Content[1:] {
-		if tc, ok := c.(*mcp.TextContent); ok && strings.HasPrefix(tc.Text, conversation.ThoughtsHeading) {
-			items = append(items, strings.TrimPrefix(tc.Text, conversation.ThoughtsHeading))
+		if tc, ok := c.(*mcp.TextContent); ok && strings.HasPrefix(tc.Text, render.ThoughtsHeading) {
+			items = append(items, strings.TrimPrefix(tc.Text, render.ThoughtsHeading))
 		}
 	}
 	if len(items) != 1 || items[0] != fakeapi.ThoughtSummary || res.Meta["thoughts"] != fakeapi.ThoughtSummary {

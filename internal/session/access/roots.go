@@ -1,4 +1,4 @@
-package conversation
+package access
 
 import (
 	"fmt"
@@ -35,11 +35,11 @@ func ResolveRoots(roots []string) ([]string, error) {
 // checkRoot refuses a resolved directory outside the allowed roots. Nil
 // roots allow every directory (stdio by default: the client is the local
 // user, who could start the CLI anywhere).
-func (d *Service) checkRoot(orig, dir string) error {
-	if d.o.AllowedRoots == nil {
+func (r *Rules) checkRoot(orig, dir string) error {
+	if r.AllowedRoots == nil {
 		return nil
 	}
-	for _, root := range d.o.AllowedRoots {
+	for _, root := range r.AllowedRoots {
 		if pathx.Within(root, dir) {
 			return nil
 		}
@@ -49,5 +49,5 @@ func (d *Service) checkRoot(orig, dir string) error {
 		shown += " (" + dir + ")"
 	}
 	return fmt.Errorf("cwd %s is outside the directories this server allows: %s. Use one of them or a subdirectory, or ask the operator to add it with --allowed-roots (GEMINI_MCP_ALLOWED_ROOTS)",
-		shown, strings.Join(d.o.AllowedRoots, ", "))
+		shown, strings.Join(r.AllowedRoots, ", "))
 }

@@ -1,4 +1,4 @@
-package conversation
+package toolerr
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package conversation
+package render
 
 import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"

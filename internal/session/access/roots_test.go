@@ -1,4 +1,4 @@
-package conversation
+package access
 
 import (
 	"os"
@@ -38,7 +38,7 @@ func TestResolveCwdAllowedRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := New(Options{DefaultCwd: root, AllowedRoots: roots})
+	d := &Rules{DefaultCwd: root, AllowedRoots: roots}
 	cases := []struct {
 		cwd  string
 		want string // the directory, or "" when refused
@@ -79,7 +79,7 @@ func TestResolveCwdAllowedRoots(t *testing.T) {
 	}
 
 	// No roots (stdio by default): any existing directory.
-	open := New(Options{DefaultCwd: root})
+	open := &Rules{DefaultCwd: root}
 	if got, err := open.ResolveDir("/"); err != nil || got != "/" {
 		t.Errorf("without roots, / gave %q, %v", got, err)
 	}
