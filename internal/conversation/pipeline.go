@@ -98,6 +98,8 @@ func (e *TargetError) Unwrap() error { return e.Err }
 type WaitCancelled struct{ Session string }
 
 func (e *WaitCancelled) Error() string        { return ErrWaitCancelled.Error() }
+
+// Is makes a WaitCancelled match ErrWaitCancelled.
 func (e *WaitCancelled) Is(target error) bool { return target == ErrWaitCancelled }
 
 // Do runs the turn r for any tool, the one way a turn runs: it resolves

@@ -213,7 +213,7 @@ func notFound(err error) bool {
 // ErrStoreGone for a 404.
 func apiError(what string, err error) error {
 	if notFound(err) {
-		return fmt.Errorf("%s: %w (%v)", what, ErrStoreGone, err)
+		return fmt.Errorf("%s: %w (%w)", what, ErrStoreGone, err)
 	}
 	var ae genai.APIError
 	if errors.As(err, &ae) {

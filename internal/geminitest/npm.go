@@ -15,7 +15,7 @@ const (
 	// EnvNPMDir names the directory `go run ./scripts/npmpack` wrote: the
 	// npm package directories and their tarballs (scripts/test.sh sets it).
 	EnvNPMDir = "GEMINI_MCP_NPM_DIR"
-	// EnvNPMRequired, set to 1 (scripts/test.sh does), fails the tests of
+	// EnvNPMRequired set to 1 (scripts/test.sh does) fails the tests of
 	// the npm packages rather than skipping them when EnvNPMDir is unset;
 	// so does $CI.
 	EnvNPMRequired = "GEMINI_MCP_NPM_REQUIRED"

@@ -28,7 +28,7 @@ func Poll(ctx context.Context, what string, done func() (bool, error)) error {
 		select {
 		case <-ctx.Done():
 			if last != nil {
-				return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
+				return fmt.Errorf("waiting for %s: %w (last: %w)", what, ctx.Err(), last)
 			}
 			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 		case <-t.C:

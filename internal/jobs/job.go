@@ -44,18 +44,18 @@ import (
 type Status string
 
 const (
-	// Queued: accepted and stored, not yet started.
+	// Queued is a job accepted and stored, not yet started.
 	Queued Status = "queued"
-	// Working: running; Message and the counters tell how far.
+	// Working is a job running; Message and the counters tell how far.
 	Working Status = "working"
-	// InputRequired: waiting for the caller to answer a question
+	// InputRequired is a job waiting for the caller to answer a question
 	// (Message), such as approving a research plan.
 	InputRequired Status = "input_required"
-	// Completed: Result is the call's result.
+	// Completed is a job done: its Result is the call's result.
 	Completed Status = "completed"
-	// Failed: Error says why; Partial keeps what was produced.
+	// Failed is a job that failed: its Error says why; Partial keeps what was produced.
 	Failed Status = "failed"
-	// Cancelled: stopped at the caller's request.
+	// Cancelled is a job stopped at the caller's request.
 	Cancelled Status = "cancelled"
 )
 

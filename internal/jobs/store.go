@@ -69,6 +69,8 @@ func OwnerLimitError(l Limits) error {
 	return fmt.Errorf("%w: this caller has %d jobs running or waiting, the most it may have: wait for one to finish, or cancel one", ErrLimit, l.PerOwner)
 }
 
+// TotalLimitError is the error of a job refused because the server keeps
+// l.Total jobs already.
 func TotalLimitError(l Limits) error {
 	return fmt.Errorf("%w: the server has %d jobs running or waiting, the most it keeps: try again when some have finished", ErrLimit, l.Total)
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -44,7 +45,7 @@ func handle[In any](h typedHandler[In]) mcp.ToolHandler {
 		}
 		res, _, err := h(ctx, req, in)
 		if err != nil {
-			if wire, ok := err.(*jsonrpc.Error); ok {
+			if wire := (*jsonrpc.Error)(nil); errors.As(err, &wire) {
 				return nil, wire
 			}
 			var errRes mcp.CallToolResult

@@ -183,7 +183,7 @@ func npmPack(ctx context.Context, npm, dir, dest string) (string, error) {
 		Filename string `json:"filename"`
 	}
 	if err := json.Unmarshal(res.Stdout, &packed); err != nil || len(packed) != 1 || packed[0].Filename == "" {
-		return "", fmt.Errorf("npm pack in %s: unexpected answer %q (%v)", dir, res.Stdout, err)
+		return "", fmt.Errorf("npm pack in %s: unexpected answer %q (%v)", dir, res.Stdout, err) //nolint:errorlint // err may be nil
 	}
 	return filepath.Join(dest, filepath.Base(packed[0].Filename)), nil
 }

@@ -298,7 +298,7 @@ func startHTTPServer(ctx context.Context, bin, addr string, sb *sandbox, extra .
 		select {
 		case err := <-exited:
 			if err != nil {
-				return fmt.Errorf("gemini-mcp-server --http exited with %v after SIGTERM", err)
+				return fmt.Errorf("gemini-mcp-server --http exited with %w after SIGTERM", err)
 			}
 			return nil
 		case <-time.After(10 * time.Second):
@@ -322,7 +322,7 @@ func startHTTPServer(ctx context.Context, bin, addr string, sb *sandbox, extra .
 			exited <- werr // let stop see it too
 			data, _ := os.ReadFile(stderr.Name())
 			stop()
-			return 0, nil, fmt.Errorf("gemini-mcp-server --http %s exited before serving (%v): %s", addr, werr, clip(string(data), -2000))
+			return 0, nil, fmt.Errorf("gemini-mcp-server --http %s exited before serving (%w): %s", addr, werr, clip(string(data), -2000))
 		case <-ctx.Done():
 			stop()
 			return 0, nil, ctx.Err()

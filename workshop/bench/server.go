@@ -186,7 +186,7 @@ func (s *server) close() error {
 	s.stderr.Close()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return fmt.Errorf("%s exited with %v%s", s.t.Name, ee, s.stderrTail())
+		return fmt.Errorf("%s exited with %w%s", s.t.Name, ee, s.stderrTail())
 	}
 	return err
 }

@@ -46,7 +46,7 @@ func checkK8sAPI(files map[string][]byte) []error {
 			Kind string `json:"kind"`
 		}
 		if err := k8syaml.Unmarshal(files[name], &h); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v", name, err))
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
 		}
 		obj := k8sAPIObject(h.Kind)
@@ -54,7 +54,7 @@ func checkK8sAPI(files map[string][]byte) []error {
 			continue
 		}
 		if err := k8syaml.UnmarshalStrict(files[name], obj); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s (k8s.io/api): %v", name, h.Kind, err))
+			errs = append(errs, fmt.Errorf("%s: %s (k8s.io/api): %w", name, h.Kind, err))
 		}
 	}
 	return errs

@@ -285,7 +285,7 @@ func decodeK8s(files map[string][]byte) (*k8sManifests, []error) {
 		data := files[name]
 		var h k8sHeader
 		if err := yaml.Unmarshal(data, &h); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v", name, err))
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
 		}
 		want, ok := k8sKinds[h.Kind]
@@ -315,7 +315,7 @@ func decodeK8s(files map[string][]byte) (*k8sManifests, []error) {
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
 		if err := dec.Decode(dst); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s: %v", name, h.Kind, err))
+			errs = append(errs, fmt.Errorf("%s: %s: %w", name, h.Kind, err))
 			continue
 		}
 		var extra any

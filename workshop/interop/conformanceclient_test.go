@@ -135,7 +135,7 @@ func (a *adapter) callTools(ctx context.Context) (bool, error) {
 		}
 	}
 	if err := json.Unmarshal([]byte(res.Contents[0].Text), &status); err != nil || len(status.Servers) != 1 {
-		return false, fmt.Errorf("mcp-servers resource: %v", err)
+		return false, fmt.Errorf("mcp-servers resource: %w", err)
 	}
 	needs := false
 	for _, tool := range status.Servers[0].Tools {

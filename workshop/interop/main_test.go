@@ -158,7 +158,7 @@ func tools(t *testing.T) npmTools {
 func checkNode(node string) error {
 	out, err := exec.Command(node, "--version").Output()
 	if err != nil {
-		return fmt.Errorf("%s --version: %v", node, err)
+		return fmt.Errorf("%s --version: %w", node, err)
 	}
 	v := strings.TrimSpace(string(out))
 	major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(v, "v"), ".", 2)[0])

@@ -529,7 +529,7 @@ func TestReadLine(t *testing.T) {
 		t.Fatalf("long line: %q %v %v", line, isLong, err)
 	}
 	line, isLong, err = readLine(br, 50, nil)
-	if string(line) != "last" || isLong || err != io.EOF {
+	if string(line) != "last" || isLong || !errors.Is(err, io.EOF) {
 		t.Fatalf("last line: %q %v %v", line, isLong, err)
 	}
 }

@@ -231,7 +231,9 @@ func (c *rpcConn) call(ctx context.Context, method string, params any, result an
 	raw, _ := json.Marshal(params)
 	if err := c.write(rpcMessage{JSONRPC: "2.0", ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method, Params: raw}); err != nil {
 		c.forgetPending(id)
-		return fmt.Errorf("%w: %v", errProcessGone, err)
+		// The cause is named, not wrapped: errProcessGone alone says what
+		// happened to the call (a pipe error is no caller's timeout).
+		return fmt.Errorf("%w: %v", errProcessGone, err) //nolint:errorlint // see above
 	}
 	select {
 	case m, ok := <-ch:
@@ -290,7 +292,7 @@ func readLine(br *bufio.Reader, max int, buf []byte) (line []byte, long bool, er
 		default:
 			buf = append(buf, frag...)
 		}
-		if err == bufio.ErrBufferFull {
+		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
 		if err == nil && !long {

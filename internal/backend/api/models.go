@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -444,7 +445,7 @@ func (b *Backend) Check(ctx context.Context) error {
 		return nil
 	}
 	if model, err = b.resolveAlias(ctx, ctx, b.fallbackModel); err != nil {
-		if be, ok := err.(*backend.Error); ok {
+		if be := (*backend.Error)(nil); errors.As(err, &be) {
 			e := *be
 			e.Reason = "--fallback-model: " + e.Reason
 			return &e

@@ -2,6 +2,7 @@ package fakeapi
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -114,6 +115,6 @@ func TestFileSearchStoresListAndImport(t *testing.T) {
 }
 
 func isCode(err error, code int) bool {
-	ae, ok := err.(genai.APIError)
-	return ok && ae.Code == code
+	var ae genai.APIError
+	return errors.As(err, &ae) && ae.Code == code
 }

@@ -26,8 +26,8 @@ type Request struct {
 	ResourceSpans []ResourceSpans `json:"resourceSpans"`
 }
 
-// ResourceSpans, Resource, ScopeSpans, Scope, Span, Status, KeyValue and
-// AnyValue are the OTLP messages of the same names.
+// ResourceSpans and the types beside it (Resource, ScopeSpans, Scope, Span,
+// Status, KeyValue and AnyValue) are the OTLP messages of the same names.
 type (
 	ResourceSpans struct {
 		Resource   Resource     `json:"resource"`

@@ -25,7 +25,7 @@ import (
 	"time"
 )
 
-// EnvRequired, set to 1, turns a missing redis-server into a failure.
+// EnvRequired set to 1 turns a missing redis-server into a failure.
 const EnvRequired = "GEMINI_MCP_REDIS_REQUIRED"
 
 // startTimeout bounds how long a server may take to say it is ready. It is

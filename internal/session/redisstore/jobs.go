@@ -165,7 +165,7 @@ func (s *Store) decodeJob(id, owner string, vals []any) (jobs.Job, bool, error) 
 		j.Version, err = strconv.ParseInt(v, 10, 64)
 	}
 	if err != nil {
-		return jobs.Job{}, false, fmt.Errorf("session store: job %s in Redis at %s is corrupt: %v", id, s.addr, err)
+		return jobs.Job{}, false, fmt.Errorf("session store: job %s in Redis at %s is corrupt: %w", id, s.addr, err)
 	}
 	return j, true, nil
 }
@@ -253,7 +253,7 @@ func (s *Store) WaitJob(ctx context.Context, owner, id string, version int64, ma
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return 0, false, fmt.Errorf("session store: job %s in Redis at %s is corrupt: %v", id, s.addr, err)
+			return 0, false, fmt.Errorf("session store: job %s in Redis at %s is corrupt: %w", id, s.addr, err)
 		}
 		return n, true, nil
 	}

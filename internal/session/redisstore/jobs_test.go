@@ -131,7 +131,7 @@ func TestJobsLeaveNoKeys(t *testing.T) {
 	guard := geminitest.Context(t)
 	err := geminitest.Poll(guard, "the jobs' keys to expire", func() (bool, error) {
 		keys, err := c.Keys(ctx, "*{jobs}*").Result()
-		return err == nil && len(keys) == 0, fmt.Errorf("keys %q, %v", keys, err)
+		return err == nil && len(keys) == 0, fmt.Errorf("keys %q, %v", keys, err) //nolint:errorlint // err may be nil
 	})
 	if err != nil {
 		t.Fatal(err)
