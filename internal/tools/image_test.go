@@ -29,6 +29,12 @@ var (
 // client, the backend, the project root and the questions asked.
 func imageServer(t *testing.T, b backend.Backend, answer func(q string) *mcp.ElicitResult) (*mcp.ClientSession, string, func() []string) {
 	t.Helper()
+	return imageServerOf(t, b, answer, "2025-11-25")
+}
+
+// imageServerOf is imageServer for a client of protocol.
+func imageServerOf(t *testing.T, b backend.Backend, answer func(q string) *mcp.ElicitResult, protocol string) (*mcp.ClientSession, string, func() []string) {
+	t.Helper()
 	store := memstore.New(session.Options{})
 	t.Cleanup(func() { store.Close() })
 	root := realTemp(t)
@@ -47,7 +53,7 @@ func imageServer(t *testing.T, b backend.Backend, answer func(q string) *mcp.Eli
 			return answer(req.Params.Message), nil
 		}
 	}
-	cs := mcptest.Connect(t, s, &mcptest.Options{ClientOptions: opts, Session: &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}})
+	cs := mcptest.Connect(t, s, &mcptest.Options{ClientOptions: opts, Session: &mcp.ClientSessionOptions{ProtocolVersion: protocol}})
 	return cs, root, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -221,6 +227,19 @@ func TestImageSave(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(root, "fox.png")); !os.IsNotExist(err) {
 			t.Errorf("an unconfirmed image was saved: %v", err)
+		}
+	})
+	t.Run("client of protocol 2026-07-28", func(t *testing.T) {
+		// It can elicit, but only through a tool's result, which a save
+		// does not use yet: the images come back, unsaved, unasked.
+		t.Parallel()
+		cs, root, asked := imageServerOf(t, imageStub(pngA), yes, "2026-07-28")
+		res := call(t, cs, "image", map[string]any{"prompt": "a fox", "save_to": "fox.png"})
+		if res.IsError || len(imagesOf(res)) != 1 || !strings.Contains(allText(res), "protocol 2026-07-28") {
+			t.Fatalf("unasked: %v %q", res.IsError, allText(res))
+		}
+		if _, err := os.Stat(filepath.Join(root, "fox.png")); !os.IsNotExist(err) || len(asked()) != 0 {
+			t.Errorf("saved (%v) or asked %q", err, asked())
 		}
 	})
 	t.Run("existing file", func(t *testing.T) {

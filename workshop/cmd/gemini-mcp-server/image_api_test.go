@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -100,8 +101,11 @@ func TestImageRefused(t *testing.T) {
 
 func TestImageSaveConfirmed(t *testing.T) {
 	h := imageEnv(t)
+	var mu sync.Mutex
 	var asked []string
 	cs := h.stdio(t, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		asked = append(asked, req.Params.Message)
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"save": true}}, nil
 	}}, "2025-11-25")
@@ -114,6 +118,8 @@ func TestImageSaveConfirmed(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(asked) != 2 || len(imagesIn(res)) != 2 {
 		t.Errorf("asked %q; %d images", asked, len(imagesIn(res)))
 	}
