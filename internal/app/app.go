@@ -86,6 +86,8 @@ Tools {arguments}:
     urls, code_execution} continues one
   chat-page {answerId, page} the next page of an answer too long for one result
   sessions {limit, cursor, cwd} lists this client's sessions
+  image {prompt, files, model, aspect_ratio, size, save_to} makes or edits
+    pictures with Gemini's image models (--backend api)
 Expert tools send files under --project-root (or a git
 repository's changes) to Gemini:
   thinkdeep {current_analysis, problem_context, focus_areas, files,

@@ -17,7 +17,7 @@ import (
 func TestToolsetSizes(t *testing.T) {
 	t.Parallel()
 	experts := []string{"thinkdeep", "analyze", "codereview", "debug", "precommit"}
-	all := append([]string{"chat", "chat-reply", "chat-page", "sessions"}, experts...)
+	all := append([]string{"chat", "chat-reply", "chat-page", "sessions", "image"}, experts...)
 	var table strings.Builder
 	fmt.Fprintln(&table, "| value of `--tools` | tools | tools/list bytes | prompts | prompts/list bytes |")
 	for _, c := range []struct {
@@ -30,6 +30,7 @@ func TestToolsetSizes(t *testing.T) {
 		{"sessions", []string{"sessions"}, nil},
 		{"expert,sessions", append([]string{"chat-page", "sessions"}, experts...), experts},
 		{"analyze", []string{"chat-page", "analyze"}, []string{"analyze"}},
+		{"image", []string{"image"}, nil},
 	} {
 		tools, prompts, _ := listedWith(t, "--tools", c.value)
 		var toolNames, promptNames []string

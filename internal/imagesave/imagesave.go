@@ -131,6 +131,26 @@ func Save(ctx context.Context, r Request, confirm Confirm) (*Saved, error) {
 	return &Saved{Path: filepath.Join(t.root, t.rel), Rel: t.slash, Bytes: len(r.Data), Replaced: replace}, nil
 }
 
+// Check refuses, with Save's errors, a request Save would refuse before
+// asking anything (a bad path, type or size), so that a tool can refuse
+// its save_to before Gemini runs. It asks nothing and writes nothing.
+func Check(r Request) error {
+	_, err := check(r)
+	return err
+}
+
+// TypeOf is the image type p's extension names, image/png (what Gemini's
+// image models make) for a path without one or with another.
+func TypeOf(p string) string {
+	ext := strings.ToLower(filepath.Ext(p))
+	for t, exts := range extensions {
+		if has(exts, ext) {
+			return t
+		}
+	}
+	return "image/png"
+}
+
 // target is a checked path to save to.
 type target struct {
 	root  string // resolved project root

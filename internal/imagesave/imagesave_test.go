@@ -276,3 +276,25 @@ func TestSaveCancelledWritesNothing(t *testing.T) {
 		t.Errorf("root holds %v", names)
 	}
 }
+
+// TestCheckAndTypeOf: Check refuses what Save would before asking
+// anything, and TypeOf names the type a path's extension calls for.
+func TestCheckAndTypeOf(t *testing.T) {
+	root := t.TempDir()
+	for p, want := range map[string]string{"a.png": "image/png", "b.JPG": "image/jpeg", "c.jpeg": "image/jpeg", "d.webp": "image/webp", "e": "image/png", "f.txt": "image/png"} {
+		if got := TypeOf(p); got != want {
+			t.Errorf("TypeOf(%q) = %s, want %s", p, got, want)
+		}
+	}
+	if err := Check(Request{Root: root, Path: "out.jpg", MIMEType: TypeOf("out.jpg"), Data: []byte{0}}); err != nil {
+		t.Errorf("Check of a good path: %v", err)
+	}
+	for _, p := range []string{"../out.png", "out.txt", "missing/out.png", ""} {
+		if err := Check(Request{Root: root, Path: p, MIMEType: TypeOf(p), Data: []byte{0}}); err == nil {
+			t.Errorf("Check(%q) took it", p)
+		}
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("Check wrote %d entries", len(entries))
+	}
+}

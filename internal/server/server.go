@@ -30,6 +30,9 @@ func instructions(f Families) string {
 	if f.serves("sessions") {
 		said = append(said, "sessions lists your earlier conversations")
 	}
+	if f.serves("image") {
+		said = append(said, "image makes or edits pictures with Gemini's image models (Gemini API backend)")
+	}
 	var experts []string
 	for _, name := range RPCErrorTools() {
 		if f.serves(name) {

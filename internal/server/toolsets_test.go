@@ -41,7 +41,7 @@ func TestParseToolset(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"", "names no tool"},
 		{" , ,", "names no tool"},
-		{"chat,experts", `there is no tool or set of tools "experts": the names are all, chat, sessions, expert, chat-reply, chat-page, thinkdeep, analyze, codereview, debug, precommit`},
+		{"chat,experts", `there is no tool or set of tools "experts": the names are all, chat, sessions, expert, chat-reply, chat-page, image, thinkdeep, analyze, codereview, debug, precommit`},
 		{"Chat", `"Chat"`},
 	} {
 		got, err := ParseToolset(c.in)

@@ -29,6 +29,7 @@ func addAll(s *mcp.Server, d *Deps) {
 	AddReply(s, d)
 	AddPage(s, d)
 	AddSessions(s, d)
+	AddImage(s, d)
 }
 
 // convs are the options each test's pipeline was made with (newConv),

@@ -34,6 +34,11 @@ type Deps struct {
 	// Files reads chat's and chat-reply's files argument; nil means the
 	// server has no file context, and a call that names files fails.
 	Files FileContext
+	// ProjectRoot is where the image tool saves images (save_to), ""
+	// for nowhere; Forbidden are paths under it where nothing is saved
+	// (the server's own state).
+	ProjectRoot string
+	Forbidden   []string
 }
 
 // AddChat adds chat to s.
