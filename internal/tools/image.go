@@ -14,6 +14,8 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/imagesave"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
 // The image tool makes or edits pictures with one of Gemini's image models
@@ -78,11 +80,11 @@ func imageTool() *mcp.Tool {
 
 func (d *Deps) image(ctx context.Context, req *mcp.CallToolRequest, in ImageInput) (*mcp.CallToolResult, any, error) {
 	if err := d.checkCommon(in.Prompt, in.Model, ""); err != nil {
-		return conversation.Failure(err), nil, nil
+		return toolerr.Failure(err), nil, nil
 	}
 	r, err := d.imageRequest(req, in)
 	if err != nil {
-		return conversation.Failure(err), nil, nil
+		return toolerr.Failure(err), nil, nil
 	}
 	return d.do(ctx, r), nil, nil
 }
@@ -147,7 +149,7 @@ func (d *Deps) imageResult(ctx context.Context, req *mcp.CallToolRequest, saveTo
 		out.Content = append(out.Content, &mcp.TextContent{Text: incompleteNote(ans.Incomplete)})
 		out.Meta["incomplete"] = true
 	}
-	conversation.AddBuiltins(out, ans)
+	render.AddBuiltins(out, ans)
 	if saveTo != "" && len(ans.Images) > 0 {
 		saved, notes := d.saveImages(ctx, req, saveTo, ans.Images)
 		out.Meta["saved"] = saved
@@ -157,7 +159,7 @@ func (d *Deps) imageResult(ctx context.Context, req *mcp.CallToolRequest, saveTo
 		}
 	}
 	if o.Unsaved != "" {
-		conversation.AddUnsaved(out, o.Unsaved)
+		render.AddUnsaved(out, o.Unsaved)
 	}
 	if len(out.Content) == 0 {
 		// No text, no image: the result still says what came.
