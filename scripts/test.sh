@@ -114,7 +114,9 @@ for lb in haproxy nginx; do
 	command -v "$lb" >/dev/null || [ -x "/usr/sbin/$lb" ] || { echo "test.sh: $lb is required for deploy/ (Debian: apt-get install $lb; elsewhere put it on PATH)" >&2; exit 1; }
 done
 export GEMINI_MCP_LB_REQUIRED=1
-PATH=$PATH:/usr/sbin haproxy -v | head -1
+# sed reads to the end: head would leave haproxy writing into a closed pipe
+# (SIGPIPE, which pipefail turns into the script's failure).
+PATH=$PATH:/usr/sbin haproxy -v | sed -n 1p
 PATH=$PATH:/usr/sbin nginx -v
 
 say "Chromium, for the browser test of CORS"
