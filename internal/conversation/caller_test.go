@@ -50,7 +50,7 @@ func TestNoOwnerlessSessionWithTokens(t *testing.T) {
 	b := &scripted{answer: &backend.Answer{SessionID: session.NewUUID(), Text: "hi"}}
 	d := New(Options{Backend: b, Store: store, DefaultCwd: t.TempDir(), Remote: true, Authenticated: true})
 	lost := d.CallOf(context.Background(), nil)
-	if _, _, err := d.run(context.Background(), lost, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p", nil); !errors.Is(err, access.ErrUnidentified) {
+	if _, _, err := d.run(context.Background(), lost, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p"); !errors.Is(err, access.ErrUnidentified) {
 		t.Errorf("a turn without a token: %v, want refused", err)
 	}
 	if b.runs != 0 {
@@ -63,7 +63,7 @@ func TestNoOwnerlessSessionWithTokens(t *testing.T) {
 		t.Errorf("a reply without a token: %v, want refused", err)
 	}
 	alice := d.CallOf(identity.With(context.Background(), identity.ForToken("alice")), nil)
-	if _, _, err := d.run(context.Background(), alice, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p", nil); err != nil {
+	if _, _, err := d.run(context.Background(), alice, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p"); err != nil {
 		t.Fatalf("a turn with a token: %v", err)
 	}
 	recs, _, err := d.Sessions(context.Background(), alice.Who, "", 0, 10)

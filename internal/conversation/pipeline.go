@@ -142,7 +142,7 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 	}
 	run := func(ctx context.Context, turn backend.Turn) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		ans, unsaved, err := s.run(ctx, c, turn, title, p.Rec)
+		ans, unsaved, err := s.run(ctx, c, turn, title)
 		if err != nil {
 			return nil, err
 		}

@@ -43,14 +43,14 @@ func TestRunBackendSpan(t *testing.T) {
 	for _, b := range []*scripted{ok, bad} {
 		d := New(Options{Backend: b, Store: store, DefaultCwd: t.TempDir()})
 		ctx, srv := tr.StartServer(context.Background(), "tools/call chat", trace.SpanContext{})
-		_, _, _ = d.run(ctx, Call{}, backend.Turn{Prompt: "p", Model: "gemini-x", Dir: t.TempDir()}, "p", nil)
+		_, _, _ = d.run(ctx, Call{}, backend.Turn{Prompt: "p", Model: "gemini-x", Dir: t.TempDir()}, "p")
 		srv.End()
 		if !b.traced {
 			t.Error("the backend's ctx carried no span")
 		}
 	}
 	untraced := &scripted{answer: ok.answer}
-	if _, _, err := New(Options{Backend: untraced, Store: store}).run(context.Background(), Call{}, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p", nil); err != nil || untraced.traced {
+	if _, _, err := New(Options{Backend: untraced, Store: store}).run(context.Background(), Call{}, backend.Turn{Prompt: "p", Dir: t.TempDir()}, "p"); err != nil || untraced.traced {
 		t.Errorf("an untraced turn: %v, traced %v", err, untraced.traced)
 	}
 	if err := tr.Close(context.Background()); err != nil {

@@ -19,15 +19,13 @@ import (
 // through the store's lease, across processes), refuses a session at
 // --max-turns or a new API conversation the store could not keep, runs
 // the turn through the backend, reporting progress to c's client when it
-// asked for it, and records the session with title (Title of it). rec,
-// when not nil, is the session's record as the session was chosen, which
-// the check of --max-turns takes instead of reading it again. It returns
+// asked for it, and records the session with title (Title of it). It returns
 // Gemini's answer, or the backend's error (a *backend.Error), a
 // store failure (wrapping session.ErrUnavailable), a *WaitCancelled or
 // an error wrapping ErrTurnLimit. When the answer came but the session
 // could not be recorded, unsaved is the note to show the caller beside
 // it.
-func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title string, rec *session.Record) (res *backend.Answer, unsaved string, err error) {
+func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title string) (res *backend.Answer, unsaved string, err error) {
 	if err := d.acc.Identified(c.Who); err != nil {
 		return nil, "", err
 	}
@@ -38,8 +36,6 @@ func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title stri
 	}
 	if key := sessionKey(call); key != "" {
 		unlock, err := d.sessions.Lock(ctx, key, func(ahead int) {
-			// A turn ran before this one: the record read before is old.
-			rec = nil
 			p.waitingForSession(call.Session, ahead)
 		})
 		if err != nil {
@@ -58,7 +54,7 @@ func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title stri
 			return nil, "", toolerr.StoreError(err)
 		}
 		defer release()
-		if err := d.checkTurns(ctx, call.Session, rec); err != nil {
+		if err := d.checkTurns(ctx, call.Session); err != nil {
 			if errors.Is(err, session.ErrUnavailable) {
 				return nil, "", err
 			}
@@ -163,21 +159,15 @@ func (d *Service) unsavedNote(ctx context.Context, id, dir string, err error) st
 
 // checkTurns refuses to continue session id once it has reached
 // --max-turns: a conversation cannot grow without bound in the store, and
-// each turn resends or rereads all the ones before it. known is its record
-// as read when the session was chosen, when no turn of this process ran
-// on the session since (nil: it is read now). Turns of other processes
-// that wait for one another's lease on a session one short of the limit
-// may each pass: the limit bounds a conversation's growth, by the
-// replicas at most.
-func (d *Service) checkTurns(ctx context.Context, id string, known *session.Record) error {
-	rec, ok := session.Record{}, false
-	if known != nil && known.ID == id {
-		rec, ok = *known, true
-	} else {
-		var err error
-		if rec, ok, err = d.o.Store.Get(ctx, id); err != nil {
-			return toolerr.StoreError(err)
-		}
+// each turn resends or rereads all the ones before it. It reads the
+// record under the session's lease, not the one read when the session was
+// chosen: a turn of another process may have run in between, and turns
+// of several replicas waiting for one another's lease must not each pass
+// one short of the limit.
+func (d *Service) checkTurns(ctx context.Context, id string) error {
+	rec, ok, err := d.o.Store.Get(ctx, id)
+	if err != nil {
+		return toolerr.StoreError(err)
 	}
 	if ok && rec.Turns >= d.o.MaxTurns {
 		return fmt.Errorf("session %s has reached the limit of %d turns (--max-turns): start a new session with chat, "+

@@ -13,13 +13,11 @@ import (
 )
 
 // Place is where a turn runs: the session it continues and its
-// directory; the system prompt a recorded API session started with, for
-// a turn that gives none; and the session's record when target read it
-// (its Turns are checked against --max-turns without reading it again).
+// directory; and the system prompt a recorded API session started with,
+// for a turn that gives none.
 type Place struct {
 	Session, Dir string
 	SystemPrompt string
-	Rec          *session.Record
 }
 
 // Target decides which session a turn continues (chat-reply's, or any
@@ -138,7 +136,7 @@ func (r *Rules) Target(ctx context.Context, sessionID, cwd string, who identity.
 	case dir == "":
 		return Place{}, fmt.Errorf("unknown sessionId %s: this server has no record of it. Use a sessionId from an earlier chat result, or pass cwd with the directory the session was started in to continue a session started outside this server", ref.Value)
 	}
-	p.Dir, p.Rec = dir, &rec
+	p.Dir = dir
 	return p, nil
 }
 
@@ -160,7 +158,7 @@ func (r *Rules) continuableFilter(f session.Filter) session.Filter {
 // that dropped it would change the assistant mid-conversation. The CLI
 // keeps no system prompt between turns, so there a reply's own applies.
 func (r *Rules) recorded(rec session.Record) (Place, error) {
-	p := Place{Session: rec.ID, Dir: rec.Cwd, Rec: &rec}
+	p := Place{Session: rec.ID, Dir: rec.Cwd}
 	if rec.Family() == config.FamilyAPI {
 		p.SystemPrompt = rec.SystemPrompt
 	}
