@@ -18,6 +18,7 @@ type Common struct {
 	ThinkingMode   string   `json:"thinking_mode,omitempty" jsonschema:"How much Gemini may think before it answers. On the Gemini API backend it becomes a thinking budget or level; the Gemini CLI backends cannot set it per call, answer without it and say so in _meta.notApplied."`
 	ContinuationID string   `json:"continuation_id,omitempty" jsonschema:"Thread continuation ID for multi-turn conversations: the continuation ID of an earlier result of any of this server's tools. Gemini then sees that conversation's history, and files already sent in it are not sent again. Omit it to start a new thread."`
 	Temperature    *float64 `json:"temperature,omitempty" jsonschema:"Optional: the sampling temperature, from 0 to 2. Omit it for the model's default. Applied by the Gemini API backend; the Gemini CLI backends answer without it and say so in _meta.notApplied."`
+	Background     bool     `json:"background,omitempty" jsonschema:"Optional: run the call as a background job: the result names the job at once, and the job tool returns its progress and, once done, this call's result (or its error). For long calls a client would give up on."`
 }
 
 // Search is the google_search argument of the tools that take it

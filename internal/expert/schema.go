@@ -115,6 +115,7 @@ func commonSchema(s *jsonschema.Schema, mode string) {
 	oneOf(s, "thinking_mode", mode, backend.ThinkingModes...)
 	t := property(s, "temperature")
 	t.Minimum, t.Maximum = ptr(backend.MinTemperature), ptr(backend.MaxTemperature)
+	withDefault(s, "background", false)
 }
 
 // searchSchema extends the schema of Search: google_search is false
