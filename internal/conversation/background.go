@@ -116,11 +116,19 @@ func (s *Service) runJob(ctx context.Context, cancel context.CancelCauseFunc, j 
 		defer close(watched)
 		s.watchJob(ctx, cancel, owner, id, j.Version)
 	}()
+	beat := time.NewTicker(jobs.Heartbeat)
+	beaten := make(chan struct{})
+	go func() {
+		defer close(beaten)
+		defer beat.Stop()
+		s.heartbeat(ctx, beat.C, owner, id)
+	}()
 	res, err := turn(ctx, call)
 	res, err = finish(res, err)
 	cause := context.Cause(ctx)
 	cancel(nil)
 	<-watched
+	<-beaten
 	// The end is stored even though the turn's ctx has ended.
 	sctx, done := context.WithTimeout(context.Background(), 30*time.Second)
 	defer done()
@@ -144,6 +152,28 @@ func (s *Service) runJob(ctx context.Context, cancel context.CancelCauseFunc, j 
 		return
 	}
 	s.o.Log.Info("a background job ended", "job", id, "err", err)
+}
+
+// heartbeat records, at every tick until ctx ends, that the job is
+// still running (see jobs.Heartbeat), so that a job whose process stopped
+// is known as such (jobs.Job.Stale).
+func (s *Service) heartbeat(ctx context.Context, tick <-chan time.Time, owner, id string) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+		_, err := jobs.Update(ctx, s.o.Jobs, owner, id, func(j *jobs.Job) (bool, error) {
+			if j.Status != jobs.Working {
+				return false, nil
+			}
+			return true, j.Report(j.Message, j.Progress, j.Total, s.o.Now())
+		})
+		if err != nil && ctx.Err() == nil {
+			s.o.Log.Warn("recording a background job's heartbeat", "job", id, "err", err)
+		}
+	}
 }
 
 // failJob fails j with err, keeping a JSON-RPC error as one.

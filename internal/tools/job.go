@@ -75,6 +75,12 @@ func (d *Deps) job(ctx context.Context, req *mcp.CallToolRequest, in JobInput) (
 	if j, err = waitJob(ctx, d.Jobs, j, time.Duration(in.Wait*float64(time.Second))); err != nil {
 		return nil, nil, jobError(err)
 	}
+	if j.Stale(time.Now()) {
+		// Its process stopped: no one will end it but this.
+		if j, err = jobs.FailStale(ctx, d.Jobs, owner, j.ID, time.Now()); err != nil {
+			return nil, nil, jobError(err)
+		}
+	}
 	return jobResult(j)
 }
 
@@ -83,7 +89,7 @@ func (d *Deps) job(ctx context.Context, req *mcp.CallToolRequest, in JobInput) (
 func waitJob(ctx context.Context, st jobs.Store, j jobs.Job, max time.Duration) (jobs.Job, error) {
 	deadline := time.Now().Add(max)
 	status := j.Status
-	for !j.Status.Final() && j.Status == status {
+	for !j.Status.Final() && j.Status == status && !j.Stale(time.Now()) {
 		left := time.Until(deadline)
 		if left <= 0 {
 			break
