@@ -101,3 +101,27 @@ func TestBackgroundTurn(t *testing.T) {
 		t.Errorf("the job of a server that stopped: %s %q", j.Status, j.Error)
 	}
 }
+
+// TestBackgroundLimit: a caller at its limit of live jobs is refused a
+// new one with an error saying so, and nothing runs; without a job store,
+// a background call is refused.
+func TestBackgroundLimit(t *testing.T) {
+	t.Parallel()
+	mem := memstore.New(session.Options{})
+	t.Cleanup(func() { _ = mem.Close() })
+	life, stop := context.WithCancel(context.Background())
+	b := &blocking{ended: make(chan error, 1)}
+	t.Cleanup(func() { stop(); <-b.ended })
+	r := Request{Turn: backend.Turn{Prompt: "long"}, Render: rendered, Background: true}
+	d := New(Options{Backend: b, Store: mem, Jobs: jobs.Of(mem), JobLimits: jobs.Limits{PerOwner: 1}, DefaultCwd: t.TempDir(), Lifetime: life})
+	if _, err := d.Do(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Do(context.Background(), r); !errors.Is(err, jobs.ErrLimit) || !strings.Contains(err.Error(), "this caller has 1 jobs running or waiting") {
+		t.Errorf("a second job at a limit of 1: %v", err)
+	}
+	none := New(Options{Backend: b, Store: mem, DefaultCwd: t.TempDir()})
+	if _, err := none.Do(context.Background(), r); err == nil || !strings.Contains(err.Error(), "runs no background jobs") {
+		t.Errorf("a background call without a job store: %v", err)
+	}
+}
