@@ -94,13 +94,12 @@ repository's changes) to Gemini:
   analyze {files, question, analysis_type, continuation_id, temperature,
     thinking_mode, code_execution, background}
   codereview {files, context, review_type, severity_filter, standards,
-    continuation_id, temperature, thinking_mode, background}
+    continuation_id, temperature, thinking_mode}
   debug {error_description, error_context, files, runtime_info,
     previous_attempts, continuation_id, temperature, thinking_mode,
     google_search, code_execution, background}
   precommit {path, original_request, review_type, include_staged,
-    include_unstaged, continuation_id, temperature, thinking_mode,
-    background}
+    include_unstaged, continuation_id, temperature, thinking_mode}
 --tools serves only some of them (chat, sessions, expert or a tool's name;
 chat-page and job come with chat and the expert tools), saving the client
 model's context that each tool's definition takes.

@@ -119,7 +119,7 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 		}()
 	}
 	r := d.request(req, t, in)
-	if in.common().Background {
+	if b, ok := in.(backgrounder); ok && b.background() {
 		// The job keeps what the handler would have returned: the
 		// result, or the JSON-RPC error. The call's timeout does not
 		// bound a job, which runs apart from the call.

@@ -72,6 +72,9 @@ func (t *Tool) generate() {
 	if t.extend != nil {
 		t.extend(s)
 	}
+	if _, ok := t.input().(backgrounder); ok {
+		withDefault(s, "background", false)
+	}
 	fields := map[string][]int{}
 	for _, f := range reflect.VisibleFields(rt) {
 		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && !f.Anonymous {
@@ -115,7 +118,6 @@ func commonSchema(s *jsonschema.Schema, mode string) {
 	oneOf(s, "thinking_mode", mode, backend.ThinkingModes...)
 	t := property(s, "temperature")
 	t.Minimum, t.Maximum = ptr(backend.MinTemperature), ptr(backend.MaxTemperature)
-	withDefault(s, "background", false)
 }
 
 // searchSchema extends the schema of Search: google_search is false

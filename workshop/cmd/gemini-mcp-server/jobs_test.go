@@ -98,6 +98,12 @@ func TestBackgroundJobsStdio(t *testing.T) {
 		}
 	}
 
+	// A tool with an output schema runs only in the foreground: the
+	// result naming a job would not conform to it.
+	if _, err := callTool(cs, "codereview", map[string]any{"files": []string{"a.go"}, "background": true}); err == nil || !strings.Contains(err.Error(), "unknown argument") {
+		t.Errorf("codereview with background: %v, want it refused", err)
+	}
+
 	for _, c := range []struct {
 		args map[string]any
 		want string
