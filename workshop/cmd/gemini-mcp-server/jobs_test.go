@@ -168,3 +168,22 @@ func TestBackgroundJobsOnReplicas(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestBackgroundJobSurvivesRestart: a finished job's result is kept in
+// the embedded store: a server started after the one that ran it returns
+// the same result.
+func TestBackgroundJobSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	e, _ := apiEnv(t)
+	first := connect(t, e.command("--backend", "api"))
+	id := startJob(t, first, "chat", map[string]any{"prompt": "kept across a restart"})
+	want, err := jobEnd(t, first, id, nil)
+	if err != nil || want.IsError {
+		t.Fatalf("the job: %v %s", err, resultText(want))
+	}
+	first.Close()
+	got, err := jobEnd(t, connect(t, e.command("--backend", "api")), id, nil)
+	if err != nil || normal(t, got) != normal(t, want) {
+		t.Errorf("the job after a restart: %v %s, want %s", err, normal(t, got), normal(t, want))
+	}
+}
