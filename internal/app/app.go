@@ -19,6 +19,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/buildinfo"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
@@ -80,30 +81,31 @@ Usage:
 Tools {arguments}:
   chat {prompt, model, systemPrompt, cwd, files, continuation_id,
     temperature, thinking_mode, include_thoughts, google_search, urls,
-    code_execution, response_schema} starts a Gemini session
+    code_execution, response_schema, background} starts a Gemini session
   chat-reply {prompt, sessionId, continuation_id, model, systemPrompt, cwd,
     files, temperature, thinking_mode, include_thoughts, google_search,
-    urls, code_execution} continues one
+    urls, code_execution, background} continues one
   chat-page {answerId, page} the next page of an answer too long for one result
   sessions {limit, cursor, cwd} lists this client's sessions
   image {prompt, files, model, aspect_ratio, size, save_to} makes or edits
     pictures with Gemini's image models (--backend api)
+  job {jobId, wait, cancel} the progress and result of a background call
 Expert tools send files under --project-root (or a git
 repository's changes) to Gemini:
   thinkdeep {current_analysis, problem_context, focus_areas, files,
-    continuation_id, temperature, thinking_mode, google_search}
+    continuation_id, temperature, thinking_mode, google_search, background}
   analyze {files, question, analysis_type, continuation_id, temperature,
-    thinking_mode, code_execution}
+    thinking_mode, code_execution, background}
   codereview {files, context, review_type, severity_filter, standards,
     continuation_id, temperature, thinking_mode}
   debug {error_description, error_context, files, runtime_info,
     previous_attempts, continuation_id, temperature, thinking_mode,
-    google_search, code_execution}
+    google_search, code_execution, background}
   precommit {path, original_request, review_type, include_staged,
     include_unstaged, continuation_id, temperature, thinking_mode}
 --tools serves only some of them (chat, sessions, expert or a tool's name;
-chat-page comes with chat and the expert tools), saving the client model's
-context that each tool's definition takes.
+chat-page and job come with chat and the expert tools), saving the client
+model's context that each tool's definition takes.
 --backend auto (the default) runs the Gemini CLI when a gemini executable is
 found (npm install -g @google/gemini-cli), authenticated with a paid Gemini
 API key (GEMINI_API_KEY), Vertex AI, or a Code Assist Standard/Enterprise
@@ -266,7 +268,7 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger,
 	conv := conversation.New(conversation.Options{Backend: b.Backend, Store: store, MaxTurns: cfg.Store.MaxTurns, DefaultCwd: cwd, Log: log, ProgressInterval: cfg.Tools.ProgressInterval, MaxAnswerBytes: cfg.Tools.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP.Addr != "", Authenticated: len(cfg.HTTP.Tokens) > 0 || cfg.HTTP.TokenFile != "" || len(cfg.HTTP.AuthIssuers) > 0,
 		Stateless: cfg.HTTP.Stateless, ShareSessions: cfg.Tools.ShareSessions, SessionIDInText: cfg.Tools.SessionIDInText,
-		Lifetime: life, RequestContext: requests})
+		Lifetime: life, RequestContext: requests, Jobs: jobs.Of(store)})
 	return &Deps{Conv: conv, Backend: b, Store: store, Cwd: cwd, AllowedRoots: allowed}, nil
 }
 

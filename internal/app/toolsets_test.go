@@ -17,7 +17,7 @@ import (
 func TestToolsetSizes(t *testing.T) {
 	t.Parallel()
 	experts := []string{"thinkdeep", "analyze", "codereview", "debug", "precommit"}
-	all := append([]string{"chat", "chat-reply", "chat-page", "sessions", "image"}, experts...)
+	all := append([]string{"chat", "chat-reply", "chat-page", "sessions", "job", "image"}, experts...)
 	var table strings.Builder
 	fmt.Fprintln(&table, "| value of `--tools` | tools | tools/list bytes | prompts | prompts/list bytes |")
 	for _, c := range []struct {
@@ -25,11 +25,11 @@ func TestToolsetSizes(t *testing.T) {
 		tools, prompts []string
 	}{
 		{"all", all, experts},
-		{"chat", []string{"chat", "chat-reply", "chat-page"}, nil},
-		{"expert", append([]string{"chat-page"}, experts...), experts},
+		{"chat", []string{"chat", "chat-reply", "chat-page", "job"}, nil},
+		{"expert", append([]string{"chat-page", "job"}, experts...), experts},
 		{"sessions", []string{"sessions"}, nil},
-		{"expert,sessions", append([]string{"chat-page", "sessions"}, experts...), experts},
-		{"analyze", []string{"chat-page", "analyze"}, []string{"analyze"}},
+		{"expert,sessions", append([]string{"chat-page", "sessions", "job"}, experts...), experts},
+		{"analyze", []string{"chat-page", "job", "analyze"}, []string{"analyze"}},
 		{"image", []string{"image"}, nil},
 	} {
 		tools, prompts, _ := listedWith(t, "--tools", c.value)

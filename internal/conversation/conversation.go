@@ -25,6 +25,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/queue"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/access"
@@ -79,8 +80,14 @@ type Options struct {
 	// back with its user's answer to a tool confirmation (see confirm.go);
 	// 0 means DefaultConfirmWait.
 	ConfirmWait time.Duration
-	Log         *slog.Logger
-	Now         func() time.Time
+	// Jobs keeps the background jobs (Request.Background), with JobTTL
+	// (0: config.DefaultJobTTL) and JobLimits; nil refuses background
+	// calls.
+	Jobs      jobs.Store
+	JobTTL    time.Duration
+	JobLimits jobs.Limits
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // Service is the pipeline, shared by every tool of a server. It is

@@ -46,6 +46,14 @@ type Request struct {
 	// gathered for it. A result that is an error keeps the files
 	// unrecorded.
 	Render func(ctx context.Context, o Outcome) (*mcp.CallToolResult, error)
+	// Background runs the turn as a job (see background.go): Do checks
+	// and gathers what it can at once, then answers with a result naming
+	// the job, and the turn runs on apart from the call. Finish makes the
+	// job's outcome of Do's, as the tool's handler would of a synchronous
+	// call: its result is stored as the job's, its error as the job's
+	// failure (a *jsonrpc.Error kept as such). nil keeps Do's.
+	Background bool
+	Finish     func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error)
 }
 
 // Material is what a tool gathered for a turn (Request.Gather).
@@ -97,7 +105,7 @@ func (e *TargetError) Unwrap() error { return e.Err }
 // an earlier call on Session; it matches ErrWaitCancelled.
 type WaitCancelled struct{ Session string }
 
-func (e *WaitCancelled) Error() string        { return ErrWaitCancelled.Error() }
+func (e *WaitCancelled) Error() string { return ErrWaitCancelled.Error() }
 
 // Is makes a WaitCancelled match ErrWaitCancelled.
 func (e *WaitCancelled) Is(target error) bool { return target == ErrWaitCancelled }
@@ -140,9 +148,12 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 	if title == "" {
 		title = turn.Prompt[turn.ContextLen:]
 	}
+	// rc is the call the turn runs for: c, but for a background turn,
+	// whose progress goes to its job and which no request ends.
+	rc := c
 	run := func(ctx context.Context, turn backend.Turn) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		ans, unsaved, err := s.run(ctx, c, turn, title)
+		ans, unsaved, err := s.run(ctx, rc, turn, title)
 		if err != nil {
 			return nil, err
 		}
@@ -158,6 +169,9 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 			}
 		}
 		return res, nil
+	}
+	if r.Background {
+		return s.background(ctx, r, &rc, turn, run)
 	}
 	return s.confirmed(ctx, r.Call, c, turn, run)
 }

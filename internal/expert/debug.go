@@ -32,6 +32,7 @@ type DebugInput struct {
 	Common
 	Search
 	Sandbox
+	Backgrounded
 }
 
 func (in *DebugInput) headline() string { return in.ErrorDescription }

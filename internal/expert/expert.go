@@ -121,20 +121,41 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 		}()
 	}
 	r := d.request(req, t, in)
+	if b, ok := in.(backgrounder); ok && b.background() {
+		// The job keeps what the handler would have returned: the
+		// result, or the JSON-RPC error. The call's timeout does not
+		// bound a job, which runs apart from the call.
+		r.Background = true
+		r.Finish = func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+			if err = d.turnOutcome(err, in, r); err != nil {
+				d.log().Info("expert tool failed", "tool", t.name, "err", err)
+				return nil, toolerr.WireError(err)
+			}
+			return res, nil
+		}
+	}
 	res, err = d.Turns.Do(ctx, r)
+	if err = d.turnOutcome(err, in, r); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// turnOutcome is the tool's error of the pipeline's err (nil for nil).
+func (d *Deps) turnOutcome(err error, in input, r conversation.Request) error {
 	var te *conversation.TargetError
 	switch {
 	case errors.As(err, &te) && in.common().ContinuationID != "":
 		if cat, _ := toolerr.Classify(te.Err); cat == toolerr.System {
-			return nil, te.Err
+			return te.Err
 		}
-		return nil, &toolerr.Error{Category: toolerr.Validation, Field: "continuation_id", Msg: te.Err.Error(), Err: te.Err}
+		return &toolerr.Error{Category: toolerr.Validation, Field: "continuation_id", Msg: te.Err.Error(), Err: te.Err}
 	case errors.As(err, &te):
-		return nil, toolerr.SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", te.Err), te.Err)
+		return toolerr.SystemError(fmt.Sprintf("the project root cannot be used (%v): the server's operator should set --project-root to an existing directory", te.Err), te.Err)
 	case err != nil:
-		return nil, turnError(err, r.Turn.Builtins)
+		return turnError(err, r.Turn.Builtins)
 	}
-	return res, nil
+	return nil
 }
 
 // request is the tool's turn, from its input in: a new session in the

@@ -20,6 +20,21 @@ type Common struct {
 	Temperature    *float64 `json:"temperature,omitempty" jsonschema:"Optional: the sampling temperature, from 0 to 2. Omit it for the model's default. Applied by the Gemini API backend; the Gemini CLI backends answer without it and say so in _meta.notApplied."`
 }
 
+// Backgrounded is the background argument of the tools that take it
+// (thinkdeep, analyze, debug), embedded in their input structs; its
+// default, false, is added to the schema by Tool.generate. codereview and
+// precommit declare an output schema, which every result of theirs must
+// conform to: the result naming a background job cannot, so they run only
+// in the foreground.
+type Backgrounded struct {
+	Background bool `json:"background,omitempty" jsonschema:"Optional: run the call as a background job: the result names the job at once, and the job tool returns its progress and, once done, this call's result (or its error). For long calls a client would give up on."`
+}
+
+func (b *Backgrounded) background() bool { return b.Background }
+
+// backgrounder is an input struct with Backgrounded.
+type backgrounder interface{ background() bool }
+
 // Search is the google_search argument of the tools that take it
 // (thinkdeep, debug), embedded in their input structs; its default,
 // false, is added to the schema by searchSchema.

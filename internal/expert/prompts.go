@@ -26,8 +26,8 @@ func (sp *Tool) prompt() *mcp.Prompt {
 	sc := sp.schema()
 	for _, name := range sc.PropertyOrder {
 		a := sc.Properties[name]
-		if a.Type == "number" {
-			continue // the prompts leave the sampling temperature out
+		if a.Type == "number" || name == "background" {
+			continue // the prompts leave the sampling temperature and background jobs out
 		}
 		desc := a.Description
 		switch {

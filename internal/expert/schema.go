@@ -72,6 +72,9 @@ func (t *Tool) generate() {
 	if t.extend != nil {
 		t.extend(s)
 	}
+	if _, ok := t.input().(backgrounder); ok {
+		withDefault(s, "background", false)
+	}
 	fields := map[string][]int{}
 	for _, f := range reflect.VisibleFields(rt) {
 		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && !f.Anonymous {

@@ -105,6 +105,8 @@ const (
 	MaxToolBytes    = 128
 	// MaxOwnerBytes caps an owner key (a token id, an OAuth subject).
 	MaxOwnerBytes = 1 << 10
+	// MaxRPCErrorBytes caps the JSON of a failed job's JSON-RPC error.
+	MaxRPCErrorBytes = 32 << 10
 )
 
 // Job is the record of one background job.
@@ -151,6 +153,11 @@ type Job struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// Error says why a Failed job failed.
 	Error string `json:"error,omitempty"`
+	// RPCError, for a tool that fails with a JSON-RPC error rather than
+	// an error result, is the JSON of the error the synchronous call
+	// would have returned (its code, message and data): set only when
+	// Failed, and then the job tool returns it as that call would have.
+	RPCError json.RawMessage `json:"rpcError,omitempty"`
 
 	// CancelRequested is set by the caller's cancel of a job that is
 	// running: the process running it stops it and marks it Cancelled.
@@ -208,12 +215,14 @@ func (j Job) Check() error {
 	case j.Created.IsZero() || j.Updated.Before(j.Created) || !j.Expires.Equal(j.Updated.Add(j.TTL)):
 		return bad("its times are not those of its lifecycle (created %v, updated %v, expires %v, TTL %v)", j.Created, j.Updated, j.Expires, j.TTL)
 	case len(j.Message) > MaxMessageBytes, len(j.Partial) > MaxPartialBytes, len(j.Error) > MaxErrorBytes,
-		len(j.Resume) > MaxResumeBytes, len(j.Result) > MaxResultBytes:
+		len(j.Resume) > MaxResumeBytes, len(j.Result) > MaxResultBytes, len(j.RPCError) > MaxRPCErrorBytes:
 		return bad("a part is over its cap")
 	case (j.Status == Completed) != (len(j.Result) > 0):
 		return bad("a result belongs to a completed job, and a completed job has one")
 	case (j.Status == Failed) != (j.Error != ""):
 		return bad("an error belongs to a failed job, and a failed job has one")
+	case len(j.RPCError) > 0 && (j.Status != Failed || !json.Valid(j.RPCError)):
+		return bad("a JSON-RPC error belongs to a failed job, as JSON")
 	case j.Progress < 0 || j.Total < 0:
 		return bad("negative counters")
 	}
@@ -358,6 +367,20 @@ func (j *Job) Fail(why string, now time.Time) error {
 	j.Status = Failed
 	j.Error, _ = Cut(why, MaxErrorBytes)
 	j.touch(now)
+	return nil
+}
+
+// FailRPC fails a job as Fail does, keeping rpc, the JSON of the JSON-RPC
+// error the synchronous call would have returned (see Job.RPCError). A
+// rpc over MaxRPCErrorBytes is refused and the job left as it was.
+func (j *Job) FailRPC(why string, rpc json.RawMessage, now time.Time) error {
+	if len(rpc) > MaxRPCErrorBytes || !json.Valid(rpc) {
+		return fmt.Errorf("job %s: a JSON-RPC error of %d bytes is over %d or not JSON", j.ID, len(rpc), MaxRPCErrorBytes)
+	}
+	if err := j.Fail(why, now); err != nil {
+		return err
+	}
+	j.RPCError = rpc
 	return nil
 }
 

@@ -188,3 +188,34 @@ func TestTask(t *testing.T) {
 		}
 	}
 }
+
+// TestFailRPCAndStale: a job failed with a JSON-RPC error keeps it, as
+// JSON within its cap and only when failed; a running job is stale once
+// unchanged for over StaleAfter, a finished one never.
+func TestFailRPCAndStale(t *testing.T) {
+	j := newJob(t)
+	if err := j.Start(t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.FailRPC("bad", []byte(`{"code":-32602`), t0); err == nil || j.Status != Working {
+		t.Errorf("a JSON-RPC error that is not JSON: %v, status %s", err, j.Status)
+	}
+	if err := j.FailRPC("big", []byte(`"`+strings.Repeat("x", MaxRPCErrorBytes)+`"`), t0); err == nil || j.Status != Working {
+		t.Errorf("a JSON-RPC error over its cap: %v, status %s", err, j.Status)
+	}
+	if !j.Stale(t0.Add(StaleAfter+time.Second)) || j.Stale(t0.Add(StaleAfter)) {
+		t.Error("a running job's staleness")
+	}
+	rpc := []byte(`{"code":-32602,"message":"bad"}`)
+	if err := j.FailRPC("bad", rpc, t0); err != nil || j.Status != Failed || string(j.RPCError) != string(rpc) || j.Check() != nil {
+		t.Errorf("FailRPC: %v %s %s %v", err, j.Status, j.RPCError, j.Check())
+	}
+	if j.Stale(t0.Add(time.Hour)) {
+		t.Error("a finished job is stale")
+	}
+	k := newJob(t)
+	k.RPCError = rpc
+	if k.Check() == nil {
+		t.Error("a queued job with a JSON-RPC error passed Check")
+	}
+}

@@ -136,3 +136,31 @@ func (j Job) Task(pollInterval time.Duration) Task {
 		TTLMs:         j.TTL.Milliseconds(), PollIntervalMs: pollInterval.Milliseconds(),
 	}
 }
+
+// Heartbeat is how often the process running a job records that it still
+// does (the job's Updated moves, with its progress or without);
+// StaleAfter is how long a job that has not finished may go without a
+// change before it counts as orphaned: the process running it stopped
+// (killed, or restarted) and no one will finish it.
+const (
+	Heartbeat  = 10 * time.Second
+	StaleAfter = 6 * Heartbeat
+)
+
+// StaleError is the error an orphaned job fails with.
+const StaleError = "the server running this job stopped before it finished (no sign of it for over a minute): start the call again"
+
+// Stale reports whether j is orphaned at now: not finished, and
+// unchanged for over StaleAfter.
+func (j Job) Stale(now time.Time) bool { return !j.Status.Final() && now.Sub(j.Updated) > StaleAfter }
+
+// FailStale fails owner's job id as orphaned if it is stale at now, and
+// returns it as it then is.
+func FailStale(ctx context.Context, s Store, owner, id string, now time.Time) (Job, error) {
+	return Update(ctx, s, owner, id, func(j *Job) (bool, error) {
+		if !j.Stale(now) {
+			return false, nil
+		}
+		return true, j.Fail(StaleError, now)
+	})
+}

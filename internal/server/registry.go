@@ -58,6 +58,7 @@ var Tools = []Tool{
 	chat("chat-reply", tools.AddReply),
 	chat("chat-page", tools.AddPage),
 	chat("sessions", tools.AddSessions),
+	chat("job", tools.AddJob),
 	chat("image", tools.AddImage),
 	expertTool(expert.Thinkdeep),
 	expertTool(expert.Analyze),

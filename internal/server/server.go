@@ -53,7 +53,11 @@ func instructions(f Families) string {
 	if len(experts) > 0 {
 		text += "any tool continues a thread given its continuation_id. "
 	}
-	return text + "A call takes seconds to minutes."
+	text += "A call takes seconds to minutes"
+	if f.serves("job") {
+		text += ": with background: true it answers at once with a jobId, and job returns its progress and result"
+	}
+	return text + "."
 }
 
 // New returns the MCP server with the tools f serves of the families it

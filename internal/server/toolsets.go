@@ -24,8 +24,13 @@ var toolSets = []toolSet{
 }
 
 // pager is the tool that reads the pages of a long answer: a set that
-// serves a tool whose answers may come in pages serves it too.
-const pager = "chat-page"
+// serves a tool whose answers may come in pages serves it too. jobber is
+// the tool that reports on background jobs, served with the same tools,
+// which all take background.
+const (
+	pager  = "chat-page"
+	jobber = "job"
+)
 
 // ToolsetNames are the names --tools takes: the sets, then the tools
 // that are not also a set's name.
@@ -44,7 +49,8 @@ func ToolsetNames() []string {
 
 // ParseToolset reads the value of --tools: a comma-separated list of set
 // and tool names. It returns the tools to serve in the registry's order,
-// chat-page added when a tool that pages its answers is served.
+// chat-page and job added when a tool that pages its answers (and runs
+// in the background) is served.
 func ParseToolset(s string) ([]string, error) {
 	want := map[string]bool{}
 	for _, name := range strings.Split(s, ",") {
@@ -69,7 +75,7 @@ func ParseToolset(s string) ([]string, error) {
 	}
 	for _, t := range Tools {
 		if want[t.Name] && (t.Family == ExpertFamily || t.Name == "chat" || t.Name == "chat-reply") {
-			want[pager] = true
+			want[pager], want[jobber] = true, true
 		}
 	}
 	return namesOf(func(t Tool) bool { return want[t.Name] }), nil

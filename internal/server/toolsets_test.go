@@ -13,16 +13,18 @@ func TestParseToolset(t *testing.T) {
 		want []string
 	}{
 		{"all", ToolNames()},
-		{"chat", []string{"chat", "chat-reply", "chat-page"}},
+		{"chat", []string{"chat", "chat-reply", "chat-page", "job"}},
 		{"sessions", []string{"sessions"}},
-		{"expert", append([]string{"chat-page"}, experts...)},
-		{"expert,sessions", append([]string{"chat-page", "sessions"}, experts...)},
-		// A single expert tool brings chat-page, which reads its pages.
-		{"analyze", []string{"chat-page", "analyze"}},
-		{"chat-reply", []string{"chat-reply", "chat-page"}},
+		{"expert", append([]string{"chat-page", "job"}, experts...)},
+		{"expert,sessions", append([]string{"chat-page", "sessions", "job"}, experts...)},
+		// A single expert tool brings chat-page, which reads its pages,
+		// and job, which reads its background jobs.
+		{"analyze", []string{"chat-page", "job", "analyze"}},
+		{"chat-reply", []string{"chat-reply", "chat-page", "job"}},
 		{"chat-page", []string{"chat-page"}},
+		{"job", []string{"job"}},
 		// Duplicates, whitespace and empty entries; the registry's order.
-		{" precommit , chat ,, precommit,analyze ", []string{"chat", "chat-reply", "chat-page", "analyze", "precommit"}},
+		{" precommit , chat ,, precommit,analyze ", []string{"chat", "chat-reply", "chat-page", "job", "analyze", "precommit"}},
 		{"chat,all", ToolNames()},
 		{"sessions,sessions", []string{"sessions"}},
 	} {
@@ -41,7 +43,7 @@ func TestParseToolset(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"", "names no tool"},
 		{" , ,", "names no tool"},
-		{"chat,experts", `there is no tool or set of tools "experts": the names are all, chat, sessions, expert, chat-reply, chat-page, image, thinkdeep, analyze, codereview, debug, precommit`},
+		{"chat,experts", `there is no tool or set of tools "experts": the names are all, chat, sessions, expert, chat-reply, chat-page, job, image, thinkdeep, analyze, codereview, debug, precommit`},
 		{"Chat", `"Chat"`},
 	} {
 		got, err := ParseToolset(c.in)

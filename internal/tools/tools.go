@@ -21,6 +21,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -39,6 +40,9 @@ type Deps struct {
 	// (the server's own state).
 	ProjectRoot string
 	Forbidden   []string
+	// Jobs keeps the background jobs the job tool reports on; nil means
+	// the server runs none.
+	Jobs jobs.Store
 }
 
 // AddChat adds chat to s.
@@ -120,6 +124,7 @@ type ChatInput struct {
 	ContinuationID string   `json:"continuation_id,omitempty" jsonschema:"Optional: continue this thread (a continuation_id or sessionId of an earlier result of any tool) instead of starting a new one."`
 	Tuning
 	Grounding
+	Background     bool           `json:"background,omitempty" jsonschema:"Optional: run the call as a background job: the result names the job at once, and the job tool returns its progress and, once done, this call's result. For long calls a client would give up on."`
 	ResponseSchema map[string]any `json:"response_schema,omitempty" jsonschema:"Optional: a JSON Schema (draft 2020-12) of a JSON object that the answer must be (Gemini API backend only). The answer is checked against it and returned as structuredContent, and as JSON text; an answer that does not satisfy it is an error that keeps the answer's text."`
 }
 
@@ -135,6 +140,7 @@ type ReplyInput struct {
 	ContinuationID string   `json:"continuation_id,omitempty" jsonschema:"Optional: another name for sessionId, e.g. the continuation_id of an expert tool's result."`
 	Tuning
 	Grounding
+	Background bool `json:"background,omitempty" jsonschema:"Optional: run the call as a background job: the result names the job at once, and the job tool returns its progress and, once done, this call's result. For long calls a client would give up on."`
 }
 
 func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput) (*mcp.CallToolResult, any, error) {
@@ -169,6 +175,7 @@ func (d *Deps) chatRequest(req *mcp.CallToolRequest, in ChatInput) (conversation
 		r.Continue, r.Session = true, in.ContinuationID
 	}
 	d.withFiles(&r, in.Prompt, in.Files, schema)
+	d.inBackground(&r, in.Background)
 	return r, nil
 }
 
@@ -197,12 +204,27 @@ func (d *Deps) replyRequest(req *mcp.CallToolRequest, in ReplyInput) (conversati
 		SystemPrompt: in.SystemPrompt, Temperature: in.Temperature, ThinkingMode: in.ThinkingMode, IncludeThoughts: in.IncludeThoughts,
 		Builtins: backend.Builtins{GoogleSearch: in.GoogleSearch, URLs: urls, CodeExecution: in.CodeExecution}}}
 	d.withFiles(&r, in.Prompt, in.Files, nil)
+	d.inBackground(&r, in.Background)
 	return r, nil
 }
 
 // do runs r through the pipeline, its failure as chat's error result.
 func (d *Deps) do(ctx context.Context, r conversation.Request) *mcp.CallToolResult {
-	res, err := d.Conv.Do(ctx, r)
+	return failure(d.Conv.Do(ctx, r))
+}
+
+// inBackground makes r a background turn when background is set: its
+// job keeps the result do would have returned.
+func (d *Deps) inBackground(r *conversation.Request, background bool) {
+	if background {
+		r.Background = true
+		r.Finish = func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) { return failure(res, err), nil }
+	}
+}
+
+// failure is the result of a turn that ended with res or err: a failure
+// as chat's error result.
+func failure(res *mcp.CallToolResult, err error) *mcp.CallToolResult {
 	var wc *conversation.WaitCancelled
 	switch {
 	case errors.As(err, &wc):

@@ -50,7 +50,7 @@ func TestToolsStdio(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	cs := connect(t, e.command("--tools", "chat", "--max-prompt-bytes", "1000"))
-	checkServed(t, cs, []string{"chat", "chat-reply", "chat-page"}, nil, "analyze")
+	checkServed(t, cs, []string{"chat", "chat-reply", "chat-page", "job"}, nil, "analyze")
 	// An argument over --max-prompt-bytes, which the server refuses from
 	// its size before the SDK decodes it, of a tool not served: still the
 	// SDK's unknown tool, not the tool's own refusal.
@@ -67,7 +67,7 @@ func TestToolsStdio(t *testing.T) {
 	cmd := e.command()
 	cmd.Env = append(cmd.Env, "GEMINI_MCP_TOOLS=expert, sessions")
 	cs = connect(t, cmd)
-	checkServed(t, cs, append([]string{"chat-page", "sessions"}, expertTools...), expertTools, "chat")
+	checkServed(t, cs, append([]string{"chat-page", "sessions", "job"}, expertTools...), expertTools, "chat")
 }
 
 func TestToolsHTTP(t *testing.T) {
@@ -78,9 +78,9 @@ func TestToolsHTTP(t *testing.T) {
 		tools, prompts []string
 		notServed      string
 	}{
-		{"chat", []string{"chat", "chat-reply", "chat-page"}, nil, "sessions"},
-		{"expert,sessions", append([]string{"chat-page", "sessions"}, expertTools...), expertTools, "chat-reply"},
-		{"analyze", []string{"chat-page", "analyze"}, []string{"analyze"}, "debug"},
+		{"chat", []string{"chat", "chat-reply", "chat-page", "job"}, nil, "sessions"},
+		{"expert,sessions", append([]string{"chat-page", "sessions", "job"}, expertTools...), expertTools, "chat-reply"},
+		{"analyze", []string{"chat-page", "job", "analyze"}, []string{"analyze"}, "debug"},
 	} {
 		addr, _ := startHTTP(t, e, "--tools", c.value)
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "tools-http", Version: "1"}, nil).Connect(context.Background(),
@@ -98,7 +98,7 @@ func TestToolsDoctor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	out, _ := e.command("doctor", "--tools", "analyze").CombinedOutput()
-	if !strings.Contains(string(out), "ok    tools served (--tools analyze): chat-page, analyze\n") {
+	if !strings.Contains(string(out), "ok    tools served (--tools analyze): chat-page, job, analyze\n") {
 		t.Fatalf("doctor:\n%s", out)
 	}
 }
@@ -113,10 +113,10 @@ func TestToolsBadValues(t *testing.T) {
 		env  string
 		want string
 	}{
-		{[]string{"--tools", "chat,experts"}, "", `--tools: there is no tool or set of tools "experts": the names are all, chat, sessions, expert, chat-reply, chat-page, image, thinkdeep, analyze, codereview, debug, precommit`},
+		{[]string{"--tools", "chat,experts"}, "", `--tools: there is no tool or set of tools "experts": the names are all, chat, sessions, expert, chat-reply, chat-page, job, image, thinkdeep, analyze, codereview, debug, precommit`},
 		{nil, "GEMINI_MCP_TOOLS=analyse", `"analyse"`},
 		{[]string{"--tools", ","}, "", "--tools: names no tool"},
-		{[]string{"--tools", "expert", "--rate-limits", "chat=1/min"}, "", `--rate-limits: the tool "chat" is not served (see --tools): the tools served are chat-page, thinkdeep, analyze, codereview, debug, precommit`},
+		{[]string{"--tools", "expert", "--rate-limits", "chat=1/min"}, "", `--rate-limits: the tool "chat" is not served (see --tools): the tools served are chat-page, job, thinkdeep, analyze, codereview, debug, precommit`},
 	} {
 		cmd := e.command(c.args...)
 		if c.env != "" {

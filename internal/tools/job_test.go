@@ -1,0 +1,63 @@
+package tools
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
+)
+
+// TestJobOrphaned: a job left running by a process that stopped (no
+// heartbeat for over jobs.StaleAfter) is reported, and stored, as failed
+// with why; one with a recent heartbeat is still working; another
+// token's job is unknown.
+func TestJobOrphaned(t *testing.T) {
+	t.Parallel()
+	st := memstore.New(session.Options{})
+	t.Cleanup(func() { st.Close() })
+	stub, _ := newStubDeps(t)
+	// Over HTTP, where a caller's token owns its jobs.
+	d := stub.with(func(o *conversation.Options) { o.Remote = true })
+	d.Jobs = jobs.Of(st)
+	ctx := context.Background()
+	running := func(at time.Time) string {
+		j, err := jobs.New("tok", "chat", 0, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, err = st.CreateJob(ctx, j, jobs.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err = jobs.Update(ctx, st, "tok", j.ID, func(j *jobs.Job) (bool, error) { return true, j.Start(at) }); err != nil {
+			t.Fatal(err)
+		}
+		return j.ID
+	}
+	orphan, live := running(time.Now().Add(-jobs.StaleAfter-time.Second)), running(time.Now())
+
+	call := func(token, id string) string {
+		t.Helper()
+		res, _, err := d.job(as(token), request(t, "job", nil), JobInput{JobID: id})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return res.Meta["jobStatus"].(string) + ": " + textOf(res)
+	}
+	if got := call("tok", orphan); !strings.HasPrefix(got, "failed: ") || !strings.Contains(got, jobs.StaleError) {
+		t.Errorf("the orphaned job: %s", got)
+	}
+	if j, _, _ := st.GetJob(ctx, "tok", orphan); j.Status != jobs.Failed {
+		t.Errorf("the orphaned job is stored %s, want failed", j.Status)
+	}
+	if got := call("tok", live); !strings.HasPrefix(got, "working: ") {
+		t.Errorf("the live job: %s", got)
+	}
+	if got := call("other", live); !strings.Contains(got, "no such job") {
+		t.Errorf("another token's job: %s", got)
+	}
+}
