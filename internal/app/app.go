@@ -216,6 +216,9 @@ type Deps struct {
 	// calls may run in (nil: any).
 	Cwd          string
 	AllowedRoots []string
+	// Jobs keeps the background jobs, in Store (nil when the store keeps
+	// none): the pipeline runs them, the job tool reads them.
+	Jobs jobs.Store
 }
 
 // NewDeps builds, from the configuration, the turn pipeline every tool
@@ -265,11 +268,12 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
+	jobStore := jobs.Of(store)
 	conv := conversation.New(conversation.Options{Backend: b.Backend, Store: store, MaxTurns: cfg.Store.MaxTurns, DefaultCwd: cwd, Log: log, ProgressInterval: cfg.Tools.ProgressInterval, MaxAnswerBytes: cfg.Tools.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP.Addr != "", Authenticated: len(cfg.HTTP.Tokens) > 0 || cfg.HTTP.TokenFile != "" || len(cfg.HTTP.AuthIssuers) > 0,
 		Stateless: cfg.HTTP.Stateless, ShareSessions: cfg.Tools.ShareSessions, SessionIDInText: cfg.Tools.SessionIDInText,
-		Lifetime: life, RequestContext: requests, Jobs: jobs.Of(store)})
-	return &Deps{Conv: conv, Backend: b, Store: store, Cwd: cwd, AllowedRoots: allowed}, nil
+		Lifetime: life, RequestContext: requests, Jobs: jobStore})
+	return &Deps{Conv: conv, Backend: b, Store: store, Cwd: cwd, AllowedRoots: allowed, Jobs: jobStore}, nil
 }
 
 // storeHooks logs what becomes of a session store opened in the

@@ -62,7 +62,7 @@ func newServer(version string, cfg *config.Config, deps *Deps, log *slog.Logger)
 		// sends images, PDFs, audio and video to Gemini.
 		Media: counter != nil, MaxMediaBytes: int64(cfg.Expert.MaxMediaBytes),
 	}, Sent: &filectx.MemorySent{}, GitAnyOwner: cfg.Expert.PrecommitAnyOwner}
-	chat := &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc, ProjectRoot: root, Forbidden: forbidden, Jobs: conv.Jobs()}
+	chat := &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc, ProjectRoot: root, Forbidden: forbidden, Jobs: deps.Jobs}
 	// precommit cuts the changes to fit the model's input, which the API
 	// backend knows; the others get the Gemini models' own.
 	var inputLimit func(context.Context) int

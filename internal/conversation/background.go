@@ -89,10 +89,6 @@ func (s *Service) background(ctx context.Context, r Request, c *Call, call backe
 	return StartedJob(j), nil
 }
 
-// Jobs returns the store of the background jobs (Options.Jobs), nil when
-// there is none.
-func (s *Service) Jobs() jobs.Store { return s.o.Jobs }
-
 // StartedJob is the result of a call that started job j.
 func StartedJob(j jobs.Job) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
