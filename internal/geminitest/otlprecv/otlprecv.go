@@ -26,25 +26,28 @@ type Request struct {
 	ResourceSpans []ResourceSpans `json:"resourceSpans"`
 }
 
-// ResourceSpans and the types beside it (Resource, ScopeSpans, Scope, Span,
-// Status, KeyValue and AnyValue) are the OTLP messages of the same names.
 type (
+	// ResourceSpans is the OTLP message of the same name.
 	ResourceSpans struct {
 		Resource   Resource     `json:"resource"`
 		ScopeSpans []ScopeSpans `json:"scopeSpans"`
 		SchemaURL  string       `json:"schemaUrl"`
 	}
+	// Resource is the OTLP message of the same name.
 	Resource struct {
 		Attributes []KeyValue `json:"attributes"`
 	}
+	// ScopeSpans is the OTLP message of the same name.
 	ScopeSpans struct {
 		Scope Scope  `json:"scope"`
 		Spans []Span `json:"spans"`
 	}
+	// Scope is the OTLP message of the same name.
 	Scope struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
 	}
+	// Span is the OTLP message of the same name.
 	Span struct {
 		TraceID           string     `json:"traceId"`
 		SpanID            string     `json:"spanId"`
@@ -60,14 +63,17 @@ type (
 		// Resource is the attributes of the span's resource, flattened.
 		Resource map[string]string `json:"-"`
 	}
+	// Status is the OTLP message of the same name.
 	Status struct {
 		Message string `json:"message"`
 		Code    int    `json:"code"`
 	}
+	// KeyValue is the OTLP message of the same name.
 	KeyValue struct {
 		Key   string   `json:"key"`
 		Value AnyValue `json:"value"`
 	}
+	// AnyValue is the OTLP message of the same name.
 	AnyValue struct {
 		StringValue *string  `json:"stringValue"`
 		IntValue    *string  `json:"intValue"`
