@@ -64,7 +64,7 @@ func (s *Service) background(ctx context.Context, r Request, c *Call, call backe
 	*c = Call{Who: c.Who, notify: rep.notify, token: j.ID}
 	s.goJob(ctx, j, func(ctx context.Context, _ jobs.Job) (*mcp.CallToolResult, error) {
 		return finish(turn(ctx, call))
-	})
+	}, nil)
 	return StartedJob(j), nil
 }
 
@@ -76,13 +76,14 @@ type JobWork func(ctx context.Context, j jobs.Job) (*mcp.CallToolResult, error)
 // StartJob creates a job of tool for the caller of req, runs work in the
 // background as background turns run (bound to the server's lifetime,
 // with the job's heartbeat and cancel watch; see background) and returns
-// the job as created.
-func (s *Service) StartJob(ctx context.Context, req *mcp.CallToolRequest, tool string, work JobWork) (jobs.Job, error) {
+// the job as created. unstarted, when set, is called instead of work
+// when the job ends before work starts (cancelled while queued).
+func (s *Service) StartJob(ctx context.Context, req *mcp.CallToolRequest, tool string, work JobWork, unstarted func()) (jobs.Job, error) {
 	j, err := s.newJob(ctx, s.CallOf(ctx, req).Who, tool)
 	if err != nil {
 		return jobs.Job{}, err
 	}
-	s.goJob(ctx, j, work)
+	s.goJob(ctx, j, work, unstarted)
 	return j, nil
 }
 
@@ -113,7 +114,7 @@ func (s *Service) newJob(ctx context.Context, who identity.Who, tool string) (jo
 
 // goJob runs work for job j in a goroutine that outlives the call: only
 // the server's end and the job's cancel stop it.
-func (s *Service) goJob(ctx context.Context, j jobs.Job, work JobWork) {
+func (s *Service) goJob(ctx context.Context, j jobs.Job, work JobWork, unstarted func()) {
 	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := func() bool { return false }
 	if s.o.Lifetime != nil {
@@ -122,7 +123,7 @@ func (s *Service) goJob(ctx context.Context, j jobs.Job, work JobWork) {
 	go func() {
 		defer stop()
 		defer cancel(nil)
-		s.runJob(tctx, cancel, j, work)
+		s.runJob(tctx, cancel, j, work, unstarted)
 	}()
 	s.o.Log.Info("started a background job", "job", j.ID, "tool", j.Tool)
 }
@@ -141,12 +142,15 @@ func StartedJob(j jobs.Job) *mcp.CallToolResult {
 }
 
 // runJob runs the work of job j on ctx (cancel stops it) and stores its
-// end.
-func (s *Service) runJob(ctx context.Context, cancel context.CancelCauseFunc, j jobs.Job, work JobWork) {
+// end; unstarted, when set, runs when j cannot be started.
+func (s *Service) runJob(ctx context.Context, cancel context.CancelCauseFunc, j jobs.Job, work JobWork, unstarted func()) {
 	owner, id := j.Owner, j.ID
 	j, err := jobs.Update(ctx, s.o.Jobs, owner, id, func(j *jobs.Job) (bool, error) { return true, j.Start(s.o.Now()) })
 	if err != nil {
 		s.o.Log.Info("a background job did not start", "job", id, "err", err)
+		if unstarted != nil {
+			unstarted()
+		}
 		return
 	}
 	watched := make(chan struct{})
