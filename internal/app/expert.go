@@ -63,11 +63,13 @@ func newServer(version string, cfg *config.Config, deps *Deps, log *slog.Logger)
 		// sends images, PDFs, audio and video to Gemini.
 		Media: counter != nil, MaxMediaBytes: int64(cfg.Expert.MaxMediaBytes),
 	}, Sent: &filectx.MemorySent{}, GitAnyOwner: cfg.Expert.PrecommitAnyOwner}
-	chat := &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc, ProjectRoot: root, Forbidden: forbidden, Jobs: conv.Jobs()}
+	// The research tool reaches the API backend's Interactions API.
+	var research func() (tools.Researcher, error)
 	if researchOf != nil && counter != nil {
-		// The research tool reaches the API backend's Interactions API.
-		chat.Research = researchOf(counter)
+		research = researchOf(counter)
 	}
+	chat := &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc, ProjectRoot: root, Forbidden: forbidden, Jobs: conv.Jobs(),
+		Research: research}
 	// precommit cuts the changes to fit the model's input, which the API
 	// backend knows; the others get the Gemini models' own.
 	var inputLimit func(context.Context) int
