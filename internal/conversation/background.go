@@ -27,7 +27,9 @@ import (
 // synchronous call would have returned, or its error. A caller's cancel
 // (jobs.Cancel, through the job tool, on any replica) is seen by the
 // goroutine's watch of the job, which stops the turn; the job then ends
-// Cancelled. When the server stops, its running jobs end Failed.
+// Cancelled. When the server stops, its running jobs end Failed, but
+// for those with a resume handle (jobs.Job.Resume), whose work goes on
+// without it: they are left running, for ResumeJob.
 //
 // A background turn has no client to ask: its request is gone. So it
 // never asks the client's user to confirm an untrusted downstream tool
@@ -85,6 +87,12 @@ func (s *Service) StartJob(ctx context.Context, req *mcp.CallToolRequest, tool s
 	}
 	s.goJob(ctx, j, work, unstarted)
 	return j, nil
+}
+
+// ResumeJob runs work for job j, Working and claimed by this process
+// (its process stopped: see jobs.Job.Resume), as StartJob runs it.
+func (s *Service) ResumeJob(ctx context.Context, j jobs.Job, work JobWork) {
+	s.goJob(ctx, j, work, nil)
 }
 
 // JobCancelled says whether the ctx of a JobWork ended because its job
@@ -145,7 +153,13 @@ func StartedJob(j jobs.Job) *mcp.CallToolResult {
 // end; unstarted, when set, runs when j cannot be started.
 func (s *Service) runJob(ctx context.Context, cancel context.CancelCauseFunc, j jobs.Job, work JobWork, unstarted func()) {
 	owner, id := j.Owner, j.ID
-	j, err := jobs.Update(ctx, s.o.Jobs, owner, id, func(j *jobs.Job) (bool, error) { return true, j.Start(s.o.Now()) })
+	j, err := jobs.Update(ctx, s.o.Jobs, owner, id, func(j *jobs.Job) (bool, error) {
+		if j.Status == jobs.Working && j.Resume != "" {
+			// Resumed: it was started before.
+			return false, nil
+		}
+		return true, j.Start(s.o.Now())
+	})
 	if err != nil {
 		s.o.Log.Info("a background job did not start", "job", id, "err", err)
 		if unstarted != nil {
@@ -178,6 +192,11 @@ func (s *Service) runJob(ctx context.Context, cancel context.CancelCauseFunc, j 
 		switch {
 		case errors.Is(cause, errJobCancelled) || j.CancelRequested:
 			return true, j.Cancelled(now)
+		case cause != nil && j.Resume != "":
+			// The server stopped under work that goes on without it (an
+			// interaction): the job is left running, for whoever polls it
+			// once its heartbeat is stale to resume.
+			return false, nil
 		case cause != nil:
 			return true, j.Fail(cause.Error(), now)
 		case err != nil:

@@ -159,3 +159,34 @@ func researchResult(p *interact.Result) *mcp.CallToolResult {
 	content := append([]mcp.Content{&mcp.TextContent{Text: b.String()}}, links...)
 	return &mcp.CallToolResult{Content: content, Meta: meta}
 }
+
+// resumeResearch resumes research job j, stale (the process polling its
+// interaction stopped), in this process: it claims the job with a
+// versioned update, so that of the replicas that see it stale one does,
+// and polls the same interaction. It returns j as it then is, still
+// stale when it cannot be resumed (not research, no interaction, no
+// Interactions API here).
+func (d *Deps) resumeResearch(ctx context.Context, j jobs.Job) (jobs.Job, error) {
+	if j.Tool != "research" || j.Resume == "" || d.Research == nil {
+		return j, nil
+	}
+	rs, err := d.Research()
+	if err != nil {
+		return j, nil
+	}
+	claimed := false
+	j, err = jobs.Update(ctx, d.Jobs, j.Owner, j.ID, func(j *jobs.Job) (bool, error) {
+		claimed = false
+		if j.Status != jobs.Working || j.Resume == "" || !j.Stale(time.Now()) {
+			return false, nil
+		}
+		claimed = true
+		return true, j.Report("resumed after its server stopped: polling the interaction again", j.Progress, j.Total, time.Now())
+	})
+	if err != nil || !claimed {
+		return j, err
+	}
+	r := &researchRun{jobs: d.Jobs, rs: rs, id: j.Resume, every: d.ResearchPoll}
+	d.Conv.ResumeJob(ctx, j, r.run)
+	return j, nil
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,5 +209,65 @@ func TestResearchWait(t *testing.T) {
 	res, _, err := d.research(as("tok"), request(t, "research", nil), ResearchInput{Query: "quick", Wait: MaxJobWait})
 	if err != nil || res.IsError || !strings.HasPrefix(textOf(res), fakeapi.ReportText("quick")) {
 		t.Fatalf("research with wait: %v %v", res, err)
+	}
+}
+
+// countingResearcher counts the polls of interactions (Wait calls) begun.
+type countingResearcher struct {
+	Researcher
+	waits atomic.Int32
+}
+
+func (c *countingResearcher) Wait(ctx context.Context, id string, o interact.WaitOptions) (*interact.Result, error) {
+	c.waits.Add(1)
+	return c.Researcher.Wait(ctx, id, o)
+}
+
+// TestResearchResumed: a research job whose process stopped (its
+// heartbeat stale) is resumed by the job tool, once however many see it
+// stale, and polled to its report.
+func TestResearchResumed(t *testing.T) {
+	t.Parallel()
+	d, _ := researchDeps(t)
+	rs, err := d.Research()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := &countingResearcher{Researcher: rs}
+	d.Research = func() (Researcher, error) { return counting, nil }
+	ctx := geminitest.Context(t)
+	q := "left behind [[steps:2]]"
+	first, err := rs.StartAgent(ctx, interact.AgentRequest{Input: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-jobs.StaleAfter - time.Second)
+	j, err := jobs.New("tok", "research", 0, past)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err = d.Jobs.CreateJob(ctx, j, jobs.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if j, err = jobs.Update(ctx, d.Jobs, "tok", j.ID, func(j *jobs.Job) (bool, error) {
+		if err := j.Start(past); err != nil {
+			return false, err
+		}
+		return true, j.SetResume(first.ID, past)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Two replicas see it stale at once: one resumes it.
+	for range 2 {
+		if _, err := d.resumeResearch(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := jobEnd(t, d, "tok", j.ID)
+	if err != nil || res.IsError || !strings.HasPrefix(textOf(res), fakeapi.ReportText(q)) {
+		t.Fatalf("the resumed job: %v %v", res, err)
+	}
+	if n := counting.waits.Load(); n != 1 {
+		t.Errorf("the interaction was polled by %d runners, want 1", n)
 	}
 }
