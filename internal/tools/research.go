@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -75,6 +76,9 @@ func researchTool() *mcp.Tool {
 }
 
 func (d *Deps) research(ctx context.Context, req *mcp.CallToolRequest, in ResearchInput) (*mcp.CallToolResult, any, error) {
+	if strings.TrimSpace(in.Query) == "" {
+		return nil, nil, errors.New("query is empty: say what to research (or, with continue_from, approve or change the plan)")
+	}
 	if err := validate.Text("query", in.Query, d.MaxPromptBytes); err != nil {
 		return nil, nil, err
 	}

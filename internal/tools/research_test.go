@@ -192,6 +192,12 @@ func TestResearchRefused(t *testing.T) {
 	if _, _, err := d.research(as("tok"), request(t, "research", nil), ResearchInput{Query: "q", Wait: 61}); err == nil || !strings.Contains(err.Error(), "wait must be") {
 		t.Errorf("wait 61: %v", err)
 	}
+	if _, _, err := d.research(as("tok"), request(t, "research", nil), ResearchInput{Query: " "}); err == nil || !strings.Contains(err.Error(), "query is empty") {
+		t.Errorf("an empty query: %v", err)
+	}
+	if _, _, err := d.research(as("tok"), request(t, "research", nil), ResearchInput{Query: "q", ContinueFrom: "nope"}); err == nil || !strings.Contains(err.Error(), "no research job of this caller") {
+		t.Errorf("continue_from nothing: %v", err)
+	}
 	if len(fake.Interactions()) != 0 {
 		t.Errorf("a refused call started interactions %v", fake.Interactions())
 	}
