@@ -9,6 +9,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/redistest"
 )
 
 // startResearch calls research and returns its job's id, failing t unless
@@ -84,4 +85,43 @@ func TestResearchStdio(t *testing.T) {
 
 	cli := connect(t, newEnv(t).command())
 	callErr(t, cli, "research", map[string]any{"query": "tea"}, "--backend api")
+}
+
+// TestResearchOnReplicas: two HTTP replicas on one real redis-server: a
+// research job started on A is polled to its report on B; another one,
+// cancelled on B, has its interaction cancelled by A; token two can
+// neither read, cancel nor continue token one's jobs.
+func TestResearchOnReplicas(t *testing.T) {
+	t.Parallel()
+	e, fake := apiEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
+	args := []string{"--stateless", "--backend", "api", "--store", redistest.Start(t).URL(0)}
+	addrA, _ := startHTTP(t, e, args...)
+	addrB, _ := startHTTP(t, e, args...)
+	a, b := httpClient(t, addrA, tokenOne), httpClient(t, addrB, tokenOne)
+
+	q := "started on A [[steps:0]]"
+	res, err := jobEnd(t, b, startResearch(t, a, map[string]any{"query": q}), nil)
+	if err != nil || res.IsError || !strings.HasPrefix(resultText(res), fakeapi.ReportText(q)) {
+		t.Fatalf("the research on B: %v %s", err, resultText(res))
+	}
+
+	id := startResearch(t, a, map[string]any{"query": "to cancel [[hold]]"})
+	other := httpClient(t, addrB, tokenTwo)
+	for _, args := range []map[string]any{{"jobId": id}, {"jobId": id, "cancel": true}} {
+		if res, err := callTool(other, "job", args); err != nil || !res.IsError || !strings.Contains(resultText(res), "no such job") {
+			t.Errorf("token two's job %v: %v %s", args, err, resultText(res))
+		}
+	}
+	callErr(t, other, "research", map[string]any{"query": "go ahead", "continue_from": id}, "no research job of this caller")
+	res, err = jobEnd(t, b, id, map[string]any{"cancel": true})
+	if err != nil || res.Meta["jobStatus"] != "cancelled" {
+		t.Fatalf("the cancelled research on B: %v %s %+v", err, resultText(res), res)
+	}
+	err = fake.WaitFor(geminitest.Context(t), func(reqs []fakeapi.Request) bool {
+		return slices.ContainsFunc(reqs, func(r fakeapi.Request) bool { return r.Method == fakeapi.MethodInteractionCancel })
+	})
+	if err != nil {
+		t.Errorf("the interaction was not cancelled: %v", err)
+	}
 }
