@@ -125,3 +125,34 @@ func TestResearchOnReplicas(t *testing.T) {
 		t.Errorf("the interaction was not cancelled: %v", err)
 	}
 }
+
+// TestResearchResumedAfterRestart: a research job whose server stopped
+// mid-run is left running; once its heartbeat is stale, job on a server
+// started anew on the same store resumes polling the same interaction
+// and returns its report. (It waits for jobs.StaleAfter, a minute.)
+func TestResearchResumedAfterRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits a minute for the job's heartbeat to go stale")
+	}
+	t.Parallel()
+	e, fake := apiEnv(t)
+	first := connect(t, e.command("--backend", "api"))
+	q := "outlives its server [[steps:3]]"
+	id := startResearch(t, first, map[string]any{"query": q})
+	// The first poll comes after the job has recorded its interaction.
+	err := fake.WaitFor(geminitest.Context(t), func(reqs []fakeapi.Request) bool {
+		return slices.ContainsFunc(reqs, func(r fakeapi.Request) bool { return r.Method == fakeapi.MethodInteractionGet })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	// Under callTool's minute, each call waits half of one.
+	res, err := jobEnd(t, connect(t, e.command("--backend", "api")), id, map[string]any{"wait": 30})
+	if err != nil || res.IsError || !strings.HasPrefix(resultText(res), fakeapi.ReportText(q)) {
+		t.Fatalf("the resumed research: %v %s", err, resultText(res))
+	}
+	if n := len(fake.Interactions()); n != 1 {
+		t.Errorf("%d interactions, want the one resumed", n)
+	}
+}
