@@ -14,6 +14,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
 // The API backend is linked in unless the build says -tags noapi: its SDK
@@ -46,6 +47,19 @@ func init() {
 			lines[i] = modelLine(m)
 		}
 		return lines, nil
+	}
+	researchOf = func(counter backend.TokenCounter) func() (tools.Researcher, error) {
+		b, ok := counter.(*api.Backend)
+		if !ok {
+			return nil
+		}
+		return func() (tools.Researcher, error) {
+			c, err := b.Interactions()
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
 	}
 	modelsOf = func(counter backend.TokenCounter) func(ctx context.Context) (any, error) {
 		b, ok := counter.(*api.Backend)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
@@ -62,7 +63,13 @@ func newServer(version string, cfg *config.Config, deps *Deps, log *slog.Logger)
 		// sends images, PDFs, audio and video to Gemini.
 		Media: counter != nil, MaxMediaBytes: int64(cfg.Expert.MaxMediaBytes),
 	}, Sent: &filectx.MemorySent{}, GitAnyOwner: cfg.Expert.PrecommitAnyOwner}
-	chat := &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc, ProjectRoot: root, Forbidden: forbidden, Jobs: deps.Jobs}
+	// The research tool reaches the API backend's Interactions API.
+	var research func() (tools.Researcher, error)
+	if researchOf != nil && counter != nil {
+		research = researchOf(counter)
+	}
+	chat := &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc, ProjectRoot: root, Forbidden: forbidden, Jobs: deps.Jobs,
+		Research: research}
 	// precommit cuts the changes to fit the model's input, which the API
 	// backend knows; the others get the Gemini models' own.
 	var inputLimit func(context.Context) int
@@ -92,6 +99,11 @@ func newServer(version string, cfg *config.Config, deps *Deps, log *slog.Logger)
 		"maxContextTokens", cfg.Expert.MaxContextTokens, "sendSecretFiles", cfg.Expert.SendSecretFiles, "precommitAnyOwner", cfg.Expert.PrecommitAnyOwner, "tokens", fc.TokenCounting(), "rateLimits", cfg.Tools.RateLimits.String())
 	return srv, nil
 }
+
+// researchOf returns how the research tool reaches the Interactions API
+// of the API backend counter is (nil for the CLI backends, and in a
+// build without the API backend).
+var researchOf func(counter backend.TokenCounter) func() (tools.Researcher, error)
 
 func absOr(p string) string {
 	if a, err := filepath.Abs(p); err == nil {

@@ -17,7 +17,7 @@ import (
 func TestToolsetSizes(t *testing.T) {
 	t.Parallel()
 	experts := []string{"thinkdeep", "analyze", "codereview", "debug", "precommit"}
-	all := append([]string{"chat", "chat-reply", "chat-page", "sessions", "job", "image"}, experts...)
+	all := append([]string{"chat", "chat-reply", "chat-page", "sessions", "job", "image", "research"}, experts...)
 	var table strings.Builder
 	fmt.Fprintln(&table, "| value of `--tools` | tools | tools/list bytes | prompts | prompts/list bytes |")
 	for _, c := range []struct {
@@ -31,6 +31,7 @@ func TestToolsetSizes(t *testing.T) {
 		{"expert,sessions", append([]string{"chat-page", "sessions", "job"}, experts...), experts},
 		{"analyze", []string{"chat-page", "job", "analyze"}, []string{"analyze"}},
 		{"image", []string{"image"}, nil},
+		{"research", []string{"research", "job"}, nil},
 	} {
 		tools, prompts, _ := listedWith(t, "--tools", c.value)
 		var toolNames, promptNames []string

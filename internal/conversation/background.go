@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
@@ -26,7 +27,9 @@ import (
 // synchronous call would have returned, or its error. A caller's cancel
 // (jobs.Cancel, through the job tool, on any replica) is seen by the
 // goroutine's watch of the job, which stops the turn; the job then ends
-// Cancelled. When the server stops, its running jobs end Failed.
+// Cancelled. When the server stops, its running jobs end Failed, but
+// for those with a resume handle (jobs.Job.Resume), whose work goes on
+// without it: they are left running, for ResumeJob.
 //
 // A background turn has no client to ask: its request is gone. So it
 // never asks the client's user to confirm an untrusted downstream tool
@@ -47,46 +50,90 @@ const errServerStopped = "the server running this job stopped before it finished
 // the result that names it.
 // c is the call turn runs for, which background makes the job's.
 func (s *Service) background(ctx context.Context, r Request, c *Call, call backend.Turn, turn turnFunc) (*mcp.CallToolResult, error) {
-	if s.o.Jobs == nil {
-		return nil, errors.New("this server runs no background jobs: call again without background")
-	}
-	if err := s.acc.Identified(c.Who); err != nil {
-		return nil, err
-	}
 	tool := "turn"
 	if r.Call != nil && r.Call.Params != nil && r.Call.Params.Name != "" {
 		tool = r.Call.Params.Name
 	}
-	j, err := jobs.New(c.Who.Token, tool, s.o.JobTTL, s.o.Now())
+	j, err := s.newJob(ctx, c.Who, tool)
 	if err != nil {
 		return nil, err
-	}
-	if j, err = s.o.Jobs.CreateJob(ctx, j, s.o.JobLimits); err != nil {
-		if errors.Is(err, jobs.ErrLimit) {
-			return nil, err
-		}
-		return nil, toolerr.StoreError(err)
 	}
 	finish := r.Finish
 	if finish == nil {
 		finish = func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) { return res, err }
 	}
-	// The turn outlives the call: only the server's end and the job's
-	// cancel stop it.
+	rep := &jobReporter{s: s, owner: j.Owner, id: j.ID}
+	*c = Call{Who: c.Who, notify: rep.notify, token: j.ID}
+	s.goJob(ctx, j, func(ctx context.Context, _ jobs.Job) (*mcp.CallToolResult, error) {
+		return finish(turn(ctx, call))
+	}, nil)
+	return StartedJob(j), nil
+}
+
+// JobWork is the work of a background job j: what it returns is stored
+// as the job's end. ctx ends when the job is cancelled (JobCancelled
+// then says so) or the server stops.
+type JobWork func(ctx context.Context, j jobs.Job) (*mcp.CallToolResult, error)
+
+// StartJob creates a job of tool for the caller of req, runs work in the
+// background as background turns run (bound to the server's lifetime,
+// with the job's heartbeat and cancel watch; see background) and returns
+// the job as created. unstarted, when set, is called instead of work
+// when the job ends before work starts (cancelled while queued).
+func (s *Service) StartJob(ctx context.Context, req *mcp.CallToolRequest, tool string, work JobWork, unstarted func()) (jobs.Job, error) {
+	j, err := s.newJob(ctx, s.CallOf(ctx, req).Who, tool)
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	s.goJob(ctx, j, work, unstarted)
+	return j, nil
+}
+
+// ResumeJob runs work for job j, Working and claimed by this process
+// (its process stopped: see jobs.Job.Resume), as StartJob runs it.
+func (s *Service) ResumeJob(ctx context.Context, j jobs.Job, work JobWork) {
+	s.goJob(ctx, j, work, nil)
+}
+
+// JobCancelled says whether the ctx of a JobWork ended because its job
+// was cancelled (not because the server stopped).
+func JobCancelled(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errJobCancelled) }
+
+// newJob creates a job of tool for who, its owner who's token id.
+func (s *Service) newJob(ctx context.Context, who identity.Who, tool string) (jobs.Job, error) {
+	if s.o.Jobs == nil {
+		return jobs.Job{}, errors.New("this server runs no background jobs: call again without background")
+	}
+	if err := s.acc.Identified(who); err != nil {
+		return jobs.Job{}, err
+	}
+	j, err := jobs.New(who.Token, tool, s.o.JobTTL, s.o.Now())
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	if j, err = s.o.Jobs.CreateJob(ctx, j, s.o.JobLimits); err != nil {
+		if errors.Is(err, jobs.ErrLimit) {
+			return jobs.Job{}, err
+		}
+		return jobs.Job{}, toolerr.StoreError(err)
+	}
+	return j, nil
+}
+
+// goJob runs work for job j in a goroutine that outlives the call: only
+// the server's end and the job's cancel stop it.
+func (s *Service) goJob(ctx context.Context, j jobs.Job, work JobWork, unstarted func()) {
 	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := func() bool { return false }
 	if s.o.Lifetime != nil {
 		stop = context.AfterFunc(s.o.Lifetime, func() { cancel(errors.New(errServerStopped)) })
 	}
-	rep := &jobReporter{s: s, owner: j.Owner, id: j.ID}
-	*c = Call{Who: c.Who, notify: rep.notify, token: j.ID}
 	go func() {
 		defer stop()
 		defer cancel(nil)
-		s.runJob(tctx, cancel, j, call, turn, finish)
+		s.runJob(tctx, cancel, j, work, unstarted)
 	}()
-	s.o.Log.Info("started a background job", "job", j.ID, "tool", tool)
-	return StartedJob(j), nil
+	s.o.Log.Info("started a background job", "job", j.ID, "tool", j.Tool)
 }
 
 // StartedJob is the result of a call that started job j.
@@ -98,14 +145,22 @@ func StartedJob(j jobs.Job) *mcp.CallToolResult {
 	}
 }
 
-// runJob runs the turn of job j on ctx (cancel stops it) and stores its
-// end.
-func (s *Service) runJob(ctx context.Context, cancel context.CancelCauseFunc, j jobs.Job, call backend.Turn, turn turnFunc,
-	finish func(*mcp.CallToolResult, error) (*mcp.CallToolResult, error)) {
+// runJob runs the work of job j on ctx (cancel stops it) and stores its
+// end; unstarted, when set, runs when j cannot be started.
+func (s *Service) runJob(ctx context.Context, cancel context.CancelCauseFunc, j jobs.Job, work JobWork, unstarted func()) {
 	owner, id := j.Owner, j.ID
-	j, err := jobs.Update(ctx, s.o.Jobs, owner, id, func(j *jobs.Job) (bool, error) { return true, j.Start(s.o.Now()) })
+	j, err := jobs.Update(ctx, s.o.Jobs, owner, id, func(j *jobs.Job) (bool, error) {
+		if j.Status == jobs.Working && j.Resume != "" {
+			// Resumed: it was started before.
+			return false, nil
+		}
+		return true, j.Start(s.o.Now())
+	})
 	if err != nil {
 		s.o.Log.Info("a background job did not start", "job", id, "err", err)
+		if unstarted != nil {
+			unstarted()
+		}
 		return
 	}
 	watched := make(chan struct{})
@@ -120,8 +175,7 @@ func (s *Service) runJob(ctx context.Context, cancel context.CancelCauseFunc, j 
 		defer beat.Stop()
 		s.heartbeat(ctx, beat.C, owner, id)
 	}()
-	res, err := turn(ctx, call)
-	res, err = finish(res, err)
+	res, err := work(ctx, j)
 	cause := context.Cause(ctx)
 	cancel(nil)
 	<-watched
@@ -134,6 +188,11 @@ func (s *Service) runJob(ctx context.Context, cancel context.CancelCauseFunc, j 
 		switch {
 		case errors.Is(cause, errJobCancelled) || j.CancelRequested:
 			return true, j.Cancelled(now)
+		case cause != nil && j.Resume != "":
+			// The server stopped under work that goes on without it (an
+			// interaction): the job is left running, for whoever polls it
+			// once its heartbeat is stale to resume.
+			return false, nil
 		case cause != nil:
 			return true, j.Fail(cause.Error(), now)
 		case err != nil:

@@ -60,6 +60,7 @@ var Tools = []Tool{
 	chat("sessions", tools.AddSessions),
 	chat("job", tools.AddJob),
 	chat("image", tools.AddImage),
+	chat("research", tools.AddResearch),
 	expertTool(expert.Thinkdeep),
 	expertTool(expert.Analyze),
 	expertTool(expert.Codereview),

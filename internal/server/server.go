@@ -33,6 +33,9 @@ func instructions(f Families) string {
 	if f.serves("image") {
 		said = append(said, "image makes or edits pictures with Gemini's image models (Gemini API backend)")
 	}
+	if f.serves("research") {
+		said = append(said, "research runs Gemini's Deep Research agent as a background job for a cited report (Gemini API backend)")
+	}
 	var experts []string
 	for _, name := range RPCErrorTools() {
 		if f.serves(name) {

@@ -77,6 +77,10 @@ func ParseToolset(s string) ([]string, error) {
 		if want[t.Name] && (t.Family == ExpertFamily || t.Name == "chat" || t.Name == "chat-reply") {
 			want[pager], want[jobber] = true, true
 		}
+		if want[t.Name] && t.Name == "research" {
+			// A research job's report is read with job.
+			want[jobber] = true
+		}
 	}
 	return namesOf(func(t Tool) bool { return want[t.Name] }), nil
 }

@@ -23,6 +23,8 @@ func TestParseToolset(t *testing.T) {
 		{"chat-reply", []string{"chat-reply", "chat-page", "job"}},
 		{"chat-page", []string{"chat-page"}},
 		{"job", []string{"job"}},
+		// research's reports are read with job.
+		{"research", []string{"job", "research"}},
 		// Duplicates, whitespace and empty entries; the registry's order.
 		{" precommit , chat ,, precommit,analyze ", []string{"chat", "chat-reply", "chat-page", "job", "analyze", "precommit"}},
 		{"chat,all", ToolNames()},
@@ -43,7 +45,7 @@ func TestParseToolset(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"", "names no tool"},
 		{" , ,", "names no tool"},
-		{"chat,experts", `there is no tool or set of tools "experts": the names are all, chat, sessions, expert, chat-reply, chat-page, job, image, thinkdeep, analyze, codereview, debug, precommit`},
+		{"chat,experts", `there is no tool or set of tools "experts": the names are all, chat, sessions, expert, chat-reply, chat-page, job, image, research, thinkdeep, analyze, codereview, debug, precommit`},
 		{"Chat", `"Chat"`},
 	} {
 		got, err := ParseToolset(c.in)

@@ -76,7 +76,12 @@ func (d *Deps) job(ctx context.Context, req *mcp.CallToolRequest, in JobInput) (
 		return nil, nil, jobError(err)
 	}
 	if j.Stale(time.Now()) {
-		// Its process stopped: no one will end it but this.
+		// Its process stopped: no one will end it but this, or resume it.
+		if j, err = d.resumeResearch(ctx, j); err != nil {
+			return nil, nil, jobError(err)
+		}
+	}
+	if j.Stale(time.Now()) {
 		if j, err = jobs.FailStale(ctx, d.Jobs, owner, j.ID, time.Now()); err != nil {
 			return nil, nil, jobError(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,6 +44,12 @@ type Deps struct {
 	// Jobs keeps the background jobs the job tool reports on; nil means
 	// the server runs none.
 	Jobs jobs.Store
+	// Research reaches the Interactions API for the research tool; nil
+	// on a backend that has none (the Gemini CLI's), where research is
+	// refused. ResearchPoll is the time between its polls (interact's
+	// default when zero).
+	Research     func() (Researcher, error)
+	ResearchPoll time.Duration
 }
 
 // AddChat adds chat to s.

@@ -154,7 +154,7 @@ func checkInspector(t *testing.T, tl npmTools, s *server, target []string, token
 			t.Errorf("%s: required = %v, want [prompt]", tool.Name, tool.InputSchema.Required)
 		}
 	}
-	if !slices.Equal(names, []string{"analyze", "chat", "chat-page", "chat-reply", "codereview", "debug", "image", "job", "precommit", "sessions", "thinkdeep"}) {
+	if !slices.Equal(names, []string{"analyze", "chat", "chat-page", "chat-reply", "codereview", "debug", "image", "job", "precommit", "research", "sessions", "thinkdeep"}) {
 		t.Errorf("tools/list: tools %v, want chat, chat-page, chat-reply, job, sessions and the expert tools", names)
 	}
 	geminitest.CheckStderr(t, "inspector (with a stdio server's stderr)", r.stderr)

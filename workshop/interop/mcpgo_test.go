@@ -148,7 +148,7 @@ func mcpgoSession(t *testing.T, c *mcpclient.Client, version, want, marker strin
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"analyze", "chat", "chat-page", "chat-reply", "codereview", "debug", "image", "job", "precommit", "sessions", "thinkdeep"}) {
+	if !slices.Equal(names, []string{"analyze", "chat", "chat-page", "chat-reply", "codereview", "debug", "image", "job", "precommit", "research", "sessions", "thinkdeep"}) {
 		t.Errorf("tools %v", names)
 	}
 	prompt := "hello " + marker

@@ -175,7 +175,7 @@ func checkTSReport(t *testing.T, rep tsReport, marker string) {
 	for _, tool := range rep.Tools {
 		names = append(names, tool.Name)
 	}
-	if !slices.Equal(names, []string{"analyze", "chat", "chat-page", "chat-reply", "codereview", "debug", "image", "job", "precommit", "sessions", "thinkdeep"}) {
+	if !slices.Equal(names, []string{"analyze", "chat", "chat-page", "chat-reply", "codereview", "debug", "image", "job", "precommit", "research", "sessions", "thinkdeep"}) {
 		t.Errorf("tools %v", names)
 	}
 

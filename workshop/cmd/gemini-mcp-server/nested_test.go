@@ -17,7 +17,7 @@ func TestNestedServesNoTools(t *testing.T) {
 		name  string
 		args  []string
 		tools int
-	}{{"nested", nil, 0}, {"allowed", []string{"--allow-nested"}, 11}} {
+	}{{"nested", nil, 0}, {"allowed", []string{"--allow-nested"}, 12}} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.vars = append(e.vars, app.NestedEnv+"=1", "GEMINI_MCP_BACKEND=warm")

@@ -113,7 +113,7 @@ func TestToolsBadValues(t *testing.T) {
 		env  string
 		want string
 	}{
-		{[]string{"--tools", "chat,experts"}, "", `--tools: there is no tool or set of tools "experts": the names are all, chat, sessions, expert, chat-reply, chat-page, job, image, thinkdeep, analyze, codereview, debug, precommit`},
+		{[]string{"--tools", "chat,experts"}, "", `--tools: there is no tool or set of tools "experts": the names are all, chat, sessions, expert, chat-reply, chat-page, job, image, research, thinkdeep, analyze, codereview, debug, precommit`},
 		{nil, "GEMINI_MCP_TOOLS=analyse", `"analyse"`},
 		{[]string{"--tools", ","}, "", "--tools: names no tool"},
 		{[]string{"--tools", "expert", "--rate-limits", "chat=1/min"}, "", `--rate-limits: the tool "chat" is not served (see --tools): the tools served are chat-page, job, thinkdeep, analyze, codereview, debug, precommit`},

@@ -1,0 +1,174 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api/interact"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
+)
+
+// The research tool runs a Deep Research agent (the Gemini API's
+// Interactions API, package interact) as a background job: the call
+// answers at once with the job's id (or waits up to wait seconds for its
+// end), and the job tool reports its progress (the agent's thought
+// summaries) and, once it is done, the report with its citations. The
+// job runs as background turns do (conversation.Service.StartJob): its
+// owner is the caller, its heartbeat and cancel watch the same. The
+// interaction's id is the job's resume handle (jobs.Job.Resume), which
+// a follow-up call names through continue_from: the approval of a
+// research plan, or changes to it.
+
+// ResearchInput is research's arguments; its tags are its input schema.
+type ResearchInput struct {
+	Query             string  `json:"query" jsonschema:"What to research. After a plan (continue_from), the approval ('go ahead') or the changes to make to the plan."`
+	Agent             string  `json:"agent,omitempty" jsonschema:"Optional: the Deep Research agent. Omit for the default agent."`
+	Plan              bool    `json:"plan,omitempty" jsonschema:"Optional: plan first. The job ends with the research plan as its result (_meta.plan: true); call research again with continue_from set to that job's id to approve it or ask for changes."`
+	ContinueFrom      string  `json:"continue_from,omitempty" jsonschema:"Optional: the id of an earlier research job of yours (or its _meta.interactionId) to continue: the answer to its plan."`
+	ThinkingSummaries *bool   `json:"thinking_summaries,omitempty" jsonschema:"Optional: report the agent's thought summaries as the job's progress (default true)."`
+	Wait              float64 `json:"wait,omitempty" jsonschema:"Optional: how many seconds (0 to 60, default 0) to wait for the result before answering with the job."`
+}
+
+// extendSchema gives wait its range and thinking_summaries its type and
+// default.
+func (ResearchInput) extendSchema(s *jsonschema.Schema) {
+	w := s.Properties["wait"]
+	w.Minimum, w.Maximum = ptr(0.0), ptr(float64(MaxJobWait))
+	ts := s.Properties["thinking_summaries"]
+	ts.Type, ts.Types = "boolean", nil
+	ts.Default = []byte("true")
+}
+
+// Researcher is what the research tool needs of the Interactions API
+// (an *interact.Client).
+type Researcher interface {
+	StartAgent(ctx context.Context, r interact.AgentRequest) (*interact.Result, error)
+	Wait(ctx context.Context, id string, o interact.WaitOptions) (*interact.Result, error)
+	Cancel(ctx context.Context, id string) (*interact.Result, error)
+}
+
+// errNoResearch is research's error on a server whose backend has no
+// Interactions API.
+var errNoResearch = errors.New("research runs Gemini's Deep Research agent, which only the Gemini API backend reaches: " +
+	"the server's operator can run it with --backend api (and a Gemini API key)")
+
+// AddResearch adds research to s.
+func AddResearch(s *mcp.Server, d *Deps) { s.AddTool(researchTool(), handle(d.research)) }
+
+func researchTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name: "research",
+		Description: "Research a question in depth with Google Gemini's Deep Research agent (Gemini API backend only): it searches the web and " +
+			"writes a cited report, which takes minutes. It always runs as a background job: the answer names the job (_meta.jobId); " +
+			"call the job tool with it (and wait) for progress and the report, its citations as a numbered list and resource links. " +
+			"With plan: true the job ends with a research plan instead; approve or change it with a second call, continue_from set to that job's id.",
+		InputSchema: inputTypeOf[ResearchInput]().sc.CloneSchemas(),
+		Annotations: &mcp.ToolAnnotations{Title: "Deep Research with Gemini", OpenWorldHint: ptr(true)},
+	}
+}
+
+func (d *Deps) research(ctx context.Context, req *mcp.CallToolRequest, in ResearchInput) (*mcp.CallToolResult, any, error) {
+	if strings.TrimSpace(in.Query) == "" {
+		return nil, nil, errors.New("query is empty: say what to research (or, with continue_from, approve or change the plan)")
+	}
+	if err := validate.Text("query", in.Query, d.MaxPromptBytes); err != nil {
+		return nil, nil, err
+	}
+	if in.Wait < 0 || in.Wait > MaxJobWait {
+		return nil, nil, fmt.Errorf("wait must be from 0 to %d seconds, not %v", MaxJobWait, in.Wait)
+	}
+	if d.Research == nil {
+		return nil, nil, errNoResearch
+	}
+	if d.Jobs == nil {
+		return nil, nil, errors.New("this server runs no background jobs, and research runs only as one")
+	}
+	rs, err := d.Research()
+	if err != nil {
+		return nil, nil, err
+	}
+	ar := interact.AgentRequest{Agent: in.Agent, Input: in.Query, CollaborativePlanning: in.Plan,
+		ThinkingSummaries: in.ThinkingSummaries == nil || *in.ThinkingSummaries}
+	if in.ContinueFrom != "" {
+		owner := d.Conv.CallOf(ctx, req).Who.Token
+		if ar.PreviousID, err = d.interactionOf(ctx, owner, in.ContinueFrom); err != nil {
+			return nil, nil, err
+		}
+	}
+	// Start the interaction in the call, so that a refused agent or key
+	// fails it at once.
+	first, err := rs.StartAgent(ctx, ar)
+	if err != nil {
+		return nil, nil, fmt.Errorf("research: %w", err)
+	}
+	r := &researchRun{jobs: d.Jobs, rs: rs, id: first.ID, every: d.ResearchPoll}
+	j, err := d.Conv.StartJob(ctx, req, "research", r.run, r.cancel)
+	if err != nil {
+		r.cancel()
+		return nil, nil, err
+	}
+	if in.Wait > 0 {
+		if j, err = waitFinal(ctx, d.Jobs, j, time.Duration(in.Wait*float64(time.Second))); err != nil {
+			return nil, nil, jobError(err)
+		}
+		if j.Status.Final() {
+			return jobResult(j)
+		}
+	}
+	res := conversation.StartedJob(j)
+	res.Meta["interactionId"] = first.ID
+	return res, nil, nil
+}
+
+// interactionOf is the interaction of owner's research job named by
+// ref: its id, or the interaction id itself when a job of owner's has
+// it. Another caller's job or interaction is not found.
+func (d *Deps) interactionOf(ctx context.Context, owner, ref string) (string, error) {
+	if jobs.CheckID(ref) == nil {
+		j, ok, err := d.Jobs.GetJob(ctx, owner, ref)
+		if err != nil {
+			return "", jobError(err)
+		}
+		if ok && j.Tool == "research" && j.Resume != "" {
+			return j.Resume, nil
+		}
+	}
+	list, err := d.Jobs.ListJobs(ctx, owner, 1000)
+	if err != nil {
+		return "", jobError(err)
+	}
+	for _, j := range list {
+		if j.Tool == "research" && j.Resume != "" && j.Resume == ref {
+			return j.Resume, nil
+		}
+	}
+	return "", fmt.Errorf("continue_from: no research job of this caller has the id or interaction id %q (it may have expired)", clipArg(ref))
+}
+
+// waitFinal waits up to max for j to end, and returns it as it then is.
+func waitFinal(ctx context.Context, st jobs.Store, j jobs.Job, max time.Duration) (jobs.Job, error) {
+	deadline := time.Now().Add(max)
+	for !j.Status.Final() {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		next, ok, err := st.WaitJob(ctx, j.Owner, j.ID, j.Version, left)
+		if err != nil {
+			return j, err
+		}
+		if !ok {
+			return j, jobs.NotFound(j.ID)
+		}
+		j = next
+	}
+	return j, nil
+}

@@ -1,0 +1,192 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api/interact"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
+)
+
+// researchReportEvery bounds how often a research job's progress (its
+// latest thought summary) is written to the job.
+const researchReportEvery = time.Second
+
+// researchRun follows interaction id for its research job.
+type researchRun struct {
+	jobs jobs.Store
+	rs   Researcher
+	id   string
+	// every is the time between polls (interact's default when zero).
+	every time.Duration
+
+	mu   sync.Mutex
+	last time.Time
+}
+
+// run is the job's work: it records the interaction as the job's resume
+// handle, polls it to its end, writing thought summaries as progress,
+// and returns the report. A cancelled job cancels the interaction; a
+// server that stops leaves it running.
+func (r *researchRun) run(ctx context.Context, j jobs.Job) (*mcp.CallToolResult, error) {
+	if _, err := jobs.Update(ctx, r.jobs, j.Owner, j.ID, func(j *jobs.Job) (bool, error) {
+		return true, j.SetResume(r.id, time.Now())
+	}); err != nil {
+		return nil, err
+	}
+	res, err := r.rs.Wait(ctx, r.id, interact.WaitOptions{Interval: r.every, Progress: func(p *interact.Result) { r.progress(ctx, j, p) }})
+	if ctx.Err() != nil {
+		if conversation.JobCancelled(ctx) {
+			r.cancel()
+		}
+		return nil, context.Cause(ctx)
+	}
+	if err != nil {
+		r.partial(j, res)
+		return nil, fmt.Errorf("research: %w", err)
+	}
+	if err := res.Err(); err != nil {
+		r.partial(j, res)
+		return nil, fmt.Errorf("research: %w", err)
+	}
+	return researchResult(res), nil
+}
+
+// cancel cancels the interaction, on a context of its own: the job's
+// has ended.
+func (r *researchRun) cancel() {
+	ctx, done := context.WithTimeout(context.Background(), 30*time.Second)
+	defer done()
+	_, _ = r.rs.Cancel(ctx, r.id)
+}
+
+// progress writes p's latest thought summary as the job's progress, at
+// most once every researchReportEvery but for the last.
+func (r *researchRun) progress(ctx context.Context, j jobs.Job, p *interact.Result) {
+	if len(p.Thoughts) == 0 {
+		return
+	}
+	r.mu.Lock()
+	now := time.Now()
+	if !p.Status.Done() && !r.last.IsZero() && now.Sub(r.last) < researchReportEvery {
+		r.mu.Unlock()
+		return
+	}
+	r.last = now
+	r.mu.Unlock()
+	msg := p.Thoughts[len(p.Thoughts)-1]
+	_, _ = jobs.Update(ctx, r.jobs, j.Owner, j.ID, func(j *jobs.Job) (bool, error) {
+		if j.Status != jobs.Working {
+			return false, nil
+		}
+		return true, j.Report(msg, float64(len(p.Thoughts)), 0, time.Now())
+	})
+}
+
+// partial keeps what the interaction produced before it stopped as the
+// job's output so far.
+func (r *researchRun) partial(j jobs.Job, p *interact.Result) {
+	if p == nil || p.Text == "" {
+		return
+	}
+	ctx, done := context.WithTimeout(context.Background(), 30*time.Second)
+	defer done()
+	_, _ = jobs.Update(ctx, r.jobs, j.Owner, j.ID, func(j *jobs.Job) (bool, error) {
+		if j.Status.Final() {
+			return false, nil
+		}
+		return true, j.SetPartial(p.Text, time.Now())
+	})
+}
+
+// researchCitation is a citation as _meta.citations lists it.
+type researchCitation struct {
+	Title string `json:"title,omitempty"`
+	URL   string `json:"url"`
+	Start *int   `json:"start,omitempty"`
+	End   *int   `json:"end,omitempty"`
+}
+
+// researchResult is the result of a finished interaction: the report (or
+// the plan) and its sources as a numbered list, each source also a
+// resource link, and _meta: the interaction's id, the citations, usage.
+func researchResult(p *interact.Result) *mcp.CallToolResult {
+	var b strings.Builder
+	b.WriteString(p.Text)
+	cites := make([]researchCitation, 0, len(p.Citations))
+	var links []mcp.Content
+	for i, c := range p.Citations {
+		rc := researchCitation{Title: c.Title, URL: c.URL}
+		if c.Start >= 0 {
+			rc.Start, rc.End = ptr(c.Start), ptr(c.End)
+		}
+		cites = append(cites, rc)
+		if i == 0 {
+			b.WriteString("\n\nSources:")
+		}
+		name := c.Title
+		if name == "" {
+			name = c.URL
+		}
+		fmt.Fprintf(&b, "\n%d. %s: %s", i+1, name, c.URL)
+		if c.URL != "" {
+			links = append(links, &mcp.ResourceLink{URI: c.URL, Name: name, Title: c.Title})
+		}
+	}
+	if b.Len() == 0 {
+		b.WriteString("[gemini-mcp-server: the research agent answered with no text]")
+	}
+	meta := mcp.Meta{"interactionId": p.ID, "citations": cites}
+	if p.Plan {
+		meta["plan"] = true
+	}
+	if p.Agent != "" {
+		meta["agent"] = p.Agent
+	}
+	if p.Usage != (interact.Usage{}) {
+		meta["usage"] = map[string]int{"input": p.Usage.Input, "output": p.Usage.Output, "thought": p.Usage.Thought,
+			"toolUse": p.Usage.ToolUse, "total": p.Usage.Total}
+	}
+	if p.Truncated {
+		meta["truncated"] = true
+	}
+	content := append([]mcp.Content{&mcp.TextContent{Text: b.String()}}, links...)
+	return &mcp.CallToolResult{Content: content, Meta: meta}
+}
+
+// resumeResearch resumes research job j, stale (the process polling its
+// interaction stopped), in this process: it claims the job with a
+// versioned update, so that of the replicas that see it stale one does,
+// and polls the same interaction. It returns j as it then is, still
+// stale when it cannot be resumed (not research, no interaction, no
+// Interactions API here).
+func (d *Deps) resumeResearch(ctx context.Context, j jobs.Job) (jobs.Job, error) {
+	if j.Tool != "research" || j.Resume == "" || d.Research == nil {
+		return j, nil
+	}
+	rs, err := d.Research()
+	if err != nil {
+		return j, nil
+	}
+	claimed := false
+	j, err = jobs.Update(ctx, d.Jobs, j.Owner, j.ID, func(j *jobs.Job) (bool, error) {
+		claimed = false
+		if j.Status != jobs.Working || j.Resume == "" || !j.Stale(time.Now()) {
+			return false, nil
+		}
+		claimed = true
+		return true, j.Report("resumed after its server stopped: polling the interaction again", j.Progress, j.Total, time.Now())
+	})
+	if err != nil || !claimed {
+		return j, err
+	}
+	r := &researchRun{jobs: d.Jobs, rs: rs, id: j.Resume, every: d.ResearchPoll}
+	d.Conv.ResumeJob(ctx, j, r.run)
+	return j, nil
+}

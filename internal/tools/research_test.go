@@ -1,0 +1,279 @@
+package tools
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api/interact"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
+)
+
+// researchDeps are the tools over HTTP (a caller's token owns its jobs)
+// with research reaching the fake API's Interactions API, polled every
+// millisecond.
+func researchDeps(t *testing.T) (*Deps, *fakeapi.Server) {
+	t.Helper()
+	fake := fakeapi.New()
+	t.Cleanup(fake.Close)
+	st := memstore.New(session.Options{})
+	t.Cleanup(func() { st.Close() })
+	life, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	stub, _ := newStubDeps(t)
+	d := stub.with(func(o *conversation.Options) {
+		o.Remote, o.Store, o.Jobs, o.Lifetime = true, st, jobs.Of(st), life
+	})
+	d.Jobs = jobs.Of(st)
+	d.ResearchPoll = time.Millisecond
+	d.Research = func() (Researcher, error) {
+		return interact.New(interact.Config{APIKey: "test-key", BaseURL: fake.URL(), HTTPClient: &http.Client{}})
+	}
+	return d, fake
+}
+
+// startResearch calls research as token and returns its answer's job id.
+func startResearch(t *testing.T, d *Deps, token string, in ResearchInput) string {
+	t.Helper()
+	res, _, err := d.research(as(token), request(t, "research", nil), in)
+	if err != nil {
+		t.Fatalf("research %q: %v", in.Query, err)
+	}
+	id, _ := res.Meta["jobId"].(string)
+	if id == "" || res.Meta["interactionId"] == nil {
+		t.Fatalf("research %q answered %v, want a jobId and an interactionId", in.Query, res.Meta)
+	}
+	return id
+}
+
+// jobEnd waits, with the job tool, for job id of token to end.
+func jobEnd(t *testing.T, d *Deps, token, id string) (*mcp.CallToolResult, error) {
+	t.Helper()
+	ctx := geminitest.Context(t)
+	for ctx.Err() == nil {
+		res, _, err := d.job(as(token), request(t, "job", nil), JobInput{JobID: id, Wait: MaxJobWait})
+		if err != nil || res.Meta["jobStatus"] == nil || jobs.Status(res.Meta["jobStatus"].(string)).Final() {
+			return res, err
+		}
+	}
+	t.Fatalf("job %s did not end", id)
+	return nil, nil
+}
+
+// TestResearchReport: research answers at once with a job, whose result,
+// read with job, is the report with its citations as a numbered list and
+// resource links, and _meta naming the interaction and its citations;
+// the job keeps the interaction as its resume handle. Another token's
+// job is not found.
+func TestResearchReport(t *testing.T) {
+	t.Parallel()
+	d, _ := researchDeps(t)
+	id := startResearch(t, d, "tok", ResearchInput{Query: "the history of tea [[steps:3]]"})
+	res, err := jobEnd(t, d, "tok", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("the research failed: %s", textOf(res))
+	}
+	q := "the history of tea [[steps:3]]"
+	text := textOf(res)
+	if !strings.HasPrefix(text, fakeapi.ReportText(q)) || !strings.Contains(text, "Sources:\n1. Fake source one: https://example.com/one\n2. Fake source two: https://example.com/two") {
+		t.Errorf("the report:\n%s", text)
+	}
+	var links []string
+	for _, c := range res.Content[1:] {
+		if l, ok := c.(*mcp.ResourceLink); ok {
+			links = append(links, l.URI+" "+l.Name)
+		}
+	}
+	if !slices.Equal(links, []string{"https://example.com/one Fake source one", "https://example.com/two Fake source two"}) {
+		t.Errorf("the resource links: %v", links)
+	}
+	j, _, _ := d.Jobs.GetJob(context.Background(), "tok", id)
+	if j.Resume == "" || res.Meta["interactionId"] != j.Resume {
+		t.Errorf("the job's resume handle %q, the result's interactionId %v", j.Resume, res.Meta["interactionId"])
+	}
+	if cites, ok := res.Meta["citations"].([]any); !ok || len(cites) != 2 {
+		t.Errorf("_meta.citations: %#v", res.Meta["citations"])
+	}
+	if _, err := jobEnd(t, d, "other", id); err == nil || !strings.Contains(err.Error(), "no job of this caller") {
+		t.Errorf("another token's job: %v", err)
+	}
+}
+
+// TestResearchFailed: an interaction that fails fails its job with why.
+func TestResearchFailed(t *testing.T) {
+	t.Parallel()
+	d, _ := researchDeps(t)
+	id := startResearch(t, d, "tok", ResearchInput{Query: "doomed [[final:failed]]"})
+	res, err := jobEnd(t, d, "tok", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || res.Meta["jobStatus"] != string(jobs.Failed) || !strings.Contains(textOf(res), fakeapi.InteractionFailedMessage) {
+		t.Errorf("the failed research: %v %s", res.Meta["jobStatus"], textOf(res))
+	}
+}
+
+// TestResearchCancel: the agent's thought summaries are the job's
+// progress; cancelling the job cancels the interaction.
+func TestResearchCancel(t *testing.T) {
+	t.Parallel()
+	d, fake := researchDeps(t)
+	id := startResearch(t, d, "tok", ResearchInput{Query: "forever [[hold]]"})
+	ctx := geminitest.Context(t)
+	for j, _, _ := d.Jobs.GetJob(ctx, "tok", id); !strings.HasPrefix(j.Message, "Thinking, step"); {
+		var err error
+		if j, _, err = d.Jobs.WaitJob(ctx, "tok", id, j.Version, time.Minute); err != nil {
+			t.Fatalf("no thought summary as the job's progress: %v (message %q)", err, j.Message)
+		}
+	}
+	if _, _, err := d.job(as("tok"), request(t, "job", nil), JobInput{JobID: id, Cancel: true}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := jobEnd(t, d, "tok", id)
+	if err != nil || res.Meta["jobStatus"] != string(jobs.Cancelled) {
+		t.Fatalf("the cancelled job: %v %v", res, err)
+	}
+	err = fake.WaitFor(geminitest.Context(t), func(reqs []fakeapi.Request) bool {
+		return slices.ContainsFunc(reqs, func(r fakeapi.Request) bool { return r.Method == fakeapi.MethodInteractionCancel })
+	})
+	if err != nil {
+		t.Errorf("the interaction was not cancelled: %v", err)
+	}
+}
+
+// TestResearchPlan: with plan the job ends with the plan; a second call
+// continuing from that job runs the research; another caller cannot
+// continue it, by job id or by interaction id.
+func TestResearchPlan(t *testing.T) {
+	t.Parallel()
+	d, _ := researchDeps(t)
+	q := "plan the tea study"
+	id := startResearch(t, d, "tok", ResearchInput{Query: q, Plan: true})
+	res, err := jobEnd(t, d, "tok", id)
+	if err != nil || res.IsError {
+		t.Fatalf("the plan: %v %v", res, err)
+	}
+	if !strings.HasPrefix(textOf(res), fakeapi.PlanText(q)) || res.Meta["plan"] != true {
+		t.Errorf("the plan: %s %v", textOf(res), res.Meta)
+	}
+	interaction := res.Meta["interactionId"].(string)
+	for _, ref := range []string{id, interaction} {
+		_, _, err := d.research(as("other"), request(t, "research", nil), ResearchInput{Query: "go ahead", ContinueFrom: ref})
+		if err == nil || !strings.Contains(err.Error(), "no research job of this caller") {
+			t.Errorf("another caller continuing %s: %v", ref, err)
+		}
+	}
+	next := startResearch(t, d, "tok", ResearchInput{Query: "go ahead", ContinueFrom: id})
+	res, err = jobEnd(t, d, "tok", next)
+	if err != nil || res.IsError || res.Meta["plan"] == true || !strings.Contains(textOf(res), "Sources:") {
+		t.Fatalf("the approved research: %v %v", res, err)
+	}
+}
+
+// TestResearchRefused: without the API backend research is refused,
+// naming --backend api; a bad wait is refused before anything starts.
+func TestResearchRefused(t *testing.T) {
+	t.Parallel()
+	d, fake := researchDeps(t)
+	if _, _, err := d.research(as("tok"), request(t, "research", nil), ResearchInput{Query: "q", Wait: 61}); err == nil || !strings.Contains(err.Error(), "wait must be") {
+		t.Errorf("wait 61: %v", err)
+	}
+	if _, _, err := d.research(as("tok"), request(t, "research", nil), ResearchInput{Query: " "}); err == nil || !strings.Contains(err.Error(), "query is empty") {
+		t.Errorf("an empty query: %v", err)
+	}
+	if _, _, err := d.research(as("tok"), request(t, "research", nil), ResearchInput{Query: "q", ContinueFrom: "nope"}); err == nil || !strings.Contains(err.Error(), "no research job of this caller") {
+		t.Errorf("continue_from nothing: %v", err)
+	}
+	if len(fake.Interactions()) != 0 {
+		t.Errorf("a refused call started interactions %v", fake.Interactions())
+	}
+	d.Research = nil
+	if _, _, err := d.research(as("tok"), request(t, "research", nil), ResearchInput{Query: "q"}); err == nil || !strings.Contains(err.Error(), "--backend api") {
+		t.Errorf("on a CLI backend: %v", err)
+	}
+}
+
+// TestResearchWait: wait answers with the report itself when it comes in
+// time.
+func TestResearchWait(t *testing.T) {
+	t.Parallel()
+	d, _ := researchDeps(t)
+	res, _, err := d.research(as("tok"), request(t, "research", nil), ResearchInput{Query: "quick", Wait: MaxJobWait})
+	if err != nil || res.IsError || !strings.HasPrefix(textOf(res), fakeapi.ReportText("quick")) {
+		t.Fatalf("research with wait: %v %v", res, err)
+	}
+}
+
+// countingResearcher counts the polls of interactions (Wait calls) begun.
+type countingResearcher struct {
+	Researcher
+	waits atomic.Int32
+}
+
+func (c *countingResearcher) Wait(ctx context.Context, id string, o interact.WaitOptions) (*interact.Result, error) {
+	c.waits.Add(1)
+	return c.Researcher.Wait(ctx, id, o)
+}
+
+// TestResearchResumed: a research job whose process stopped (its
+// heartbeat stale) is resumed by the job tool, once however many see it
+// stale, and polled to its report.
+func TestResearchResumed(t *testing.T) {
+	t.Parallel()
+	d, _ := researchDeps(t)
+	rs, err := d.Research()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := &countingResearcher{Researcher: rs}
+	d.Research = func() (Researcher, error) { return counting, nil }
+	ctx := geminitest.Context(t)
+	q := "left behind [[steps:2]]"
+	first, err := rs.StartAgent(ctx, interact.AgentRequest{Input: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-jobs.StaleAfter - time.Second)
+	j, err := jobs.New("tok", "research", 0, past)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err = d.Jobs.CreateJob(ctx, j, jobs.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if j, err = jobs.Update(ctx, d.Jobs, "tok", j.ID, func(j *jobs.Job) (bool, error) {
+		if err := j.Start(past); err != nil {
+			return false, err
+		}
+		return true, j.SetResume(first.ID, past)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Two replicas see it stale at once: one resumes it.
+	for range 2 {
+		if _, err := d.resumeResearch(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := jobEnd(t, d, "tok", j.ID)
+	if err != nil || res.IsError || !strings.HasPrefix(textOf(res), fakeapi.ReportText(q)) {
+		t.Fatalf("the resumed job: %v %v", res, err)
+	}
+	if n := counting.waits.Load(); n != 1 {
+		t.Errorf("the interaction was polled by %d runners, want 1", n)
+	}
+}
