@@ -278,31 +278,6 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger,
 	return &Deps{Conv: conv, Backend: b, Store: store, Cwd: cwd, AllowedRoots: allowed, Jobs: jobStore}, nil
 }
 
-// storeHooks logs what becomes of a session store opened in the
-// background: the first failure as an error, a failure with another error
-// than the one before as a warning (the same one again at debug level, as
-// the attempts go on every 30 s at most), and the open that ends them.
-func storeHooks(log *slog.Logger) session.OpeningHooks {
-	var last string
-	return session.OpeningHooks{
-		Failed: func(err error, attempt int, retryIn time.Duration) {
-			switch {
-			case attempt == 1:
-				log.Error("the session store could not be opened: sessions are not recorded, and calls that need them fail, until it opens; the server tries again in the background",
-					"err", err, "retryIn", retryIn)
-			case err.Error() != last:
-				log.Warn("the session store still cannot be opened", "err", err, "attempt", attempt, "retryIn", retryIn)
-			default:
-				log.Debug("the session store still cannot be opened", "err", err, "attempt", attempt, "retryIn", retryIn)
-			}
-			last = err.Error()
-		},
-		Opened: func(attempts int) {
-			log.Info("the session store is open: sessions are recorded again", "attempts", attempts)
-		},
-	}
-}
-
 // serving is what both transports serve: the MCP server with every tool,
 // resource and limit, the turn pipeline and backend behind it, and a
 // lifetime that every call's context ends with. The SDK waits for running
