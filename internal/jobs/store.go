@@ -164,3 +164,16 @@ func FailStale(ctx context.Context, s Store, owner, id string, now time.Time) (J
 		return true, j.Fail(StaleError, now)
 	})
 }
+
+// CheckNew checks a job j about to be created, as every store's CreateJob
+// does before it counts or writes anything: a sound record (Check), at
+// version 0, as New makes it.
+func CheckNew(j Job) error {
+	if err := j.Check(); err != nil {
+		return err
+	}
+	if j.Version != 0 {
+		return fmt.Errorf("job %s: a new job has version 0, not %d", j.ID, j.Version)
+	}
+	return nil
+}

@@ -44,11 +44,8 @@ func live(j jobs.Job) int {
 // are one write transaction, which SQLite serialises with every other
 // process's writes on the file.
 func (s *Store) CreateJob(ctx context.Context, j jobs.Job, lim jobs.Limits) (jobs.Job, error) {
-	if err := j.Check(); err != nil {
+	if err := jobs.CheckNew(j); err != nil {
 		return jobs.Job{}, err
-	}
-	if j.Version != 0 {
-		return jobs.Job{}, fmt.Errorf("job %s: a new job has version 0, not %d", j.ID, j.Version)
 	}
 	lim = lim.WithDefaults()
 	j.Version = 1

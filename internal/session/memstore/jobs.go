@@ -69,11 +69,8 @@ func (s *Store) CreateJob(_ context.Context, j jobs.Job, lim jobs.Limits) (jobs.
 	if s.isClosed() {
 		return jobs.Job{}, errClosed
 	}
-	if err := j.Check(); err != nil {
+	if err := jobs.CheckNew(j); err != nil {
 		return jobs.Job{}, err
-	}
-	if j.Version != 0 {
-		return jobs.Job{}, fmt.Errorf("job %s: a new job has version 0, not %d", j.ID, j.Version)
 	}
 	lim = lim.WithDefaults()
 	t := &s.jobs

@@ -110,11 +110,8 @@ func liveArg(j jobs.Job) string {
 
 // CreateJob implements jobs.Store: one script, one round trip.
 func (s *Store) CreateJob(ctx context.Context, j jobs.Job, lim jobs.Limits) (jobs.Job, error) {
-	if err := j.Check(); err != nil {
+	if err := jobs.CheckNew(j); err != nil {
 		return jobs.Job{}, err
-	}
-	if j.Version != 0 {
-		return jobs.Job{}, fmt.Errorf("job %s: a new job has version 0, not %d", j.ID, j.Version)
 	}
 	lim = lim.WithDefaults()
 	j.Version = 1
