@@ -72,7 +72,7 @@ func (d *Deps) job(ctx context.Context, req *mcp.CallToolRequest, in JobInput) (
 	if err != nil {
 		return nil, nil, jobError(err)
 	}
-	if j, err = waitJob(ctx, d.Jobs, j, time.Duration(in.Wait*float64(time.Second))); err != nil {
+	if j, err = waitJob(ctx, d.Jobs, j, time.Duration(in.Wait*float64(time.Second)), true); err != nil {
 		return nil, nil, jobError(err)
 	}
 	if j.Stale(time.Now()) {
@@ -89,12 +89,13 @@ func (d *Deps) job(ctx context.Context, req *mcp.CallToolRequest, in JobInput) (
 	return jobResult(j)
 }
 
-// waitJob waits up to max for j to finish or change status, and returns
-// it as it then is.
-func waitJob(ctx context.Context, st jobs.Store, j jobs.Job, max time.Duration) (jobs.Job, error) {
+// waitJob waits up to max for j to finish (or, with onStatus, to change
+// status), and returns it as it then is; a job whose runner stopped
+// (Stale) is not waited for.
+func waitJob(ctx context.Context, st jobs.Store, j jobs.Job, max time.Duration, onStatus bool) (jobs.Job, error) {
 	deadline := time.Now().Add(max)
 	status := j.Status
-	for !j.Status.Final() && j.Status == status && !j.Stale(time.Now()) {
+	for !j.Status.Final() && (!onStatus || j.Status == status) && !j.Stale(time.Now()) {
 		left := time.Until(deadline)
 		if left <= 0 {
 			break

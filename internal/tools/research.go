@@ -116,7 +116,7 @@ func (d *Deps) research(ctx context.Context, req *mcp.CallToolRequest, in Resear
 		return nil, nil, err
 	}
 	if in.Wait > 0 {
-		if j, err = waitFinal(ctx, d.Jobs, j, time.Duration(in.Wait*float64(time.Second))); err != nil {
+		if j, err = waitJob(ctx, d.Jobs, j, time.Duration(in.Wait*float64(time.Second)), false); err != nil {
 			return nil, nil, jobError(err)
 		}
 		if j.Status.Final() {
@@ -151,24 +151,4 @@ func (d *Deps) interactionOf(ctx context.Context, owner, ref string) (string, er
 		}
 	}
 	return "", fmt.Errorf("continue_from: no research job of this caller has the id or interaction id %q (it may have expired)", clipArg(ref))
-}
-
-// waitFinal waits up to max for j to end, and returns it as it then is.
-func waitFinal(ctx context.Context, st jobs.Store, j jobs.Job, max time.Duration) (jobs.Job, error) {
-	deadline := time.Now().Add(max)
-	for !j.Status.Final() {
-		left := time.Until(deadline)
-		if left <= 0 {
-			break
-		}
-		next, ok, err := st.WaitJob(ctx, j.Owner, j.ID, j.Version, left)
-		if err != nil {
-			return j, err
-		}
-		if !ok {
-			return j, jobs.NotFound(j.ID)
-		}
-		j = next
-	}
-	return j, nil
 }
