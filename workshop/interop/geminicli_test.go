@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 )
@@ -288,7 +289,7 @@ func checkTuningOffered(t *testing.T, reqs []fakeapi.Request, tool string) {
 				}
 				temp, mode := fd.Schema.Properties["temperature"], fd.Schema.Properties["thinking_mode"]
 				if temp.Type != "number" || temp.Minimum == nil || *temp.Minimum != 0 || temp.Maximum == nil || *temp.Maximum != 2 ||
-					mode.Type != "string" || strings.Join(mode.Enum, ",") != "minimal,low,medium,high,max" {
+					mode.Type != "string" || strings.Join(mode.Enum, ",") != strings.Join(backend.ThinkingModes, ",") {
 					t.Errorf("the CLI offers %s with temperature %+v and thinking_mode %+v", tool, temp, mode)
 				}
 				return
