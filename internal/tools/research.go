@@ -109,7 +109,7 @@ func (d *Deps) research(ctx context.Context, req *mcp.CallToolRequest, in Resear
 	if err != nil {
 		return nil, nil, fmt.Errorf("research: %w", err)
 	}
-	r := &researchRun{jobs: d.Jobs, rs: rs, id: first.ID, every: d.ResearchPoll}
+	r := &researchRun{jobs: d.Jobs, rs: rs, id: first.ID, every: d.ResearchPoll, limit: d.ResearchLimit}
 	j, err := d.Conv.StartJob(ctx, req, "research", r.run, r.cancel)
 	if err != nil {
 		r.cancel()

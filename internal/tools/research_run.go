@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -18,13 +19,24 @@ import (
 // latest thought summary) is written to the job.
 const researchReportEvery = time.Second
 
+// MaxResearchTime is how long after its job was started a research
+// interaction is given up and cancelled: Google documents research of
+// up to an hour, and an API that keeps answering that the interaction
+// runs must not keep a poller going for ever.
+const MaxResearchTime = 3 * time.Hour
+
+// errResearchTooLong is the cause of a research run past its limit.
+var errResearchTooLong = errors.New("research took too long")
+
 // researchRun follows interaction id for its research job.
 type researchRun struct {
 	jobs jobs.Store
 	rs   Researcher
 	id   string
-	// every is the time between polls (interact's default when zero).
-	every time.Duration
+	// every is the time between polls (interact's default when zero);
+	// limit how long after the job's start the run is given up
+	// (MaxResearchTime when zero).
+	every, limit time.Duration
 
 	mu   sync.Mutex
 	last time.Time
@@ -40,8 +52,21 @@ func (r *researchRun) run(ctx context.Context, j jobs.Job) (*mcp.CallToolResult,
 	}); err != nil {
 		return nil, err
 	}
+	limit := r.limit
+	if limit <= 0 {
+		limit = MaxResearchTime
+	}
+	// From the job's start, not this run's: a run resumed after a restart
+	// has no new allowance.
+	ctx, stop := context.WithDeadlineCause(ctx, j.Created.Add(limit), errResearchTooLong)
+	defer stop()
 	res, err := r.rs.Wait(ctx, r.id, interact.WaitOptions{Interval: r.every, Progress: func(p *interact.Result) { r.progress(ctx, j, p) }})
 	if ctx.Err() != nil {
+		if errors.Is(context.Cause(ctx), errResearchTooLong) {
+			r.cancel()
+			r.partial(j, res)
+			return nil, fmt.Errorf("research: the interaction was still running %s after the job started, and was cancelled; ask a narrower question", limit)
+		}
 		if conversation.JobCancelled(ctx) {
 			r.cancel()
 		}
@@ -186,7 +211,7 @@ func (d *Deps) resumeResearch(ctx context.Context, j jobs.Job) (jobs.Job, error)
 	if err != nil || !claimed {
 		return j, err
 	}
-	r := &researchRun{jobs: d.Jobs, rs: rs, id: j.Resume, every: d.ResearchPoll}
+	r := &researchRun{jobs: d.Jobs, rs: rs, id: j.Resume, every: d.ResearchPoll, limit: d.ResearchLimit}
 	d.Conv.ResumeJob(ctx, j, r.run)
 	return j, nil
 }

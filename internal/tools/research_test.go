@@ -155,6 +155,26 @@ func TestResearchCancel(t *testing.T) {
 	}
 }
 
+// TestResearchGivenUp: an interaction the API keeps reporting as running
+// is given up at the limit counted from the job's start: the job fails
+// saying so, and the interaction is cancelled.
+func TestResearchGivenUp(t *testing.T) {
+	t.Parallel()
+	d, fake := researchDeps(t)
+	d.ResearchLimit = 200 * time.Millisecond
+	id := startResearch(t, d, "tok", ResearchInput{Query: "forever [[hold]]"})
+	res, err := jobEnd(t, d, "tok", id)
+	if err != nil || res.Meta["jobStatus"] != string(jobs.Failed) || !strings.Contains(textOf(res), "still running 200ms after the job started") {
+		t.Fatalf("a research past its limit: %v %v", res, err)
+	}
+	err = fake.WaitFor(geminitest.Context(t), func(reqs []fakeapi.Request) bool {
+		return slices.ContainsFunc(reqs, func(r fakeapi.Request) bool { return r.Method == fakeapi.MethodInteractionCancel })
+	})
+	if err != nil {
+		t.Errorf("the interaction was not cancelled: %v", err)
+	}
+}
+
 // TestResearchPlan: with plan the job ends with the plan; a second call
 // continuing from that job runs the research; another caller cannot
 // continue it, by job id or by interaction id.

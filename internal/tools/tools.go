@@ -47,9 +47,11 @@ type Deps struct {
 	// Research reaches the Interactions API for the research tool; nil
 	// on a backend that has none (the Gemini CLI's), where research is
 	// refused. ResearchPoll is the time between its polls (interact's
-	// default when zero).
-	Research     func() (Researcher, error)
-	ResearchPoll time.Duration
+	// default when zero); ResearchLimit how long after its job was
+	// started an interaction is given up (MaxResearchTime when zero).
+	Research      func() (Researcher, error)
+	ResearchPoll  time.Duration
+	ResearchLimit time.Duration
 }
 
 // AddChat adds chat to s.
