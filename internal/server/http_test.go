@@ -115,7 +115,12 @@ func TestHTTPTransports(t *testing.T) {
 			if err != nil || !res.IsError || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "Error executing gemini: authentication failed") {
 				t.Fatalf("failing chat: %v %+v", err, res)
 			}
-			if _, ok := progress.Load("gemini is running (0s elapsed)"); !ok {
+			running := false
+			progress.Range(func(k, _ any) bool {
+				running = strings.HasPrefix(k.(string), "gemini is running (")
+				return !running
+			})
+			if !running {
 				t.Error("no progress over " + transport)
 			}
 		})
