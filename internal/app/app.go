@@ -271,6 +271,9 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger,
 		return nil, err
 	}
 	jobStore := jobs.Of(store)
+	if metrics.Current() != nil {
+		jobStore = jobs.Observed(jobStore, metrics.StoreOp)
+	}
 	conv := conversation.New(conversation.Options{Backend: b.Backend, Store: store, MaxTurns: cfg.Store.MaxTurns, DefaultCwd: cwd, Log: log, ProgressInterval: cfg.Tools.ProgressInterval, MaxAnswerBytes: cfg.Tools.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP.Addr != "", Authenticated: len(cfg.HTTP.Tokens) > 0 || cfg.HTTP.TokenFile != "" || len(cfg.HTTP.AuthIssuers) > 0,
 		Stateless: cfg.HTTP.Stateless, ShareSessions: cfg.Tools.ShareSessions, SessionIDInText: cfg.Tools.SessionIDInText,

@@ -65,7 +65,7 @@ func (s *Service) background(ctx context.Context, r Request, c *Call, call backe
 	rep := &jobReporter{s: s, owner: j.Owner, id: j.ID}
 	*c = Call{Who: c.Who, notify: rep.notify, token: j.ID}
 	s.goJob(ctx, j, func(ctx context.Context, _ jobs.Job) (*mcp.CallToolResult, error) {
-		return finish(turn(ctx, call))
+		return finish(turn(ctx, call, nil))
 	}, nil)
 	return StartedJob(j), nil
 }

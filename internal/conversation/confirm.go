@@ -33,14 +33,25 @@ import (
 // A client that declared no elicitation capability cannot be asked:
 // Turn.Confirm is nil and only the operator's --allow-mcp-tools lets
 // untrusted tools run.
+//
+// A tool's renderer puts its own questions (the image tool's saves) the
+// same two ways, through Outcome.Ask: an elicitation/create request, or
+// an input request of the suspended turn, which then resumes in Render.
 
 // protocolMRTR is the first protocol version in which a server asks for
 // input through the tool result (multi round-trip requests, SEP-2322).
 const protocolMRTR = "2026-07-28"
 
-// confirmInputID is the id of the one input request a suspended call
-// returns.
+// confirmInputID is the id of the input request that asks about a
+// downstream tool call; a renderer's questions name their own.
 const confirmInputID = "confirm-tool"
+
+// Asker puts a question, a form elicitation, to the user of the client
+// that made the call, and returns the answer: through an
+// elicitation/create request (protocols before 2026-07-28), or as the
+// input request id of the call's result, answered by the client's next
+// call (see runMRTR). A nil result is no answer, to be taken as a no.
+type Asker func(ctx context.Context, id string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 
 // DefaultConfirmWait is how long a turn waits, suspended, for a 2026-07-28
 // client to call again with its user's answer before it is stopped
@@ -133,11 +144,18 @@ func canElicit(req *mcp.CallToolRequest) bool {
 // through the result rather than with a request of its own.
 func usesMRTR(req *mcp.CallToolRequest) bool { return req.ProtocolVersion() >= protocolMRTR }
 
-// elicitConfirm asks through an elicitation/create request (protocols
-// before 2026-07-28).
-func elicitConfirm(req *mcp.CallToolRequest, caller string) backend.Confirm {
+// elicitAsk asks through an elicitation/create request (protocols before
+// 2026-07-28).
+func elicitAsk(req *mcp.CallToolRequest) Asker {
+	return func(ctx context.Context, _ string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return req.Session.Elicit(ctx, p)
+	}
+}
+
+// confirmThrough is the Turn.Confirm that asks caller's user with ask.
+func confirmThrough(ask Asker, caller string) backend.Confirm {
 	return func(ctx context.Context, r backend.ConfirmRequest) (backend.Decision, error) {
-		res, err := req.Session.Elicit(ctx, confirmParams(r, caller))
+		res, err := ask(ctx, confirmInputID, confirmParams(r, caller))
 		if err != nil {
 			return backend.Decline, err
 		}
@@ -153,14 +171,16 @@ type outcome struct {
 
 func failed(err error) outcome { return outcome{err: err} }
 
-// turnFunc runs a turn, its Confirm set, and builds its result.
-type turnFunc func(ctx context.Context, call backend.Turn) (*mcp.CallToolResult, error)
+// turnFunc runs a turn, its Confirm set, and builds its result, whose
+// renderer may ask the client's user with ask (nil: it cannot be asked).
+type turnFunc func(ctx context.Context, call backend.Turn, ask Asker) (*mcp.CallToolResult, error)
 
 // confirmed runs the turn call of c with turn, on a ctx ended also with
 // the server and the call's HTTP request (bind), its Confirm set to ask
 // the user of the client that made req, when it can be asked, with the
-// grants of that caller's users. req is the call's request, for what only
-// the tool call carries: how its client may be asked.
+// grants of that caller's users; the turn's renderer may ask the same way.
+// req is the call's request, for what only the tool call carries: how its
+// client may be asked.
 func (d *Service) confirmed(ctx context.Context, req *mcp.CallToolRequest, c Call, call backend.Turn, turn turnFunc) (*mcp.CallToolResult, error) {
 	ctx, cancel := d.bind(ctx, c)
 	defer cancel()
@@ -172,13 +192,15 @@ func (d *Service) confirmed(ctx context.Context, req *mcp.CallToolRequest, c Cal
 	switch {
 	case !canElicit(req):
 		// Untrusted downstream tools run only if the operator allows them.
+		return turn(ctx, call, nil)
 	case usesMRTR(req):
 		out := d.runMRTR(ctx, req, c, call, turn)
 		return out.res, out.err
 	default:
-		call.Confirm = d.grants.confirmFor(c.Who.Caller, elicitConfirm(req, c.Who.Caller))
+		ask := elicitAsk(req)
+		call.Confirm = d.grants.confirmFor(c.Who.Caller, confirmThrough(ask, c.Who.Caller))
+		return turn(ctx, call, ask)
 	}
-	return turn(ctx, call)
 }
 
 // suspended is a turn waiting for a 2026-07-28 client to bring its user's
@@ -196,24 +218,25 @@ type suspended struct {
 }
 
 type ask struct {
-	req   backend.ConfirmRequest
-	reply chan backend.Decision // buffered
+	id     string
+	params *mcp.ElicitParams
+	reply  chan *mcp.ElicitResult // buffered
 }
 
-// confirm is the Turn.Confirm of a suspendable turn: it hands the question
-// to whichever call of the client is waiting, and waits for the answer.
-func (s *suspended) confirm(ctx context.Context, r backend.ConfirmRequest) (backend.Decision, error) {
-	a := ask{req: r, reply: make(chan backend.Decision, 1)}
+// ask is the Asker of a suspendable turn: it hands the question to
+// whichever call of the client is waiting, and waits for the answer.
+func (s *suspended) ask(ctx context.Context, id string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	a := ask{id: id, params: p, reply: make(chan *mcp.ElicitResult, 1)}
 	select {
 	case s.asks <- a:
 	case <-ctx.Done():
-		return backend.Decline, ctx.Err()
+		return nil, ctx.Err()
 	}
 	select {
-	case d := <-a.reply:
-		return d, nil
+	case res := <-a.reply:
+		return res, nil
 	case <-ctx.Done():
-		return backend.Decline, ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
@@ -272,10 +295,10 @@ func (d *Service) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c Call,
 		s.cur = nil
 		s.mu.Unlock()
 		var res *mcp.ElicitResult
-		if r, ok := req.Params.InputResponses[confirmInputID].(*mcp.ElicitResult); ok {
+		if r, ok := req.Params.InputResponses[a.id].(*mcp.ElicitResult); ok {
 			res = r
 		}
-		a.reply <- decision(res)
+		a.reply <- res
 		return d.await(ctx, s)
 	}
 
@@ -288,9 +311,9 @@ func (d *Service) runMRTR(ctx context.Context, req *mcp.CallToolRequest, c Call,
 		go func() { <-tctx.Done(); stop() }()
 	}
 	s := &suspended{client: who, caller: caller, session: call.Session, asks: make(chan ask), done: make(chan outcome, 1), cancel: cancel}
-	call.Confirm = d.grants.confirmFor(caller, s.confirm)
+	call.Confirm = d.grants.confirmFor(caller, confirmThrough(s.ask, caller))
 	go func() {
-		res, err := turn(tctx, call)
+		res, err := turn(tctx, call, s.ask)
 		s.done <- outcome{res: res, err: err}
 	}()
 	return d.await(ctx, s)
@@ -319,9 +342,9 @@ func (d *Service) await(ctx context.Context, s *suspended) outcome {
 			}
 		})
 		s.mu.Unlock()
-		d.o.Log.Info("asking the client to confirm a tool call", "tool", a.req.Tool.Name)
+		d.o.Log.Info("asking the client's user through the result", "question", a.id)
 		return outcome{res: &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{confirmInputID: confirmParams(a.req, s.caller)},
+			InputRequests: mcp.InputRequestMap{a.id: a.params},
 			RequestState:  state,
 		}}
 	case <-ctx.Done():

@@ -82,7 +82,13 @@ type Outcome struct {
 	// Elapsed is how long the turn took, its wait for the session
 	// included.
 	Elapsed time.Duration
-	s       *Service
+	// Ask, when not nil, puts a question to the user of the client that
+	// made the call, the way a downstream tool is confirmed (see
+	// confirm.go): id names the question among the call's input
+	// requests. It is nil when the client cannot be asked: it declared
+	// no form elicitation, or the turn runs as a job.
+	Ask Asker
+	s   *Service
 }
 
 // Paged keeps an answer too long for one result as pages for
@@ -151,13 +157,13 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 	// rc is the call the turn runs for: c, but for a background turn,
 	// whose progress goes to its job and which no request ends.
 	rc := c
-	run := func(ctx context.Context, turn backend.Turn) (*mcp.CallToolResult, error) {
+	run := func(ctx context.Context, turn backend.Turn, ask Asker) (*mcp.CallToolResult, error) {
 		start := time.Now()
 		ans, unsaved, err := s.run(ctx, rc, turn, title)
 		if err != nil {
 			return nil, err
 		}
-		res, err := r.Render(ctx, Outcome{Answer: ans, Unsaved: unsaved, Elapsed: time.Since(start), s: s})
+		res, err := r.Render(ctx, Outcome{Answer: ans, Unsaved: unsaved, Elapsed: time.Since(start), Ask: ask, s: s})
 		if err != nil || res.IsError {
 			return res, err
 		}

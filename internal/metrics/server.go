@@ -28,6 +28,7 @@ type Set struct {
 
 	operation, session, tokens, backendCall, storeOp   *HistogramVec
 	warmRecycles, warmStarts, storeErrors, rateLimited *CounterVec
+	fallbacks                                          *CounterVec
 	activeCalls, queued                                *GaugeVec
 	warmProcs, warmSpares                              *GaugeFunc
 
@@ -82,9 +83,11 @@ func New(tools []string) *Set {
 	s.warmStarts = r.NewCounter("gemini_mcp_warm_process_starts_total", "Warm gemini --acp processes started, by outcome (ok, failed).", "outcome")
 	s.warmRecycles = r.NewCounter("gemini_mcp_warm_process_recycles_total",
 		"Warm processes taken out of service, by reason (prompts, sessions, memory, idle, exited).", "reason")
-	s.storeOp = r.NewHistogram("gemini_mcp_store_operation_duration_seconds", "Time of session store operations, by operation.",
+	s.storeOp = r.NewHistogram("gemini_mcp_store_operation_duration_seconds", "Time of session store operations (background jobs' too), by operation.",
 		storeBuckets, "op")
-	s.storeErrors = r.NewCounter("gemini_mcp_store_errors_total", "Session store operations that failed, by operation.", "op")
+	s.storeErrors = r.NewCounter("gemini_mcp_store_errors_total", "Session store operations (background jobs' too) that failed, by operation.", "op")
+	s.fallbacks = r.NewCounter("gemini_mcp_model_fallbacks_total",
+		"Turns sent to --fallback-model because the asked model's quota was exhausted, by asked model (from) and fallback model (to).", "from", "to")
 	s.rateLimited = r.NewCounter("gemini_mcp_rate_limited_total", "Tool calls refused by --rate-limits, by tool.", "gen_ai_tool_name")
 	for _, b := range []string{"warm", "oneshot", "api"} {
 		for _, o := range Outcomes {
@@ -336,7 +339,8 @@ func WarmRecycle(reason string) {
 }
 
 // StoreOp records a session store operation (op is a method name of
-// session.Store) that took d and failed with err (nil: succeeded).
+// session.Store, or of jobs.Store for the jobs kept in it) that took d and
+// failed with err (nil: succeeded).
 func StoreOp(op string, d time.Duration, err error) {
 	if s := Current(); s != nil {
 		s.storeOp.Observe(d.Seconds(), op)
@@ -353,5 +357,15 @@ func RateLimited(tool string) {
 			tool = "other"
 		}
 		s.rateLimited.Inc(tool)
+	}
+}
+
+// ModelFallback counts a turn sent to the fallback model to after the
+// quota of the asked model from was exhausted. The names are the model
+// list's (the caller passes "other" for one it does not hold), kept as
+// labels as the token metrics keep theirs.
+func ModelFallback(from, to string) {
+	if s := Current(); s != nil {
+		s.fallbacks.Inc(s.models.label(from), s.models.label(to))
 	}
 }

@@ -105,10 +105,37 @@ func TestHooksOffCostNothing(t *testing.T) {
 		StoreOp("Get", time.Millisecond, nil)
 		RateLimited("chat")
 		WarmRecycle("idle")
+		ModelFallback("gemini-2.5-pro", "gemini-2.5-flash")
 	})
 	if allocs != 0 {
 		t.Errorf("hooks with metrics off: %v allocations", allocs)
 	}
+}
+
+// TestModelFallbacks: each turn sent to the fallback model counts under
+// its two models; a name that is no model's counts as "other", and the
+// counter is written in the exposition.
+func TestModelFallbacks(t *testing.T) {
+	s := New(nil)
+	Enable(s)
+	defer Enable(nil)
+	ModelFallback("gemini-2.5-pro", "gemini-2.5-flash")
+	ModelFallback("gemini-2.5-pro", "gemini-2.5-flash")
+	ModelFallback("other", "gemini-2.5-flash")
+	ModelFallback(`evil"model`+"\n", "gemini-2.5-flash")
+	if n := s.fallbacks.Value("gemini-2.5-pro", "gemini-2.5-flash"); n != 2 {
+		t.Errorf("pro to flash: %d", n)
+	}
+	if n := s.fallbacks.Value("other", "gemini-2.5-flash"); n != 2 {
+		t.Errorf("other to flash: %d", n)
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), `gemini_mcp_model_fallbacks_total{from="gemini-2.5-pro",to="gemini-2.5-flash"} 2`) ||
+		strings.Contains(rec.Body.String(), "evil") {
+		t.Errorf("exposition:\n%s", rec.Body.String())
+	}
+	checkFormat(t, rec.Body.String())
 }
 
 // BenchmarkMiddleware is the cost per MCP request of the metrics: "off" is

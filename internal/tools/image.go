@@ -24,7 +24,9 @@ import (
 // file context as chat's (images become the turn's media). The pictures
 // come back as MCP image content after the model's text; with save_to,
 // each is also saved into the project root, once the user has said yes
-// through elicitation (see imagesave.Save; saveImages).
+// when asked the way a downstream tool call is confirmed (elicitation, or
+// an input request from protocol 2026-07-28 on; see imagesave.Save,
+// saveImages).
 //
 // Each call is a conversation of its own: it runs as a new session, which
 // records the turn's text but not its pictures (the API backend keeps no
@@ -109,7 +111,7 @@ func (d *Deps) imageRequest(req *mcp.CallToolRequest, in ImageInput) (conversati
 		Builtins: backend.Builtins{Image: &backend.ImageRequest{AspectRatio: in.AspectRatio, Size: in.Size}}}}
 	d.withFiles(&r, in.Prompt, in.Files, nil)
 	r.Render = func(ctx context.Context, o conversation.Outcome) (*mcp.CallToolResult, error) {
-		return d.imageResult(ctx, req, in.SaveTo, o), nil
+		return d.imageResult(ctx, in.SaveTo, o), nil
 	}
 	return r, nil
 }
@@ -127,7 +129,7 @@ func (d *Deps) checkSaveTo(p string) error {
 // imageResult is image's result of an answer: the model's text, the
 // images as image content, and _meta: the model, the number of images,
 // the paths saved and why any was not.
-func (d *Deps) imageResult(ctx context.Context, req *mcp.CallToolRequest, saveTo string, o conversation.Outcome) *mcp.CallToolResult {
+func (d *Deps) imageResult(ctx context.Context, saveTo string, o conversation.Outcome) *mcp.CallToolResult {
 	ans := o.Answer
 	out := &mcp.CallToolResult{Meta: mcp.Meta{"images": len(ans.Images)}}
 	if ans.Text != "" {
@@ -151,7 +153,7 @@ func (d *Deps) imageResult(ctx context.Context, req *mcp.CallToolRequest, saveTo
 	}
 	render.AddBuiltins(out, ans)
 	if saveTo != "" && len(ans.Images) > 0 {
-		saved, notes := d.saveImages(ctx, req, saveTo, ans.Images)
+		saved, notes := d.saveImages(ctx, o.Ask, saveTo, ans.Images)
 		out.Meta["saved"] = saved
 		if len(notes) > 0 {
 			out.Meta["notSaved"] = notes
@@ -169,10 +171,10 @@ func (d *Deps) imageResult(ctx context.Context, req *mcp.CallToolRequest, saveTo
 }
 
 // saveImages saves images to saveTo (numbered when there are several),
-// each after the user's yes. It returns the paths saved, relative to the
-// project root, and a note for each image that was not.
-func (d *Deps) saveImages(ctx context.Context, req *mcp.CallToolRequest, saveTo string, images []backend.Image) ([]string, []string) {
-	confirm, why := saveConfirm(req)
+// each after the user's yes, asked with ask. It returns the paths saved,
+// relative to the project root, and a note for each image that was not.
+func (d *Deps) saveImages(ctx context.Context, ask conversation.Asker, saveTo string, images []backend.Image) ([]string, []string) {
+	confirm, why := saveConfirm(ask)
 	saved := []string{}
 	var notes []string
 	if confirm == nil {

@@ -3,6 +3,8 @@ package tools
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,13 +37,6 @@ func imageServer(t *testing.T, b backend.Backend, answer func(q string) *mcp.Eli
 // imageServerOf is imageServer for a client of protocol.
 func imageServerOf(t *testing.T, b backend.Backend, answer func(q string) *mcp.ElicitResult, protocol string) (*mcp.ClientSession, string, func() []string) {
 	t.Helper()
-	store := memstore.New(session.Options{})
-	t.Cleanup(func() { store.Close() })
-	root := realTemp(t)
-	d := &Deps{Conv: newConv(conversation.Options{Backend: b, Store: store, DefaultCwd: root}), MaxPromptBytes: 1 << 20,
-		ProjectRoot: root}
-	s := mcp.NewServer(&mcp.Implementation{Name: "gemini-mcp-server", Version: "t"}, nil)
-	addAll(s, d)
 	var mu sync.Mutex
 	var asked []string
 	opts := &mcp.ClientOptions{}
@@ -53,12 +48,25 @@ func imageServerOf(t *testing.T, b backend.Backend, answer func(q string) *mcp.E
 			return answer(req.Params.Message), nil
 		}
 	}
-	cs := mcptest.Connect(t, s, &mcptest.Options{ClientOptions: opts, Session: &mcp.ClientSessionOptions{ProtocolVersion: protocol}})
+	cs, root := imageServerWith(t, b, opts, protocol)
 	return cs, root, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), asked...)
 	}
+}
+
+// imageServerWith is imageServerOf for a client with opts.
+func imageServerWith(t *testing.T, b backend.Backend, opts *mcp.ClientOptions, protocol string) (*mcp.ClientSession, string) {
+	t.Helper()
+	store := memstore.New(session.Options{})
+	t.Cleanup(func() { store.Close() })
+	root := realTemp(t)
+	d := &Deps{Conv: newConv(conversation.Options{Backend: b, Store: store, DefaultCwd: root}), MaxPromptBytes: 1 << 20,
+		ProjectRoot: root}
+	s := mcp.NewServer(&mcp.Implementation{Name: "gemini-mcp-server", Version: "t"}, nil)
+	addAll(s, d)
+	return mcptest.Connect(t, s, &mcptest.Options{ClientOptions: opts, Session: &mcp.ClientSessionOptions{ProtocolVersion: protocol}}), root
 }
 
 func imageStub(images ...[]byte) *stubRunner {
@@ -230,16 +238,47 @@ func TestImageSave(t *testing.T) {
 		}
 	})
 	t.Run("client of protocol 2026-07-28", func(t *testing.T) {
-		// It can elicit, but only through a tool's result, which a save
-		// does not use yet: the images come back, unsaved, unasked.
+		// It is asked through input requests of the result (the go-sdk
+		// client answers them by itself, from its elicitation handler):
+		// a yes for each image, and a second one to replace a file.
 		t.Parallel()
-		cs, root, asked := imageServerOf(t, imageStub(pngA), yes, "2026-07-28")
+		cs, root, asked := imageServerOf(t, imageStub(pngA, pngB), yes, "2026-07-28")
+		if err := os.WriteFile(filepath.Join(root, "fox-2.png"), []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res := call(t, cs, "image", map[string]any{"prompt": "two foxes", "save_to": "fox.png"})
+		if res.IsError || len(imagesOf(res)) != 2 || res.Meta["notSaved"] != nil {
+			t.Fatalf("saved: %v %q %v", res.IsError, allText(res), res.Meta)
+		}
+		for name, want := range map[string][]byte{"fox-1.png": pngA, "fox-2.png": pngB} {
+			if got, err := os.ReadFile(filepath.Join(root, name)); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: %q %v", name, got, err)
+			}
+		}
+		if q := asked(); len(q) != 3 || !strings.Contains(q[0], "fox-1.png") || !strings.Contains(q[1], "fox-2.png") ||
+			!strings.Contains(q[2], "already exists") {
+			t.Errorf("asked %q, want the two saves and the replacement", q)
+		}
+
+		no := func(string) *mcp.ElicitResult { return &mcp.ElicitResult{Action: "decline"} }
+		cs, root, asked = imageServerOf(t, imageStub(pngA), no, "2026-07-28")
+		res = call(t, cs, "image", map[string]any{"prompt": "a fox", "save_to": "fox.png"})
+		if res.IsError || len(imagesOf(res)) != 1 || !strings.Contains(allText(res), "the user said no") {
+			t.Fatalf("declined: %v %q", res.IsError, allText(res))
+		}
+		if _, err := os.Stat(filepath.Join(root, "fox.png")); !os.IsNotExist(err) || len(asked()) != 1 {
+			t.Errorf("saved (%v) after a no; asked %q", err, asked())
+		}
+	})
+	t.Run("client of protocol 2026-07-28 without elicitation", func(t *testing.T) {
+		t.Parallel()
+		cs, root, _ := imageServerOf(t, imageStub(pngA), nil, "2026-07-28")
 		res := call(t, cs, "image", map[string]any{"prompt": "a fox", "save_to": "fox.png"})
-		if res.IsError || len(imagesOf(res)) != 1 || !strings.Contains(allText(res), "protocol 2026-07-28") {
+		if res.IsError || len(imagesOf(res)) != 1 || !strings.Contains(allText(res), "cannot ask its user to confirm a save") {
 			t.Fatalf("unasked: %v %q", res.IsError, allText(res))
 		}
-		if _, err := os.Stat(filepath.Join(root, "fox.png")); !os.IsNotExist(err) || len(asked()) != 0 {
-			t.Errorf("saved (%v) or asked %q", err, asked())
+		if _, err := os.Stat(filepath.Join(root, "fox.png")); !os.IsNotExist(err) {
+			t.Errorf("an unconfirmed image was saved: %v", err)
 		}
 	})
 	t.Run("existing file", func(t *testing.T) {
@@ -277,4 +316,63 @@ func TestImageSave(t *testing.T) {
 			t.Errorf("not replaced after two yeses: %q %q", got, allText(res))
 		}
 	})
+}
+
+// TestImageSaveThroughInputRequests follows a 2026-07-28 client that runs
+// the multi-round-trip flow itself: the call returns an input request
+// asking to save, with nothing written; the answer's call returns the
+// second question, to replace the existing file; only the answer to that
+// one writes the image, and brings the result. A no to the replacement
+// keeps the old file.
+func TestImageSaveThroughInputRequests(t *testing.T) {
+	t.Parallel()
+	for _, replace := range []bool{true, false} {
+		cs, root := imageServerWith(t, imageStub(pngA), &mcp.ClientOptions{
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return nil, errors.New("not asked this way")
+			},
+			MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, "2026-07-28")
+		old := filepath.Join(root, "fox.png")
+		if err := os.WriteFile(old, []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx := testCtx(t)
+		args := map[string]any{"prompt": "a fox", "save_to": "fox.png"}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "image", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := res.InputRequests[saveInputID].(*mcp.ElicitParams)
+		if !res.NeedsInput() || res.RequestState == "" || q == nil || !strings.Contains(q.Message, "Save the image") ||
+			!strings.Contains(q.Message, "fox.png") {
+			t.Fatalf("first result %+v asks no save", res)
+		}
+		if got, _ := os.ReadFile(old); string(got) != "old" {
+			t.Fatalf("written before the yes: %q", got)
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "image", Arguments: args, RequestState: res.RequestState,
+			InputResponses: mcp.InputResponseMap{saveInputID: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"save": true}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ = res.InputRequests[saveInputID].(*mcp.ElicitParams)
+		if !res.NeedsInput() || q == nil || !strings.Contains(q.Message, "already exists") {
+			t.Fatalf("second result %+v does not ask to replace the file", res)
+		}
+		if got, _ := os.ReadFile(old); string(got) != "old" {
+			t.Fatalf("replaced before the second yes: %q", got)
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "image", Arguments: args, RequestState: res.RequestState,
+			InputResponses: mcp.InputResponseMap{saveInputID: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"save": replace}}}})
+		if err != nil || res.NeedsInput() || res.IsError || len(imagesOf(res)) != 1 {
+			t.Fatalf("final result %+v %v", res, err)
+		}
+		got, _ := os.ReadFile(old)
+		if replace && (!bytes.Equal(got, pngA) || fmt.Sprint(res.Meta["saved"]) != "[fox.png]") {
+			t.Errorf("after two yeses: file %q, _meta %v", got, res.Meta)
+		}
+		if !replace && (string(got) != "old" || !strings.Contains(allText(res), "the user said no")) {
+			t.Errorf("after a no to the replacement: file %q, text %q", got, allText(res))
+		}
+	}
 }

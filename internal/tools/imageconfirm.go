@@ -5,6 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/imagesave"
 )
 
@@ -12,26 +13,22 @@ import (
 // save.
 const saveField = "save"
 
-// saveConfirm is the confirmation of the image tool's saves: a form
-// elicitation to the client that made req, a yes only when the user
-// accepts it with save true. It is nil, with why, when the client cannot
-// be asked: it declared no form elicitation, or it speaks protocol
-// 2026-07-28 or later, where a server asks only through a tool's result
-// (which the tool calls' confirmations use, see internal/conversation's
-// confirm.go, and a save does not yet).
-func saveConfirm(req *mcp.CallToolRequest) (imagesave.Confirm, string) {
-	if req == nil || req.Session == nil {
-		return nil, "the client cannot ask its user to confirm a save (it declared no elicitation)"
-	}
-	caps := req.ClientCapabilities()
-	if caps == nil || caps.Elicitation == nil || (caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
+// saveInputID names the save's question among a call's input requests
+// (protocol 2026-07-28 and later).
+const saveInputID = "confirm-save"
+
+// saveConfirm is the confirmation of the image tool's saves: a form put
+// to the user of the client that made the call, the way a downstream
+// tool call is confirmed (conversation.Outcome.Ask: an elicitation/create
+// request, or from protocol 2026-07-28 on an input request of the result,
+// answered by the client's next call), a yes only when the user accepts it
+// with save true. It is nil, with why, when the client cannot be asked.
+func saveConfirm(ask conversation.Asker) (imagesave.Confirm, string) {
+	if ask == nil {
 		return nil, "the client cannot ask its user to confirm a save (it declared no form elicitation)"
 	}
-	if req.ProtocolVersion() >= "2026-07-28" {
-		return nil, "the client speaks protocol " + req.ProtocolVersion() + ", in which this server cannot yet ask its user to confirm a save"
-	}
 	return func(ctx context.Context, question string) (bool, error) {
-		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: question,
+		res, err := ask(ctx, saveInputID, &mcp.ElicitParams{Mode: "form", Message: question,
 			RequestedSchema: map[string]any{
 				"type": "object",
 				"properties": map[string]any{

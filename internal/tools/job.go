@@ -39,9 +39,9 @@ func AddJob(s *mcp.Server, d *Deps) { s.AddTool(jobTool(), handle(d.job)) }
 func jobTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name: "job",
-		Description: "Get the status, progress and, once it is done, the result of a background job: a call of chat, chat-reply, thinkdeep, analyze or debug " +
-			"made with background: true. The result of a finished job is the one the call would have returned. wait waits up to 60 seconds for it; " +
-			"cancel stops it.",
+		Description: "Get the status, progress and, once it is done, the result of a background job: a research call, or a call of chat, chat-reply, " +
+			"thinkdeep, analyze or debug made with background: true. The result of a finished job is the one the call would have returned " +
+			"(for research, its report). wait waits up to 60 seconds for it; cancel stops it.",
 		InputSchema: inputTypeOf[JobInput]().sc.CloneSchemas(),
 		Annotations: &mcp.ToolAnnotations{Title: "Background job", OpenWorldHint: ptr(false)},
 	}

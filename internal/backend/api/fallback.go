@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
 )
 
 // A 429 RESOURCE_EXHAUSTED of the Gemini API says which quota ran out in a
@@ -142,11 +143,24 @@ func (b *Backend) fallback(parent, ctx context.Context, id string, t backend.Tur
 	b.log.Warn("gemini api: the model's quota is exhausted; asking the fallback model", "model", asked, "fallback", model,
 		"err", b.maskKey(failed.Error()))
 	obs.Activity(fmt.Sprintf("the quota of %s is exhausted; asking %s (--fallback-model)", asked, model))
+	metrics.ModelFallback(b.models.listed(asked), b.models.listed(model))
 	res, exchange, more, err := b.converseCached(parent, ctx, id, t, model, contents, ctxParts, &c, obs)
 	if err != nil {
 		return nil, nil, nil, "", fail(unmarkExhausted(err))
 	}
 	return res, exchange, append(notes, more...), model, nil
+}
+
+// listed is name when the model list fetched last holds it, else "other":
+// the model labels of the fallback metric, bounded by the list (nothing
+// is fetched for them).
+func (m *models) listed(name string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.byName[name]; ok {
+		return name
+	}
+	return "other"
 }
 
 // withoutThinkingNotes drops the notes of how thinking_mode and

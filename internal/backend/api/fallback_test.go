@@ -177,3 +177,20 @@ func TestQuotaAfterToolCalls(t *testing.T) {
 		t.Fatalf("the tool ran %d times", len(h.calls))
 	}
 }
+
+// TestFallbackLabelsFromList: the fallback metric's model labels are the
+// model list's names; any other name, or any before the list is read, is
+// "other".
+func TestFallbackLabelsFromList(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	if got := f.b.models.listed("gemini-2.5-pro"); got != "other" {
+		t.Fatalf("before the list was read: %q", got)
+	}
+	f.mustRun(backend.Turn{Prompt: "hi"})
+	for name, want := range map[string]string{"gemini-2.5-pro": "gemini-2.5-pro", newestFlash: newestFlash, "gemini-made-up": "other", `x"y`: "other"} {
+		if got := f.b.models.listed(name); got != want {
+			t.Errorf("listed(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -99,28 +99,47 @@ func TestImageRefused(t *testing.T) {
 	callErr(t, cli, "image", map[string]any{"prompt": "a fox"}, "image: the oneshot backend cannot do this", "--backend api")
 }
 
+// TestImageSaveConfirmed: the pictures are saved after the user's yes,
+// and an existing file replaced after a second one, under both protocol
+// generations: elicitation/create up to 2025-11-25, input requests of
+// the result from 2026-07-28 on (the go-sdk client runs that flow by
+// itself), over stdio and stateless HTTP.
 func TestImageSaveConfirmed(t *testing.T) {
-	h := imageEnv(t)
-	var mu sync.Mutex
-	var asked []string
-	cs := h.stdio(t, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		asked = append(asked, req.Params.Message)
-		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"save": true}}, nil
-	}}, "2025-11-25")
-	res, err := callTool(cs, "image", map[string]any{"prompt": "two foxes [[images:2]]", "save_to": "fox"})
-	if err != nil || res.IsError {
-		t.Fatalf("image: %v %s", err, resultText(res))
-	}
-	for _, name := range []string{"fox-1.png", "fox-2.png"} {
-		if got, err := os.ReadFile(filepath.Join(h.dir, name)); err != nil || !bytes.Equal(got, fakeapi.GenImage) {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(asked) != 2 || len(imagesIn(res)) != 2 {
-		t.Errorf("asked %q; %d images", asked, len(imagesIn(res)))
+	for _, tp := range []string{"stdio/2025-11-25", "stdio/2026-07-28", "stateless/2026-07-28"} {
+		t.Run(tp, func(t *testing.T) {
+			transport, protocol, _ := strings.Cut(tp, "/")
+			h := imageEnv(t)
+			var mu sync.Mutex
+			var asked []string
+			opts := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				asked = append(asked, req.Params.Message)
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"save": true}}, nil
+			}}
+			var cs *mcp.ClientSession
+			if transport == "stdio" {
+				cs = h.stdio(t, opts, protocol)
+			} else {
+				cs = h.http(t, opts, protocol, "--stateless")
+			}
+			if err := os.WriteFile(filepath.Join(h.dir, "fox-2.png"), []byte("old"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res, err := callTool(cs, "image", map[string]any{"prompt": "two foxes [[images:2]]", "save_to": "fox"})
+			if err != nil || res.IsError {
+				t.Fatalf("image: %v %s", err, resultText(res))
+			}
+			for _, name := range []string{"fox-1.png", "fox-2.png"} {
+				if got, err := os.ReadFile(filepath.Join(h.dir, name)); err != nil || !bytes.Equal(got, fakeapi.GenImage) {
+					t.Errorf("%s: %v", name, err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(asked) != 3 || !strings.Contains(asked[2], "already exists") || len(imagesIn(res)) != 2 {
+				t.Errorf("asked %q; %d images", asked, len(imagesIn(res)))
+			}
+		})
 	}
 }

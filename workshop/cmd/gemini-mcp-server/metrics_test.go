@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 )
 
 var metricsAddrRE = regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
@@ -310,6 +311,55 @@ func TestMetricsAPIBackend(t *testing.T) {
 	}
 	if _, ok := got[`gen_ai_client_token_usage_count{gen_ai_token_type="reasoning",gen_ai_request_model="gemini-2.5-flash",backend="api"}`]; ok {
 		t.Error("reasoning tokens recorded for a call that asked for no thinking")
+	}
+}
+
+// TestMetricsFallbackAndJobs: a call answered by --fallback-model after
+// its model's daily quota ran out counts under both models' names; a
+// background job's store calls count with the store's (create, update,
+// read, wait), and none failed.
+func TestMetricsFallbackAndJobs(t *testing.T) {
+	t.Parallel()
+	e, fake := apiEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_FALLBACK_MODEL=flash")
+	fake.ExhaustQuota("gemini-2.5-pro", &fakeapi.Quota{Daily: true, RetryDelay: "0.01s"})
+	addr, maddr, _ := startWithMetrics(t, e, "--backend", "api")
+	url := "http://" + maddr + "/metrics"
+	cs := httpClient(t, addr, "")
+	before := scrapeMetrics(t, url, "")
+	for k := range before {
+		if strings.HasPrefix(k, "gemini_mcp_model_fallbacks_total") || strings.Contains(k, `op="CreateJob"`) {
+			t.Fatalf("%s before any call", k)
+		}
+	}
+	if res := callOK(t, cs, "chat", map[string]any{"prompt": "hello", "model": "gemini-2.5-pro"}); res.Meta["fallbackFrom"] != "gemini-2.5-pro" {
+		t.Fatalf("no fallback: %v", res.Meta)
+	}
+	callOK(t, cs, "chat", map[string]any{"prompt": "no fallback here", "model": "gemini-2.5-flash"})
+	id := startJob(t, cs, "chat", map[string]any{"prompt": "in the background"})
+	if res, err := jobEnd(t, cs, id, nil); err != nil || res.IsError {
+		t.Fatalf("job: %v %+v", err, res)
+	}
+	got := scrapeMetrics(t, url, "")
+	n := 0
+	for k, v := range got {
+		if strings.HasPrefix(k, "gemini_mcp_model_fallbacks_total") {
+			n++
+			if k != `gemini_mcp_model_fallbacks_total{from="gemini-2.5-pro",to="gemini-2.5-flash"}` || v != 1 {
+				t.Errorf("%s = %v, want the one fallback from gemini-2.5-pro to gemini-2.5-flash", k, v)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d fallback series, want 1", n)
+	}
+	for _, op := range []string{"CreateJob", "UpdateJob", "GetJob", "WaitJob"} {
+		if got[`gemini_mcp_store_operation_duration_seconds_count{op="`+op+`"}`] < 1 {
+			t.Errorf("job store operation %s not counted", op)
+		}
+		if v := got[`gemini_mcp_store_errors_total{op="`+op+`"}`]; v != 0 {
+			t.Errorf("job store operation %s failed %v times", op, v)
+		}
 	}
 }
 
