@@ -160,8 +160,9 @@ type turnFunc func(ctx context.Context, call backend.Turn) (*mcp.CallToolResult,
 // the server and the call's HTTP request (bind), its Confirm set to ask
 // the user of the client that made req, when it can be asked, with the
 // grants of that caller's users. req is the call's request, for what only
-// the tool call carries: how its client may be asked.
-func (d *Service) confirmed(ctx context.Context, req *mcp.CallToolRequest, c Call, call backend.Turn, turn turnFunc) (*mcp.CallToolResult, error) {
+// the tool call carries: how its client may be asked. A turn h may hand
+// over to a job past --job-after (nil: none) is run by handOver.
+func (d *Service) confirmed(ctx context.Context, req *mcp.CallToolRequest, c Call, call backend.Turn, turn turnFunc, h *handover) (*mcp.CallToolResult, error) {
 	ctx, cancel := d.bind(ctx, c)
 	defer cancel()
 	if call.Session != "" && (req == nil || req.Params == nil || req.Params.RequestState == "") {
@@ -176,7 +177,14 @@ func (d *Service) confirmed(ctx context.Context, req *mcp.CallToolRequest, c Cal
 		out := d.runMRTR(ctx, req, c, call, turn)
 		return out.res, out.err
 	default:
-		call.Confirm = d.grants.confirmFor(c.Who.Caller, elicitConfirm(req, c.Who.Caller))
+		ask := elicitConfirm(req, c.Who.Caller)
+		if h != nil {
+			ask = h.confirm(ask)
+		}
+		call.Confirm = d.grants.confirmFor(c.Who.Caller, ask)
+	}
+	if h != nil {
+		return d.handOver(ctx, h, call, turn)
 	}
 	return turn(ctx, call)
 }
