@@ -277,7 +277,7 @@ func NewDeps(ctx context.Context, cfg *config.Config, env Env, log *slog.Logger,
 	conv := conversation.New(conversation.Options{Backend: b.Backend, Store: store, MaxTurns: cfg.Store.MaxTurns, DefaultCwd: cwd, Log: log, ProgressInterval: cfg.Tools.ProgressInterval, MaxAnswerBytes: cfg.Tools.MaxAnswerBytes,
 		AllowedRoots: allowed, Remote: cfg.HTTP.Addr != "", Authenticated: len(cfg.HTTP.Tokens) > 0 || cfg.HTTP.TokenFile != "" || len(cfg.HTTP.AuthIssuers) > 0,
 		Stateless: cfg.HTTP.Stateless, ShareSessions: cfg.Tools.ShareSessions, SessionIDInText: cfg.Tools.SessionIDInText,
-		Lifetime: life, RequestContext: requests, Jobs: jobStore})
+		Lifetime: life, RequestContext: requests, Jobs: jobStore, JobAfter: cfg.Tools.JobAfter})
 	return &Deps{Conv: conv, Backend: b, Store: store, Cwd: cwd, AllowedRoots: allowed, Jobs: jobStore}, nil
 }
 

@@ -142,6 +142,7 @@ type Tools struct {
 	MaxPromptBytes   int
 	MaxAnswerBytes   int
 	ProgressInterval time.Duration
+	JobAfter         time.Duration // hand a call still running after it over to a job; 0 for never
 	RateLimits       RateLimits
 	// Toolset is --tools as given; Served the tools it serves, in the
 	// registry's order (nil: every tool, when Rules.Toolset is nil).
@@ -259,6 +260,9 @@ func (c *Config) validate(rules Rules) error {
 	}
 	if c.Turns.MaxConcurrent < 1 || c.Turns.MaxConcurrent > 1024 {
 		return fmt.Errorf("--max-concurrent must be between 1 and 1024, not %d", c.Turns.MaxConcurrent)
+	}
+	if c.Tools.JobAfter < 0 {
+		return errors.New("--job-after must not be negative (0: calls never become jobs)")
 	}
 	if c.Tools.ProgressInterval < 100*time.Millisecond {
 		return errors.New("--progress-interval must be at least 100ms")

@@ -46,6 +46,9 @@ var flags = []spec{
 		func(c *Config) *time.Duration { return &c.Turns.Timeout }),
 	duration("progress-interval", "GEMINI_MCP_PROGRESS_INTERVAL", DefaultProgressInterval, "how often a running call reports progress to clients that ask for it",
 		func(c *Config) *time.Duration { return &c.Tools.ProgressInterval }),
+	duration("job-after", "GEMINI_MCP_JOB_AFTER", 0, "hand a call of chat, chat-reply, thinkdeep, analyze or debug still running after this long over to a background job: "+
+		"the call answers with the job's id, as with background: true, the same turn goes on, and the job tool returns its result; set it under the clients' own limit (Codex gives up at 60s), 0 for never",
+		func(c *Config) *time.Duration { return &c.Tools.JobAfter }),
 	integer("max-concurrent", "GEMINI_MCP_MAX_CONCURRENT", DefaultMaxConcurrent, "most gemini processes at once; further calls wait in arrival order",
 		func(c *Config) *int { return &c.Turns.MaxConcurrent }),
 	size("max-prompt-bytes", "GEMINI_MCP_MAX_PROMPT_BYTES", DefaultMaxPromptBytes, "largest prompt or system prompt accepted",

@@ -86,8 +86,8 @@ func (l *listValue) Set(v string) error {
 type durationValue struct{ p *time.Duration }
 
 func (d *durationValue) String() string {
-	if d == nil || d.p == nil {
-		return ""
+	if d == nil || d.p == nil || *d.p == 0 {
+		return "" // a zero default is not shown, as the flag package hides its own
 	}
 	// 5m rather than 5m0s in --help.
 	s := d.p.String()

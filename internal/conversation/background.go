@@ -50,11 +50,7 @@ const errServerStopped = "the server running this job stopped before it finished
 // the result that names it.
 // c is the call turn runs for, which background makes the job's.
 func (s *Service) background(ctx context.Context, r Request, c *Call, call backend.Turn, turn turnFunc) (*mcp.CallToolResult, error) {
-	tool := "turn"
-	if r.Call != nil && r.Call.Params != nil && r.Call.Params.Name != "" {
-		tool = r.Call.Params.Name
-	}
-	j, err := s.newJob(ctx, c.Who, tool)
+	j, err := s.newJob(ctx, c.Who, toolOf(r))
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +64,14 @@ func (s *Service) background(ctx context.Context, r Request, c *Call, call backe
 		return finish(turn(ctx, call, nil))
 	}, nil)
 	return StartedJob(j), nil
+}
+
+// toolOf names the tool of r's job.
+func toolOf(r Request) string {
+	if r.Call != nil && r.Call.Params != nil && r.Call.Params.Name != "" {
+		return r.Call.Params.Name
+	}
+	return "turn"
 }
 
 // JobWork is the work of a background job j: what it returns is stored
@@ -148,14 +152,8 @@ func StartedJob(j jobs.Job) *mcp.CallToolResult {
 // runJob runs the work of job j on ctx (cancel stops it) and stores its
 // end; unstarted, when set, runs when j cannot be started.
 func (s *Service) runJob(ctx context.Context, cancel context.CancelCauseFunc, j jobs.Job, work JobWork, unstarted func()) {
-	owner, id := j.Owner, j.ID
-	j, err := jobs.Update(ctx, s.o.Jobs, owner, id, func(j *jobs.Job) (bool, error) {
-		if j.Status == jobs.Working && j.Resume != "" {
-			// Resumed: it was started before.
-			return false, nil
-		}
-		return true, j.Start(s.o.Now())
-	})
+	id := j.ID
+	j, err := s.startJob(ctx, j)
 	if err != nil {
 		s.o.Log.Info("a background job did not start", "job", id, "err", err)
 		if unstarted != nil {
@@ -163,6 +161,27 @@ func (s *Service) runJob(ctx context.Context, cancel context.CancelCauseFunc, j 
 		}
 		return
 	}
+	s.followJob(ctx, cancel, j, work)
+}
+
+// startJob marks job j Working, run by this process (jobs.Self), unless
+// it is resumed (it was started before), and returns it as stored.
+func (s *Service) startJob(ctx context.Context, j jobs.Job) (jobs.Job, error) {
+	return jobs.Update(ctx, s.o.Jobs, j.Owner, j.ID, func(j *jobs.Job) (bool, error) {
+		if j.Status == jobs.Working && j.Resume != "" {
+			// Resumed: it was started before.
+			return false, nil
+		}
+		me := jobs.Self()
+		j.Runner = &me
+		return true, j.Start(s.o.Now())
+	})
+}
+
+// followJob runs the work of job j, started, on ctx (cancel stops it):
+// its cancel watch and heartbeat, then the store of its end.
+func (s *Service) followJob(ctx context.Context, cancel context.CancelCauseFunc, j jobs.Job, work JobWork) {
+	owner, id := j.Owner, j.ID
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)

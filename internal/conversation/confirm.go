@@ -180,8 +180,9 @@ type turnFunc func(ctx context.Context, call backend.Turn, ask Asker) (*mcp.Call
 // the user of the client that made req, when it can be asked, with the
 // grants of that caller's users; the turn's renderer may ask the same way.
 // req is the call's request, for what only the tool call carries: how its
-// client may be asked.
-func (d *Service) confirmed(ctx context.Context, req *mcp.CallToolRequest, c Call, call backend.Turn, turn turnFunc) (*mcp.CallToolResult, error) {
+// client may be asked. A turn h may hand over to a job past --job-after
+// (nil: none) is run by handOver.
+func (d *Service) confirmed(ctx context.Context, req *mcp.CallToolRequest, c Call, call backend.Turn, turn turnFunc, h *handover) (*mcp.CallToolResult, error) {
 	ctx, cancel := d.bind(ctx, c)
 	defer cancel()
 	if call.Session != "" && (req == nil || req.Params == nil || req.Params.RequestState == "") {
@@ -189,18 +190,24 @@ func (d *Service) confirmed(ctx context.Context, req *mcp.CallToolRequest, c Cal
 			d.o.Log.Info("a new call on the session withdrew the tool confirmation left unanswered", "session", call.Session)
 		}
 	}
+	var ask Asker
 	switch {
 	case !canElicit(req):
 		// Untrusted downstream tools run only if the operator allows them.
-		return turn(ctx, call, nil)
 	case usesMRTR(req):
 		out := d.runMRTR(ctx, req, c, call, turn)
 		return out.res, out.err
 	default:
-		ask := elicitAsk(req)
+		ask = elicitAsk(req)
+		if h != nil {
+			ask = h.ask(ask)
+		}
 		call.Confirm = d.grants.confirmFor(c.Who.Caller, confirmThrough(ask, c.Who.Caller))
-		return turn(ctx, call, ask)
 	}
+	if h != nil {
+		return d.handOver(ctx, h, call, turn, ask)
+	}
+	return turn(ctx, call, ask)
 }
 
 // suspended is a turn waiting for a 2026-07-28 client to bring its user's

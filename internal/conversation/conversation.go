@@ -86,8 +86,11 @@ type Options struct {
 	Jobs      jobs.Store
 	JobTTL    time.Duration
 	JobLimits jobs.Limits
-	Log       *slog.Logger
-	Now       func() time.Time
+	// JobAfter, when positive, hands a synchronous call still running
+	// after it over to a job (see handover.go; --job-after).
+	JobAfter time.Duration
+	Log      *slog.Logger
+	Now      func() time.Time
 }
 
 // Service is the pipeline, shared by every tool of a server. It is

@@ -51,7 +51,11 @@ type Request struct {
 	// the job, and the turn runs on apart from the call. Finish makes the
 	// job's outcome of Do's, as the tool's handler would of a synchronous
 	// call: its result is stored as the job's, its error as the job's
-	// failure (a *jsonrpc.Error kept as such). nil keeps Do's.
+	// failure (a *jsonrpc.Error kept as such). nil keeps Do's, and
+	// keeps a synchronous call from being handed over to a job past the
+	// operator's limit (Options.JobAfter; see handover.go): a tool whose
+	// result a job can hold sets it whether or not it asks for
+	// Background.
 	Background bool
 	Finish     func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error)
 }
@@ -179,7 +183,13 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 	if r.Background {
 		return s.background(ctx, r, &rc, turn, run)
 	}
-	return s.confirmed(ctx, r.Call, c, turn, run)
+	h := s.handover(r, c)
+	if h != nil {
+		// Its progress goes where the handover says: the client's,
+		// then the job's.
+		rc.notify = h.send
+	}
+	return s.confirmed(ctx, r.Call, c, turn, run, h)
 }
 
 // turnOf is the turn Do runs, complete: the tool's (t), where it runs

@@ -121,11 +121,13 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 		}()
 	}
 	r := d.request(req, t, in)
-	if b, ok := in.(backgrounder); ok && b.background() {
+	if b, ok := in.(backgrounder); ok {
 		// The job keeps what the handler would have returned: the
 		// result, or the JSON-RPC error. The call's timeout does not
-		// bound a job, which runs apart from the call.
-		r.Background = true
+		// bound a job, which runs apart from the call. A call without
+		// background may become a job too, past --job-after; a tool
+		// without the argument (an output schema) never does.
+		r.Background = b.background()
 		r.Finish = func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 			if err = d.turnOutcome(err, in, r); err != nil {
 				d.log().Info("expert tool failed", "tool", t.name, "err", err)

@@ -166,6 +166,9 @@ type Job struct {
 	// interaction id), opaque here, so that a process other than the one
 	// that started the job can go on following it.
 	Resume string `json:"resume,omitempty"`
+	// Runner is the process running the job, set when it starts (see
+	// runner.go): a restarted server knows its previous run's jobs by it.
+	Runner *Runner `json:"runner,omitempty"`
 }
 
 // Errors of the lifecycle and the stores. The stores' own failures (Redis
@@ -215,7 +218,8 @@ func (j Job) Check() error {
 	case j.Created.IsZero() || j.Updated.Before(j.Created) || !j.Expires.Equal(j.Updated.Add(j.TTL)):
 		return bad("its times are not those of its lifecycle (created %v, updated %v, expires %v, TTL %v)", j.Created, j.Updated, j.Expires, j.TTL)
 	case len(j.Message) > MaxMessageBytes, len(j.Partial) > MaxPartialBytes, len(j.Error) > MaxErrorBytes,
-		len(j.Resume) > MaxResumeBytes, len(j.Result) > MaxResultBytes, len(j.RPCError) > MaxRPCErrorBytes:
+		len(j.Resume) > MaxResumeBytes, len(j.Result) > MaxResultBytes, len(j.RPCError) > MaxRPCErrorBytes,
+		j.Runner != nil && (len(j.Runner.Node) > MaxOwnerBytes || len(j.Runner.Run) > MaxOwnerBytes):
 		return bad("a part is over its cap")
 	case (j.Status == Completed) != (len(j.Result) > 0):
 		return bad("a result belongs to a completed job, and a completed job has one")

@@ -72,6 +72,13 @@ func (d *Deps) job(ctx context.Context, req *mcp.CallToolRequest, in JobInput) (
 	if err != nil {
 		return nil, nil, jobError(err)
 	}
+	if j.Orphaned(jobs.Self(), jobs.Alive) {
+		// Its process, an earlier run of this server, is gone: no one
+		// will end it, and there is nothing to wait for.
+		if j, err = jobs.FailOrphaned(ctx, d.Jobs, owner, j.ID, jobs.Self(), jobs.Alive, time.Now()); err != nil {
+			return nil, nil, jobError(err)
+		}
+	}
 	if j, err = waitJob(ctx, d.Jobs, j, time.Duration(in.Wait*float64(time.Second)), true); err != nil {
 		return nil, nil, jobError(err)
 	}

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func TestJobOrphaned(t *testing.T) {
 	d := stub.with(func(o *conversation.Options) { o.Remote = true })
 	d.Jobs = jobs.Of(st)
 	ctx := context.Background()
-	running := func(at time.Time) string {
+	running := func(at time.Time, r ...jobs.Runner) string {
 		j, err := jobs.New("tok", "chat", 0, at)
 		if err != nil {
 			t.Fatal(err)
@@ -33,7 +34,12 @@ func TestJobOrphaned(t *testing.T) {
 		if j, err = st.CreateJob(ctx, j, jobs.Limits{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err = jobs.Update(ctx, st, "tok", j.ID, func(j *jobs.Job) (bool, error) { return true, j.Start(at) }); err != nil {
+		if _, err = jobs.Update(ctx, st, "tok", j.ID, func(j *jobs.Job) (bool, error) {
+			if len(r) > 0 {
+				j.Runner = &r[0]
+			}
+			return true, j.Start(at)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		return j.ID
@@ -59,5 +65,18 @@ func TestJobOrphaned(t *testing.T) {
 	}
 	if got := call("other", live); !strings.Contains(got, "no such job") {
 		t.Errorf("another token's job: %s", got)
+	}
+
+	// A job of an earlier run of this process's pid (a server started
+	// again, as pid 1 of its container is) fails at once; one of another
+	// live process on this node is left to it.
+	me := jobs.Self()
+	earlier := running(time.Now(), jobs.Runner{Node: me.Node, PID: me.PID, Run: "an earlier run"})
+	if got := call("tok", earlier); !strings.HasPrefix(got, "failed: ") || !strings.Contains(got, jobs.OrphanedError) {
+		t.Errorf("the job of an earlier run: %s", got)
+	}
+	replica := running(time.Now(), jobs.Runner{Node: me.Node, PID: os.Getppid(), Run: "another process"})
+	if got := call("tok", replica); !strings.HasPrefix(got, "working: ") {
+		t.Errorf("the job of a live process: %s", got)
 	}
 }

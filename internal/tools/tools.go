@@ -223,12 +223,11 @@ func (d *Deps) do(ctx context.Context, r conversation.Request) *mcp.CallToolResu
 }
 
 // inBackground makes r a background turn when background is set: its
-// job keeps the result do would have returned.
+// job keeps the result do would have returned. A call without it may
+// become a job too, past --job-after (see conversation.Request.Finish).
 func (d *Deps) inBackground(r *conversation.Request, background bool) {
-	if background {
-		r.Background = true
-		r.Finish = func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) { return failure(res, err), nil }
-	}
+	r.Background = background
+	r.Finish = func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) { return failure(res, err), nil }
 }
 
 // failure is the result of a turn that ended with res or err: a failure
