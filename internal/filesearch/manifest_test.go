@@ -6,54 +6,27 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/manifesttest"
 )
 
-// Both Manifests keep the same records.
+// Both Manifests pass the conformance suite, each as one process's (both
+// clients one value: FileManifests keeps one process's manifests).
 func TestManifests(t *testing.T) {
-	for name, mk := range map[string]func(t *testing.T) Manifests{
-		"memory": func(*testing.T) Manifests { return &MemoryManifests{} },
-		"file": func(t *testing.T) Manifests {
-			m, err := NewFileManifests(filepath.Join(t.TempDir(), "fs"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			m := mk(t)
-			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			if r, err := m.Get(ctx, "k"); err != nil || r.Store != "" || len(r.Files) != 0 {
-				t.Fatalf("Get of nothing: %+v, %v", r, err)
-			}
-			must(t, m.PutFile(ctx, "k", "lost.go", Entry{Hash: "h", Document: "d"})) // no store yet: dropped
-			must(t, m.SetStore(ctx, "k", "s1", t0))
-			must(t, m.PutFile(ctx, "k", "a.go", Entry{Hash: "ha", Document: "s1/documents/a"}))
-			must(t, m.PutFile(ctx, "k", "b.go", Entry{Hash: "hb", Document: "s1/documents/b"}))
-			must(t, m.PutFile(ctx, "k", "a.go", Entry{Hash: "ha2", Document: "s1/documents/a2"}))
-			must(t, m.DeleteFile(ctx, "k", "b.go"))
-			must(t, m.SetStore(ctx, "k", "s1", t0.Add(time.Hour)))
-			must(t, m.SetStore(ctx, "other", "s2", t0))
-			r, err := m.Get(ctx, "k")
-			if err != nil || r.Store != "s1" || !r.Used.Equal(t0.Add(time.Hour)) || len(r.Files) != 1 || r.Files["a.go"].Hash != "ha2" {
-				t.Fatalf("Get: %+v, %v", r, err)
-			}
-			list, err := m.List(ctx)
-			if err != nil || len(list) != 2 {
-				t.Fatalf("List: %+v, %v", list, err)
-			}
-			must(t, m.SetStore(ctx, "k", "s3", t0))
-			if r, _ := m.Get(ctx, "k"); r.Store != "s3" || len(r.Files) != 0 {
-				t.Fatalf("a new store kept the old files: %+v", r)
-			}
-			must(t, m.Remove(ctx, "k"))
-			if r, _ := m.Get(ctx, "k"); r.Store != "" {
-				t.Fatalf("removed record: %+v", r)
-			}
+	t.Run("memory", func(t *testing.T) {
+		manifesttest.Run(t, func(*testing.T) (Manifests, Manifests) {
+			m := &MemoryManifests{}
+			return m, m
 		})
-	}
+	})
+	t.Run("file", func(t *testing.T) {
+		manifesttest.Run(t, func(t *testing.T) (Manifests, Manifests) {
+			dir := filepath.Join(t.TempDir(), "fs")
+			a, err := NewFileManifests(dir)
+			must(t, err)
+			return a, a
+		})
+	})
 }
 
 func must(t *testing.T, err error) {
