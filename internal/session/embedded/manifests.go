@@ -23,7 +23,8 @@ var _ manifest.Keeper = (*Store)(nil)
 
 const (
 	mfIDSQL      = `SELECT id, store, files FROM manifests WHERE key = ?`
-	mfGetSQL     = `SELECT m.store, m.used_at, f.path, f.hash, f.document FROM manifests m LEFT JOIN manifest_files f ON f.manifest = m.id WHERE m.key = ?`
+	mfHeadSQL    = `SELECT id, store, used_at FROM manifests WHERE key = ?`
+	mfFilesSQL   = `SELECT path, hash, document FROM manifest_files WHERE manifest = ?`
 	mfSetFileSQL = `UPDATE manifest_files SET hash = ?, document = ? WHERE manifest = ? AND path = ?`
 	mfAddFileSQL = `INSERT INTO manifest_files (manifest, path, hash, document) VALUES (?, ?, ?, ?)`
 	mfDelFileSQL = `DELETE FROM manifest_files WHERE manifest = ? AND path = ?`
@@ -43,33 +44,49 @@ func (s *Store) Manifests() manifest.Manifests { return manifests{s} }
 // one itself (both have a Get).
 type manifests struct{ s *Store }
 
-// Get implements manifest.Manifests: one query, a snapshot of the record
-// and its files.
+// Get implements manifest.Manifests: the record, then its files, in one
+// read transaction (a snapshot, which takes no write lock).
 func (m manifests) Get(ctx context.Context, key string) (manifest.Record, error) {
 	if err := manifest.CheckKey(key); err != nil {
 		return manifest.Record{}, err
 	}
-	rec := manifest.Record{Key: key, Files: map[string]manifest.Entry{}}
-	rows, err := m.s.st.mfGet.QueryContext(ctx, []byte(key))
+	rec, err := m.get(ctx, key)
 	if err != nil {
-		return rec, m.s.dbErr(ctx, "reading a file search manifest", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var used int64
-		var path, hash, doc sql.NullString
-		if err := rows.Scan(&rec.Store, &used, &path, &hash, &doc); err != nil {
-			return manifest.Record{Key: key, Files: map[string]manifest.Entry{}}, m.s.dbErr(ctx, "reading a file search manifest", err)
-		}
-		rec.Used = time.UnixMilli(used)
-		if path.Valid {
-			rec.Files[path.String] = manifest.Entry{Hash: hash.String, Document: doc.String}
-		}
-	}
-	if err := rows.Err(); err != nil {
 		return manifest.Record{Key: key, Files: map[string]manifest.Entry{}}, m.s.dbErr(ctx, "reading a file search manifest", err)
 	}
 	return rec, nil
+}
+
+func (m manifests) get(ctx context.Context, key string) (manifest.Record, error) {
+	rec := manifest.Record{Key: key, Files: map[string]manifest.Entry{}}
+	tx, err := m.s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return rec, err
+	}
+	defer tx.Rollback()
+	var id, used int64
+	err = tx.StmtContext(ctx, m.s.st.mfHead).QueryRowContext(ctx, []byte(key)).Scan(&id, &rec.Store, &used)
+	if errors.Is(err, sql.ErrNoRows) {
+		return rec, nil
+	}
+	if err != nil {
+		return rec, err
+	}
+	rec.Used = time.UnixMilli(used)
+	rows, err := tx.StmtContext(ctx, m.s.st.mfFiles).QueryContext(ctx, id)
+	if err != nil {
+		return rec, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var path string
+		var e manifest.Entry
+		if err := rows.Scan(&path, &e.Hash, &e.Document); err != nil {
+			return rec, err
+		}
+		rec.Files[path] = e
+	}
+	return rec, rows.Err()
 }
 
 // find returns key's row: its id, store and count of files; ok is false

@@ -29,7 +29,7 @@ type stmts struct {
 
 	// A file search index's calls (manifests.go): a PutFile a file
 	// indexed, 20,000 of them for a large root.
-	mfID, mfGet, mfSetFile, mfAddFile, mfDelFile, mfCount *sql.Stmt
+	mfID, mfHead, mfFiles, mfSetFile, mfAddFile, mfDelFile, mfCount *sql.Stmt
 }
 
 // list names each statement with its SQL.
@@ -62,7 +62,8 @@ func (st *stmts) list() []struct {
 		{&st.jobGet, jobGetSQL},
 		{&st.jobVersion, jobVersionSQL},
 		{&st.mfID, mfIDSQL},
-		{&st.mfGet, mfGetSQL},
+		{&st.mfHead, mfHeadSQL},
+		{&st.mfFiles, mfFilesSQL},
 		{&st.mfSetFile, mfSetFileSQL},
 		{&st.mfAddFile, mfAddFileSQL},
 		{&st.mfDelFile, mfDelFileSQL},
