@@ -199,3 +199,48 @@ func BenchmarkManifests20000(b *testing.B) {
 		b.ReportMetric(float64(rt.n.Load()-n0)/float64(i), "rt/op")
 	})
 }
+
+// TestManifestRoundTrips: each call costs the round trips manifests.go
+// gives, on one Redis and on a cluster alike.
+func TestManifestRoundTrips(t *testing.T) {
+	single := redistest.Start(t)
+	cluster := redistest.StartCluster(t, 3)
+	want := map[string]int64{"SetStore": 2, "PutFile": 1, "Get": 1, "DeleteFile": 1, "List": 2, "Remove": 2}
+	for name, url := range map[string]string{"one Redis": single.URL(0), "cluster": cluster.URL()} {
+		s, err := Open(t.Context(), url, session.Options{})
+		if err != nil {
+			t.Fatalf("Open %s: %v", url, err)
+		}
+		defer s.Close()
+		m, ctx := s.Manifests(), t.Context()
+		calls := []struct {
+			name string
+			call func(k string) error
+		}{
+			{"SetStore", func(k string) error { return m.SetStore(ctx, k, "fileSearchStores/s1", time.Now()) }},
+			{"PutFile", func(k string) error { return m.PutFile(ctx, k, "a.go", manifesttest.Entry(1)) }},
+			{"Get", func(k string) error { _, err := m.Get(ctx, k); return err }},
+			{"DeleteFile", func(k string) error { return m.DeleteFile(ctx, k, "a.go") }},
+			{"List", func(string) error { _, err := m.List(ctx); return err }},
+			{"Remove", func(k string) error { return m.Remove(ctx, k) }},
+		}
+		// Once unmeasured, so that the node has loaded each script.
+		k := "/work/repo\x00token:alice"
+		for _, c := range calls {
+			if err := c.call(k); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+		}
+		rt := &roundTrips{}
+		s.rdb.AddHook(rt)
+		for _, c := range calls {
+			before := rt.n.Load()
+			if err := c.call(k); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if n := rt.n.Load() - before; n != want[c.name] {
+				t.Errorf("%s: %s took %d round trips, want %d", name, c.name, n, want[c.name])
+			}
+		}
+	}
+}
