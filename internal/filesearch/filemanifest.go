@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/manifest"
 )
 
 // FileManifests keeps the records in a directory, one file per key, so
@@ -25,6 +27,9 @@ import (
 type FileManifests struct {
 	dir string
 	mu  sync.Mutex
+	// paths are the paths of the keys PutFile has read, so that it counts
+	// them against manifest.MaxFiles without reading the log each time.
+	paths map[string]map[string]bool
 }
 
 // NewFileManifests returns the FileManifests of dir, making it (0700)
@@ -33,7 +38,7 @@ func NewFileManifests(dir string) (*FileManifests, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("file search: the manifest directory: %w", err)
 	}
-	return &FileManifests{dir: dir}, nil
+	return &FileManifests{dir: dir, paths: map[string]map[string]bool{}}, nil
 }
 
 type logLine struct {
@@ -91,6 +96,9 @@ func read(path, key string) (Record, error) {
 
 // Get implements Manifests.
 func (m *FileManifests) Get(_ context.Context, key string) (Record, error) {
+	if err := manifest.CheckKey(key); err != nil {
+		return Record{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return read(m.path(key), key)
@@ -98,8 +106,13 @@ func (m *FileManifests) Get(_ context.Context, key string) (Record, error) {
 
 // SetStore implements Manifests: the log is rewritten from its record.
 func (m *FileManifests) SetStore(_ context.Context, key, store string, used time.Time) error {
+	if err := manifest.CheckStore(key, store); err != nil {
+		return err
+	}
+	used = used.Truncate(time.Millisecond)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.paths, key)
 	rec, err := read(m.path(key), key)
 	if err != nil {
 		return err
@@ -127,6 +140,24 @@ func (m *FileManifests) SetStore(_ context.Context, key, store string, used time
 func (m *FileManifests) appendLine(key string, l logLine) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	paths := m.paths[key]
+	if paths == nil {
+		rec, err := read(m.path(key), key)
+		if err != nil {
+			return err
+		}
+		if rec.Store == "" {
+			return nil // no store set: nothing to add to
+		}
+		paths = make(map[string]bool, len(rec.Files))
+		for p := range rec.Files {
+			paths[p] = true
+		}
+		m.paths[key] = paths
+	}
+	if l.Put != "" && !paths[l.Put] && len(paths) >= manifest.MaxFiles {
+		return manifest.FilesError()
+	}
 	line, _ := json.Marshal(l)
 	f, err := os.OpenFile(m.path(key), os.O_WRONLY|os.O_APPEND, 0)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -140,25 +171,41 @@ func (m *FileManifests) appendLine(key string, l logLine) error {
 		err = cerr
 	}
 	if err != nil {
+		delete(m.paths, key) // the line may be in the log or not
 		return fmt.Errorf("file search: writing a manifest: %w", err)
+	}
+	if l.Put != "" {
+		paths[l.Put] = true
+	} else {
+		delete(paths, l.Del)
 	}
 	return nil
 }
 
 // PutFile implements Manifests.
 func (m *FileManifests) PutFile(_ context.Context, key, path string, e Entry) error {
+	if err := manifest.CheckFile(key, path, e); err != nil {
+		return err
+	}
 	return m.appendLine(key, logLine{Put: path, Hash: e.Hash, Doc: e.Document})
 }
 
 // DeleteFile implements Manifests.
 func (m *FileManifests) DeleteFile(_ context.Context, key, path string) error {
+	if err := manifest.CheckPath(key, path); err != nil {
+		return err
+	}
 	return m.appendLine(key, logLine{Del: path})
 }
 
 // Remove implements Manifests.
 func (m *FileManifests) Remove(_ context.Context, key string) error {
+	if err := manifest.CheckKey(key); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.paths, key)
 	if err := os.Remove(m.path(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("file search: removing a manifest: %w", err)
 	}

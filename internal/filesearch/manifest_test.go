@@ -6,54 +6,31 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/manifesttest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/redistest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/embedded"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/redisstore"
 )
 
-// Both Manifests keep the same records.
+// Both Manifests pass the conformance suite, each as one process's (both
+// clients one value: FileManifests keeps one process's manifests).
 func TestManifests(t *testing.T) {
-	for name, mk := range map[string]func(t *testing.T) Manifests{
-		"memory": func(*testing.T) Manifests { return &MemoryManifests{} },
-		"file": func(t *testing.T) Manifests {
-			m, err := NewFileManifests(filepath.Join(t.TempDir(), "fs"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			m := mk(t)
-			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			if r, err := m.Get(ctx, "k"); err != nil || r.Store != "" || len(r.Files) != 0 {
-				t.Fatalf("Get of nothing: %+v, %v", r, err)
-			}
-			must(t, m.PutFile(ctx, "k", "lost.go", Entry{Hash: "h", Document: "d"})) // no store yet: dropped
-			must(t, m.SetStore(ctx, "k", "s1", t0))
-			must(t, m.PutFile(ctx, "k", "a.go", Entry{Hash: "ha", Document: "s1/documents/a"}))
-			must(t, m.PutFile(ctx, "k", "b.go", Entry{Hash: "hb", Document: "s1/documents/b"}))
-			must(t, m.PutFile(ctx, "k", "a.go", Entry{Hash: "ha2", Document: "s1/documents/a2"}))
-			must(t, m.DeleteFile(ctx, "k", "b.go"))
-			must(t, m.SetStore(ctx, "k", "s1", t0.Add(time.Hour)))
-			must(t, m.SetStore(ctx, "other", "s2", t0))
-			r, err := m.Get(ctx, "k")
-			if err != nil || r.Store != "s1" || !r.Used.Equal(t0.Add(time.Hour)) || len(r.Files) != 1 || r.Files["a.go"].Hash != "ha2" {
-				t.Fatalf("Get: %+v, %v", r, err)
-			}
-			list, err := m.List(ctx)
-			if err != nil || len(list) != 2 {
-				t.Fatalf("List: %+v, %v", list, err)
-			}
-			must(t, m.SetStore(ctx, "k", "s3", t0))
-			if r, _ := m.Get(ctx, "k"); r.Store != "s3" || len(r.Files) != 0 {
-				t.Fatalf("a new store kept the old files: %+v", r)
-			}
-			must(t, m.Remove(ctx, "k"))
-			if r, _ := m.Get(ctx, "k"); r.Store != "" {
-				t.Fatalf("removed record: %+v", r)
-			}
+	t.Run("memory", func(t *testing.T) {
+		manifesttest.Run(t, func(*testing.T) (Manifests, Manifests) {
+			m := &MemoryManifests{}
+			return m, m
 		})
-	}
+	})
+	t.Run("file", func(t *testing.T) {
+		manifesttest.Run(t, func(t *testing.T) (Manifests, Manifests) {
+			dir := filepath.Join(t.TempDir(), "fs")
+			a, err := NewFileManifests(dir)
+			must(t, err)
+			return a, a
+		})
+	})
 }
 
 func must(t *testing.T, err error) {
@@ -95,5 +72,62 @@ func TestIndexResumesAfterARestart(t *testing.T) {
 	up1, _ := f.fake.StoreCounts()
 	if rep.Uploaded != 18 || rep.Unchanged != 12 || up1-up0 != 18 || len(f.docs(rep.Store)) != 30 {
 		t.Fatalf("index after the restart: %+v, fake uploads +%d; want the 18 missing", rep, up1-up0)
+	}
+}
+
+// An index cut short on one server, resumed by the next on the same
+// session store (the embedded store's file reopened after the first
+// closed, as after a restart; a second replica on the same Redis): only
+// what is missing is uploaded.
+func TestIndexResumesOnTheSessionStore(t *testing.T) {
+	// Each returns the first server's manifests and a function that
+	// returns the next's.
+	for name, stores := range map[string]func(t *testing.T) (Manifests, func() Manifests){
+		"embedded": func(t *testing.T) (Manifests, func() Manifests) {
+			db := filepath.Join(t.TempDir(), "sessions.db")
+			a, err := embedded.Open(db, session.Options{})
+			must(t, err)
+			t.Cleanup(func() { a.Close() })
+			return a.Manifests(), func() Manifests {
+				must(t, a.Close())
+				b, err := embedded.Open(db, session.Options{})
+				must(t, err)
+				t.Cleanup(func() { b.Close() })
+				return b.Manifests()
+			}
+		},
+		"redis": func(t *testing.T) (Manifests, func() Manifests) {
+			srv := redistest.Start(t)
+			open := func() Manifests {
+				s, err := redisstore.Open(t.Context(), srv.URL(0), session.Options{})
+				must(t, err)
+				t.Cleanup(func() { s.Close() })
+				return s.Manifests()
+			}
+			return open(), open
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			root := t.TempDir()
+			tree(t, root, 30)
+			m1, next := stores(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cut := &cutter{Remote: f.api, after: 12, cancel: cancel}
+			if _, err := New(cut, m1, Options{Concurrency: 1, Now: f.clock}).Index(ctx, root, "alice"); !errors.Is(err, context.Canceled) {
+				t.Fatalf("cut index: %v", err)
+			}
+			m2 := next()
+			up0, _ := f.fake.StoreCounts()
+			rep, err := New(f.api, m2, Options{Now: f.clock}).Index(context.Background(), root, "alice")
+			must(t, err)
+			up1, _ := f.fake.StoreCounts()
+			// The 12th upload may finish as the index is cut, before its
+			// entry is written: a stray the resumed index deletes.
+			if rep.Unchanged < 11 || rep.Uploaded+rep.Unchanged != 30 || up1-up0 != rep.Uploaded || len(f.docs(rep.Store)) != 30 {
+				t.Fatalf("the resumed index: %+v, fake uploads +%d; want only the 18 or 19 missing uploaded", rep, up1-up0)
+			}
+		})
 	}
 }

@@ -46,6 +46,20 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_owner ON jobs (owner, expires_at DESC, id);
 CREATE INDEX IF NOT EXISTS jobs_live ON jobs (live, expires_at);
 CREATE INDEX IF NOT EXISTS jobs_expires ON jobs (expires_at);
+CREATE TABLE IF NOT EXISTS manifests (
+	id INTEGER PRIMARY KEY,
+	key BLOB NOT NULL UNIQUE,  -- manifest.Record.Key (a root, NUL, a scope)
+	store TEXT NOT NULL,
+	used_at INTEGER NOT NULL,
+	files INTEGER NOT NULL     -- its rows in manifest_files, for the bound
+);
+CREATE TABLE IF NOT EXISTS manifest_files (
+	manifest INTEGER NOT NULL, -- manifests.id
+	path TEXT NOT NULL,
+	hash TEXT NOT NULL,
+	document TEXT NOT NULL,
+	PRIMARY KEY (manifest, path)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (
 	key TEXT PRIMARY KEY,
 	value TEXT NOT NULL

@@ -12,7 +12,8 @@ import (
 // which reuses its compiled form on the transaction's connection and
 // compiles it once more only on a connection that has not run it yet.
 // Rarely run statements (the schema, the import, the expiry sweep, List,
-// and the jobs' calls but their poll) are compiled when they run.
+// the jobs' calls but their poll, and the manifests' but a file's) are
+// compiled when they run.
 type stmts struct {
 	get, live, upsertRecord, extend, appendTurn, loadTurns *sql.Stmt
 
@@ -25,6 +26,10 @@ type stmts struct {
 	// A job's poll (jobs.go): a waiter asks for its version four times a
 	// second.
 	jobGet, jobVersion *sql.Stmt
+
+	// A file search index's calls (manifests.go): a PutFile a file
+	// indexed, 20,000 of them for a large root.
+	mfID, mfHead, mfFiles, mfSetFile, mfAddFile, mfDelFile, mfCount *sql.Stmt
 }
 
 // list names each statement with its SQL.
@@ -56,6 +61,13 @@ func (st *stmts) list() []struct {
 		{&st.renewLease, renewLeaseSQL},
 		{&st.jobGet, jobGetSQL},
 		{&st.jobVersion, jobVersionSQL},
+		{&st.mfID, mfIDSQL},
+		{&st.mfHead, mfHeadSQL},
+		{&st.mfFiles, mfFilesSQL},
+		{&st.mfSetFile, mfSetFileSQL},
+		{&st.mfAddFile, mfAddFileSQL},
+		{&st.mfDelFile, mfDelFileSQL},
+		{&st.mfCount, mfCountSQL},
 	}
 }
 

@@ -71,10 +71,9 @@ func (c countingConn) QueryContext(ctx context.Context, query string, args []dri
 	return c.sqliteConn.QueryContext(ctx, query, args)
 }
 
-// TestHotPathsCompileNoSQL: once the store has run each call of a turn
-// and of a job's poll, running them again compiles no SQL: they use the statements prepared
-// at Open.
-func TestHotPathsCompileNoSQL(t *testing.T) {
+// useCountingDriver makes the stores the test opens count the SQL they
+// compile, in compiled.
+func useCountingDriver(t *testing.T) {
 	registerCounting.Do(func() {
 		db, err := sql.Open("sqlite", "")
 		if err != nil {
@@ -84,7 +83,14 @@ func TestHotPathsCompileNoSQL(t *testing.T) {
 		db.Close()
 	})
 	driverName = "sqlite-counting"
-	defer func() { driverName = "sqlite" }()
+	t.Cleanup(func() { driverName = "sqlite" })
+}
+
+// TestHotPathsCompileNoSQL: once the store has run each call of a turn
+// and of a job's poll, running them again compiles no SQL: they use the statements prepared
+// at Open.
+func TestHotPathsCompileNoSQL(t *testing.T) {
+	useCountingDriver(t)
 
 	// LeaseTTL and TTL so long that the background work does not run
 	// during the test; renewLeases is called below instead. A budget of

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/manifest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -39,6 +40,8 @@ type Store struct {
 	swept    time.Time
 
 	jobs jobTable // the background jobs (jobs.go), under a lock of their own
+
+	manifests manifest.Memory // file search's manifests (manifests.go), under a lock of their own
 }
 
 // entry is one session: its record (once a turn was touched), its turns

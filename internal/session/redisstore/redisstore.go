@@ -27,6 +27,7 @@
 //	                 issuer → token (JSON, as the host gives it), expiring
 //	                 OAuthTokenTTL after the last save
 //	P {jobs}…        the background jobs (see jobs.go)
+//	P manifest…      file search's manifests (see manifests.go)
 //
 // The braces are Redis Cluster hash tags: a session's keys share a slot,
 // so that the scripts that change a session touch one node's keys only;

@@ -1,0 +1,5 @@
+//go:build !race
+
+package manifesttest
+
+const race = false
