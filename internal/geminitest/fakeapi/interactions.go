@@ -1,11 +1,14 @@
 package fakeapi
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +21,9 @@ import (
 //
 //   - POST /v1beta/interactions creates one: a model interaction ("model")
 //     or an agent interaction ("agent", with "agent_config"), with "input"
-//     (a string, or content blocks of type text), "background",
+//     (a string, or content blocks: the first text block is the query,
+//     later text blocks and document blocks its context, which an agent's
+//     report echoes, see [ContextEcho]), "background",
 //     "store" (true unless false) and "previous_interaction_id". It is
 //     answered with the Interaction: "id", "status", "created", "updated",
 //     "agent" or "model", "agent_config" as sent, "previous_interaction_id",
@@ -165,7 +170,9 @@ var (
 	reportBytesRE = regexp.MustCompile(`\[\[report-bytes:(\d+)\]\]`)
 )
 
-const maxInteractionBody = 1 << 20
+// maxInteractionBody bounds a create's body: a query, its context and
+// inline documents.
+const maxInteractionBody = 24 << 20
 
 type interactionStore struct {
 	mu     sync.Mutex
@@ -177,6 +184,7 @@ type interactionStore struct {
 
 type fakeInteraction struct {
 	id, agent, model, input, prev string
+	context, documents            []string
 	agentConfig                   json.RawMessage
 	planning, background          bool
 	turn                          int
@@ -362,10 +370,14 @@ func (is *interactionStore) create(raw []byte) (*fakeInteraction, int, string) {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, http.StatusBadRequest, "fakeapi: bad interactions body: " + err.Error()
 	}
+	in, bad := parseInput(b.Input)
 	fi := &fakeInteraction{
-		agent: b.Agent, model: b.Model, input: inputText(b.Input), prev: b.Previous,
+		agent: b.Agent, model: b.Model, input: in.Input, context: in.Context, documents: in.Documents, prev: b.Previous,
 		agentConfig: b.AgentConfig, background: b.Background, steps: 2, turn: 1,
 		final: "completed", created: time.Now().UTC(),
+	}
+	if bad != "" {
+		return fi, http.StatusBadRequest, bad
 	}
 	if (b.Agent == "") == (b.Model == "") {
 		return fi, http.StatusBadRequest, "fakeapi: an interaction names a model or an agent"
@@ -428,30 +440,95 @@ func (is *interactionStore) create(raw []byte) (*fakeInteraction, int, string) {
 	return fi, 0, ""
 }
 
-// inputText is the text of an interaction's input: a string, or the text
-// of its content blocks (one object or a list).
-func inputText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
+// interactionInput is what an interaction's input carried: a string, or
+// content blocks (one object or a list). Input is the first text
+// block's text, the query, whose directives the Server obeys; Context
+// the later text blocks, and Documents the document blocks ("MIME,
+// N bytes, sha256 HEX"): an agent's report echoes both ([ContextEcho]).
+type interactionInput struct {
+	Input     string
+	Context   []string
+	Documents []string
+}
+
+// DocumentTypes are the document MIME types the Server takes, the SDK's
+// DocumentContentMimeType.
+var DocumentTypes = []string{"application/pdf", "text/csv"}
+
+// parseInput reads an interaction's input, checking each content block's
+// shape as the SDK's interactions.Content has it; a non-empty string is
+// what is wrong.
+func parseInput(raw json.RawMessage) (interactionInput, string) {
+	var in interactionInput
+	if json.Unmarshal(raw, &in.Input) == nil {
+		return in, ""
 	}
 	type block struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	var one block
-	if json.Unmarshal(raw, &one) == nil && one.Type == "text" {
-		return one.Text
+		Type     string  `json:"type"`
+		Text     *string `json:"text"`
+		Data     *string `json:"data"`
+		URI      *string `json:"uri"`
+		MIMEType string  `json:"mime_type"`
 	}
 	var list []block
-	json.Unmarshal(raw, &list)
-	var texts []string
-	for _, b := range list {
-		if b.Type == "text" {
-			texts = append(texts, b.Text)
+	var one block
+	if json.Unmarshal(raw, &one) == nil {
+		list = []block{one}
+	} else if err := json.Unmarshal(raw, &list); err != nil {
+		return in, "fakeapi: input is neither a string nor content blocks"
+	}
+	first := true
+	for i, b := range list {
+		switch b.Type {
+		case "text":
+			if b.Text == nil {
+				return in, fmt.Sprintf("fakeapi: input[%d]: a text block needs text", i)
+			}
+			if first {
+				in.Input, first = *b.Text, false
+			} else {
+				in.Context = append(in.Context, *b.Text)
+			}
+		case "document":
+			if !slices.Contains(DocumentTypes, b.MIMEType) {
+				return in, fmt.Sprintf("fakeapi: input[%d]: a document's mime_type must be one of %v, not %q", i, DocumentTypes, b.MIMEType)
+			}
+			if (b.Data == nil) == (b.URI == nil) {
+				return in, fmt.Sprintf("fakeapi: input[%d]: a document has data or a uri", i)
+			}
+			if b.Data == nil {
+				in.Documents = append(in.Documents, b.MIMEType+", uri "+*b.URI)
+				continue
+			}
+			data, err := base64.StdEncoding.DecodeString(*b.Data)
+			if err != nil {
+				return in, fmt.Sprintf("fakeapi: input[%d]: a document's data is not base64: %v", i, err)
+			}
+			sum := sha256.Sum256(data)
+			in.Documents = append(in.Documents, fmt.Sprintf("%s, %d bytes, sha256 %x", b.MIMEType, len(data), sum))
+		default:
+			return in, fmt.Sprintf("fakeapi: input[%d]: content of type %q is not taken here", i, b.Type)
 		}
 	}
-	return strings.Join(texts, "\n")
+	return in, ""
+}
+
+// ContextEcho is what an agent's report adds after [ReportText] for the
+// context its input carried beside the query: each text block, then
+// each document as parseInput describes it; "" for none.
+func ContextEcho(context, documents []string) string {
+	if len(context) == 0 && len(documents) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n\nContext received:")
+	for _, c := range context {
+		b.WriteString("\n[text]\n" + c)
+	}
+	for _, d := range documents {
+		b.WriteString("\n[document] " + d)
+	}
+	return b.String()
 }
 
 // failInteraction answers HTTP code with an error body in the shape of the
