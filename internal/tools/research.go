@@ -103,18 +103,20 @@ func (d *Deps) research(ctx context.Context, req *mcp.CallToolRequest, in Resear
 	if err != nil {
 		return nil, nil, err
 	}
+	if in.ContinueFrom != "" {
+		owner := d.Conv.CallOf(ctx, req).Who.Token
+		if ar.PreviousID, err = d.interactionOf(ctx, owner, in.ContinueFrom); err != nil {
+			return nil, nil, err
+		}
+	}
+	// The files are read last, once everything else is known to be in
+	// order.
 	files, err := d.researchFiles(ctx, in.Files, &ar)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(urls) > 0 {
 		ar.Context = append(ar.Context, researchURLsHeading+strings.Join(urls, "\n"))
-	}
-	if in.ContinueFrom != "" {
-		owner := d.Conv.CallOf(ctx, req).Who.Token
-		if ar.PreviousID, err = d.interactionOf(ctx, owner, in.ContinueFrom); err != nil {
-			return nil, nil, err
-		}
 	}
 	// Start the interaction in the call, so that a refused agent or key
 	// fails it at once.
