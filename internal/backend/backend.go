@@ -78,6 +78,27 @@ type Observer interface {
 	Activity(msg string)
 }
 
+// TextObserver is an Observer that also hears the answer's text as it
+// arrives: a background job shows it as its output so far. A backend
+// that streams the answer (the API backend, the warm backend's message
+// chunks) type-asserts the turn's Observer to it; one that gets the
+// answer whole at its end (the one-shot CLI, --output-format json) never
+// calls it. Like Observer's methods, AnswerSoFar must not block.
+type TextObserver interface {
+	// AnswerSoFar is the answer's text received so far: the whole of
+	// it, not what was added since the last call. A backend that starts
+	// the answer over (a retried stream, the next round of tool calls)
+	// reports the new one from its start.
+	AnswerSoFar(text string)
+}
+
+// AnswerSoFar tells obs the answer's text so far, if obs hears it.
+func AnswerSoFar(obs Observer, text string) {
+	if to, ok := obs.(TextObserver); ok {
+		to.AnswerSoFar(text)
+	}
+}
+
 // Usage is what a turn cost in tokens; a count the backend does not report
 // is 0.
 type Usage struct {

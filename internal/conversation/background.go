@@ -59,7 +59,7 @@ func (s *Service) background(ctx context.Context, r Request, c *Call, call backe
 		finish = func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) { return res, err }
 	}
 	rep := &jobReporter{s: s, owner: j.Owner, id: j.ID}
-	*c = Call{Who: c.Who, notify: rep.notify, token: j.ID}
+	*c = Call{Who: c.Who, notify: rep.notify, token: j.ID, partial: rep.answerSoFar}
 	s.goJob(ctx, j, func(ctx context.Context, _ jobs.Job) (*mcp.CallToolResult, error) {
 		return finish(turn(ctx, call, nil))
 	}, nil)
@@ -300,6 +300,7 @@ type jobReporter struct {
 	owner, id string
 	mu        sync.Mutex
 	last      time.Time
+	partial   partialText
 }
 
 func (r *jobReporter) notify(ctx context.Context, p *mcp.ProgressNotificationParams) error {
@@ -311,11 +312,18 @@ func (r *jobReporter) notify(ctx context.Context, p *mcp.ProgressNotificationPar
 	}
 	r.last = now
 	r.mu.Unlock()
+	partial := r.partial.take()
 	_, err := jobs.Update(ctx, r.s.o.Jobs, r.owner, r.id, func(j *jobs.Job) (bool, error) {
 		if j.Status != jobs.Working {
 			return false, nil
 		}
+		if err := partial.put(j, r.s.o.Now()); err != nil {
+			return false, err
+		}
 		return true, j.Report(p.Message, p.Progress, p.Total, r.s.o.Now())
 	})
+	if err == nil {
+		r.partial.written(partial)
+	}
 	return err
 }

@@ -18,6 +18,9 @@ type Call struct {
 	// progress (nil otherwise).
 	notify func(context.Context, *mcp.ProgressNotificationParams) error
 	token  any
+	// partial hears the answer's text as it arrives (a background turn:
+	// its job's output so far); nil otherwise.
+	partial func(text string)
 	// request is the context of the HTTP request carrying the call (nil
 	// if none).
 	request context.Context

@@ -32,7 +32,7 @@ func (d *Service) run(ctx context.Context, c Call, call backend.Turn, title stri
 	p := d.startProgress(ctx, c)
 	defer p.finish()
 	if p != nil {
-		call.Observer = p
+		call.Observer = observerOf(p, c.partial)
 	}
 	if key := sessionKey(call); key != "" {
 		unlock, err := d.sessions.Lock(ctx, key, func(ahead int) {

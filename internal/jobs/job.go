@@ -96,6 +96,10 @@ const (
 	// MaxPartialBytes caps the partial output kept while a job runs: its
 	// first bytes are kept, PartialDropped counts the rest.
 	MaxPartialBytes = 64 << 10
+	// MaxPartialTailBytes caps the live output of a running job (an
+	// answer as it streams, a research's thought summaries): its last
+	// bytes are kept, PartialDropped counts those before them.
+	MaxPartialTailBytes = 8 << 10
 	// MaxMessageBytes caps a progress or status message, MaxErrorBytes a
 	// job's error, MaxResumeBytes a backend's resume handle and
 	// MaxToolBytes a tool's name.
@@ -146,6 +150,10 @@ type Job struct {
 	// the bytes of it not kept.
 	Partial        string `json:"partial,omitempty"`
 	PartialDropped int    `json:"partialDropped,omitempty"`
+	// PartialTail says that Partial is the end of the output so far (its
+	// last MaxPartialTailBytes, SetPartialTail), PartialDropped the bytes
+	// before it; otherwise it is its start.
+	PartialTail bool `json:"partialTail,omitempty"`
 
 	// Result is the JSON of the *mcp.CallToolResult the synchronous call
 	// would have returned (a tool error too, with isError): set when
@@ -296,6 +304,20 @@ func (j *Job) SetPartial(text string, now time.Time) error {
 		return err
 	}
 	j.Partial, j.PartialDropped = Cut(text, MaxPartialBytes)
+	j.PartialTail = false
+	j.touch(now)
+	return nil
+}
+
+// SetPartialTail replaces the output so far of a job that has not
+// finished with the last MaxPartialTailBytes of text: the live output of
+// a job still running, whose end is what a caller polling it wants.
+func (j *Job) SetPartialTail(text string, now time.Time) error {
+	if err := j.from("keep partial output", Queued, Working, InputRequired); err != nil {
+		return err
+	}
+	j.Partial, j.PartialDropped = CutTail(text, MaxPartialTailBytes)
+	j.PartialTail = j.Partial != ""
 	j.touch(now)
 	return nil
 }
@@ -354,7 +376,7 @@ func (j *Job) Complete(res *mcp.CallToolResult, now time.Time) error {
 		return fmt.Errorf("job %s: the result's %d bytes of JSON are over the %d a job keeps", j.ID, len(data), MaxResultBytes)
 	}
 	j.Status, j.Result = Completed, data
-	j.Message, j.Partial, j.PartialDropped = "", "", 0
+	j.Message, j.Partial, j.PartialDropped, j.PartialTail = "", "", 0, false
 	j.touch(now)
 	return nil
 }
@@ -438,6 +460,19 @@ func Cut(s string, max int) (string, int) {
 		n--
 	}
 	return s[:n], len(s) - n
+}
+
+// CutTail returns s's last max bytes (from a UTF-8 boundary) and how
+// many bytes before them it left out.
+func CutTail(s string, max int) (string, int) {
+	if len(s) <= max {
+		return s, 0
+	}
+	n := len(s) - max
+	for n < len(s) && !utf8.RuneStart(s[n]) {
+		n++
+	}
+	return s[n:], n
 }
 
 func clip(s string) string {

@@ -219,3 +219,34 @@ func TestFailRPCAndStale(t *testing.T) {
 		t.Error("a queued job with a JSON-RPC error passed Check")
 	}
 }
+
+// TestPartialTail: a running job's live output keeps its end, cut at a
+// rune's start, with the bytes before it counted; the output's start
+// (SetPartial) replaces it; completing clears it; a finished job takes
+// none.
+func TestPartialTail(t *testing.T) {
+	j := newJob(t)
+	if err := j.Start(t0); err != nil {
+		t.Fatal(err)
+	}
+	text := "x" + strings.Repeat("é", MaxPartialTailBytes/2) + "y" // two bytes over: the cap's start is inside the first é
+	if err := j.SetPartialTail(text, t0); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Repeat("é", MaxPartialTailBytes/2-1) + "y"; j.Partial != want || j.PartialDropped != 3 || !j.PartialTail || j.Check() != nil {
+		t.Errorf("the tail kept: %d bytes (tail %v), %d dropped, check %v", len(j.Partial), j.PartialTail, j.PartialDropped, j.Check())
+	}
+	if err := j.SetPartialTail("short", t0); err != nil || j.Partial != "short" || j.PartialDropped != 0 {
+		t.Errorf("a short tail: %q, %d dropped, %v", j.Partial, j.PartialDropped, err)
+	}
+	if err := j.SetPartial("the start", t0); err != nil || j.PartialTail {
+		t.Errorf("the output's start is marked a tail (%v)", err)
+	}
+	_ = j.SetPartialTail("the end", t0)
+	if err := j.Complete(&mcp.CallToolResult{}, t0); err != nil || j.Partial != "" || j.PartialTail {
+		t.Errorf("completed: partial %q, tail %v, %v", j.Partial, j.PartialTail, err)
+	}
+	if err := j.SetPartialTail("late", t0); !errors.Is(err, ErrFinal) {
+		t.Errorf("a finished job's live output: %v", err)
+	}
+}

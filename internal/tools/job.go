@@ -158,7 +158,7 @@ func jobResult(j jobs.Job) (*mcp.CallToolResult, any, error) {
 		b.WriteString(". Call job again (with wait, up to 60 seconds) for its result.")
 	}
 	if j.Partial != "" {
-		fmt.Fprintf(&b, "\n\nOutput so far:\n%s", j.Partial)
+		b.WriteString("\n\n" + partialHeading(j) + "\n" + j.Partial)
 	}
 	meta := mcp.Meta{"jobId": j.ID, "jobStatus": string(j.Status), "tool": j.Tool,
 		"created": j.Created.UTC().Format(time.RFC3339Nano), "updated": j.Updated.UTC().Format(time.RFC3339Nano)}
@@ -174,6 +174,27 @@ func jobResult(j jobs.Job) (*mcp.CallToolResult, any, error) {
 	if j.CancelRequested {
 		meta["cancelRequested"] = true
 	}
+	if j.Partial != "" {
+		meta["partial"] = j.Partial
+		if j.PartialDropped > 0 {
+			meta["partialDropped"] = j.PartialDropped
+		}
+		if j.PartialTail {
+			meta["partialTail"] = true
+		}
+	}
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}, Meta: meta, IsError: j.Status == jobs.Failed}
 	return res, nil, nil
+}
+
+// partialHeading introduces j's output so far, saying which part of it
+// is shown when not all of it is.
+func partialHeading(j jobs.Job) string {
+	switch {
+	case j.PartialDropped == 0:
+		return "Output so far:"
+	case j.PartialTail:
+		return fmt.Sprintf("Output so far (its last %d bytes; the %d before them are not shown):", len(j.Partial), j.PartialDropped)
+	}
+	return fmt.Sprintf("Output so far (its first %d bytes; the %d after them are not shown):", len(j.Partial), j.PartialDropped)
 }

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -78,5 +79,49 @@ func TestJobOrphaned(t *testing.T) {
 	replica := running(time.Now(), jobs.Runner{Node: me.Node, PID: os.Getppid(), Run: "another process"})
 	if got := call("tok", replica); !strings.HasPrefix(got, "working: ") {
 		t.Errorf("the job of a live process: %s", got)
+	}
+}
+
+// TestJobPartial: the job tool shows a running job's output so far in
+// its text, saying which part when not all of it is kept, and in
+// _meta.partial; another token sees nothing of it.
+func TestJobPartial(t *testing.T) {
+	t.Parallel()
+	st := memstore.New(session.Options{})
+	t.Cleanup(func() { st.Close() })
+	stub, _ := newStubDeps(t)
+	d := stub.with(func(o *conversation.Options) { o.Remote = true })
+	d.Jobs = jobs.Of(st)
+	ctx := context.Background()
+	j, err := jobs.New("tok", "chat", 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err = st.CreateJob(ctx, j, jobs.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("a", 100) + strings.Repeat("b", jobs.MaxPartialTailBytes)
+	if _, err = jobs.Update(ctx, st, "tok", j.ID, func(j *jobs.Job) (bool, error) {
+		if err := j.Start(time.Now()); err != nil {
+			return false, err
+		}
+		return true, j.SetPartialTail(text, time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := d.job(as("tok"), request(t, "job", nil), JobInput{JobID: j.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := strings.Repeat("b", jobs.MaxPartialTailBytes)
+	want := fmt.Sprintf("Output so far (its last %d bytes; the 100 before them are not shown):\n%s", jobs.MaxPartialTailBytes, tail)
+	if got := textOf(res); !strings.HasSuffix(got, want) || res.IsError {
+		t.Errorf("the job's text ends %q", got[max(0, len(got)-200):])
+	}
+	if res.Meta["partial"] != tail || res.Meta["partialDropped"] != 100 || res.Meta["partialTail"] != true {
+		t.Errorf("_meta: partial of %d bytes, dropped %v, tail %v", len(fmt.Sprint(res.Meta["partial"])), res.Meta["partialDropped"], res.Meta["partialTail"])
+	}
+	if _, _, err := d.job(as("other"), request(t, "job", nil), JobInput{JobID: j.ID}); err == nil || !strings.Contains(err.Error(), "no such job") {
+		t.Errorf("another token's poll: %v", err)
 	}
 }

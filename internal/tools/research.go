@@ -29,12 +29,14 @@ import (
 
 // ResearchInput is research's arguments; its tags are its input schema.
 type ResearchInput struct {
-	Query             string  `json:"query" jsonschema:"What to research. After a plan (continue_from), the approval ('go ahead') or the changes to make to the plan."`
-	Agent             string  `json:"agent,omitempty" jsonschema:"Optional: the Deep Research agent. Omit for the default agent."`
-	Plan              bool    `json:"plan,omitempty" jsonschema:"Optional: plan first. The job ends with the research plan as its result (_meta.plan: true); call research again with continue_from set to that job's id to approve it or ask for changes."`
-	ContinueFrom      string  `json:"continue_from,omitempty" jsonschema:"Optional: the id of an earlier research job of yours (or its _meta.interactionId) to continue: the answer to its plan."`
-	ThinkingSummaries *bool   `json:"thinking_summaries,omitempty" jsonschema:"Optional: report the agent's thought summaries as the job's progress (default true)."`
-	Wait              float64 `json:"wait,omitempty" jsonschema:"Optional: how many seconds (0 to 60, default 0) to wait for the result before answering with the job."`
+	Query             string   `json:"query" jsonschema:"What to research. After a plan (continue_from), the approval ('go ahead') or the changes to make to the plan."`
+	Agent             string   `json:"agent,omitempty" jsonschema:"Optional: the Deep Research agent. Omit for the default agent."`
+	Plan              bool     `json:"plan,omitempty" jsonschema:"Optional: plan first. The job ends with the research plan as its result (_meta.plan: true); call research again with continue_from set to that job's id to approve it or ask for changes."`
+	ContinueFrom      string   `json:"continue_from,omitempty" jsonschema:"Optional: the id of an earlier research job of yours (or its _meta.interactionId) to continue: the answer to its plan."`
+	ThinkingSummaries *bool    `json:"thinking_summaries,omitempty" jsonschema:"Optional: report the agent's thought summaries as the job's progress (default true)."`
+	Wait              float64  `json:"wait,omitempty" jsonschema:"Optional: how many seconds (0 to 60, default 0) to wait for the result before answering with the job."`
+	Files             []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root for the agent to read with the query: text files with line numbers (as chat sends them) and PDFs. Credential files are never sent; what was sent and left out is in _meta.filesProcessed and filesSkipped."`
+	URLs              []string `json:"urls,omitempty" jsonschema:"Optional: up to 20 public http(s) URLs the agent is asked to read for the research (it fetches them itself; this server never does). URLs of this machine or a private network are refused."`
 }
 
 // extendSchema gives wait its range and thinking_summaries its type and
@@ -97,11 +99,24 @@ func (d *Deps) research(ctx context.Context, req *mcp.CallToolRequest, in Resear
 	}
 	ar := interact.AgentRequest{Agent: in.Agent, Input: in.Query, CollaborativePlanning: in.Plan,
 		ThinkingSummaries: in.ThinkingSummaries == nil || *in.ThinkingSummaries}
+	urls, err := Grounding{URLs: in.URLs}.urls()
+	if err != nil {
+		return nil, nil, err
+	}
 	if in.ContinueFrom != "" {
 		owner := d.Conv.CallOf(ctx, req).Who.Token
 		if ar.PreviousID, err = d.interactionOf(ctx, owner, in.ContinueFrom); err != nil {
 			return nil, nil, err
 		}
+	}
+	// The files are read last, once everything else is known to be in
+	// order.
+	files, err := d.researchFiles(ctx, in.Files, &ar)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(urls) > 0 {
+		ar.Context = append(ar.Context, researchURLsHeading+strings.Join(urls, "\n"))
 	}
 	// Start the interaction in the call, so that a refused agent or key
 	// fails it at once.
@@ -125,6 +140,10 @@ func (d *Deps) research(ctx context.Context, req *mcp.CallToolRequest, in Resear
 	}
 	res := conversation.StartedJob(j)
 	res.Meta["interactionId"] = first.ID
+	if files != nil {
+		res.Meta["filesProcessed"] = notes(files.Processed)
+		res.Meta["filesSkipped"] = notes(files.Skipped)
+	}
 	return res, nil, nil
 }
 

@@ -40,6 +40,11 @@ type researchRun struct {
 
 	mu   sync.Mutex
 	last time.Time
+	// pending is the latest result not written for the rate limit; a
+	// timer (flushing, counted by flushes) writes it when the limit lets.
+	pending  *interact.Result
+	flushing *time.Timer
+	flushes  sync.WaitGroup
 }
 
 // run is the job's work: it records the interaction as the job's resume
@@ -61,6 +66,7 @@ func (r *researchRun) run(ctx context.Context, j jobs.Job) (*mcp.CallToolResult,
 	ctx, stop := context.WithDeadlineCause(ctx, j.Created.Add(limit), errResearchTooLong)
 	defer stop()
 	res, err := r.rs.Wait(ctx, r.id, interact.WaitOptions{Interval: r.every, Progress: func(p *interact.Result) { r.progress(ctx, j, p) }})
+	r.stopFlush()
 	if ctx.Err() != nil {
 		if errors.Is(context.Cause(ctx), errResearchTooLong) {
 			r.cancel()
@@ -91,27 +97,94 @@ func (r *researchRun) cancel() {
 	_, _ = r.rs.Cancel(ctx, r.id)
 }
 
-// progress writes p's latest thought summary as the job's progress, at
-// most once every researchReportEvery but for the last.
+// progress writes p's latest thought summary as the job's progress, and
+// what the interaction has produced so far (researchSoFar) as its
+// output so far, at most once every researchReportEvery but for the
+// last.
 func (r *researchRun) progress(ctx context.Context, j jobs.Job, p *interact.Result) {
-	if len(p.Thoughts) == 0 {
+	if len(p.Thoughts) == 0 && p.Text == "" {
 		return
 	}
 	r.mu.Lock()
 	now := time.Now()
 	if !p.Status.Done() && !r.last.IsZero() && now.Sub(r.last) < researchReportEvery {
+		// Written once the limit lets, unless a newer result comes
+		// first: the API may report no change for minutes after.
+		r.pending = p
+		if r.flushing == nil {
+			r.flushes.Add(1)
+			r.flushing = time.AfterFunc(r.last.Add(researchReportEvery).Sub(now), func() {
+				defer r.flushes.Done()
+				r.flush(ctx, j)
+			})
+		}
 		r.mu.Unlock()
 		return
 	}
-	r.last = now
+	r.last, r.pending = now, nil
 	r.mu.Unlock()
-	msg := p.Thoughts[len(p.Thoughts)-1]
+	r.write(ctx, j, p)
+}
+
+// flush writes the pending result, if any.
+func (r *researchRun) flush(ctx context.Context, j jobs.Job) {
+	r.mu.Lock()
+	p := r.pending
+	r.pending, r.flushing, r.last = nil, nil, time.Now()
+	r.mu.Unlock()
+	if p != nil && ctx.Err() == nil {
+		r.write(ctx, j, p)
+	}
+}
+
+// stopFlush stops a pending flush and waits for one running to end.
+func (r *researchRun) stopFlush() {
+	r.mu.Lock()
+	if r.flushing != nil && r.flushing.Stop() {
+		r.flushing = nil
+		r.flushes.Done()
+	}
+	r.mu.Unlock()
+	r.flushes.Wait()
+}
+
+// write writes p's latest thought summary and output so far into the
+// job.
+func (r *researchRun) write(ctx context.Context, j jobs.Job, p *interact.Result) {
+	soFar := researchSoFar(p)
 	_, _ = jobs.Update(ctx, r.jobs, j.Owner, j.ID, func(j *jobs.Job) (bool, error) {
 		if j.Status != jobs.Working {
 			return false, nil
 		}
-		return true, j.Report(msg, float64(len(p.Thoughts)), 0, time.Now())
+		if err := j.SetPartialTail(soFar, time.Now()); err != nil {
+			return false, err
+		}
+		if len(p.Thoughts) == 0 {
+			return true, nil
+		}
+		return true, j.Report(p.Thoughts[len(p.Thoughts)-1], float64(len(p.Thoughts)), 0, time.Now())
 	})
+}
+
+// researchSoFar is a running research's output so far, as the job tool
+// shows it: the agent's thought summaries as the interaction reports them
+// (the latest interact.MaxThoughts), oldest first, then the text of the
+// report (or plan) as far as it has been written. The job keeps its end.
+func researchSoFar(p *interact.Result) string {
+	var b strings.Builder
+	if len(p.Thoughts) > 0 {
+		b.WriteString("Thought summaries:")
+		for _, t := range p.Thoughts {
+			b.WriteString("\n\n" + t)
+		}
+	}
+	if p.Text != "" {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("The report so far:\n\n" + p.Text)
+	}
+	return b.String()
 }
 
 // partial keeps what the interaction produced before it stopped as the

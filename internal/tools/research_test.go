@@ -297,3 +297,31 @@ func TestResearchResumed(t *testing.T) {
 		t.Errorf("the interaction was polled by %d runners, want 1", n)
 	}
 }
+
+// TestResearchPartial: while research runs, the job tool shows the
+// agent's thought summaries so far as the job's output, in its text and
+// _meta.partial, the latest of them written even when it came within the
+// rate limit of the one before and the API reports no change after.
+func TestResearchPartial(t *testing.T) {
+	t.Parallel()
+	d, _ := researchDeps(t)
+	id := startResearch(t, d, "tok", ResearchInput{Query: "slowly [[hold]] [[steps:3]]"})
+	want := "Thought summaries:\n\n" + fakeapi.ThoughtText(1) + "\n\n" + fakeapi.ThoughtText(2) + "\n\n" + fakeapi.ThoughtText(3)
+	ctx := geminitest.Context(t)
+	for j, _, _ := d.Jobs.GetJob(ctx, "tok", id); j.Partial != want; {
+		var err error
+		if j, _, err = d.Jobs.WaitJob(ctx, "tok", id, j.Version, time.Minute); err != nil {
+			t.Fatalf("the job's output so far is %q, want %q: %v", j.Partial, want, err)
+		}
+	}
+	res, _, err := d.job(as("tok"), request(t, "job", nil), JobInput{JobID: id})
+	if err != nil || res.Meta["partial"] != want || !strings.HasSuffix(textOf(res), "\n\nOutput so far:\n"+want) {
+		t.Errorf("the job tool: %v, %q", err, textOf(res))
+	}
+	if _, _, err := d.job(as("tok"), request(t, "job", nil), JobInput{JobID: id, Cancel: true}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := jobEnd(t, d, "tok", id); err != nil || res.Meta["jobStatus"] != string(jobs.Cancelled) {
+		t.Fatalf("the cancelled job: %v %v", res, err)
+	}
+}

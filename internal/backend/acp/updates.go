@@ -56,8 +56,11 @@ func (a *agent) notification(m rpcMessage) {
 			}
 			sub.text.WriteString(u.Update.Content.Text)
 		}
-		n := sub.text.Len()
+		n, soFar := sub.text.Len(), sub.text.String()
 		sub.mu.Unlock()
+		if obs != nil {
+			backend.AnswerSoFar(obs, soFar)
+		}
 		activity(obs, fmt.Sprintf("gemini is answering (%d bytes so far)", n))
 		return
 	case "tool_call":

@@ -130,6 +130,7 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 	var finish genai.FinishReason
 	var version string
 	var lastReport time.Time
+	reported := 0 // the length of the text last told obs
 	var meta metadata
 	var x extras
 	for chunk, err := range b.client.Models.GenerateContentStream(ctx, model, contents, cfg) {
@@ -211,6 +212,12 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 				received = true
 				text.WriteString(p.Text)
 			}
+		}
+		if text.Len() != reported {
+			// The text so far, for a background job's output (a
+			// strings.Builder's String copies nothing).
+			reported = text.Len()
+			backend.AnswerSoFar(obs, text.String())
 		}
 		if received && time.Since(lastReport) >= progressEvery {
 			lastReport = time.Now()

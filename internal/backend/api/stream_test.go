@@ -170,3 +170,37 @@ func TestNoAutomaticContinuation(t *testing.T) {
 		t.Fatalf("%d stream requests, answer %q", n, a.Text)
 	}
 }
+
+// textRecorder is a recorder that also hears the answer's text.
+type textRecorder struct {
+	recorder
+	texts []string
+}
+
+func (r *textRecorder) AnswerSoFar(text string) {
+	r.mu.Lock()
+	r.texts = append(r.texts, text)
+	r.mu.Unlock()
+}
+
+// TestAnswerSoFar: an observer that hears the answer's text
+// (backend.TextObserver) is told it as it streams: the first half of an
+// answer whose stream then stalls, before the turn ends.
+func TestAnswerSoFar(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	// The minute is a guard against a hang should no progress come.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	obs := &textRecorder{}
+	obs.onAct = func(string) { cancel() }
+	prompt := "[[stall]] [[chunks:2]] tell me"
+	_, err := f.b.Run(ctx, backend.Turn{Prompt: prompt, Observer: obs})
+	wantKind(t, err, backend.KindCancelled, 0, "cancelled")
+	whole := fakeapi.Answer(newestFlash, 1, "", prompt)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if len(obs.texts) != 1 || obs.texts[0] == "" || len(obs.texts[0]) >= len(whole) || !strings.HasPrefix(whole, obs.texts[0]) {
+		t.Fatalf("the observer heard %q of the answer %q, want its first half", obs.texts, whole)
+	}
+}

@@ -18,7 +18,9 @@ import (
 //
 //   - POST /v1beta/interactions creates one: a model interaction ("model")
 //     or an agent interaction ("agent", with "agent_config"), with "input"
-//     (a string, or content blocks of type text), "background",
+//     (a string, or content blocks: the first text block is the query,
+//     later text blocks and document blocks its context, which an agent's
+//     report echoes, see [ContextEcho]), "background",
 //     "store" (true unless false) and "previous_interaction_id". It is
 //     answered with the Interaction: "id", "status", "created", "updated",
 //     "agent" or "model", "agent_config" as sent, "previous_interaction_id",
@@ -165,7 +167,9 @@ var (
 	reportBytesRE = regexp.MustCompile(`\[\[report-bytes:(\d+)\]\]`)
 )
 
-const maxInteractionBody = 1 << 20
+// maxInteractionBody bounds a create's body: a query, its context and
+// inline documents.
+const maxInteractionBody = 24 << 20
 
 type interactionStore struct {
 	mu     sync.Mutex
@@ -177,6 +181,7 @@ type interactionStore struct {
 
 type fakeInteraction struct {
 	id, agent, model, input, prev string
+	context, documents            []string
 	agentConfig                   json.RawMessage
 	planning, background          bool
 	turn                          int
@@ -362,10 +367,14 @@ func (is *interactionStore) create(raw []byte) (*fakeInteraction, int, string) {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, http.StatusBadRequest, "fakeapi: bad interactions body: " + err.Error()
 	}
+	in, bad := parseInput(b.Input)
 	fi := &fakeInteraction{
-		agent: b.Agent, model: b.Model, input: inputText(b.Input), prev: b.Previous,
+		agent: b.Agent, model: b.Model, input: in.Input, context: in.Context, documents: in.Documents, prev: b.Previous,
 		agentConfig: b.AgentConfig, background: b.Background, steps: 2, turn: 1,
 		final: "completed", created: time.Now().UTC(),
+	}
+	if bad != "" {
+		return fi, http.StatusBadRequest, bad
 	}
 	if (b.Agent == "") == (b.Model == "") {
 		return fi, http.StatusBadRequest, "fakeapi: an interaction names a model or an agent"
@@ -426,32 +435,6 @@ func (is *interactionStore) create(raw []byte) (*fakeInteraction, int, string) {
 		is.byID[fi.id] = fi
 	}
 	return fi, 0, ""
-}
-
-// inputText is the text of an interaction's input: a string, or the text
-// of its content blocks (one object or a list).
-func inputText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	type block struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	var one block
-	if json.Unmarshal(raw, &one) == nil && one.Type == "text" {
-		return one.Text
-	}
-	var list []block
-	json.Unmarshal(raw, &list)
-	var texts []string
-	for _, b := range list {
-		if b.Type == "text" {
-			texts = append(texts, b.Text)
-		}
-	}
-	return strings.Join(texts, "\n")
 }
 
 // failInteraction answers HTTP code with an error body in the shape of the

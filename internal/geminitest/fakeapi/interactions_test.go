@@ -2,7 +2,9 @@ package fakeapi
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -231,6 +233,48 @@ func TestInteractionsSDKModelChainAndAgents(t *testing.T) {
 		var ce *apierrors.CreateInteractionClientError
 		if !errors.As(err, &ce) || ce.HTTPMeta.Response.StatusCode != code || !strings.Contains(*ce.Error_.Message, agent) {
 			t.Fatalf("agent %s: %v, want %d", agent, err, code)
+		}
+	}
+}
+
+// TestInteractionsSDKContext: an agent's input as content blocks, as the
+// SDK builds them: the first text block is the query, the later ones and
+// the documents its context, which the report echoes; a document of a
+// type the SDK does not name, or not in base64, is refused with 400.
+func TestInteractionsSDKContext(t *testing.T) {
+	s := New()
+	t.Cleanup(s.Close)
+	c := sdkInteractions(s)
+	create := func(blocks ...interactions.Content) (*interactions.Interaction, error) {
+		res, err := c.Interactions.Create(testCtx(t), operations.CreateInteractionRequest{
+			Body: operations.NewCreateInteractionRequestBody(interactions.CreateAgentInteraction{
+				Agent: interactions.AgentOption(DefaultAgents()[0]), Background: gi.Bool(true),
+				Input: gi.Pointer(interactions.NewInteractionsInput(blocks))})})
+		if err != nil {
+			return nil, err
+		}
+		return res.Interaction, nil
+	}
+	text := func(s string) interactions.Content { return interactions.NewContent(interactions.TextContent{Text: s}) }
+	doc := func(mime, data string) interactions.Content {
+		return interactions.NewContent(interactions.DocumentContent{Data: &data, MimeType: gi.Pointer(interactions.DocumentContentMimeType(mime))})
+	}
+	in, err := create(text("with context [[steps:0]]"), text("## Files\nmain.go"), doc("application/pdf", "JVBERi0="))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := getInteraction(t, c, *in.ID)
+	want := ReportText("with context [[steps:0]]") + ContextEcho([]string{"## Files\nmain.go"},
+		[]string{fmt.Sprintf("application/pdf, 5 bytes, sha256 %x", sha256.Sum256([]byte("%PDF-")))})
+	if len(got.Steps) != 1 || got.Steps[0].ModelOutputStep == nil {
+		t.Fatalf("steps %+v", got.Steps)
+	}
+	if have := got.Steps[0].ModelOutputStep.Content[0].TextContent.Text; have != want {
+		t.Errorf("the report:\n%s\nwant:\n%s", have, want)
+	}
+	for _, bad := range []interactions.Content{doc("image/png", "AAAA"), doc("application/pdf", "not base64!")} {
+		if _, err := create(text("q"), bad); err == nil || !strings.Contains(err.Error(), "INVALID_ARGUMENT") {
+			t.Errorf("a bad document: %v", err)
 		}
 	}
 }

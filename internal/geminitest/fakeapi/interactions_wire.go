@@ -107,6 +107,7 @@ func (fi *fakeInteraction) answer() (string, map[string]any) {
 	if fi.reportBytes > 0 {
 		text = LongAnswer(text, fi.reportBytes)
 	}
+	text += ContextEcho(fi.context, fi.documents)
 	var anns []any
 	for _, c := range ReportCitations(fi.input) {
 		anns = append(anns, map[string]any{"type": "url_citation", "url": c.URL,

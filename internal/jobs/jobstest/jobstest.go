@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -164,6 +165,11 @@ func result(t *testing.T, open Open) {
 	mid, _ := get(t, b, "", j.ID)
 	if mid.Partial != "The report so far: ¶" || mid.Resume != "interactions/abc123" {
 		t.Fatalf("B sees partial %q and resume %q", mid.Partial, mid.Resume)
+	}
+	long := "é" + strings.Repeat("x", jobs.MaxPartialTailBytes)
+	change(t, a, "", j.ID, func(j *jobs.Job) error { return j.SetPartialTail(long, time.Now()) })
+	if mid, _ = get(t, b, "", j.ID); mid.Partial != long[2:] || mid.PartialDropped != 2 || !mid.PartialTail {
+		t.Fatalf("B sees a live output of %d bytes, %d dropped, tail %v", len(mid.Partial), mid.PartialDropped, mid.PartialTail)
 	}
 	res := &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: "the report ✓"}, &mcp.ResourceLink{URI: "https://example.com/a", Name: "source 1"}},

@@ -2,11 +2,13 @@ package interact
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"google.golang.org/genai/interactions/models/agents"
@@ -33,6 +35,80 @@ type AgentRequest struct {
 	ThinkingSummaries bool
 	// Visualization lets the agent put charts and images in its report.
 	Visualization bool
+	// Context is text sent after Input, each a text content block of its
+	// own: the files read for the agent, the URLs it is asked to read.
+	Context []string
+	// Documents are files the agent reads itself (PDFs), sent inline as
+	// document content blocks after the text.
+	Documents []Document
+}
+
+// Document is a file sent inline for the agent to read.
+type Document struct {
+	// MIMEType is one of the document types the API takes
+	// (DocumentTypes).
+	MIMEType string
+	Data     []byte
+}
+
+// DocumentTypes are the MIME types of documents the Interactions API
+// takes as input (the SDK's DocumentContentMimeType).
+var DocumentTypes = []string{string(interactions.DocumentContentMimeTypeApplicationPdf), string(interactions.DocumentContentMimeTypeTextCsv)}
+
+// Bounds of an agent's context (AgentRequest.Context and Documents).
+const (
+	// MaxContextBytes bounds the text sent, Input and Context together:
+	// about the million tokens the Deep Research agent reads at most.
+	MaxContextBytes = 4 << 20
+	// MaxDocuments and MaxDocumentBytes bound the documents sent inline;
+	// encoded in base64 they stay under the 20 MB the Gemini API takes
+	// inline in one request.
+	MaxDocuments     = 20
+	MaxDocumentBytes = 14 << 20
+)
+
+// checkContext checks r's context against the bounds above.
+func checkContext(r AgentRequest) error {
+	n := len(r.Input)
+	for _, c := range r.Context {
+		n += len(c)
+	}
+	if n > MaxContextBytes {
+		return fmt.Errorf("interactions: the query and its context are %d bytes of text, more than the %d sent at most", n, MaxContextBytes)
+	}
+	if len(r.Documents) > MaxDocuments {
+		return fmt.Errorf("interactions: %d documents, more than the %d sent at most", len(r.Documents), MaxDocuments)
+	}
+	n = 0
+	for _, d := range r.Documents {
+		if !slices.Contains(DocumentTypes, d.MIMEType) {
+			return fmt.Errorf("interactions: a document of type %q: the API takes %s", clip(d.MIMEType, 80), strings.Join(DocumentTypes, " and "))
+		}
+		n += len(d.Data)
+	}
+	if n > MaxDocumentBytes {
+		return fmt.Errorf("interactions: the documents are %d bytes, more than the %d sent at most", n, MaxDocumentBytes)
+	}
+	return nil
+}
+
+// agentInput is the input of r: its query as a string, or, with
+// context, content blocks: the query's text, each context's, then the
+// documents.
+func agentInput(r AgentRequest) interactions.InteractionsInput {
+	if len(r.Context) == 0 && len(r.Documents) == 0 {
+		return interactions.NewInteractionsInput(r.Input)
+	}
+	blocks := []interactions.Content{interactions.NewContent(interactions.TextContent{Text: r.Input})}
+	for _, c := range r.Context {
+		blocks = append(blocks, interactions.NewContent(interactions.TextContent{Text: c}))
+	}
+	for _, d := range r.Documents {
+		data := base64.StdEncoding.EncodeToString(d.Data)
+		blocks = append(blocks, interactions.NewContent(interactions.DocumentContent{Data: &data,
+			MimeType: ptr(interactions.DocumentContentMimeType(d.MIMEType))}))
+	}
+	return interactions.NewInteractionsInput(blocks)
 }
 
 // ModelRequest runs a model as an interaction.
@@ -78,6 +154,9 @@ func (c *Client) StartAgent(ctx context.Context, r AgentRequest) (*Result, error
 	if err := checkInput(r.Input, r.PreviousID); err != nil {
 		return nil, err
 	}
+	if err := checkContext(r); err != nil {
+		return nil, err
+	}
 	summaries, vis := interactions.ThinkingSummariesNone, interactions.VisualizationOff
 	if r.ThinkingSummaries {
 		summaries = interactions.ThinkingSummariesAuto
@@ -95,7 +174,7 @@ func (c *Client) StartAgent(ctx context.Context, r AgentRequest) (*Result, error
 		Agent:       interactions.AgentOption(agent),
 		AgentConfig: ptr(interactions.NewCreateAgentInteractionAgentConfig(cfg)),
 		Background:  &bg,
-		Input:       ptr(interactions.NewInteractionsInput(r.Input)),
+		Input:       ptr(agentInput(r)),
 	}
 	if r.PreviousID != "" {
 		body.PreviousInteractionID = &r.PreviousID
