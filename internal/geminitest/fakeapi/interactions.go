@@ -18,7 +18,9 @@ import (
 //
 //   - POST /v1beta/interactions creates one: a model interaction ("model")
 //     or an agent interaction ("agent", with "agent_config"), with "input"
-//     (a string, or content blocks of type text), "background",
+//     (a string, content blocks of type text, or steps: a conversation
+//     resent as user_input and model_output steps, whose last user_input
+//     is the input), "background",
 //     "store" (true unless false) and "previous_interaction_id". It is
 //     answered with the Interaction: "id", "status", "created", "updated",
 //     "agent" or "model", "agent_config" as sent, "previous_interaction_id",
@@ -152,7 +154,9 @@ func ReportCitations(input string) []Citation {
 func ThoughtText(n int) string { return fmt.Sprintf("Thinking, step %d", n) }
 
 // InteractionAnswer is a model interaction's answer to input, turn being
-// its place in its chain of previous_interaction_id (1 for the first).
+// its place in its conversation (1 for the first): the turns of its chain
+// of previous_interaction_id, and the user turns of a conversation
+// resent in its input.
 func InteractionAnswer(input string, turn int) string {
 	return fmt.Sprintf("Interaction answer (turn %d): %s", turn, input)
 }
@@ -362,9 +366,10 @@ func (is *interactionStore) create(raw []byte) (*fakeInteraction, int, string) {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, http.StatusBadRequest, "fakeapi: bad interactions body: " + err.Error()
 	}
+	input, earlier := inputSteps(b.Input)
 	fi := &fakeInteraction{
-		agent: b.Agent, model: b.Model, input: inputText(b.Input), prev: b.Previous,
-		agentConfig: b.AgentConfig, background: b.Background, steps: 2, turn: 1,
+		agent: b.Agent, model: b.Model, input: input, prev: b.Previous,
+		agentConfig: b.AgentConfig, background: b.Background, steps: 2, turn: 1 + earlier,
 		final: "completed", created: time.Now().UTC(),
 	}
 	if (b.Agent == "") == (b.Model == "") {
@@ -415,7 +420,7 @@ func (is *interactionStore) create(raw []byte) (*fakeInteraction, int, string) {
 		if prev == nil {
 			return fi, http.StatusNotFound, InteractionNotFoundMessage(b.Previous)
 		}
-		fi.turn = prev.turn + 1
+		fi.turn += prev.turn
 	}
 	is.next++
 	fi.id = fmt.Sprintf("fake-interaction-%d", is.next)
@@ -426,6 +431,32 @@ func (is *interactionStore) create(raw []byte) (*fakeInteraction, int, string) {
 		is.byID[fi.id] = fi
 	}
 	return fi, 0, ""
+}
+
+// inputSteps is the text of an interaction's input and the number of
+// user turns resent before it: an input of steps (user_input and
+// model_output, a conversation resent) is read as its last user_input
+// step's text, after the user_input steps before it; any other input as
+// inputText reads it, after none.
+func inputSteps(raw json.RawMessage) (string, int) {
+	var steps []struct {
+		Type    string            `json:"type"`
+		Content []json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &steps) != nil {
+		return inputText(raw), 0
+	}
+	users, last := 0, -1
+	for i, st := range steps {
+		if st.Type == "user_input" {
+			users, last = users+1, i
+		}
+	}
+	if last < 0 {
+		return inputText(raw), 0
+	}
+	content, _ := json.Marshal(steps[last].Content)
+	return inputText(content), users - 1
 }
 
 // inputText is the text of an interaction's input: a string, or the text
