@@ -38,7 +38,11 @@ type modelInfo struct {
 	outputLimit int
 	thinking    bool
 	generates   bool // offers generateContent (or does not say)
-	caching     bool // offers createCachedContent
+	// interactions says the list offers an Interactions API method for it
+	// (an action naming interactions): without generates, it is served
+	// there alone (modelinteraction.go).
+	interactions bool
+	caching      bool // offers createCachedContent
 }
 
 // models caches the API's model list, so that a model name is checked
@@ -84,6 +88,9 @@ func (m *models) refresh(ctx context.Context) error {
 			thinking:    md.Thinking,
 			generates:   len(md.SupportedActions) == 0 || slices.Contains(md.SupportedActions, "generateContent"),
 			caching:     slices.Contains(md.SupportedActions, "createCachedContent"),
+			interactions: slices.ContainsFunc(md.SupportedActions, func(a string) bool {
+				return strings.Contains(strings.ToLower(a), "interaction")
+			}),
 		}
 		by[mi.name] = mi
 	}

@@ -223,6 +223,16 @@ func (s *Server) Interactions() []string {
 	return ids
 }
 
+// ForgetInteractions drops every interaction the Server holds, as the API
+// does with those past their retention period: a get, or a create that
+// names one as previous_interaction_id, is then 404.
+func (s *Server) ForgetInteractions() {
+	is := &s.interactions
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.byID = nil
+}
+
 func (is *interactionStore) listed(agent string) bool {
 	agents := is.agents
 	if agents == nil {
