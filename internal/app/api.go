@@ -113,7 +113,7 @@ func modelLine(m api.ModelInfo) string {
 func apiOptions(cfg *config.Config, getenv func(string) string, tools backend.ToolHost) api.Options {
 	return api.Options{Model: cfg.Turns.Model, FallbackModel: cfg.API.FallbackModel, Timeout: cfg.Turns.Timeout, MaxOutputBytes: cfg.Turns.MaxOutputBytes, Getenv: getenv,
 		MaxToolRounds: cfg.API.MaxToolRounds, AllowTools: cfg.API.AllowMCPTools, Tools: tools, MaxInlineBytes: cfg.API.MaxInlineBytes,
-		CacheTTL: cacheTTL(cfg.API.CacheTTL)}
+		CacheTTL: cacheTTL(cfg.API.CacheTTL), ServerHistory: cfg.API.ServerHistory}
 }
 
 // discardHistory is the history of doctor's one request, which keeps none.

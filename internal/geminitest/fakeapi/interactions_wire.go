@@ -1,6 +1,7 @@
 package fakeapi
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -113,4 +114,56 @@ func (fi *fakeInteraction) answer() (string, map[string]any) {
 			"title": c.Title, "start_index": c.Start, "end_index": c.End})
 	}
 	return text, map[string]any{"type": "text", "text": text, "annotations": anns}
+}
+
+// inputSteps is the text of an interaction's input and the number of
+// user turns resent before it: an input of steps (user_input and
+// model_output, a conversation resent) is read as its last user_input
+// step's text, after the user_input steps before it; any other input as
+// inputText reads it, after none.
+func inputSteps(raw json.RawMessage) (string, int) {
+	var steps []struct {
+		Type    string            `json:"type"`
+		Content []json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &steps) != nil {
+		return inputText(raw), 0
+	}
+	users, last := 0, -1
+	for i, st := range steps {
+		if st.Type == "user_input" {
+			users, last = users+1, i
+		}
+	}
+	if last < 0 {
+		return inputText(raw), 0
+	}
+	content, _ := json.Marshal(steps[last].Content)
+	return inputText(content), users - 1
+}
+
+// inputText is the text of an interaction's input: a string, or the text
+// of its content blocks (one object or a list).
+func inputText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	type block struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	var one block
+	if json.Unmarshal(raw, &one) == nil && one.Type == "text" {
+		return one.Text
+	}
+	var list []block
+	json.Unmarshal(raw, &list)
+	var texts []string
+	for _, b := range list {
+		if b.Type == "text" {
+			texts = append(texts, b.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
 }
