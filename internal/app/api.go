@@ -105,6 +105,9 @@ func modelLine(m api.ModelInfo) string {
 	if m.Images {
 		b.WriteString("; images")
 	}
+	if m.InteractionsOnly {
+		b.WriteString("; Interactions API only")
+	}
 	return b.String()
 }
 

@@ -26,7 +26,8 @@ import (
 //     interactions, polled to their end. This is read from the list the
 //     API answers, not from names compiled in;
 //   - with Options.ServerHistory (--api-server-history), a plain text
-//     turn (no media, no built-in tools, no thinking_mode, no MCP tools)
+//     turn (no media, no built-in tools, no thinking_mode or temperature,
+//     no MCP tools)
 //     runs there too, continuing the conversation's last turn by its
 //     stored interaction (previous_interaction_id) and sending only the
 //     new turn, when that turn was itself an interaction on the same
@@ -59,7 +60,7 @@ func (b *Backend) interactionTurn(t backend.Turn, mi modelInfo, known bool) (bac
 	if known && mi.interactions && !mi.generates {
 		return true, true
 	}
-	if !b.serverHistory || known && !mi.generates || t.Image != nil || t.ThinkingMode != "" ||
+	if !b.serverHistory || known && !mi.generates || t.Image != nil || t.ThinkingMode != "" || t.Temperature != nil ||
 		notSentToInteractions(t) != "" || b.tools != nil && len(b.tools.Tools()) > 0 {
 		return false, false
 	}
@@ -121,6 +122,9 @@ func (b *Backend) runInteraction(parent, ctx context.Context, c interactionCall)
 		return nil, err
 	}
 	var notes []string
+	if t.Temperature != nil {
+		notes = append(notes, "temperature: not sent to the Interactions API, where "+c.model+" runs (the API is retiring it)")
+	}
 	if t.ThinkingMode != "" {
 		notes = append(notes, "thinking_mode: not sent to the Interactions API, where "+c.model+" runs; it thinks as it does by default")
 	}
@@ -132,7 +136,7 @@ func (b *Backend) runInteraction(parent, ctx context.Context, c interactionCall)
 		input.WriteString(p.Text)
 	}
 	req := interact.ModelRequest{Model: c.model, Input: input.String(), SystemInstruction: t.SystemPrompt,
-		Background: c.background, Temperature: t.Temperature, ThinkingSummaries: t.IncludeThoughts}
+		Background: c.background, ThinkingSummaries: t.IncludeThoughts}
 	if b.serverHistory && c.prev != "" && c.prevModel == c.model {
 		req.PreviousID = c.prev
 	} else {

@@ -80,8 +80,11 @@ func TestInteractionsOnlyModelRunsInTheBackground(t *testing.T) {
 	if len(c) != 1 || c[0]["background"] != true || c[0]["system_instruction"] != "be brief" || c[0]["input"] != prompt {
 		t.Fatalf("the create %+v", c)
 	}
-	if gc, _ := c[0]["generation_config"].(map[string]any); gc["temperature"] != 0.5 || gc["thinking_summaries"] != "auto" {
+	if gc, _ := c[0]["generation_config"].(map[string]any); gc["temperature"] != nil || gc["thinking_summaries"] != "auto" {
 		t.Errorf("generation_config %+v", gc)
+	}
+	if !slices.ContainsFunc(a.NotApplied, func(n string) bool { return strings.HasPrefix(n, "temperature: not sent") }) {
+		t.Errorf("notes %v", a.NotApplied)
 	}
 	if ids := f.fake.Interactions(); len(ids) != 0 {
 		t.Errorf("the API still holds %v after the call", ids)
@@ -201,5 +204,26 @@ func TestInteractionCancelledWithItsCall(t *testing.T) {
 		if r.Method != fakeapi.MethodListModels {
 			t.Errorf("a refused turn sent %s", r.Method)
 		}
+	}
+}
+
+// The model list shows the interactions-only model as such, and the
+// others as before; an embedding model, which offers neither, stays out.
+func TestModelsListInteractionsOnly(t *testing.T) {
+	t.Parallel()
+	f := interactionFixture(t, Options{})
+	list, err := f.b.Models(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	only := map[string]bool{}
+	for _, m := range list {
+		only[m.Name] = m.InteractionsOnly
+	}
+	if v, ok := only[fakeapi.InteractionsOnlyModel]; !ok || !v || only["gemini-2.5-flash"] {
+		t.Errorf("the list %+v", list)
+	}
+	if _, ok := only["text-embedding-004"]; ok {
+		t.Errorf("an embedding model is listed: %+v", list)
 	}
 }

@@ -153,7 +153,7 @@ func (m *models) closeMatches(name string) []string {
 	var cs []cand
 	limit := max(2, len(name)/4)
 	for n, mi := range m.byName {
-		if !mi.generates {
+		if !mi.generates && !mi.interactions {
 			continue
 		}
 		d := editDistance(name, n)
@@ -298,6 +298,10 @@ type ModelInfo struct {
 	// Images says it makes images: an image model (see image.go), which
 	// the turns that ask for images run on.
 	Images bool `json:"images"`
+	// InteractionsOnly says it is served on the Interactions API alone
+	// (Deep Think and the like): its turns run there as background
+	// interactions (modelinteraction.go).
+	InteractionsOnly bool `json:"interactionsOnly,omitempty"`
 }
 
 // searchRE matches the models that ground answers in Google Search.
@@ -320,14 +324,14 @@ func (b *Backend) Models(ctx context.Context) ([]ModelInfo, error) {
 	}
 	out := make([]ModelInfo, 0, len(list))
 	for _, mi := range list {
-		if !mi.generates {
+		if !mi.generates && !mi.interactions {
 			continue
 		}
 		_, _, _, stable := family(mi.name)
 		m := ModelInfo{
 			Name: mi.name, DisplayName: mi.displayName, Aliases: aliases[mi.name], Default: mi.name == def,
 			Stable: stable, InputTokenLimit: mi.inputLimit, OutputTokenLimit: mi.outputLimit, Thinking: "none",
-			Caching: mi.caching, Images: makesImages(mi),
+			Caching: mi.caching, Images: makesImages(mi), InteractionsOnly: !mi.generates,
 			GoogleSearch: searchRE.MatchString(mi.name) && !strings.HasPrefix(mi.name, "gemini-2.0-flash-lite") &&
 				!strings.Contains(mi.name, "-image") && !strings.Contains(mi.name, "-tts") && !strings.Contains(mi.name, "-live"),
 		}

@@ -54,8 +54,6 @@ type ModelRequest struct {
 	// user_input and model_output steps ahead of it: the conversation
 	// resent when no stored interaction continues it (PreviousID empty).
 	History []Message
-	// Temperature, when set, is the generation_config's temperature.
-	Temperature *float64
 	// ThinkingSummaries asks for the model's thought summaries
 	// ([Result.Thoughts]).
 	ThinkingSummaries bool
@@ -148,15 +146,10 @@ func (c *Client) StartModel(ctx context.Context, r ModelRequest) (*Result, error
 		}
 		body.Input = ptr(interactions.NewInteractionsInput(steps))
 	}
-	if r.Temperature != nil || r.ThinkingSummaries {
-		gc := &interactions.GenerationConfig{}
-		if r.Temperature != nil {
-			gc.Temperature = ptr(float32(*r.Temperature))
-		}
-		if r.ThinkingSummaries {
-			gc.ThinkingSummaries = ptr(interactions.ThinkingSummariesAuto)
-		}
-		body.GenerationConfig = gc
+	if r.ThinkingSummaries {
+		// The SDK marks generation_config's temperature and top_p
+		// deprecated: they are not sent.
+		body.GenerationConfig = &interactions.GenerationConfig{ThinkingSummaries: ptr(interactions.ThinkingSummariesAuto)}
 	}
 	if r.Background {
 		body.Background = ptr(true)
