@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 )
 
@@ -32,8 +34,9 @@ func interactionCreates(t *testing.T, fake *fakeapi.Server) []map[string]any {
 
 // TestAPIInteractionsOnlyModel: a chat and a chat-reply on a model the
 // model list offers on the Interactions API alone run there in the
-// background (the reply resends the conversation), also as a job; Google
-// keeps none of it afterwards; each status that ends without an answer
+// background (the reply resends the conversation), also as a job, whose
+// cancel cancels its interaction; Google keeps none of it afterwards;
+// each status that ends without an answer
 // is a tool error saying so, with what was produced.
 func TestAPIInteractionsOnlyModel(t *testing.T) {
 	t.Parallel()
@@ -66,6 +69,16 @@ func TestAPIInteractionsOnlyModel(t *testing.T) {
 	}
 	if ids := fake.Interactions(); len(ids) != 0 {
 		t.Errorf("the API still holds %v", ids)
+	}
+	job = startJob(t, cs, "chat", map[string]any{"prompt": "forever [[hold]]", "model": fakeapi.InteractionsOnlyModel})
+	if res, err = jobEnd(t, cs, job, map[string]any{"cancel": true}); err != nil || res.Meta["jobStatus"] != "cancelled" {
+		t.Errorf("the cancelled job: %v %s %v", err, resultText(res), res.Meta)
+	}
+	err = fake.WaitFor(geminitest.Context(t), func(reqs []fakeapi.Request) bool {
+		return slices.ContainsFunc(reqs, func(r fakeapi.Request) bool { return r.Method == fakeapi.MethodInteractionCancel })
+	})
+	if err != nil {
+		t.Errorf("the job's cancel did not cancel its interaction: %v", err)
 	}
 
 	for final, says := range map[string][]string{
