@@ -227,3 +227,32 @@ func TestModelsListInteractionsOnly(t *testing.T) {
 		t.Errorf("an embedding model is listed: %+v", list)
 	}
 }
+
+// A replica with another API key, on the same session store, cannot
+// continue the interaction the first one stored: it resends the
+// conversation from the store, and the session goes on.
+func TestServerHistoryOnAReplicaWithAnotherKey(t *testing.T) {
+	t.Parallel()
+	f := interactionFixture(t, Options{ServerHistory: true})
+	a := f.mustRun(backend.Turn{Prompt: "hello"})
+	other, err := New(Options{ServerHistory: true, Getenv: func(k string) string {
+		if k == "GEMINI_API_KEY" {
+			return "another-key"
+		}
+		return env(f.fake)(k)
+	}}, f.hist, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	b, err := other.Run(context.Background(), backend.Turn{Session: a.SessionID, Prompt: "again"})
+	if err != nil || b.Text != fakeapi.InteractionAnswer("again", 2) || !slices.ContainsFunc(b.NotApplied, func(n string) bool {
+		return strings.Contains(n, "resent from this server's session store")
+	}) {
+		t.Fatalf("the other replica's reply: %+v %v", b, err)
+	}
+	c := f.mustRun(backend.Turn{Session: a.SessionID, Prompt: "third"})
+	if c.Text != fakeapi.InteractionAnswer("third", 3) || f.turns(a.SessionID) != 3 {
+		t.Fatalf("the first replica's reply after it: %+v", c)
+	}
+}

@@ -38,9 +38,11 @@ import (
 //     [DefaultAgents]) as {"agents":[{"id","description"}]}, in pages of
 //     page_size (50 by default) with next_page_token.
 //
-// An interaction the Server does not hold (never made, deleted, or made
-// with store false) is 404 NOT_FOUND ([InteractionNotFoundMessage]), also
-// when named as previous_interaction_id. An agent the Server does not list
+// An interaction the Server does not hold (never made, deleted, made
+// with store false, or made with another API key: the Server's choice, as
+// the reference does not say how another project's interaction is
+// answered) is 404 NOT_FOUND ([InteractionNotFoundMessage]), also when
+// named as previous_interaction_id. An agent the Server does not list
 // is 404 ([UnknownAgentMessage]); one refused with [Server.DenyAgent] is
 // 403 PERMISSION_DENIED ([AgentDeniedMessage]). The API reference does not
 // give the real API's messages for these: the Server's are its own. Their
@@ -181,6 +183,7 @@ type interactionStore struct {
 
 type fakeInteraction struct {
 	id, agent, model, input, prev string
+	key                           string // the API key it was made with
 	agentConfig                   json.RawMessage
 	planning, background          bool
 	turn                          int
@@ -300,7 +303,7 @@ func (s *Server) serveInteractions(w http.ResponseWriter, r *http.Request, rec R
 			s.failInteraction(w, rec, http.StatusBadRequest, "fakeapi: bad interactions body")
 			return true
 		}
-		fi, code, msg := is.create(raw)
+		fi, code, msg := is.create(raw, r.Header.Get("X-Goog-Api-Key"))
 		if fi != nil {
 			rec.Prompt, rec.Model = fi.input, fi.model
 		}
@@ -321,7 +324,7 @@ func (s *Server) serveInteractions(w http.ResponseWriter, r *http.Request, rec R
 		}
 		is.mu.Lock()
 		fi := is.byID[id]
-		if fi == nil {
+		if fi == nil || fi.key != r.Header.Get("X-Goog-Api-Key") {
 			is.mu.Unlock()
 			s.failInteraction(w, rec, http.StatusNotFound, InteractionNotFoundMessage(id))
 			return true
@@ -344,8 +347,11 @@ func (s *Server) serveInteractions(w http.ResponseWriter, r *http.Request, rec R
 	case id != "" && r.Method == http.MethodDelete && !cancel:
 		rec.Method = MethodInteractionDelete
 		is.mu.Lock()
-		_, ok := is.byID[id]
-		delete(is.byID, id)
+		fi, ok := is.byID[id]
+		ok = ok && fi.key == r.Header.Get("X-Goog-Api-Key")
+		if ok {
+			delete(is.byID, id)
+		}
 		is.mu.Unlock()
 		if !ok {
 			s.failInteraction(w, rec, http.StatusNotFound, InteractionNotFoundMessage(id))
@@ -371,7 +377,7 @@ type interactionBody struct {
 
 // create makes an interaction of the body; a non-zero code is the error to
 // answer with instead (fi, when not nil, is still the parsed request).
-func (is *interactionStore) create(raw []byte) (*fakeInteraction, int, string) {
+func (is *interactionStore) create(raw []byte, key string) (*fakeInteraction, int, string) {
 	var b interactionBody
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, http.StatusBadRequest, "fakeapi: bad interactions body: " + err.Error()
@@ -380,7 +386,7 @@ func (is *interactionStore) create(raw []byte) (*fakeInteraction, int, string) {
 	fi := &fakeInteraction{
 		agent: b.Agent, model: b.Model, input: input, prev: b.Previous,
 		agentConfig: b.AgentConfig, background: b.Background, steps: 2, turn: 1 + earlier,
-		final: "completed", created: time.Now().UTC(),
+		final: "completed", created: time.Now().UTC(), key: key,
 	}
 	if (b.Agent == "") == (b.Model == "") {
 		return fi, http.StatusBadRequest, "fakeapi: an interaction names a model or an agent"
@@ -427,7 +433,7 @@ func (is *interactionStore) create(raw []byte) (*fakeInteraction, int, string) {
 	}
 	if b.Previous != "" {
 		prev := is.byID[b.Previous]
-		if prev == nil {
+		if prev == nil || prev.key != key {
 			return fi, http.StatusNotFound, InteractionNotFoundMessage(b.Previous)
 		}
 		fi.turn += prev.turn
