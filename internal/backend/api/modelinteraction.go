@@ -160,7 +160,7 @@ func (b *Backend) runInteraction(parent, ctx context.Context, c interactionCall)
 		id := r.ID
 		r, err = ic.Wait(ctx, id, interact.WaitOptions{Interval: b.interactionPoll, Progress: func(p *interact.Result) {
 			if n := len(p.Thoughts); n > 0 {
-				c.obs.Activity("thinking: " + p.Thoughts[n-1])
+				c.obs.Activity("thinking: " + clipText(p.Thoughts[n-1], maxActivityBytes))
 			}
 		}})
 		if err != nil {
@@ -204,8 +204,11 @@ func (b *Backend) interactionEnd(r *interact.Result) *backend.Error {
 }
 
 // maxPartialBytes bounds what a stopped interaction produced, as its
-// error shows it.
-const maxPartialBytes = 16 << 10
+// error shows it; maxActivityBytes a thought summary as progress.
+const (
+	maxPartialBytes  = 16 << 10
+	maxActivityBytes = 300
+)
 
 func clipText(s string, n int) string {
 	if len(s) <= n {
@@ -230,7 +233,7 @@ func (b *Backend) recordInteraction(parent context.Context, c interactionCall, r
 		usage = &backend.Usage{PromptTokens: u.Input, OutputTokens: u.Output, ThinkingTokens: u.Thought,
 			ToolUsePromptTokens: u.ToolUse, TotalTokens: u.Total}
 	}
-	ans := &backend.Answer{SessionID: c.id, Text: r.Text, Usage: usage, NotApplied: notes, Model: model, Via: "api-interaction"}
+	ans := &backend.Answer{SessionID: c.id, Text: r.Text, Usage: usage, NotApplied: notes, Model: model, Via: "api"}
 	if c.t.IncludeThoughts {
 		ans.Thoughts = strings.Join(r.Thoughts, "\n\n")
 	}
