@@ -143,14 +143,14 @@ func (b *Backend) runInteraction(parent, ctx context.Context, c interactionCall)
 		req.History = messages(c.earlier)
 	}
 	c.obs.Started()
-	r, err := ic.StartModel(ctx, req)
+	r, err := b.startInteraction(parent, ctx, ic, req)
 	if err != nil && req.PreviousID != "" && ctx.Err() == nil && continuedGone(err) {
 		b.log.Info("gemini api: the stored interaction could not be continued; the conversation is resent from the session store",
 			"session", c.id, "interaction", req.PreviousID, "err", err)
 		notes = append(notes, fmt.Sprintf("server-side history: the Gemini API no longer has interaction %s, which this "+
 			"conversation continued, so the conversation was resent from this server's session store", req.PreviousID))
 		req.PreviousID, req.History = "", messages(c.earlier)
-		r, err = ic.StartModel(ctx, req)
+		r, err = b.startInteraction(parent, ctx, ic, req)
 	}
 	if err != nil {
 		return nil, b.interactionError(parent, ctx, err)
@@ -182,6 +182,27 @@ func (b *Backend) runInteraction(parent, ctx context.Context, c interactionCall)
 	}
 	return b.recordInteraction(parent, c, r, kept, notes), nil
 }
+
+// startInteraction creates the interaction of req. A background one is
+// created apart from the call's end, so that its id is known: a call that
+// ended meanwhile cancels it rather than leave it running at Google.
+func (b *Backend) startInteraction(parent, ctx context.Context, ic *interact.Client, req interact.ModelRequest) (*interact.Result, error) {
+	if !req.Background {
+		return ic.StartModel(ctx, req)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	r, err := ic.StartModel(cctx, req)
+	if err == nil && ctx.Err() != nil {
+		b.stopInteraction(parent, ic, r.ID)
+		return nil, context.Cause(ctx)
+	}
+	return r, err
+}
+
+// createTimeout bounds the create of a background interaction, which
+// answers at once, queued.
+const createTimeout = time.Minute
 
 // interactionEnd is the error of an interaction that ended without a whole
 // answer, with what it produced so far; nil for a whole answer.

@@ -256,3 +256,33 @@ func TestServerHistoryOnAReplicaWithAnotherKey(t *testing.T) {
 		t.Fatalf("the first replica's reply after it: %+v", c)
 	}
 }
+
+// cancelOnStart cancels the call as its turn starts.
+type cancelOnStart struct{ cancel context.CancelFunc }
+
+func (cancelOnStart) Queued(int)      {}
+func (o cancelOnStart) Started()      { o.cancel() }
+func (cancelOnStart) Activity(string) {}
+
+// A call that ends while its background interaction is being created
+// cancels the interaction once created, rather than leave it running.
+func TestInteractionCancelledWhileCreated(t *testing.T) {
+	t.Parallel()
+	f := interactionFixture(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := f.b.Run(ctx, backend.Turn{Prompt: "forever [[hold]]", Model: fakeapi.InteractionsOnlyModel, Observer: cancelOnStart{cancel}})
+	wantKind(t, err, backend.KindCancelled, 0)
+	var created, cancelled string
+	for _, r := range f.fake.Requests() {
+		switch r.Method {
+		case fakeapi.MethodInteractionCreate:
+			created = r.Interaction
+		case fakeapi.MethodInteractionCancel:
+			cancelled = r.Interaction
+		}
+	}
+	if created == "" || cancelled != created {
+		t.Errorf("created %q, cancelled %q", created, cancelled)
+	}
+}
