@@ -4,7 +4,9 @@
 //
 // The API remembers nothing between calls, so the backend keeps each
 // conversation's turns in a [History] (the session store) and sends the
-// whole conversation with every turn. A turn is recorded only once its
+// whole conversation with every turn (a turn run as a model interaction
+// of the Interactions API may instead continue the one Google stored:
+// modelinteraction.go). A turn is recorded only once its
 // answer is complete, or cut at the model's output limit (for a next turn
 // to continue, finish.go): a failed or cancelled call, or an answer whose
 // stream ended without a finish reason, leaves the conversation as it was.
