@@ -105,6 +105,9 @@ func modelLine(m api.ModelInfo) string {
 	if m.Images {
 		b.WriteString("; images")
 	}
+	if m.InteractionsOnly {
+		b.WriteString("; Interactions API only")
+	}
 	return b.String()
 }
 
@@ -113,7 +116,7 @@ func modelLine(m api.ModelInfo) string {
 func apiOptions(cfg *config.Config, getenv func(string) string, tools backend.ToolHost) api.Options {
 	return api.Options{Model: cfg.Turns.Model, FallbackModel: cfg.API.FallbackModel, Timeout: cfg.Turns.Timeout, MaxOutputBytes: cfg.Turns.MaxOutputBytes, Getenv: getenv,
 		MaxToolRounds: cfg.API.MaxToolRounds, AllowTools: cfg.API.AllowMCPTools, Tools: tools, MaxInlineBytes: cfg.API.MaxInlineBytes,
-		CacheTTL: cacheTTL(cfg.API.CacheTTL)}
+		CacheTTL: cacheTTL(cfg.API.CacheTTL), ServerHistory: cfg.API.ServerHistory}
 }
 
 // discardHistory is the history of doctor's one request, which keeps none.

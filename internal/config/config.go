@@ -93,6 +93,9 @@ type API struct {
 	// FallbackModel answers a call whose model's quota is exhausted; ""
 	// for none.
 	FallbackModel string
+	// ServerHistory continues plain text conversations on the
+	// Interactions API by their stored interaction.
+	ServerHistory bool
 }
 
 // HTTP is the HTTP transport; Addr "" serves stdio instead.

@@ -4,7 +4,9 @@
 //
 // The API remembers nothing between calls, so the backend keeps each
 // conversation's turns in a [History] (the session store) and sends the
-// whole conversation with every turn. A turn is recorded only once its
+// whole conversation with every turn (a turn run as a model interaction
+// of the Interactions API may instead continue the one Google stored:
+// modelinteraction.go). A turn is recorded only once its
 // answer is complete, or cut at the model's output limit (for a next turn
 // to continue, finish.go): a failed or cancelled call, or an answer whose
 // stream ended without a finish reason, leaves the conversation as it was.
@@ -102,6 +104,13 @@ type Options struct {
 	// (cache.go); 0 means config.DefaultCacheTTL, a negative number
 	// makes none.
 	CacheTTL time.Duration
+	// ServerHistory continues plain text conversations on the
+	// Interactions API by their stored interaction rather than resending
+	// them (modelinteraction.go).
+	ServerHistory bool
+	// InteractionPoll is the time between polls of a background model
+	// interaction; 0 means defaultInteractionPoll.
+	InteractionPoll time.Duration
 }
 
 // Backend runs turns on the Gemini API. It is safe for concurrent use.
@@ -127,6 +136,9 @@ type Backend struct {
 	maxInline int           // bytes of a request with media inline
 	cacheTTL  time.Duration // of a context cache; 0 for none
 	res       resources     // what the API keeps for the sessions (uploaded files, caches)
+
+	serverHistory   bool          // Options.ServerHistory
+	interactionPoll time.Duration // of a background model interaction
 
 	fallbackModel string    // Options.FallbackModel; "" for none
 	lastKnown     sync.Once // logs that the default is lastKnownFlash
@@ -201,6 +213,10 @@ func New(opts Options, hist History, log *slog.Logger) (*Backend, error) {
 		b.cacheTTL = 0
 	}
 	b.fallbackModel = shortName(opts.FallbackModel)
+	b.serverHistory, b.interactionPoll = opts.ServerHistory, opts.InteractionPoll
+	if b.interactionPoll <= 0 {
+		b.interactionPoll = defaultInteractionPoll
+	}
 	if b.retries == 0 {
 		b.retries = DefaultRetries
 	}
@@ -278,18 +294,16 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	defer unlock()
 
 	b.res.maybeSweep(b.alive, b.resourceError)
-	var contents []*genai.Content
-	var refs map[string]mediaRef
-	ctxParts := 0 // of contents[0], its stable context
-	// A conversation goes on with the model of its last turn unless the
-	// turn names another: the default model may differ, and its requests
-	// would carry another model's thought signatures.
-	sessionModel := ""
+	// A conversation goes on with the model of its last turn (h.model)
+	// unless the turn names another: the default model may differ, and its
+	// requests would carry another model's thought signatures.
+	var h history
 	if !fresh {
-		if contents, refs, ctxParts, sessionModel, err = b.loadHistory(ctx, id); err != nil {
+		if h, err = b.loadHistory(ctx, id); err != nil {
 			return nil, err
 		}
 	}
+	contents, refs, ctxParts, sessionModel := h.contents, h.refs, h.ctxParts, h.model // ctxParts: of contents[0], its stable context
 	user, userCtx := userContent(t)
 	if fresh {
 		ctxParts = userCtx
@@ -320,6 +334,10 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 	if known && !found {
 		return nil, b.unknownModel(model)
+	}
+	if background, use := b.interactionTurn(t, mi, known); use {
+		return b.runInteraction(parent, ctx, interactionCall{id: id, fresh: fresh, t: t, model: model, background: background,
+			user: user, userCtx: userCtx, earlier: h.contents, prev: h.interaction, prevModel: h.model, obs: obs})
 	}
 	if known && !mi.generates {
 		return nil, newError(backend.KindInput, nil, "model %q does not generate content (it is not a chat model); "+
@@ -444,45 +462,3 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 	return ans, nil
 }
-
-// classify turns any error of a call into the *backend.Error the tools
-// show. parent is the caller's context, ctx the call's.
-func (b *Backend) classify(parent, ctx context.Context, err error, model string) *backend.Error {
-	var be *backend.Error
-	if errors.As(err, &be) {
-		return be
-	}
-	if ctx.Err() != nil {
-		return contextError(parent, b.timeout)
-	}
-	if e, ok := asAPIError(err); ok {
-		return b.apiError(ctx, e, model)
-	}
-	return newError(backend.KindFailed, err, "the Gemini API could not be reached (%v); check the network, "+
-		"and GOOGLE_GEMINI_BASE_URL if set", err)
-}
-
-// alive says whether session id still exists in the store (it is deleted
-// or expired otherwise), for the sweep of its resources.
-func (b *Backend) alive(ctx context.Context, id string) (bool, error) {
-	if g, ok := b.hist.(interface {
-		Get(context.Context, string) (session.Record, bool, error)
-	}); ok {
-		_, ok, err := g.Get(ctx, id)
-		return ok, err
-	}
-	_, ok, err := b.hist.LoadTurns(ctx, id)
-	return ok, err
-}
-
-// resourceError logs a resource of the API that could not be deleted; the
-// API deletes it by itself in time (files 48 hours after their upload).
-func (b *Backend) resourceError(name string, err error) {
-	b.log.Warn("gemini api: a resource of an ended session could not be deleted; the API drops it in time", "name", name, "err", err)
-}
-
-type nopObserver struct{}
-
-func (nopObserver) Queued(int)      {}
-func (nopObserver) Started()        {}
-func (nopObserver) Activity(string) {}

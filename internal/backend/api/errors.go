@@ -174,3 +174,20 @@ func toolsContextError(parent context.Context, limit time.Duration, unfinished [
 	return newError(backend.KindTimeout, context.DeadlineExceeded,
 		"the tool calls %s had not finished before the caller's deadline, and were cancelled", tools)
 }
+
+// classify turns any error of a call into the *backend.Error the tools
+// show. parent is the caller's context, ctx the call's.
+func (b *Backend) classify(parent, ctx context.Context, err error, model string) *backend.Error {
+	var be *backend.Error
+	if errors.As(err, &be) {
+		return be
+	}
+	if ctx.Err() != nil {
+		return contextError(parent, b.timeout)
+	}
+	if e, ok := asAPIError(err); ok {
+		return b.apiError(ctx, e, model)
+	}
+	return newError(backend.KindFailed, err, "the Gemini API could not be reached (%v); check the network, "+
+		"and GOOGLE_GEMINI_BASE_URL if set", err)
+}

@@ -46,43 +46,58 @@ type turnRecord struct {
 	ModelVersion string         `json:"modelVersion,omitempty"`
 	Time         time.Time      `json:"time"`
 	Usage        *backend.Usage `json:"usage,omitempty"`
+	// Interaction is the id of the interaction of the Interactions API
+	// that answered the turn and that Google keeps (modelinteraction.go),
+	// which a next turn may continue by previous_interaction_id; "" for a
+	// turn answered by generateContent, or whose interaction was not kept.
+	Interaction string `json:"interaction,omitempty"`
 }
 
-// loadHistory returns the contents of session id so far, the media its
-// turns sent through the Files API, by URI, the number of parts of the
-// first content that are its stable context, and the model its last turn
-// asked for ("" for turns recorded before it was kept).
-func (b *Backend) loadHistory(ctx context.Context, id string) ([]*genai.Content, map[string]mediaRef, int, string, error) {
+// history is a conversation as loadHistory reads it.
+type history struct {
+	// contents are its turns' contents, oldest first.
+	contents []*genai.Content
+	// refs are the media its turns sent through the Files API, by URI.
+	refs map[string]mediaRef
+	// ctxParts is the number of parts of the first content that are its
+	// stable context.
+	ctxParts int
+	// model is the model its last turn asked for ("" for turns recorded
+	// before it was kept).
+	model string
+	// interaction is its last turn's Interaction.
+	interaction string
+}
+
+// loadHistory returns the conversation of session id so far.
+func (b *Backend) loadHistory(ctx context.Context, id string) (history, error) {
 	raws, ok, err := b.hist.LoadTurns(ctx, id)
 	if err != nil {
-		return nil, nil, 0, "", newError(backend.KindSession, err, "session %s could not be read: %v", id, err)
+		return history{}, newError(backend.KindSession, err, "session %s could not be read: %v", id, err)
 	}
 	if !ok {
-		return nil, nil, 0, "", newError(backend.KindSession, nil, "no API conversation has id %s: it was never "+
+		return history{}, newError(backend.KindSession, nil, "no API conversation has id %s: it was never "+
 			"started here, or it was started on another backend; start a new one with chat", id)
 	}
-	var refs map[string]mediaRef
-	ctxParts := 0
-	model := ""
-	contents := make([]*genai.Content, 0, 2*len(raws)+1)
+	h := history{contents: make([]*genai.Content, 0, 2*len(raws)+1)}
 	for i, raw := range raws {
 		var tr turnRecord
 		if err := json.Unmarshal(raw, &tr); err != nil || tr.User == nil || tr.Model == nil {
-			return nil, nil, 0, "", newError(backend.KindSession, err, "session %s is damaged at turn %d; start a new one with chat", id, i+1)
+			return history{}, newError(backend.KindSession, err, "session %s is damaged at turn %d; start a new one with chat", id, i+1)
 		}
 		for _, m := range tr.Media {
-			if refs == nil {
-				refs = map[string]mediaRef{}
+			if h.refs == nil {
+				h.refs = map[string]mediaRef{}
 			}
-			refs[m.URI] = m
+			h.refs[m.URI] = m
 		}
 		if i == 0 && tr.ContextParts > 0 && tr.ContextParts < len(tr.User.Parts) {
-			ctxParts = tr.ContextParts
+			h.ctxParts = tr.ContextParts
 		}
-		contents = append(contents, tr.User)
-		contents = append(contents, tr.Exchange...)
-		contents = append(contents, tr.Model)
-		model = tr.ModelName
+		h.contents = append(h.contents, tr.User)
+		h.contents = append(h.contents, tr.Exchange...)
+		h.contents = append(h.contents, tr.Model)
+		h.model, h.interaction = tr.ModelName, tr.Interaction
 	}
-	return contents, refs, ctxParts, model, nil
+	return h, nil
 }

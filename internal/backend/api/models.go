@@ -38,7 +38,11 @@ type modelInfo struct {
 	outputLimit int
 	thinking    bool
 	generates   bool // offers generateContent (or does not say)
-	caching     bool // offers createCachedContent
+	// interactions says the list offers an Interactions API method for it
+	// (an action naming interactions): without generates, it is served
+	// there alone (modelinteraction.go).
+	interactions bool
+	caching      bool // offers createCachedContent
 }
 
 // models caches the API's model list, so that a model name is checked
@@ -84,6 +88,9 @@ func (m *models) refresh(ctx context.Context) error {
 			thinking:    md.Thinking,
 			generates:   len(md.SupportedActions) == 0 || slices.Contains(md.SupportedActions, "generateContent"),
 			caching:     slices.Contains(md.SupportedActions, "createCachedContent"),
+			interactions: slices.ContainsFunc(md.SupportedActions, func(a string) bool {
+				return strings.Contains(strings.ToLower(a), "interaction")
+			}),
 		}
 		by[mi.name] = mi
 	}
@@ -146,7 +153,7 @@ func (m *models) closeMatches(name string) []string {
 	var cs []cand
 	limit := max(2, len(name)/4)
 	for n, mi := range m.byName {
-		if !mi.generates {
+		if !mi.generates && !mi.interactions {
 			continue
 		}
 		d := editDistance(name, n)
@@ -291,6 +298,10 @@ type ModelInfo struct {
 	// Images says it makes images: an image model (see image.go), which
 	// the turns that ask for images run on.
 	Images bool `json:"images"`
+	// InteractionsOnly says it is served on the Interactions API alone
+	// (Deep Think and the like): its turns run there as background
+	// interactions (modelinteraction.go).
+	InteractionsOnly bool `json:"interactionsOnly,omitempty"`
 }
 
 // searchRE matches the models that ground answers in Google Search.
@@ -313,14 +324,14 @@ func (b *Backend) Models(ctx context.Context) ([]ModelInfo, error) {
 	}
 	out := make([]ModelInfo, 0, len(list))
 	for _, mi := range list {
-		if !mi.generates {
+		if !mi.generates && !mi.interactions {
 			continue
 		}
 		_, _, _, stable := family(mi.name)
 		m := ModelInfo{
 			Name: mi.name, DisplayName: mi.displayName, Aliases: aliases[mi.name], Default: mi.name == def,
 			Stable: stable, InputTokenLimit: mi.inputLimit, OutputTokenLimit: mi.outputLimit, Thinking: "none",
-			Caching: mi.caching, Images: makesImages(mi),
+			Caching: mi.caching, Images: makesImages(mi), InteractionsOnly: !mi.generates,
 			GoogleSearch: searchRE.MatchString(mi.name) && !strings.HasPrefix(mi.name, "gemini-2.0-flash-lite") &&
 				!strings.Contains(mi.name, "-image") && !strings.Contains(mi.name, "-tts") && !strings.Contains(mi.name, "-live"),
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
 // Resources the Gemini API keeps for a conversation (files uploaded
@@ -190,3 +192,28 @@ func (rs *resources) close(onErr func(name string, err error)) {
 		rs.deleteSession(ctx, id, time.Now().Add(time.Hour), onErr)
 	}
 }
+
+// alive says whether session id still exists in the store (it is deleted
+// or expired otherwise), for the sweep of its resources.
+func (b *Backend) alive(ctx context.Context, id string) (bool, error) {
+	if g, ok := b.hist.(interface {
+		Get(context.Context, string) (session.Record, bool, error)
+	}); ok {
+		_, ok, err := g.Get(ctx, id)
+		return ok, err
+	}
+	_, ok, err := b.hist.LoadTurns(ctx, id)
+	return ok, err
+}
+
+// resourceError logs a resource of the API that could not be deleted; the
+// API deletes it by itself in time (files 48 hours after their upload).
+func (b *Backend) resourceError(name string, err error) {
+	b.log.Warn("gemini api: a resource of an ended session could not be deleted; the API drops it in time", "name", name, "err", err)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Queued(int)      {}
+func (nopObserver) Started()        {}
+func (nopObserver) Activity(string) {}

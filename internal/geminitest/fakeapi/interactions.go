@@ -20,7 +20,9 @@ import (
 //     or an agent interaction ("agent", with "agent_config"), with "input"
 //     (a string, or content blocks: the first text block is the query,
 //     later text blocks and document blocks its context, which an agent's
-//     report echoes, see [ContextEcho]), "background",
+//     report echoes, see [ContextEcho]; or steps: a conversation resent as
+//     user_input and model_output steps, whose last user_input is the
+//     input), "background",
 //     "store" (true unless false) and "previous_interaction_id". It is
 //     answered with the Interaction: "id", "status", "created", "updated",
 //     "agent" or "model", "agent_config" as sent, "previous_interaction_id",
@@ -38,9 +40,11 @@ import (
 //     [DefaultAgents]) as {"agents":[{"id","description"}]}, in pages of
 //     page_size (50 by default) with next_page_token.
 //
-// An interaction the Server does not hold (never made, deleted, or made
-// with store false) is 404 NOT_FOUND ([InteractionNotFoundMessage]), also
-// when named as previous_interaction_id. An agent the Server does not list
+// An interaction the Server does not hold (never made, deleted, made
+// with store false, or made with another API key: the Server's choice, as
+// the reference does not say how another project's interaction is
+// answered) is 404 NOT_FOUND ([InteractionNotFoundMessage]), also when
+// named as previous_interaction_id. An agent the Server does not list
 // is 404 ([UnknownAgentMessage]); one refused with [Server.DenyAgent] is
 // 403 PERMISSION_DENIED ([AgentDeniedMessage]). The API reference does not
 // give the real API's messages for these: the Server's are its own. Their
@@ -154,7 +158,9 @@ func ReportCitations(input string) []Citation {
 func ThoughtText(n int) string { return fmt.Sprintf("Thinking, step %d", n) }
 
 // InteractionAnswer is a model interaction's answer to input, turn being
-// its place in its chain of previous_interaction_id (1 for the first).
+// its place in its conversation (1 for the first): the turns of its chain
+// of previous_interaction_id, and the user turns of a conversation
+// resent in its input.
 func InteractionAnswer(input string, turn int) string {
 	return fmt.Sprintf("Interaction answer (turn %d): %s", turn, input)
 }
@@ -182,6 +188,7 @@ type interactionStore struct {
 type fakeInteraction struct {
 	id, agent, model, input, prev string
 	context, documents            []string
+	key                           string // the API key it was made with
 	agentConfig                   json.RawMessage
 	planning, background          bool
 	turn                          int
@@ -222,6 +229,16 @@ func (s *Server) Interactions() []string {
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// ForgetInteractions drops every interaction the Server holds, as the API
+// does with those past their retention period: a get, or a create that
+// names one as previous_interaction_id, is then 404.
+func (s *Server) ForgetInteractions() {
+	is := &s.interactions
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.byID = nil
 }
 
 func (is *interactionStore) listed(agent string) bool {
@@ -291,7 +308,7 @@ func (s *Server) serveInteractions(w http.ResponseWriter, r *http.Request, rec R
 			s.failInteraction(w, rec, http.StatusBadRequest, "fakeapi: bad interactions body")
 			return true
 		}
-		fi, code, msg := is.create(raw)
+		fi, code, msg := is.create(raw, r.Header.Get("X-Goog-Api-Key"))
 		if fi != nil {
 			rec.Prompt, rec.Model = fi.input, fi.model
 		}
@@ -312,7 +329,7 @@ func (s *Server) serveInteractions(w http.ResponseWriter, r *http.Request, rec R
 		}
 		is.mu.Lock()
 		fi := is.byID[id]
-		if fi == nil {
+		if fi == nil || fi.key != r.Header.Get("X-Goog-Api-Key") {
 			is.mu.Unlock()
 			s.failInteraction(w, rec, http.StatusNotFound, InteractionNotFoundMessage(id))
 			return true
@@ -335,8 +352,11 @@ func (s *Server) serveInteractions(w http.ResponseWriter, r *http.Request, rec R
 	case id != "" && r.Method == http.MethodDelete && !cancel:
 		rec.Method = MethodInteractionDelete
 		is.mu.Lock()
-		_, ok := is.byID[id]
-		delete(is.byID, id)
+		fi, ok := is.byID[id]
+		ok = ok && fi.key == r.Header.Get("X-Goog-Api-Key")
+		if ok {
+			delete(is.byID, id)
+		}
 		is.mu.Unlock()
 		if !ok {
 			s.failInteraction(w, rec, http.StatusNotFound, InteractionNotFoundMessage(id))
@@ -362,16 +382,16 @@ type interactionBody struct {
 
 // create makes an interaction of the body; a non-zero code is the error to
 // answer with instead (fi, when not nil, is still the parsed request).
-func (is *interactionStore) create(raw []byte) (*fakeInteraction, int, string) {
+func (is *interactionStore) create(raw []byte, key string) (*fakeInteraction, int, string) {
 	var b interactionBody
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, http.StatusBadRequest, "fakeapi: bad interactions body: " + err.Error()
 	}
-	in, bad := parseInput(b.Input)
+	in, earlier, bad := inputSteps(b.Input)
 	fi := &fakeInteraction{
 		agent: b.Agent, model: b.Model, input: in.Input, context: in.Context, documents: in.Documents, prev: b.Previous,
-		agentConfig: b.AgentConfig, background: b.Background, steps: 2, turn: 1,
-		final: "completed", created: time.Now().UTC(),
+		agentConfig: b.AgentConfig, background: b.Background, steps: 2, turn: 1 + earlier,
+		final: "completed", created: time.Now().UTC(), key: key,
 	}
 	if bad != "" {
 		return fi, http.StatusBadRequest, bad
@@ -421,10 +441,10 @@ func (is *interactionStore) create(raw []byte) (*fakeInteraction, int, string) {
 	}
 	if b.Previous != "" {
 		prev := is.byID[b.Previous]
-		if prev == nil {
+		if prev == nil || prev.key != key {
 			return fi, http.StatusNotFound, InteractionNotFoundMessage(b.Previous)
 		}
-		fi.turn = prev.turn + 1
+		fi.turn += prev.turn
 	}
 	is.next++
 	fi.id = fmt.Sprintf("fake-interaction-%d", is.next)

@@ -278,3 +278,39 @@ func TestInteractionsSDKContext(t *testing.T) {
 		}
 	}
 }
+
+// A conversation resent as steps, in the SDK's own types, is read as its
+// last user_input after the user turns before it; a background model
+// interaction is polled to its answer.
+func TestInteractionsSDKModelConversationResent(t *testing.T) {
+	s := New()
+	t.Cleanup(s.Close)
+	c := sdkInteractions(s)
+	text := func(v string) []interactions.Content {
+		return []interactions.Content{interactions.NewContent(interactions.TextContent{Text: v})}
+	}
+	steps := []interactions.Step{
+		interactions.NewStep(interactions.UserInputStep{Content: text("one")}),
+		interactions.NewStep(interactions.ModelOutputStep{Content: text("answer one")}),
+		interactions.NewStep(interactions.UserInputStep{Content: text("two")}),
+		interactions.NewStep(interactions.ModelOutputStep{Content: text("answer two")}),
+		interactions.NewStep(interactions.UserInputStep{Content: text("three [[steps:1]]")}),
+	}
+	res, err := c.Interactions.Create(testCtx(t), operations.CreateInteractionRequest{Body: operations.NewCreateInteractionRequestBody(
+		interactions.CreateModelInteraction{Model: interactions.Model(InteractionsOnlyModel), Background: gi.Bool(true),
+			Input: gi.Pointer(interactions.NewInteractionsInput(steps))})})
+	if err != nil || res.Interaction.Status != interactions.InteractionStatusQueued {
+		t.Fatalf("create: %+v %v", res, err)
+	}
+	var in *interactions.Interaction
+	for range 4 {
+		if in = getInteraction(t, c, *res.Interaction.ID); in.Status == interactions.InteractionStatusCompleted {
+			break
+		}
+	}
+	last := in.Steps[len(in.Steps)-1]
+	if in.Status != interactions.InteractionStatusCompleted || last.ModelOutputStep == nil ||
+		last.ModelOutputStep.Content[0].TextContent.Text != InteractionAnswer("three [[steps:1]]", 3) {
+		t.Fatalf("the answer: %+v", in)
+	}
+}

@@ -1,6 +1,7 @@
 package fakeapi
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -114,4 +115,34 @@ func (fi *fakeInteraction) answer() (string, map[string]any) {
 			"title": c.Title, "start_index": c.Start, "end_index": c.End})
 	}
 	return text, map[string]any{"type": "text", "text": text, "annotations": anns}
+}
+
+// inputSteps reads an interaction's input and counts the user turns
+// resent before it: an input of steps (user_input and model_output, a
+// conversation resent) is read as its last user_input step's content,
+// after the user_input steps before it; any other input as parseInput
+// reads it, after none. The string is why the input is refused, "" if
+// it is not.
+func inputSteps(raw json.RawMessage) (interactionInput, int, string) {
+	var steps []struct {
+		Type    string            `json:"type"`
+		Content []json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &steps) != nil {
+		in, bad := parseInput(raw)
+		return in, 0, bad
+	}
+	users, last := 0, -1
+	for i, st := range steps {
+		if st.Type == "user_input" {
+			users, last = users+1, i
+		}
+	}
+	if last < 0 {
+		in, bad := parseInput(raw)
+		return in, 0, bad
+	}
+	content, _ := json.Marshal(steps[last].Content)
+	in, bad := parseInput(content)
+	return in, users - 1, bad
 }

@@ -40,6 +40,20 @@ func DefaultModels() []Model {
 	}
 }
 
+// InteractionsOnlyModel is a model the Server lists as served on the
+// Interactions API alone (as Deep Think is): [InteractionsOnly] lists it
+// with the method createInteraction and without generateContent. The
+// API's reference does not give a name for such a method; the Server's is
+// its own.
+const InteractionsOnlyModel = "gemini-deep-think-test"
+
+// InteractionsOnly is the model list entry of [InteractionsOnlyModel], for
+// SetModels beside [DefaultModels].
+func InteractionsOnly() Model {
+	return Model{Name: "models/" + InteractionsOnlyModel, DisplayName: "Deep Think (test)", InputTokenLimit: 1048576,
+		OutputTokenLimit: 65536, Methods: []string{"createInteraction", "countTokens"}, Thinking: true}
+}
+
 // BadKeyMessage is the message of the error the Server answers a request
 // without the key [Server.RequireKey] set: the Gemini API's own words.
 const BadKeyMessage = "API key not valid. Please pass a valid API key."

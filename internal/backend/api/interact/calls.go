@@ -126,7 +126,24 @@ type ModelRequest struct {
 	// interaction cannot be continued, polled or deleted. The API refuses
 	// it with Background.
 	NoStore bool
+	// History is the conversation before Input, oldest first, sent as
+	// user_input and model_output steps ahead of it: the conversation
+	// resent when no stored interaction continues it (PreviousID empty).
+	History []Message
+	// ThinkingSummaries asks for the model's thought summaries
+	// ([Result.Thoughts]).
+	ThinkingSummaries bool
 }
+
+// Message is one turn of a conversation resent: the user's (Model
+// false) or the model's text.
+type Message struct {
+	Model bool
+	Text  string
+}
+
+// maxHistoryBytes bounds the text of a ModelRequest's History.
+const maxHistoryBytes = 32 << 20
 
 func checkInput(input, prev string) error {
 	if strings.TrimSpace(input) == "" {
@@ -198,6 +215,21 @@ func (c *Client) StartModel(ctx context.Context, r ModelRequest) (*Result, error
 		Model: interactions.Model(strings.TrimPrefix(r.Model, "models/")),
 		Input: ptr(interactions.NewInteractionsInput(r.Input)),
 	}
+	if len(r.History) > 0 {
+		if r.PreviousID != "" {
+			return nil, errors.New("interactions: a conversation is continued by its stored interaction or resent, not both")
+		}
+		steps, err := historySteps(r.History, r.Input)
+		if err != nil {
+			return nil, err
+		}
+		body.Input = ptr(interactions.NewInteractionsInput(steps))
+	}
+	if r.ThinkingSummaries {
+		// The SDK marks generation_config's temperature and top_p
+		// deprecated: they are not sent.
+		body.GenerationConfig = &interactions.GenerationConfig{ThinkingSummaries: ptr(interactions.ThinkingSummariesAuto)}
+	}
 	if r.Background {
 		body.Background = ptr(true)
 	}
@@ -211,6 +243,26 @@ func (c *Client) StartModel(ctx context.Context, r ModelRequest) (*Result, error
 		body.PreviousInteractionID = &r.PreviousID
 	}
 	return c.create(ctx, body, "", r.PreviousID)
+}
+
+// historySteps is a conversation resent, then input, as the steps of an
+// interaction's input.
+func historySteps(history []Message, input string) ([]interactions.Step, error) {
+	steps := make([]interactions.Step, 0, len(history)+1)
+	n := 0
+	for _, m := range history {
+		if n += len(m.Text); n > maxHistoryBytes {
+			return nil, fmt.Errorf("interactions: the conversation to resend is more than %d bytes", maxHistoryBytes)
+		}
+		content := []interactions.Content{interactions.NewContent(interactions.TextContent{Text: m.Text})}
+		if m.Model {
+			steps = append(steps, interactions.NewStep(interactions.ModelOutputStep{Content: content}))
+		} else {
+			steps = append(steps, interactions.NewStep(interactions.UserInputStep{Content: content}))
+		}
+	}
+	content := []interactions.Content{interactions.NewContent(interactions.TextContent{Text: input})}
+	return append(steps, interactions.NewStep(interactions.UserInputStep{Content: content})), nil
 }
 
 func (c *Client) create(ctx context.Context, body any, agent, prev string) (*Result, error) {

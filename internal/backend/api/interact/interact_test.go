@@ -311,6 +311,15 @@ func TestBadInputSendsNothing(t *testing.T) {
 			_, err := c.StartModel(ctx, ModelRequest{Model: "m", Input: strings.Repeat("x", maxInputBytes+1)})
 			return err
 		}(),
+		"both": func() error {
+			_, err := c.StartModel(ctx, ModelRequest{Model: "m", Input: "q", PreviousID: "p", History: []Message{{Text: "a"}}})
+			return err
+		}(),
+		"history": func() error {
+			big := strings.Repeat("x", maxHistoryBytes/2)
+			_, err := c.StartModel(ctx, ModelRequest{Model: "m", Input: "q", History: []Message{{Text: big}, {Model: true, Text: big}, {Text: "y"}}})
+			return err
+		}(),
 	} {
 		if err == nil {
 			t.Errorf("%s: accepted", name)
