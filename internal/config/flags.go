@@ -85,6 +85,8 @@ var flags = []spec{
 		func(c *Config) *int { return &c.API.MaxInlineBytes }),
 	duration("cache-ttl", "GEMINI_MCP_CACHE_TTL", DefaultCacheTTL, "api backend: keep a conversation's file context (expert tools, chat's files) in a Gemini API context cache this long after its last use, when it is over the model's minimum (1,024 tokens for Flash, 4,096 for Pro); cached tokens are billed at the API's lower rate; 0 for none",
 		func(c *Config) *time.Duration { return &c.API.CacheTTL }),
+	duration("file-search-ttl", "GEMINI_MCP_FILE_SEARCH_TTL", DefaultFileSearchTTL, "api backend: delete a caller's File Search store of the project root (the tools' file_search) this long after its last use; indexing is billed per token on upload, so a store kept is not paid for again",
+		func(c *Config) *time.Duration { return &c.API.FileSearchTTL }),
 	integer("max-tool-rounds", "GEMINI_MCP_MAX_TOOL_ROUNDS", DefaultMaxToolRounds, "api backend: most rounds of downstream MCP tool calls in one turn; after the last, Gemini is asked for its answer without more",
 		func(c *Config) *int { return &c.API.MaxToolRounds }),
 	list("allow-mcp-tools", "GEMINI_MCP_ALLOW_MCP_TOOLS", "api backend: untrusted downstream MCP tools that run without asking the user, as server (all its tools) or server.tool; "+
