@@ -45,11 +45,9 @@ var Modes = []string{Off, Auto, On, Drop}
 const Field = "file_search"
 
 // Description is the argument's description in the tools' schemas.
-const Description = "Optional: use the Gemini API's File Search for a project too big to send whole (Gemini API backend only). " +
-	"\"auto\" indexes the project root into a File Search store of your own when the files named do not all fit the model's input, " +
-	"\"on\" always does, \"off\" (the default) sends only the files that fit, \"drop\" deletes your store of the project root. " +
-	"Only new and changed files are uploaded; the files the answer drew on are listed after it with their lines, as resource_link items, " +
-	"and in _meta.fileSearch. The Gemini CLI backends refuse \"on\" and ignore \"auto\"."
+const Description = "Optional (Gemini API backend): also search the project root through a File Search store of yours, indexed once, only changes uploaded: " +
+	"\"auto\" when the files named do not fit, \"on\" always, \"off\" never (the default), \"drop\" deletes your store. " +
+	"The files cited follow the answer, with their lines."
 
 // Report is what an index did.
 type Report struct {
