@@ -197,7 +197,7 @@ func TestFileSearchAutoIndexesAndCites(t *testing.T) {
 	}
 
 	// Dropped on request: the store is deleted, the turn gets none.
-	res, m = fsCall(t, cs, fsArgs("drop", "marker-05."))
+	_, m = fsCall(t, cs, fsArgs("drop", "marker-05."))
 	if !m.Dropped || len(h.api.Stores()) != 0 || lastTurn(t, h.api).FileSearchStores() != nil {
 		t.Fatalf("drop: %+v, stores %v", m, h.api.Stores())
 	}
