@@ -196,6 +196,23 @@ func TestFileSearchAutoIndexesAndCites(t *testing.T) {
 		t.Fatalf("after the store was deleted: %+v; want it made again with every file", m.Index)
 	}
 
+	// chat, without files, gets the same store and cites as analyze.
+	res, err = callTool(cs, "chat", map[string]any{"prompt": "where is F05? [[cite:marker-05.]]", "file_search": "on"})
+	if err != nil || res.IsError {
+		t.Fatalf("chat: %v %s", err, resultText(res))
+	}
+	metaOf(t, res, "fileSearch", &m)
+	text = ""
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text += tc.Text + "\n"
+		}
+	}
+	if m.Index == nil || m.Index.Uploaded != 0 || m.Index.Unchanged != fsFiles || storeOf(t, h.api) != h.api.Stores()[0].Name ||
+		!strings.Contains(text, "Files:\n[1] pkg/file05.go:3-") {
+		t.Fatalf("chat with file_search on: %+v\n%s", m.Index, text)
+	}
+
 	// Dropped on request: the store is deleted, the turn gets none.
 	_, m = fsCall(t, cs, fsArgs("drop", "marker-05."))
 	if !m.Dropped || len(h.api.Stores()) != 0 || lastTurn(t, h.api).FileSearchStores() != nil {
