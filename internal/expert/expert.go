@@ -197,6 +197,9 @@ func (d *Deps) request(req *mcp.CallToolRequest, t *Tool, in input) conversation
 			if search, err = d.FileSearch.Prepare(ctx, f.fileSearch(), d.ProjectRoot, m.files); err != nil {
 				return conversation.Material{}, err
 			}
+			if search.Stores() != nil {
+				m.preface += searchNote
+			}
 		}
 		g := conversation.Material{Media: m.files.Media, FileSearchStores: search.Stores()}
 		g.Prompt, g.ContextLen = t.userPrompt(in, m)
@@ -223,6 +226,11 @@ func (d *Deps) request(req *mcp.CallToolRequest, t *Tool, in input) conversation
 	}
 	return r
 }
+
+// searchNote tells Gemini, in a turn with the project root's File Search
+// store, that the files sent are not all there is.
+const searchNote = "## Project search\nThe files above are those that fit in this request. The whole project root is indexed " +
+	"in your File Search tool: search it for the code the question needs that is not above, and name the files you draw on.\n\n"
 
 // userPrompt is the turn's prompt: the files the tool gathered, then the
 // caller's arguments under their labels (in.sections), in the order of

@@ -131,6 +131,9 @@ func TestFileSearchAutoIndexesAndCites(t *testing.T) {
 	if res.Meta["fileSearch"] != nil || len(h.api.Stores()) != 0 || lastTurn(t, h.api).FileSearchStores() != nil {
 		t.Fatalf("auto on files that fit made a store: %+v, stores %v", m, h.api.Stores())
 	}
+	if strings.Contains(string(lastTurn(t, h.api).Body), "## Project search") {
+		t.Error("a prompt without a store speaks of File Search")
+	}
 
 	// The whole root does not fit in 5 files: it is indexed, and the
 	// answer cites the file the fake's chunk came from.
@@ -145,6 +148,9 @@ func TestFileSearchAutoIndexesAndCites(t *testing.T) {
 		t.Fatalf("_meta.fileSearch %+v, want %d files uploaded", m, fsFiles)
 	}
 	store := storeOf(t, h.api)
+	if !strings.Contains(string(lastTurn(t, h.api).Body), "## Project search") {
+		t.Error("the prompt does not tell Gemini that the project is in its File Search tool")
+	}
 	if docs := h.api.Documents(store); len(docs) != fsFiles {
 		t.Fatalf("the store holds %d documents, want %d", len(docs), fsFiles)
 	}
