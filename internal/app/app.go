@@ -79,9 +79,10 @@ Usage:
   gemini-mcp-server --version        print the version
 
 Tools {arguments}:
-  chat {prompt, model, systemPrompt, cwd, files, continuation_id,
-    temperature, thinking_mode, include_thoughts, google_search, urls,
-    code_execution, response_schema, background} starts a Gemini session
+  chat {prompt, model, systemPrompt, cwd, files, file_search,
+    continuation_id, temperature, thinking_mode, include_thoughts,
+    google_search, urls, code_execution, response_schema, background}
+    starts a Gemini session
   chat-reply {prompt, sessionId, continuation_id, model, systemPrompt, cwd,
     files, temperature, thinking_mode, include_thoughts, google_search,
     urls, code_execution, background} continues one
@@ -95,14 +96,15 @@ Tools {arguments}:
 Expert tools send files under --project-root (or a git
 repository's changes) to Gemini:
   thinkdeep {current_analysis, problem_context, focus_areas, files,
-    continuation_id, temperature, thinking_mode, google_search, background}
+    continuation_id, temperature, thinking_mode, google_search,
+    file_search, background}
   analyze {files, question, analysis_type, continuation_id, temperature,
-    thinking_mode, code_execution, background}
+    thinking_mode, code_execution, file_search, background}
   codereview {files, context, review_type, severity_filter, standards,
-    continuation_id, temperature, thinking_mode}
+    continuation_id, temperature, thinking_mode, file_search}
   debug {error_description, error_context, files, runtime_info,
     previous_attempts, continuation_id, temperature, thinking_mode,
-    google_search, code_execution, background}
+    google_search, code_execution, file_search, background}
   precommit {path, original_request, review_type, include_staged,
     include_unstaged, continuation_id, temperature, thinking_mode}
 --tools serves only some of them (chat, sessions, expert or a tool's name;
@@ -221,6 +223,9 @@ type Deps struct {
 	// Jobs keeps the background jobs, in Store (nil when the store keeps
 	// none): the pipeline runs them, the job tool reads them.
 	Jobs jobs.Store
+	// fileSearch is the tools' File Search, once the server is built
+	// (nil on a backend without it), which start sweeps.
+	fileSearch *fileSearch
 }
 
 // NewDeps builds, from the configuration, the turn pipeline every tool
@@ -357,6 +362,19 @@ func start(ctx context.Context, cfg *config.Config, env Env, version string, req
 	if s.srv, err = newServer(version, cfg, deps, log); err != nil {
 		s.stop()
 		return nil, err
+	}
+	if fs := deps.fileSearch; fs != nil {
+		swept := make(chan struct{})
+		go func() {
+			defer close(swept)
+			fs.sweep(life, sweepInterval(fs.ttl))
+		}()
+		stop := s.stop
+		s.stop = func() {
+			cancel()
+			<-swept
+			stop()
+		}
 	}
 	addMCPServersResource(s.srv, b.Host)
 	addModelsResource(s.srv, b.Counter)

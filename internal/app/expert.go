@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -13,8 +14,10 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/expert"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/attach"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/ratelimit"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/server"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/tools"
 )
 
@@ -68,8 +71,21 @@ func newServer(version string, cfg *config.Config, deps *Deps, log *slog.Logger)
 	if researchOf != nil && counter != nil {
 		research = researchOf(counter)
 	}
+	// file_search: the API backend's File Search stores, swept while the
+	// server runs (see start).
+	var index attach.Index
+	if fileSearchOf != nil && counter != nil {
+		fs, err := fileSearchOf(cfg, deps.Store, counter, forbidden, log)
+		if err != nil {
+			return nil, err
+		}
+		if fs != nil {
+			index, deps.fileSearch = fs.index, fs
+		}
+	}
+	search := &attach.Service{Index: index}
 	chat := &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc, ProjectRoot: root, Forbidden: forbidden, Jobs: deps.Jobs,
-		Research: research}
+		Research: research, FileSearch: search}
 	// precommit cuts the changes to fit the model's input, which the API
 	// backend knows; the others get the Gemini models' own.
 	var inputLimit func(context.Context) int
@@ -81,7 +97,7 @@ func newServer(version string, cfg *config.Config, deps *Deps, log *slog.Logger)
 		// The expert tools run their turns through the same pipeline as
 		// chat: the same sessions, confirmations and grants, and pages.
 		Expert: &expert.Deps{Turns: conv, ProjectRoot: root, Files: fc,
-			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, InputLimit: inputLimit, Log: log},
+			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, InputLimit: inputLimit, FileSearch: search, Log: log},
 		Serve: cfg.Tools.Served,
 	}, log)
 	if cfg.Tools.RateLimits.Limits != nil {
@@ -110,4 +126,46 @@ func absOr(p string) string {
 		return a
 	}
 	return p
+}
+
+// fileSearch is the tools' File Search and its sweep.
+type fileSearch struct {
+	index   attach.Index
+	sweeper interface {
+		Sweep(ctx context.Context) (int, error)
+	}
+	ttl time.Duration
+	log *slog.Logger
+}
+
+// fileSearchOf returns the File Search of the API backend counter is
+// (nil for the CLI backends, and in a build without the API backend).
+var fileSearchOf func(cfg *config.Config, store session.Store, counter backend.TokenCounter, forbidden []string, log *slog.Logger) (*fileSearch, error)
+
+// sweep deletes the stores unused for the TTL every interval until ctx
+// ends. A sweep that fails (the API unreachable) is logged and tried
+// again at the next.
+func (f *fileSearch) sweep(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		n, err := f.sweeper.Sweep(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			f.log.Warn("file search: sweeping unused stores failed; trying again later", "deleted", n, "err", err, "retryIn", every)
+		case n > 0:
+			f.log.Info("file search: deleted stores unused for the TTL", "deleted", n, "ttl", f.ttl)
+		}
+	}
+}
+
+// sweepInterval is how often stores unused for ttl are looked for: half
+// the TTL, within a minute and an hour.
+func sweepInterval(ttl time.Duration) time.Duration {
+	return min(max(ttl/2, time.Minute), time.Hour)
 }

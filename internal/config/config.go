@@ -90,6 +90,9 @@ type API struct {
 	// CacheTTL keeps a conversation's file context in a context cache
 	// this long after its last use; 0 makes none.
 	CacheTTL time.Duration
+	// FileSearchTTL is how long a File Search store is kept after its
+	// last use.
+	FileSearchTTL time.Duration
 	// FallbackModel answers a call whose model's quota is exhausted; ""
 	// for none.
 	FallbackModel string
@@ -342,6 +345,9 @@ func (c *Config) validate(rules Rules) error {
 	}
 	if c.API.CacheTTL < 0 {
 		return errors.New("--cache-ttl must be 0 (no context caches) or more")
+	}
+	if c.API.FileSearchTTL < time.Minute {
+		return errors.New("--file-search-ttl must be 1m or more")
 	}
 	if err := c.checkToolset(rules); err != nil {
 		return err

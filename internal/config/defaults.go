@@ -89,7 +89,11 @@ const (
 	DefaultMaxInlineBytes = 20 << 20
 	// DefaultCacheTTL keeps a context cache an hour after its last use
 	// (the Gemini API's own default TTL).
-	DefaultCacheTTL         = time.Hour
+	DefaultCacheTTL = time.Hour
+	// DefaultFileSearchTTL keeps a File Search store a week after its
+	// last use: its upload's indexing is what is billed, so a project
+	// worked on every few days is not indexed again each time.
+	DefaultFileSearchTTL    = 7 * 24 * time.Hour
 	DefaultMaxFiles         = 50
 	DefaultMaxContextTokens = 1_000_000
 	DefaultExpertTimeout    = 300 * time.Second

@@ -90,6 +90,8 @@ var flags = []spec{
 		func(c *Config) *time.Duration { return &c.API.CacheTTL }),
 	boolean("api-server-history", "GEMINI_MCP_API_SERVER_HISTORY", false, "api backend: continue a conversation of plain text turns on the Gemini Interactions API by its last stored interaction (previous_interaction_id), sending only the new turn, rather than resending the whole conversation; Google then keeps the conversation for its retention period; the session store stays its record, resent when the stored interaction is gone",
 		func(c *Config) *bool { return &c.API.ServerHistory }),
+	duration("file-search-ttl", "GEMINI_MCP_FILE_SEARCH_TTL", DefaultFileSearchTTL, "api backend: delete a caller's File Search store of the project root (the tools' file_search) this long after its last use; indexing is billed per token on upload, so a store kept is not paid for again",
+		func(c *Config) *time.Duration { return &c.API.FileSearchTTL }),
 	integer("max-tool-rounds", "GEMINI_MCP_MAX_TOOL_ROUNDS", DefaultMaxToolRounds, "api backend: most rounds of downstream MCP tool calls in one turn; after the last, Gemini is asked for its answer without more",
 		func(c *Config) *int { return &c.API.MaxToolRounds }),
 	list("allow-mcp-tools", "GEMINI_MCP_ALLOW_MCP_TOOLS", "api backend: untrusted downstream MCP tools that run without asking the user, as server (all its tools) or server.tool; "+

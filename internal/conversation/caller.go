@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,11 +25,14 @@ type Call struct {
 	// request is the context of the HTTP request carrying the call (nil
 	// if none).
 	request context.Context
+	// start is when the call began, which its progress counts from, so
+	// that the progress of its Gather and of its turn increase together.
+	start time.Time
 }
 
 // CallOf resolves the call req makes under ctx.
 func (s *Service) CallOf(ctx context.Context, req *mcp.CallToolRequest) Call {
-	c := Call{Who: identity.Who{Caller: identity.Of(ctx)}}
+	c := Call{Who: identity.Who{Caller: identity.Of(ctx)}, start: time.Now()}
 	if s.o.Remote {
 		c.Who.Token = identity.TokenOf(c.Who.Caller)
 	}

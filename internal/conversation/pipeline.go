@@ -74,6 +74,9 @@ type Material struct {
 	// skip them.
 	Sent   *filectx.Files
 	Record func(ctx context.Context, sessionID string, f *filectx.Files) error
+	// FileSearchStores are File Search stores the tool made ready for
+	// the turn (package filesearch), added to its built-in tools.
+	FileSearchStores []string
 }
 
 // Outcome is an answered turn, for the tool's renderer.
@@ -147,7 +150,11 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 	}
 	var m *Material
 	if r.Gather != nil {
-		g, err := r.Gather(ctx, p.Session)
+		// What Gather reports (GatherProgress) goes to the client as the
+		// turn's progress does.
+		gp := s.startProgress(ctx, c)
+		g, err := r.Gather(context.WithValue(ctx, gatherKey{}, gp), p.Session)
+		gp.finish()
 		if err != nil {
 			return nil, err
 		}
@@ -205,6 +212,7 @@ func turnOf(t backend.Turn, p access.Place, m *Material, who identity.Who) backe
 	if m != nil {
 		t.Prompt, t.ContextLen = m.Prompt, m.ContextLen
 		t.Media = append(slices.Clip(t.Media), m.Media...)
+		t.Builtins.FileSearchStores = append(slices.Clip(t.Builtins.FileSearchStores), m.FileSearchStores...)
 	}
 	t.Owner = who.Caller
 	return t

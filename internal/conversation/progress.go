@@ -46,7 +46,11 @@ func (d *Service) startProgress(ctx context.Context, c Call) *progress {
 	if interval <= 0 {
 		interval = config.DefaultProgressInterval
 	}
-	p := &progress{ctx: ctx, notify: c.notify, token: c.token, start: time.Now(), state: "starting",
+	start := c.start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	p := &progress{ctx: ctx, notify: c.notify, token: c.token, start: start, state: "starting",
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go p.loop(interval)
 	return p
@@ -159,6 +163,19 @@ func (p *progress) Started() { p.set("gemini is running") }
 // Activity reports what Gemini is doing, where the backend can tell (the
 // warm backend can).
 func (p *progress) Activity(msg string) { p.set(msg) }
+
+// gatherKey is the context key of the progress of a Request's Gather.
+type gatherKey struct{}
+
+// GatherProgress reports state ("indexing: 10 of 200 files") as the
+// progress of the call whose Gather runs under ctx, to a client that
+// asked for progress; a state of the same kind as the one still waiting
+// replaces it. Outside a Gather it does nothing.
+func GatherProgress(ctx context.Context, state string) {
+	if p, ok := ctx.Value(gatherKey{}).(*progress); ok {
+		p.set(state)
+	}
+}
 
 // waitingForSession reports a call that waits for an earlier call on the
 // same session.

@@ -70,3 +70,16 @@ func TestProgressPendingBounded(t *testing.T) {
 		t.Fatalf("the last change waiting is %q", last)
 	}
 }
+
+// TestGatherProgress: a Gather's state goes to the call's reporter; outside
+// a Gather, or for a client that asked for no progress, nothing happens.
+func TestGatherProgress(t *testing.T) {
+	GatherProgress(context.Background(), "indexing: 1 of 2 files")
+	GatherProgress(context.WithValue(context.Background(), gatherKey{}, (*progress)(nil)), "indexing: 1 of 2 files")
+	p, sent, release := newTestProgress(t)
+	GatherProgress(context.WithValue(context.Background(), gatherKey{}, p), "indexing: 1 of 2 files")
+	release <- struct{}{}
+	if got := <-sent; got != "indexing: 1 of 2 files" {
+		t.Fatalf("sent %q", got)
+	}
+}

@@ -29,6 +29,7 @@ type AnalyzeInput struct {
 	AnalysisType string   `json:"analysis_type,omitempty" jsonschema:"The kind of analysis: architecture, performance, security, quality or general."`
 	Common
 	Sandbox
+	Retrieval
 	Backgrounded
 }
 

@@ -32,6 +32,7 @@ type CodereviewInput struct {
 	SeverityFilter string   `json:"severity_filter,omitempty" jsonschema:"The lowest severity to report: critical, high, medium or all."`
 	Standards      string   `json:"standards,omitempty" jsonschema:"Optional: the coding standards the code should follow."`
 	Common
+	Retrieval
 }
 
 func (in *CodereviewInput) headline() string { return in.Context }

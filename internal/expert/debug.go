@@ -32,6 +32,7 @@ type DebugInput struct {
 	Common
 	Search
 	Sandbox
+	Retrieval
 	Backgrounded
 }
 

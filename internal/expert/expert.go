@@ -24,6 +24,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/attach"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
@@ -65,6 +66,9 @@ type Deps struct {
 	// precommit's changes are cut to fit with the rest of the prompt; nil
 	// or 0 means DefaultInputLimit.
 	InputLimit func(ctx context.Context) int
+	// FileSearch is the file_search argument's File Search; nil, or one
+	// without an Index, on a backend that has none.
+	FileSearch *attach.Service
 	Log        *slog.Logger
 }
 
@@ -119,6 +123,11 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 					"ask a narrower question or name fewer files, or ask the server's operator to raise the limit", d.CallTimeout)}
 			}
 		}()
+	}
+	if f, ok := in.(retriever); ok {
+		if err := d.FileSearch.Check(f.fileSearch()); err != nil {
+			return nil, err
+		}
 	}
 	r := d.request(req, t, in)
 	if b, ok := in.(backgrounder); ok {
@@ -180,12 +189,21 @@ func (d *Deps) request(req *mcp.CallToolRequest, t *Tool, in input) conversation
 		r.Continue, r.Session, r.Cwd = true, common.ContinuationID, ""
 	}
 	var m *material
+	var search *attach.Use
 	r.Gather = func(ctx context.Context, session string) (conversation.Material, error) {
 		var err error
 		if m, err = in.gather(ctx, d, session); err != nil {
 			return conversation.Material{}, err
 		}
-		g := conversation.Material{Media: m.files.Media}
+		if f, ok := in.(retriever); ok {
+			if search, err = d.FileSearch.Prepare(ctx, f.fileSearch(), d.ProjectRoot, m.files); err != nil {
+				return conversation.Material{}, err
+			}
+			if search.Stores() != nil {
+				m.preface += searchNote
+			}
+		}
+		g := conversation.Material{Media: m.files.Media, FileSearchStores: search.Stores()}
 		g.Prompt, g.ContextLen = t.userPrompt(in, m)
 		if d.Files != nil && m.record {
 			g.Sent, g.Record = m.files, d.Files.Record
@@ -204,11 +222,17 @@ func (d *Deps) request(req *mcp.CallToolRequest, t *Tool, in input) conversation
 		if t.structured != nil {
 			res.StructuredContent = t.structured(out)
 		}
+		search.Render(res, o.Answer)
 		render.AddUnsaved(res, o.Unsaved)
 		return res, nil
 	}
 	return r
 }
+
+// searchNote tells Gemini, in a turn with the project root's File Search
+// store, that the files sent are not all there is.
+const searchNote = "## Project search\nThe files above are those that fit in this request. The whole project root is indexed " +
+	"in your File Search tool: search it for the code the question needs that is not above, and name the files you draw on.\n\n"
 
 // userPrompt is the turn's prompt: the files the tool gathered, then the
 // caller's arguments under their labels (in.sections), in the order of

@@ -59,6 +59,19 @@ func (s *Sandbox) sandbox() bool { return s.CodeExecution }
 // coder is an input struct with Sandbox.
 type coder interface{ sandbox() bool }
 
+// Retrieval is the file_search argument of the tools that read a
+// project (thinkdeep, analyze, codereview, debug), embedded in their
+// input structs; its values and default, off, are added to the schema by
+// retrievalSchema.
+type Retrieval struct {
+	FileSearch string `json:"file_search,omitempty"`
+}
+
+func (r *Retrieval) fileSearch() string { return r.FileSearch }
+
+// retriever is an input struct with Retrieval.
+type retriever interface{ fileSearch() string }
+
 func (c *Common) common() *Common { return c }
 
 // input is a tool's input struct, which its arguments are decoded into

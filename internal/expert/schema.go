@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/attach"
 )
 
 // Tool is one expert tool: its name and description, the role Gemini takes
@@ -74,6 +75,10 @@ func (t *Tool) generate() {
 	}
 	if _, ok := t.input().(backgrounder); ok {
 		withDefault(s, "background", false)
+	}
+	if _, ok := t.input().(retriever); ok {
+		oneOf(s, attach.Field, attach.Off, attach.Modes...)
+		property(s, attach.Field).Description = attach.Description
 	}
 	fields := map[string][]int{}
 	for _, f := range reflect.VisibleFields(rt) {

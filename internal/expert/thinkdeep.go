@@ -32,6 +32,7 @@ type ThinkdeepInput struct {
 	Files           []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root to give Gemini as context."`
 	Common
 	Search
+	Retrieval
 	Backgrounded
 }
 

@@ -16,14 +16,15 @@ import (
 
 // Citation is a file an answer cites.
 type Citation struct {
-	Path string // relative to the root, slash-separated
+	Path string `json:"path"` // relative to the root, slash-separated
 	// StartLine and EndLine are the 1-based lines of the chunk cited; 0
 	// when its text was not found in the file (changed since, or a line
 	// whose secret was withheld).
-	StartLine, EndLine int
+	StartLine int `json:"startLine,omitempty"`
+	EndLine   int `json:"endLine,omitempty"`
 	// URI is the file's file:// URI; "" when the path does not lead to a
 	// file inside the root.
-	URI string
+	URI string `json:"uri,omitempty"`
 }
 
 // Cite turns the File Search chunks of an answer into citations of the

@@ -169,6 +169,24 @@ func (ix *Indexer) Index(ctx context.Context, root, scope string) (*Report, erro
 	return rep, err
 }
 
+// progressKey is the context key of WithProgress's function.
+type progressKey struct{}
+
+// WithProgress returns ctx carrying f, which an Index under it calls with
+// the files done of those to index: once with 0 when it knows how many,
+// then as each file is done (uploaded, unchanged or skipped). f is called
+// from the uploading goroutines one at a time, and must not block.
+func WithProgress(ctx context.Context, f func(done, total int)) context.Context {
+	return context.WithValue(ctx, progressKey{}, f)
+}
+
+func progressOf(ctx context.Context) func(done, total int) {
+	if f, ok := ctx.Value(progressKey{}).(func(done, total int)); ok && f != nil {
+		return f
+	}
+	return func(int, int) {}
+}
+
 // index is one pass of Index.
 func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Scan) (*Report, error) {
 	rep := &Report{SkippedBy: map[filectx.Reason]int{}}
@@ -220,6 +238,7 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 		}
 		rep.Skipped++
 	}
+	progressOf(ctx)(0, len(todo))
 	kept, err := ix.upload(ctx, key, rec, todo, rep)
 	if err != nil {
 		return rep, err
@@ -284,6 +303,7 @@ func (ix *Indexer) upload(ctx context.Context, key string, rec Record, todo []fi
 		wg    sync.WaitGroup
 	)
 	jobs := make(chan filectx.Candidate)
+	progress, done := progressOf(ctx), 0
 	for range ix.opts.Concurrency {
 		wg.Go(func() {
 			for c := range jobs {
@@ -306,6 +326,10 @@ func (ix *Indexer) upload(ctx context.Context, key string, rec Record, todo []fi
 					} else {
 						rep.Unchanged++
 					}
+				}
+				if err == nil {
+					done++
+					progress(done, len(todo))
 				}
 				mu.Unlock()
 			}

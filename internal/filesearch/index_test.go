@@ -379,3 +379,28 @@ func (c *lateCut) Upload(ctx context.Context, store string, doc Doc, data []byte
 	}
 	return name, err
 }
+
+func TestIndexReportsProgress(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	tree(t, root, 12)
+	ix := f.indexer(nil, Options{Concurrency: 3})
+	var mu sync.Mutex
+	var seen [][2]int
+	ctx := WithProgress(context.Background(), func(done, total int) {
+		mu.Lock()
+		seen = append(seen, [2]int{done, total})
+		mu.Unlock()
+	})
+	if _, err := ix.Index(ctx, root, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 13 || seen[0] != [2]int{0, 12} || seen[12] != [2]int{12, 12} {
+		t.Fatalf("progress %v, want 0 of 12, then each file to 12 of 12", seen)
+	}
+	for i, p := range seen {
+		if p[0] != i {
+			t.Fatalf("progress %v: not one file at a time", seen)
+		}
+	}
+}

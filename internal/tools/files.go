@@ -10,6 +10,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/attach"
 )
 
 // This file gives chat and chat-reply the expert tools' optional files and
@@ -44,9 +45,21 @@ func continuationID(sessionID, contID string) (string, error) {
 }
 
 // withFiles gives r its files (when it names any: they are read, once
-// the session is known, and put before the prompt) and its renderer.
-func (d *Deps) withFiles(r *conversation.Request, prompt string, entries []string, schema json.RawMessage) {
+// the session is known, and put before the prompt), the project root's
+// File Search store when fileSearch asks for it, and its renderer.
+func (d *Deps) withFiles(r *conversation.Request, prompt string, entries []string, schema json.RawMessage, fileSearch string) {
 	var files *filectx.Files
+	var search *attach.Use
+	if fileSearch != "" && fileSearch != attach.Off && len(entries) == 0 {
+		// No files to send: the store alone.
+		r.Gather = func(ctx context.Context, _ string) (conversation.Material, error) {
+			var err error
+			if search, err = d.FileSearch.Prepare(ctx, fileSearch, d.ProjectRoot, nil); err != nil {
+				return conversation.Material{}, err
+			}
+			return conversation.Material{Prompt: prompt, FileSearchStores: search.Stores()}, nil
+		}
+	}
 	if len(entries) > 0 {
 		r.Gather = func(ctx context.Context, session string) (conversation.Material, error) {
 			for _, e := range entries {
@@ -62,7 +75,10 @@ func (d *Deps) withFiles(r *conversation.Request, prompt string, entries []strin
 				return conversation.Material{}, err
 			}
 			files = f
-			m := conversation.Material{Prompt: prompt, Media: f.Media, Sent: f, Record: d.Files.Record}
+			if search, err = d.FileSearch.Prepare(ctx, fileSearch, d.ProjectRoot, f); err != nil {
+				return conversation.Material{}, err
+			}
+			m := conversation.Material{Prompt: prompt, Media: f.Media, Sent: f, Record: d.Files.Record, FileSearchStores: search.Stores()}
 			if f.Text != "" {
 				// The files go first, as a context the API backend may
 				// cache for the conversation's later turns
@@ -93,6 +109,7 @@ func (d *Deps) withFiles(r *conversation.Request, prompt string, entries []strin
 			out.Meta["filesProcessed"] = notes(files.Processed)
 			out.Meta["filesSkipped"] = notes(files.Skipped)
 		}
+		search.Render(out, o.Answer)
 		return out, nil
 	}
 }

@@ -109,7 +109,7 @@ func (d *Deps) imageRequest(req *mcp.CallToolRequest, in ImageInput) (conversati
 	}
 	r := conversation.Request{Call: req, Turn: backend.Turn{Prompt: in.Prompt, Model: in.Model,
 		Builtins: backend.Builtins{Image: &backend.ImageRequest{AspectRatio: in.AspectRatio, Size: in.Size}}}}
-	d.withFiles(&r, in.Prompt, in.Files, nil)
+	d.withFiles(&r, in.Prompt, in.Files, nil, "")
 	r.Render = func(ctx context.Context, o conversation.Outcome) (*mcp.CallToolResult, error) {
 		return d.imageResult(ctx, in.SaveTo, o), nil
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/attach"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
@@ -52,6 +53,9 @@ type Deps struct {
 	Research      func() (Researcher, error)
 	ResearchPoll  time.Duration
 	ResearchLimit time.Duration
+	// FileSearch is chat's file_search; nil, or one without an Index, on
+	// a backend that has none.
+	FileSearch *attach.Service
 }
 
 // AddChat adds chat to s.
@@ -130,6 +134,7 @@ type ChatInput struct {
 	SystemPrompt   string   `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt."`
 	Cwd            string   `json:"cwd,omitempty" jsonschema:"Optional: the working directory the Gemini CLI runs in (absolute, or relative to the server's directory). Gemini can read files there. Sessions belong to the directory they were started in."`
 	Files          []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root to send with the prompt, with line numbers (as the expert tools do)."`
+	FileSearch     string   `json:"file_search,omitempty"`
 	ContinuationID string   `json:"continuation_id,omitempty" jsonschema:"Optional: continue this thread (a continuation_id or sessionId of an earlier result of any tool) instead of starting a new one."`
 	Tuning
 	Grounding
@@ -156,11 +161,26 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return toolerr.Failure(err), nil, nil
 	}
+	if err := d.FileSearch.Check(in.FileSearch); err != nil {
+		return toolerr.Failure(err), nil, nil
+	}
 	r, err := d.chatRequest(req, in)
 	if err != nil {
 		return toolerr.Failure(err), nil, nil
 	}
 	return d.do(ctx, r), nil, nil
+}
+
+// extendSchema gives chat's schema the tuning's constraints and
+// file_search's values and description (no default, which the SDK would
+// write into the arguments, as for chat's other options).
+func (ChatInput) extendSchema(s *jsonschema.Schema) {
+	tuneSchema(s)
+	p := s.Properties[attach.Field]
+	for _, v := range attach.Modes {
+		p.Enum = append(p.Enum, v)
+	}
+	p.Description = attach.Description
 }
 
 // chatRequest is chat's turn, from its input.
@@ -183,7 +203,7 @@ func (d *Deps) chatRequest(req *mcp.CallToolRequest, in ChatInput) (conversation
 		// thread, as chat-reply does. A blank one is refused there.
 		r.Continue, r.Session = true, in.ContinuationID
 	}
-	d.withFiles(&r, in.Prompt, in.Files, schema)
+	d.withFiles(&r, in.Prompt, in.Files, schema, in.FileSearch)
 	d.inBackground(&r, in.Background)
 	return r, nil
 }
@@ -212,7 +232,7 @@ func (d *Deps) replyRequest(req *mcp.CallToolRequest, in ReplyInput) (conversati
 	r := conversation.Request{Call: req, Continue: true, Session: id, Cwd: in.Cwd, Turn: backend.Turn{Prompt: in.Prompt, Model: in.Model,
 		SystemPrompt: in.SystemPrompt, Temperature: in.Temperature, ThinkingMode: in.ThinkingMode, IncludeThoughts: in.IncludeThoughts,
 		Builtins: backend.Builtins{GoogleSearch: in.GoogleSearch, URLs: urls, CodeExecution: in.CodeExecution}}}
-	d.withFiles(&r, in.Prompt, in.Files, nil)
+	d.withFiles(&r, in.Prompt, in.Files, nil, "")
 	d.inBackground(&r, in.Background)
 	return r, nil
 }

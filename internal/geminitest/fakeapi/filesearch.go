@@ -115,6 +115,7 @@ type searchStores struct {
 	uploads  map[string]*fsUpload
 	next     int
 	pending  int // SetPendingPolls
+	refuse   int // RefuseStoreUploads
 	uploaded int // documents made by uploads and imports
 	deleted  int // documents deleted
 }
@@ -129,6 +130,15 @@ var (
 	docRE       = regexp.MustCompile(`^/v1(?:beta|alpha|)/((fileSearchStores/[a-z0-9-]+)/documents/[a-z0-9-]+)$`)
 	slugRE      = regexp.MustCompile(`[^a-z0-9]+`)
 )
+
+// RefuseStoreUploads makes the next n uploads into a store answer 429
+// RESOURCE_EXHAUSTED at their start, as the Gemini API does for a
+// project over its File Search quota; 0 lifts it.
+func (s *Server) RefuseStoreUploads(n int) {
+	s.stores.mu.Lock()
+	defer s.stores.mu.Unlock()
+	s.stores.refuse = n
+}
 
 // SetPendingPolls makes every operation started from now on answer
 // done:false to its first n operations.get calls.

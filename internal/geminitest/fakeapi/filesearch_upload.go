@@ -66,6 +66,12 @@ func (s *Server) serveStoreUpload(w http.ResponseWriter, r *http.Request, rec Re
 			mime = r.Header.Get("X-Goog-Upload-Header-Content-Type")
 		}
 		ss.mu.Lock()
+		if ss.refuse > 0 {
+			ss.refuse--
+			ss.mu.Unlock()
+			s.fail(w, rec, http.StatusTooManyRequests, "Resource has been exhausted (e.g. check quota).")
+			return
+		}
 		ok := ss.stores[store] != nil
 		if ok {
 			if ss.uploads == nil {
