@@ -12,6 +12,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api/interact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 )
 
@@ -37,6 +38,10 @@ type researchRun struct {
 	// limit how long after the job's start the run is given up
 	// (MaxResearchTime when zero).
 	every, limit time.Duration
+	// files are the files the research was started with, said in the
+	// report's _meta; nil for none, and in a run resumed after a restart,
+	// which the job's record does not tell them.
+	files *filectx.Files
 
 	mu   sync.Mutex
 	last time.Time
@@ -86,7 +91,9 @@ func (r *researchRun) run(ctx context.Context, j jobs.Job) (*mcp.CallToolResult,
 		r.partial(j, res)
 		return nil, fmt.Errorf("research: %w", err)
 	}
-	return researchResult(res), nil
+	out := researchResult(res)
+	addFilesMeta(out, r.files)
+	return out, nil
 }
 
 // cancel cancels the interaction, on a context of its own: the job's
