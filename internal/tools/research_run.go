@@ -71,7 +71,7 @@ func (r *researchRun) run(ctx context.Context, j jobs.Job) (*mcp.CallToolResult,
 	ctx, stop := context.WithDeadlineCause(ctx, j.Created.Add(limit), errResearchTooLong)
 	defer stop()
 	res, err := r.rs.Wait(ctx, r.id, interact.WaitOptions{Interval: r.every, Progress: func(p *interact.Result) { r.progress(ctx, j, p) }})
-	r.stopFlush()
+	r.endFlush(ctx, j)
 	if ctx.Err() != nil {
 		if errors.Is(context.Cause(ctx), errResearchTooLong) {
 			r.cancel()
@@ -144,16 +144,30 @@ func (r *researchRun) flush(ctx context.Context, j jobs.Job) {
 	}
 }
 
-// stopFlush stops a pending flush and waits for one running to end.
-func (r *researchRun) stopFlush() {
+// endFlush ends the flushes once the poll has ended: it stops a pending
+// flush, waits for one running to end and writes what the rate limit
+// held back, so that no thought summary is lost from the job's progress
+// and output so far when the poll ends right after it (an error, a
+// cancel, the time limit). The write outlives the job's context, briefly.
+func (r *researchRun) endFlush(ctx context.Context, j jobs.Job) {
 	r.mu.Lock()
 	if r.flushing != nil && r.flushing.Stop() {
 		r.flushing = nil
 		r.flushes.Done()
 	}
+	p := r.pending
+	r.pending = nil
 	r.mu.Unlock()
 	r.flushes.Wait()
+	if p != nil {
+		wctx, done := context.WithTimeout(context.WithoutCancel(ctx), endFlushTimeout)
+		defer done()
+		r.write(wctx, j, p)
+	}
 }
+
+// endFlushTimeout bounds endFlush's write.
+const endFlushTimeout = 5 * time.Second
 
 // write writes p's latest thought summary and output so far into the
 // job.
