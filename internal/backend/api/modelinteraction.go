@@ -266,7 +266,8 @@ func (b *Backend) recordInteraction(parent context.Context, c interactionCall, r
 		usage = &backend.Usage{PromptTokens: u.Input, OutputTokens: u.Output, ThinkingTokens: u.Thought,
 			ToolUsePromptTokens: u.ToolUse, TotalTokens: u.Total}
 	}
-	ans := &backend.Answer{SessionID: c.id, Text: r.Text, Usage: usage, NotApplied: notes, Model: model, Via: "api"}
+	ans := &backend.Answer{SessionID: c.id, Text: r.Text, Usage: usage, NotApplied: notes, Model: model, Via: "api",
+		Interaction: kept}
 	if c.t.IncludeThoughts {
 		ans.Thoughts = strings.Join(r.Thoughts, "\n\n")
 	}
