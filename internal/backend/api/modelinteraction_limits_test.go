@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,4 +47,49 @@ func TestInteractionTurnOverTheInputLimit(t *testing.T) {
 				len(f.creates()), len(f.streams()), f.turns(a.SessionID))
 		}
 	})
+}
+
+// With server-side history and a fallback model, a turn whose
+// interaction the API refuses to create for its model's quota goes
+// through generateContent, where the exhausted quota goes to the
+// fallback model, and the answer says both; the next turn resends the
+// conversation. Without a fallback model the quota's error is the
+// turn's, as before; an interactions-only model's turn does not fall
+// back.
+func TestInteractionQuotaFallsBack(t *testing.T) {
+	t.Parallel()
+	const pro = "gemini-2.5-pro"
+	f := interactionFixture(t, Options{ServerHistory: true, FallbackModel: "flash"})
+	f.fake.ExhaustQuota(pro, &fakeapi.Quota{Daily: true, RetryDelay: "0.01s"})
+	a := f.mustRun(backend.Turn{Prompt: "hello", Model: "pro"})
+	if a.Model != newestFlash || a.FallbackFrom != pro || a.Interaction != "" ||
+		!slices.ContainsFunc(a.NotApplied, func(n string) bool { return strings.HasPrefix(n, "server-side history: the Gemini API refused") }) {
+		t.Fatalf("answer %+v", a)
+	}
+	if c := f.creates(); len(c) != 1 || c[0]["model"] != pro {
+		t.Fatalf("the creates %+v, want the one refused", c)
+	}
+	if got := strings.Join(f.streamModels(), " "); got != pro+" "+newestFlash {
+		t.Fatalf("generateContent asked %s, want the asked model, then the fallback", got)
+	}
+	b := f.mustRun(backend.Turn{Session: a.SessionID, Prompt: "again"})
+	if c := f.creates(); len(c) != 2 || c[1]["model"] != newestFlash || c[1]["previous_interaction_id"] != nil || b.Interaction == "" {
+		t.Fatalf("the next turn: %+v, creates %+v", b, c)
+	}
+
+	f.restart(Options{ServerHistory: true, InteractionPoll: time.Millisecond})
+	n := len(f.streams())
+	_, err := f.run(backend.Turn{Prompt: "hello", Model: "pro"})
+	wantKind(t, err, backend.KindAPI, 429, fakeapi.QuotaMessage)
+	if len(f.streams()) != n {
+		t.Fatal("without a fallback model the turn went through generateContent")
+	}
+
+	f.restart(Options{FallbackModel: "flash", InteractionPoll: time.Millisecond})
+	f.fake.ExhaustQuota(fakeapi.InteractionsOnlyModel, &fakeapi.Quota{Daily: true})
+	_, err = f.run(backend.Turn{Prompt: "prove it", Model: fakeapi.InteractionsOnlyModel})
+	wantKind(t, err, backend.KindAPI, 429, fakeapi.QuotaMessage)
+	if len(f.streams()) != n {
+		t.Fatal("an interactions-only model's turn fell back")
+	}
 }
