@@ -146,6 +146,10 @@ type Answer struct {
 	// exhausted and Model, the fallback model (the API backend's
 	// --fallback-model), answered instead; "" otherwise.
 	FallbackFrom string
+	// Interaction is the id of the Interactions API interaction that
+	// answered, when Google keeps it for a next turn to continue (the API
+	// backend's --api-server-history); "" otherwise.
+	Interaction string
 	// Via says, for logs, how the answer came: "warm", "json",
 	// "preselected", "api"…
 	Via string

@@ -396,6 +396,7 @@ func (o *output) result() *mcp.CallToolResult {
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: o.text()}}, Meta: meta}
 	render.AddBuiltins(res, o.answer)
 	render.AddFallback(res, o.answer)
+	render.AddInteraction(res, o.answer)
 	return res
 }
 

@@ -1,7 +1,8 @@
 // Package render turns what a turn gave into the parts of a tool's result
 // every tool adds the same way: the sources and URLs of the Gemini API's
 // built-in tools, the code it ran, its images and thoughts (AddBuiltins),
-// the note of a fallback model's answer (AddFallback), of an answer whose
+// the note of a fallback model's answer (AddFallback), the interaction
+// Google keeps of the turn (AddInteraction), the note of an answer whose
 // turn could not be kept (AddUnsaved), and the session's (SessionNote).
 // The chat tools (internal/tools) and the expert tools (internal/expert)
 // use it.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api/interact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -124,7 +125,7 @@ func (d *Deps) research(ctx context.Context, req *mcp.CallToolRequest, in Resear
 	if err != nil {
 		return nil, nil, fmt.Errorf("research: %w", err)
 	}
-	r := &researchRun{jobs: d.Jobs, rs: rs, id: first.ID, every: d.ResearchPoll, limit: d.ResearchLimit}
+	r := &researchRun{jobs: d.Jobs, rs: rs, id: first.ID, every: d.ResearchPoll, limit: d.ResearchLimit, files: files}
 	j, err := d.Conv.StartJob(ctx, req, "research", r.run, r.cancel)
 	if err != nil {
 		r.cancel()
@@ -140,11 +141,22 @@ func (d *Deps) research(ctx context.Context, req *mcp.CallToolRequest, in Resear
 	}
 	res := conversation.StartedJob(j)
 	res.Meta["interactionId"] = first.ID
-	if files != nil {
-		res.Meta["filesProcessed"] = notes(files.Processed)
-		res.Meta["filesSkipped"] = notes(files.Skipped)
-	}
+	addFilesMeta(res, files)
 	return res, nil, nil
+}
+
+// addFilesMeta says in res's _meta what of research's files was sent and
+// left out, when it named files: in the answer that starts the job and
+// in the report, whether a wait returns it or the job tool does.
+func addFilesMeta(res *mcp.CallToolResult, files *filectx.Files) {
+	if files == nil {
+		return
+	}
+	if res.Meta == nil {
+		res.Meta = mcp.Meta{}
+	}
+	res.Meta["filesProcessed"] = notes(files.Processed)
+	res.Meta["filesSkipped"] = notes(files.Skipped)
 }
 
 // interactionOf is the interaction of owner's research job named by

@@ -1,11 +1,14 @@
 package tools
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
@@ -83,5 +86,58 @@ func TestResearchContext(t *testing.T) {
 	if _, _, err := d.research(as("tok"), request(t, "research", nil), ResearchInput{Query: "q", Files: []string{"notes.txt"}}); err == nil ||
 		!strings.Contains(err.Error(), "reads no project files") {
 		t.Errorf("files on a server without file context: %v", err)
+	}
+}
+
+// TestResearchFilesMeta: what of research's files was sent and left out
+// is in the _meta of the answer that starts the job, of the report a
+// wait returns inline and of the report the job tool returns, the same
+// in all three.
+func TestResearchFilesMeta(t *testing.T) {
+	t.Parallel()
+	d, _ := researchDeps(t)
+	root := realTemp(t)
+	for name, content := range map[string]string{"notes.txt": "the tea notes\n", ".env": "API_TOKEN=very-secret-value-123\n"} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Files = &filectx.Service{Root: root}
+	in := ResearchInput{Query: "tea [[steps:0]]", Files: []string{"notes.txt", ".env"}}
+	files := func(what string, res *mcp.CallToolResult) string {
+		t.Helper()
+		b, err := json.Marshal(map[string]any{"processed": res.Meta["filesProcessed"], "skipped": res.Meta["filesSkipped"]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ Processed, Skipped []filectx.FileNote }
+		if err := json.Unmarshal(b, &got); err != nil || len(got.Processed) != 1 || got.Processed[0].Path != "notes.txt" ||
+			len(got.Skipped) != 1 || got.Skipped[0].Path != ".env" {
+			t.Errorf("%s: _meta.filesProcessed %v, filesSkipped %v; want notes.txt sent and .env left out",
+				what, res.Meta["filesProcessed"], res.Meta["filesSkipped"])
+		}
+		return string(b)
+	}
+
+	started, _, err := d.research(as("tok"), request(t, "research", nil), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := jobEnd(t, d, "tok", started.Meta["jobId"].(string))
+	if err != nil || res.IsError {
+		t.Fatalf("the research: %v %v", err, res)
+	}
+	want := files("the start", started)
+	if got := files("the job's report", res); got != want {
+		t.Errorf("the job's report says %s, the start %s", got, want)
+	}
+
+	in.Wait = MaxJobWait
+	inline, _, err := d.research(as("tok"), request(t, "research", nil), in)
+	if err != nil || inline.IsError || !strings.HasPrefix(textOf(inline), fakeapi.ReportText(in.Query)) {
+		t.Fatalf("research with wait: %v %v", inline, err)
+	}
+	if got := files("the report of a wait", inline); got != want {
+		t.Errorf("the report of a wait says %s, the start %s", got, want)
 	}
 }

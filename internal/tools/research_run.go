@@ -12,6 +12,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api/interact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 )
 
@@ -37,6 +38,10 @@ type researchRun struct {
 	// limit how long after the job's start the run is given up
 	// (MaxResearchTime when zero).
 	every, limit time.Duration
+	// files are the files the research was started with, said in the
+	// report's _meta; nil for none, and in a run resumed after a restart,
+	// which the job's record does not tell them.
+	files *filectx.Files
 
 	mu   sync.Mutex
 	last time.Time
@@ -66,7 +71,7 @@ func (r *researchRun) run(ctx context.Context, j jobs.Job) (*mcp.CallToolResult,
 	ctx, stop := context.WithDeadlineCause(ctx, j.Created.Add(limit), errResearchTooLong)
 	defer stop()
 	res, err := r.rs.Wait(ctx, r.id, interact.WaitOptions{Interval: r.every, Progress: func(p *interact.Result) { r.progress(ctx, j, p) }})
-	r.stopFlush()
+	r.endFlush(ctx, j)
 	if ctx.Err() != nil {
 		if errors.Is(context.Cause(ctx), errResearchTooLong) {
 			r.cancel()
@@ -86,7 +91,9 @@ func (r *researchRun) run(ctx context.Context, j jobs.Job) (*mcp.CallToolResult,
 		r.partial(j, res)
 		return nil, fmt.Errorf("research: %w", err)
 	}
-	return researchResult(res), nil
+	out := researchResult(res)
+	addFilesMeta(out, r.files)
+	return out, nil
 }
 
 // cancel cancels the interaction, on a context of its own: the job's
@@ -137,16 +144,30 @@ func (r *researchRun) flush(ctx context.Context, j jobs.Job) {
 	}
 }
 
-// stopFlush stops a pending flush and waits for one running to end.
-func (r *researchRun) stopFlush() {
+// endFlush ends the flushes once the poll has ended: it stops a pending
+// flush, waits for one running to end and writes what the rate limit
+// held back, so that no thought summary is lost from the job's progress
+// and output so far when the poll ends right after it (an error, a
+// cancel, the time limit). The write outlives the job's context, briefly.
+func (r *researchRun) endFlush(ctx context.Context, j jobs.Job) {
 	r.mu.Lock()
 	if r.flushing != nil && r.flushing.Stop() {
 		r.flushing = nil
 		r.flushes.Done()
 	}
+	p := r.pending
+	r.pending = nil
 	r.mu.Unlock()
 	r.flushes.Wait()
+	if p != nil {
+		wctx, done := context.WithTimeout(context.WithoutCancel(ctx), endFlushTimeout)
+		defer done()
+		r.write(wctx, j, p)
+	}
 }
+
+// endFlushTimeout bounds endFlush's write.
+const endFlushTimeout = 5 * time.Second
 
 // write writes p's latest thought summary and output so far into the
 // job.

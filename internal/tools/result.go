@@ -62,6 +62,7 @@ func (d *Deps) result(ctx context.Context, o conversation.Outcome) *mcp.CallTool
 	}
 	render.AddBuiltins(out, res)
 	render.AddFallback(out, res)
+	render.AddInteraction(out, res)
 	if unsaved != "" {
 		// The note saying what became of the session replaces the one
 		// that says to pass its id to chat-reply.

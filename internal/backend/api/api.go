@@ -335,9 +335,13 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	if known && !found {
 		return nil, b.unknownModel(model)
 	}
+	quotaNote := ""
 	if background, use := b.interactionTurn(t, mi, known); use {
-		return b.runInteraction(parent, ctx, interactionCall{id: id, fresh: fresh, t: t, model: model, background: background,
+		ans, err := b.runInteraction(parent, ctx, interactionCall{id: id, fresh: fresh, t: t, model: model, background: background,
 			user: user, userCtx: userCtx, earlier: h.contents, prev: h.interaction, prevModel: h.model, obs: obs})
+		if quotaNote = b.quotaOnInteraction(background, model, err); quotaNote == "" {
+			return ans, err
+		}
 	}
 	if known && !mi.generates {
 		return nil, newError(backend.KindInput, nil, "model %q does not generate content (it is not a chat model); "+
@@ -365,6 +369,9 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	notApplied, err := thinking(t, model, mi, known, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if quotaNote != "" {
+		notApplied = append(notApplied, quotaNote)
 	}
 
 	if len(refs) > 0 {

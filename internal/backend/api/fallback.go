@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
 	"google.golang.org/genai"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api/interact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/metrics"
 )
 
@@ -149,6 +151,31 @@ func (b *Backend) fallback(parent, ctx context.Context, id string, t backend.Tur
 		return nil, nil, nil, "", fail(unmarkExhausted(err))
 	}
 	return res, exchange, append(notes, more...), model, nil
+}
+
+// quotaOnInteraction is the note of a server-side-history turn (not
+// background: its model serves generateContent) whose interaction the
+// API refused to create with a 429, when a fallback model is set: the
+// turn then goes through generateContent, where a per-minute limit is
+// waited out and an exhausted quota goes to the fallback model, as for
+// any turn. The Interactions API's errors are read without their quota
+// details, so that the create's 429 alone cannot tell the two apart.
+// An interactions-only model's turn (background) has no such way: the
+// fallback model serves generateContent, and answering for a model
+// served on the Interactions API alone is not what was asked. "" when
+// the turn does not go on.
+func (b *Backend) quotaOnInteraction(background bool, model string, err error) string {
+	var be *backend.Error
+	var ae *interact.APIError
+	if background || b.fallbackModel == "" || !errors.As(err, &be) || be.Status != http.StatusTooManyRequests ||
+		!errors.As(err, &ae) || ae.Op != "create" {
+		return ""
+	}
+	b.log.Warn("gemini api: the interaction of a server-side history turn was refused for its quota or rate; the turn goes through generateContent",
+		"model", model, "err", b.maskKey(err.Error()))
+	return "server-side history: the Gemini API refused to create the turn's interaction on " + model +
+		" (HTTP 429: its quota or rate limit), so the turn went through generateContent, where --fallback-model applies; " +
+		"the next turn resends the conversation"
 }
 
 // listed is name when the model list fetched last holds it, else "other":

@@ -117,6 +117,18 @@ func (b *Backend) runInteraction(parent, ctx context.Context, c interactionCall)
 		return nil, newError(backend.KindInput, nil, "model %q is served on the Gemini Interactions API alone, where this "+
 			"server sends the conversation's text only: %s cannot go with it; leave them out, or choose another model", c.model, what)
 	}
+	// The model list was read for this turn: this is its cached answer.
+	if mi, found, known, err := b.models.lookup(ctx, c.model); err == nil && known && found && mi.inputLimit > 0 {
+		// The model reads the whole conversation, also when Google keeps
+		// it: the text resent, or kept, and the new turn.
+		var system *genai.Content
+		if t.SystemPrompt != "" {
+			system = genai.NewContentFromText(t.SystemPrompt, genai.RoleUser)
+		}
+		if err := b.checkFits(parent, ctx, c.model, mi.inputLimit, system, append(contents(messages(c.earlier)), c.user)); err != nil {
+			return nil, err
+		}
+	}
 	ic, err := b.Interactions()
 	if err != nil {
 		return nil, err
@@ -254,7 +266,8 @@ func (b *Backend) recordInteraction(parent context.Context, c interactionCall, r
 		usage = &backend.Usage{PromptTokens: u.Input, OutputTokens: u.Output, ThinkingTokens: u.Thought,
 			ToolUsePromptTokens: u.ToolUse, TotalTokens: u.Total}
 	}
-	ans := &backend.Answer{SessionID: c.id, Text: r.Text, Usage: usage, NotApplied: notes, Model: model, Via: "api"}
+	ans := &backend.Answer{SessionID: c.id, Text: r.Text, Usage: usage, NotApplied: notes, Model: model, Via: "api",
+		Interaction: kept}
 	if c.t.IncludeThoughts {
 		ans.Thoughts = strings.Join(r.Thoughts, "\n\n")
 	}
@@ -302,6 +315,19 @@ func messages(contents []*genai.Content) []interact.Message {
 			continue
 		}
 		out = append(out, m)
+	}
+	return out
+}
+
+// contents is the conversation of ms, as generateContent's contents.
+func contents(ms []interact.Message) []*genai.Content {
+	out := make([]*genai.Content, 0, len(ms)+1)
+	for _, m := range ms {
+		role := genai.Role(genai.RoleUser)
+		if m.Model {
+			role = genai.RoleModel
+		}
+		out = append(out, genai.NewContentFromText(m.Text, role))
 	}
 	return out
 }

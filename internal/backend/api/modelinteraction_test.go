@@ -89,8 +89,8 @@ func TestInteractionsOnlyModelRunsInTheBackground(t *testing.T) {
 	if ids := f.fake.Interactions(); len(ids) != 0 {
 		t.Errorf("the API still holds %v after the call", ids)
 	}
-	if tr := f.record(a.SessionID); tr.Interaction != "" || tr.ModelName != fakeapi.InteractionsOnlyModel {
-		t.Errorf("record %+v", tr)
+	if tr := f.record(a.SessionID); tr.Interaction != "" || tr.ModelName != fakeapi.InteractionsOnlyModel || a.Interaction != "" {
+		t.Errorf("record %+v, the answer names interaction %q", tr, a.Interaction)
 	}
 
 	reply := "and then? [[steps:0]]"
@@ -119,7 +119,7 @@ func TestServerHistoryContinuesTheStoredInteraction(t *testing.T) {
 	f := interactionFixture(t, Options{ServerHistory: true})
 	a := f.mustRun(backend.Turn{Prompt: "hello"})
 	first := f.record(a.SessionID).Interaction
-	if a.Text != fakeapi.InteractionAnswer("hello", 1) || first == "" || len(f.streams()) != 0 {
+	if a.Text != fakeapi.InteractionAnswer("hello", 1) || first == "" || len(f.streams()) != 0 || a.Interaction != first {
 		t.Fatalf("first %+v, interaction %q", a, first)
 	}
 	b := f.mustRun(backend.Turn{Session: a.SessionID, Prompt: "again"})

@@ -308,6 +308,17 @@ func (s *Server) serveInteractions(w http.ResponseWriter, r *http.Request, rec R
 			s.failInteraction(w, rec, http.StatusBadRequest, "fakeapi: bad interactions body")
 			return true
 		}
+		// A model's quota (ExhaustQuota) holds for its interactions too.
+		var head struct {
+			Model string `json:"model"`
+		}
+		if json.Unmarshal(raw, &head) == nil && head.Model != "" {
+			q := rec
+			q.Model = strings.TrimPrefix(head.Model, "models/")
+			if s.refuseQuota(w, q) {
+				return true
+			}
+		}
 		fi, code, msg := is.create(raw, r.Header.Get("X-Goog-Api-Key"))
 		if fi != nil {
 			rec.Prompt, rec.Model = fi.input, fi.model

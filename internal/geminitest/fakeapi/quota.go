@@ -58,7 +58,8 @@ type quotaState struct {
 }
 
 // ExhaustQuota makes the generateContent and streamGenerateContent
-// requests for model (its name without "models/") run into q; the zero
+// requests for model (its name without "models/"), and the creates of its
+// interactions, run into q; the zero
 // Quota with Daily false and no RetryDelay is a per-minute quota refusing
 // every request. ExhaustQuota(model, nil) lifts it.
 func (s *Server) ExhaustQuota(model string, q *Quota) {

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/manifesttest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/redistest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/ratelimit"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
@@ -18,7 +20,8 @@ import (
 // TestKeysAsDocumented: the keys the documentation names (`PREFIX …` in
 // docs/*.md, its words in capitals standing for the ids) are the keys the
 // store writes, each of them: a session's with its answer page and lease,
-// a rate limit's bucket as the rate limiter names it, an OAuth sign-in.
+// a rate limit's bucket as the rate limiter names it, an OAuth sign-in,
+// a live job and a file search manifest with a file.
 func TestKeysAsDocumented(t *testing.T) {
 	const prefix = "p:"
 	srv := redistest.Start(t)
@@ -28,9 +31,14 @@ func TestKeysAsDocumented(t *testing.T) {
 	// One value for each word of the docs; CLIENT is both the client of a
 	// session's latest turn and a rate limit's caller, so one value.
 	id, answer := session.NewUUID(), session.NewUUID()
+	job, err := jobs.New("owner-a", "research", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifestKey := "/work/a\x00token:a"
 	words := map[string]string{
-		"ID": id, "ANSWER": answer, "TOKEN": "owner-a", "CLIENT": "token:a", "DIR": "/work/a",
-		"TOOL": "analyze", "URL": "https://mcp.example/mcp",
+		"ID": id, "ANSWER": answer, "TOKEN": job.Owner, "CLIENT": "token:a", "DIR": "/work/a",
+		"TOOL": "analyze", "URL": "https://mcp.example/mcp", "JOB": job.ID, "H": manifestHash(manifestKey),
 	}
 	if _, err := s.Touch(ctx, id, session.Turn{Cwd: words["DIR"], Owner: words["TOKEN"], Client: words["CLIENT"]}, time.Now()); err != nil {
 		t.Fatal(err)
@@ -52,6 +60,15 @@ func TestKeysAsDocumented(t *testing.T) {
 		t.Fatal("the rate limiter refused the first call")
 	}
 	if err := s.SaveOAuthToken(ctx, words["URL"], "https://issuer.example", []byte(`{"access_token":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateJob(ctx, job, jobs.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Manifests().SetStore(ctx, manifestKey, "fileSearchStores/s1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Manifests().PutFile(ctx, manifestKey, "a.go", manifesttest.Entry(1)); err != nil {
 		t.Fatal(err)
 	}
 

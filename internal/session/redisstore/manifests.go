@@ -33,8 +33,16 @@ import (
 // keys do not expire: a manifest names its File Search store, which only
 // its removal (file search's sweep, after its TTL) deletes.
 //
+// An H left in the index without a record (Redis failed between a
+// Remove's two steps, or a SetStore's) is taken out by a List that finds
+// it there with a use over orphanGrace old, so that an H whose SetStore
+// is between its steps stays; the ZREM holds only while the H's score is
+// the one List read, so that a SetStore meanwhile keeps its entry. At
+// most maxOrphans go per List; the rest go at the next.
+//
 // Round trips: Get, PutFile and DeleteFile one each (Get's a MULTI of the
-// record and the files), SetStore and Remove two, List two.
+// record and the files), SetStore and Remove two, List two (three when it
+// takes out orphans).
 
 var _ manifest.Keeper = (*Store)(nil)
 
@@ -77,6 +85,28 @@ if not cur then redis.call('DEL', KEYS[2]) return 0 end
 if cur ~= ARGV[1] then return -1 end
 redis.call('DEL', KEYS[1], KEYS[2])
 return 1`)
+
+// pruneManifestIndexScript takes Hs out of the index (KEYS[1]; ARGV:
+// pairs of H and the score it had when read) while their scores are
+// unchanged: the number taken out.
+var pruneManifestIndexScript = redis.NewScript(`
+local n = 0
+for i = 1, #ARGV, 2 do
+  local cur = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if cur and tonumber(cur) == tonumber(ARGV[i+1]) then
+    n = n + redis.call('ZREM', KEYS[1], ARGV[i])
+  end
+end
+return n`)
+
+const (
+	// orphanGrace is how old an index entry without a record must be
+	// (by its use time) before List takes it out: far over the time
+	// between a SetStore's two steps.
+	orphanGrace = 10 * time.Minute
+	// maxOrphans bounds the entries one List takes out.
+	maxOrphans = 1000
+)
 
 // Manifests implements manifest.Keeper.
 func (s *Store) Manifests() manifest.Manifests { return manifests{s} }
@@ -195,9 +225,9 @@ func (m manifests) Remove(ctx context.Context, key string) error {
 }
 
 // List implements manifest.Manifests: the index, then the records in one
-// pipeline.
+// pipeline, then the orphans' removal when there are any.
 func (m manifests) List(ctx context.Context) ([]manifest.Record, error) {
-	hs, err := m.s.rdb.ZRange(ctx, m.s.manifestIndexKey(), 0, -1).Result()
+	hs, err := m.s.rdb.ZRangeWithScores(ctx, m.s.manifestIndexKey(), 0, -1).Result()
 	if err != nil {
 		return nil, m.s.fail(ctx, err)
 	}
@@ -206,17 +236,23 @@ func (m manifests) List(ctx context.Context) ([]manifest.Record, error) {
 	}
 	p := m.s.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(hs))
-	for i, h := range hs {
+	for i, z := range hs {
+		h, _ := z.Member.(string)
 		cmds[i] = p.HMGet(ctx, m.s.manifestKeys(h)[0], "key", "store", "used")
 	}
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, m.s.fail(ctx, err)
 	}
 	out := make([]manifest.Record, 0, len(hs))
+	var orphans []any
+	old := float64(time.Now().Add(-orphanGrace).UnixMilli())
 	for i, c := range cmds {
 		vals := c.Val()
 		key, _ := vals[0].(string)
-		if key == "" || manifestHash(key) != hs[i] {
+		if key == "" && hs[i].Score < old && len(orphans) < 2*maxOrphans {
+			orphans = append(orphans, hs[i].Member, strconv.FormatInt(int64(hs[i].Score), 10))
+		}
+		if key == "" || manifestHash(key) != hs[i].Member {
 			continue // removed, or not yet written
 		}
 		store, _ := vals[1].(string)
@@ -226,6 +262,10 @@ func (m manifests) List(ctx context.Context) ([]manifest.Record, error) {
 			return nil, m.corrupt(key, err)
 		}
 		out = append(out, manifest.Record{Key: key, Store: store, Used: time.UnixMilli(ms)})
+	}
+	if len(orphans) > 0 {
+		// A failure leaves them to the next List; the records are read.
+		_ = pruneManifestIndexScript.Run(ctx, m.s.rdb, []string{m.s.manifestIndexKey()}, orphans...).Err()
 	}
 	return out, nil
 }

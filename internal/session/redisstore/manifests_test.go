@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/manifest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/manifesttest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/redistest"
@@ -242,5 +244,87 @@ func TestManifestRoundTrips(t *testing.T) {
 				t.Errorf("%s: %s took %d round trips, want %d", name, c.name, n, want[c.name])
 			}
 		}
+	}
+}
+
+// failZRem fails every ZREM, as Redis failing between a Remove's delete of
+// the record and its removal of the index entry.
+type failZRem struct{ on atomic.Bool }
+
+func (*failZRem) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *failZRem) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if f.on.Load() && cmd.Name() == "zrem" {
+			err := errors.New("connection reset by peer")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (*failZRem) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestManifestsListCleansOrphans: an index entry a failed Remove left
+// without its record is taken out by the next List, once its use is past
+// the grace; an entry without a record whose use is recent (a SetStore
+// between its two steps) stays.
+func TestManifestsListCleansOrphans(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv, session.Options{Prefix: "p:"})
+	c := plain(t, srv)
+	ctx, m := t.Context(), s.Manifests()
+	gone, kept := "/work/gone\x00token:a", "/work/kept\x00token:a"
+	if err := m.SetStore(ctx, gone, "fileSearchStores/s1", time.Now().Add(-orphanGrace-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetStore(ctx, kept, "fileSearchStores/s2", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	hook := &failZRem{}
+	s.rdb.AddHook(hook)
+	hook.on.Store(true)
+	if err := m.Remove(ctx, gone); !errors.Is(err, session.ErrUnavailable) {
+		t.Fatalf("Remove with Redis failing before the index: %v", err)
+	}
+	hook.on.Store(false)
+	// A SetStore that added its index entry and has not written its
+	// record yet.
+	pending := manifestHash("/work/pending\x00token:a")
+	if err := c.ZAdd(ctx, "p:manifests", redis.Z{Score: float64(time.Now().UnixMilli()), Member: pending}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.ZCard(ctx, "p:manifests").Val(); n != 3 {
+		t.Fatalf("the index has %d entries before List, want 3", n)
+	}
+	recs, err := m.List(ctx)
+	if err != nil || len(recs) != 1 || recs[0].Key != kept {
+		t.Fatalf("List: %+v, %v; want %q alone", recs, err, kept)
+	}
+	idx := c.ZRange(ctx, "p:manifests", 0, -1).Val()
+	want := []string{manifestHash(kept), pending}
+	if strings.Join(sorted(idx), " ") != strings.Join(sorted(want), " ") {
+		t.Fatalf("the index after List: %q, want %q (the removed manifest's entry gone)", idx, want)
+	}
+}
+
+// TestManifestsPruneKeepsAReAdded: the orphans' removal takes an entry
+// out only while its score is the one List read, so that a SetStore that
+// came meanwhile keeps its entry.
+func TestManifestsPruneKeepsAReAdded(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv, session.Options{Prefix: "p:"})
+	c := plain(t, srv)
+	ctx := t.Context()
+	c.ZAdd(ctx, "p:manifests", redis.Z{Score: 1000, Member: "a"}, redis.Z{Score: 2000, Member: "b"})
+	n, err := pruneManifestIndexScript.Run(ctx, s.rdb, []string{"p:manifests"}, "a", "1000", "b", "1500").Int64()
+	if err != nil || n != 1 {
+		t.Fatalf("prune: %d, %v; want 1", n, err)
+	}
+	if idx := c.ZRange(ctx, "p:manifests", 0, -1).Val(); strings.Join(idx, " ") != "b" {
+		t.Fatalf("the index after the prune: %q, want b alone", idx)
 	}
 }

@@ -46,8 +46,9 @@ func TestAPIInteractionsOnlyModel(t *testing.T) {
 
 	prompt := "prove it [[steps:0]]"
 	res := callOK(t, cs, "chat", map[string]any{"prompt": prompt, "model": fakeapi.InteractionsOnlyModel})
-	if answerOf(res) != fakeapi.InteractionAnswer(prompt, 1) || res.Meta["model"] != fakeapi.InteractionsOnlyModel {
-		t.Fatalf("chat: %s %v", resultText(res), res.Meta)
+	if answerOf(res) != fakeapi.InteractionAnswer(prompt, 1) || res.Meta["model"] != fakeapi.InteractionsOnlyModel ||
+		res.Meta["interactionId"] != nil {
+		t.Fatalf("chat (its interaction, deleted, is not named): %s %v", resultText(res), res.Meta)
 	}
 	reply := "and then? [[steps:0]]"
 	res = callOK(t, cs, "chat-reply", map[string]any{"sessionId": res.Meta["sessionId"], "prompt": reply})
@@ -94,7 +95,8 @@ func TestAPIInteractionsOnlyModel(t *testing.T) {
 }
 
 // TestAPIServerHistory: with --api-server-history a chat-reply sends only
-// its prompt, continuing the chat's stored interaction; after the API
+// its prompt, continuing the chat's stored interaction, which the chat's
+// _meta.interactionId names (each turn's the one Google keeps); after the API
 // lost it, the next reply resends the conversation from the session
 // store and says so in _meta.notApplied.
 func TestAPIServerHistory(t *testing.T) {
@@ -106,10 +108,14 @@ func TestAPIServerHistory(t *testing.T) {
 	if answerOf(res) != fakeapi.InteractionAnswer("hello", 1) || len(streams(fake)) != 0 {
 		t.Fatalf("chat: %s", resultText(res))
 	}
+	kept := res.Meta["interactionId"]
 	res = callOK(t, cs, "chat-reply", map[string]any{"sessionId": id, "prompt": "again"})
 	creates := interactionCreates(t, fake)
-	if answerOf(res) != fakeapi.InteractionAnswer("again", 2) || creates[1]["previous_interaction_id"] == nil || creates[1]["input"] != "again" {
-		t.Fatalf("chat-reply: %s, create %v", resultText(res), creates[1])
+	if answerOf(res) != fakeapi.InteractionAnswer("again", 2) || kept == nil || creates[1]["previous_interaction_id"] != kept || creates[1]["input"] != "again" {
+		t.Fatalf("chat-reply: %s, create %v; the chat's _meta.interactionId %v", resultText(res), creates[1], kept)
+	}
+	if next := res.Meta["interactionId"]; next == nil || next == kept || !slices.Contains(fake.Interactions(), next.(string)) {
+		t.Errorf("the reply's _meta.interactionId %v, which the API holds: %v", next, fake.Interactions())
 	}
 
 	fake.ForgetInteractions()
