@@ -15,6 +15,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
 // DefaultModel is the model a turn without one runs on when Options.Model
@@ -52,6 +53,23 @@ type models struct {
 	byName  map[string]modelInfo
 }
 
+// listable says whether a name of the model list is kept: each of its
+// segments ("models/…", "publishers/google/models/…") a model name a turn
+// could give (validate.Model). Others, with spaces, control characters or
+// path steps, no turn could ask for, and none is made a default, put in an
+// error message or a metric label.
+func listable(name string) bool {
+	if name == "" || len(name) > 512 {
+		return false
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		if validate.Model(seg) != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // minMissRefresh is how old the list must be before a name missing from it
 // fetches it again: a model published minutes ago is found, while a caller
 // repeating a misspelt name does not list the models on every call.
@@ -73,7 +91,7 @@ func (m *models) refresh(ctx context.Context) error {
 	}
 	by := make(map[string]modelInfo, len(list))
 	for _, md := range list {
-		if md == nil || md.Name == "" {
+		if md == nil || !listable(md.Name) {
 			continue
 		}
 		mi := modelInfo{
@@ -192,7 +210,16 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// listModels reads the whole model list, page by page.
+// Bounds on the model list read: the API lists a few dozen models, 50 to
+// a page; an endpoint that lists more, or pages on for ever, is read up to
+// these (and the names no turn could ask for are left out, see refresh).
+const (
+	maxListedModels = 1000
+	maxModelPages   = 40
+)
+
+// listModels reads the model list, page by page, up to maxListedModels
+// models in at most maxModelPages pages.
 func (b *Backend) listModels(ctx context.Context) (out []*genai.Model, err error) {
 	defer func() {
 		// The SDK panics on some malformed lists (v1.77.0: "models": null);
@@ -201,11 +228,24 @@ func (b *Backend) listModels(ctx context.Context) (out []*genai.Model, err error
 			out, err = nil, fmt.Errorf("the model list could not be read: %v", v)
 		}
 	}()
-	for m, err := range b.client.Models.All(ctx) {
+	page, err := b.client.Models.List(ctx, &genai.ListModelsConfig{})
+	for n := 1; ; n++ {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, m)
+		out = append(out, page.Items...)
+		if len(out) >= maxListedModels || n == maxModelPages || page.NextPageToken == "" {
+			break
+		}
+		page, err = page.Next(ctx)
+		if errors.Is(err, genai.ErrPageDone) {
+			break
+		}
+	}
+	if len(out) > maxListedModels || page.NextPageToken != "" {
+		b.log.Warn("gemini api: the model list goes on past this server's bound; the rest is not read",
+			"models", min(len(out), maxListedModels), "pages", maxModelPages)
+		out = out[:min(len(out), maxListedModels)]
 	}
 	return out, nil
 }
