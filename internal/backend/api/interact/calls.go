@@ -100,7 +100,7 @@ func (c *Client) StartAgent(ctx context.Context, r AgentRequest) (*Result, error
 	if r.PreviousID != "" {
 		body.PreviousInteractionID = &r.PreviousID
 	}
-	return c.create(ctx, body, agent, r.PreviousID)
+	return c.create(ctx, body, agent, r.PreviousID, true)
 }
 
 // StartModel runs a model interaction: finished when it returns, unless
@@ -131,12 +131,18 @@ func (c *Client) StartModel(ctx context.Context, r ModelRequest) (*Result, error
 	if r.PreviousID != "" {
 		body.PreviousInteractionID = &r.PreviousID
 	}
-	return c.create(ctx, body, "", r.PreviousID)
+	return c.create(ctx, body, "", r.PreviousID, r.Background)
 }
 
-func (c *Client) create(ctx context.Context, body any, agent, prev string) (*Result, error) {
+// create starts an interaction; bounded says the answer comes at once (a
+// background one), so that the call is bounded as every other.
+func (c *Client) create(ctx context.Context, body any, agent, prev string, bounded bool) (*Result, error) {
 	var in json.RawMessage
-	err := c.call(ctx, "create", http.MethodPost, "/interactions", body, &in, agent)
+	call := c.callUnbounded
+	if bounded {
+		call = c.call
+	}
+	err := call(ctx, "create", http.MethodPost, "/interactions", body, &in, agent)
 	var ae *APIError
 	if errors.As(err, &ae) && ae.HTTPStatus == http.StatusNotFound && prev != "" && strings.Contains(ae.Message, prev) {
 		// The interaction continued is gone, not the agent.
