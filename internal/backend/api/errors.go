@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 )
 
@@ -83,13 +84,36 @@ func (b *Backend) maskKey(s string) string {
 	return strings.ReplaceAll(s, b.creds.Key, redact.Mask)
 }
 
+// maxAPIMessageBytes bounds the API's own words quoted in an error: an
+// error answer's message (or, when it is not Google's JSON, its whole
+// body, up to the 8 MiB every answer may be) goes to the client and the
+// log.
+const maxAPIMessageBytes = 2000
+
+// apiWords is s, the API's words, as an error quotes them: without
+// control characters (a terminal's escapes), trimmed and clipped to n
+// bytes.
+func apiWords(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return ' '
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			return -1
+		}
+		return r
+	}, msg.Clip(s, 4*n))
+	return msg.Clip(strings.TrimSpace(s), n)
+}
+
 // apiError turns the API's error into the one the tools show.
 func (b *Backend) apiError(ctx context.Context, e genai.APIError, model string) *backend.Error {
-	status := e.Status
+	status := apiWords(e.Status, 64)
 	if status == "" {
 		status = "error"
 	}
-	said := b.maskKey(fmt.Sprintf("%d %s: %s", e.Code, status, strings.TrimSpace(e.Message)))
+	// Masked before it is clipped, so that no clip leaves part of the key.
+	said := b.maskKey(fmt.Sprintf("%d %s: %s", e.Code, status, apiWords(b.maskKey(e.Message), maxAPIMessageBytes)))
 	switch {
 	case e.Code == 403 && strings.Contains(e.Message, "permission to access the File"):
 		// A file of the Files API that is gone, not the credentials.

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+)
+
+// maxShownAPIError is what a test allows of an error's reason: the API's
+// message clipped, and this server's words around it.
+const maxShownAPIError = 4 << 10
+
+// Error answers of every malformed shape, and of a megabyte: each fails
+// its call at once (no retry for ever, no wait the API names that the call
+// cannot afford), with an error of bounded size that keeps no control
+// characters, and --fallback-model is asked only for a quota it can read as
+// exhausted.
+func TestHostileErrorBodies(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("quota \x1b[31m", 100000)
+	for name, c := range map[string]struct {
+		status int
+		body   string
+	}{
+		"megabyte message": {429, `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"` + big + `"}}`},
+		"megabyte text":    {503, big},
+		"details a string": {429, `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"m","details":"x"}}`},
+		"details of every wrong kind": {429, `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"m","details":[null,1,"x",
+			{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[null,"x",{"quotaId":5},{"quotaMetric":["perday"]}]},
+			{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"-5s"},
+			{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"9999999999h"},
+			{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":7}]}}`},
+		"code of another status": {500, `{"error":{"code":200,"message":"fine","status":"OK"}}`},
+		"code a string":          {429, `{"error":{"code":"RESOURCE_EXHAUSTED","message":"m"}}`},
+		"code huge":              {429, `{"error":{"code":1e300,"message":"m"}}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprint(w, `{"models":[{"name":"models/gemini-2.5-flash","supportedGenerationMethods":["generateContent"]},`+
+						`{"name":"models/gemini-2.5-pro","supportedGenerationMethods":["generateContent"]}]}`)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(c.status)
+				fmt.Fprint(w, c.body)
+			}))
+			t.Cleanup(srv.Close)
+			f := newFixture(t, Options{Model: "gemini-2.5-pro", FallbackModel: "gemini-2.5-flash", Getenv: func(k string) string {
+				switch k {
+				case "GEMINI_API_KEY":
+					return "test-key"
+				case "GOOGLE_GEMINI_BASE_URL":
+					return srv.URL
+				}
+				return ""
+			}})
+			ctx, cancel := context.WithTimeout(geminitest.Context(t), 20*time.Second)
+			defer cancel()
+			_, err := f.b.Run(ctx, backend.Turn{Prompt: "hi"})
+			if err == nil {
+				t.Fatal("a refused call succeeded")
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the call waited until its end: %v", err)
+			}
+			s := err.Error()
+			if len(s) > maxShownAPIError || strings.ContainsRune(s, 0x1b) {
+				t.Fatalf("an error of %d bytes: %.300q", len(s), s)
+			}
+		})
+	}
+}
