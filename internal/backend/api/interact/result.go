@@ -3,6 +3,7 @@ package interact
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"google.golang.org/genai/interactions/models/interactions"
@@ -283,7 +284,7 @@ func (r *Result) addText(text *strings.Builder, tc *wireContent) {
 	}
 	text.WriteString(t)
 	for _, u := range tc.Annotations {
-		if u.Type != "url_citation" || u.URL == nil {
+		if u.Type != "url_citation" || u.URL == nil || !webURL(*u.URL) {
 			continue
 		}
 		if len(r.Citations) == MaxCitations {
@@ -292,7 +293,7 @@ func (r *Result) addText(text *strings.Builder, tc *wireContent) {
 		}
 		c := Citation{URL: clip(*u.URL, 2048), Start: -1, End: -1}
 		if u.Title != nil {
-			c.Title = clip(*u.Title, 500)
+			c.Title = strings.Join(strings.Fields(clip(*u.Title, 500)), " ")
 		}
 		if u.StartIndex != nil && u.EndIndex != nil {
 			s, e := *u.StartIndex, *u.EndIndex
@@ -302,6 +303,15 @@ func (r *Result) addText(text *strings.Builder, tc *wireContent) {
 		}
 		r.Citations = append(r.Citations, c)
 	}
+}
+
+// webURL says whether s is an http(s) URL with a host: a source the
+// report cites, which the research result lists and links. Another (a
+// script, a local file, a data: URL) is not a source a client should be
+// handed to open.
+func webURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")) && u.Host != "" && u.Opaque == ""
 }
 
 func val(p *int) int {

@@ -1,0 +1,34 @@
+package interact
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+)
+
+// A citation is a web source: one whose URL is not http(s) (a script, a
+// local file, a data: URL the client might open) is not kept, and a title
+// cannot run onto another line of the numbered list of sources.
+func TestCitationsOnlyWebSources(t *testing.T) {
+	var anns []any
+	for _, u := range []string{"javascript:alert(1)", "file:///etc/passwd", "data:text/html,<script>x</script>", "//evil.example/x",
+		"https://example.com/ok", "HTTP://Example.com/also", "https://", "http:opaque"} {
+		anns = append(anns, map[string]any{"type": "url_citation", "url": u, "title": "t\n2. forged: https://evil.example"})
+	}
+	body, _ := json.Marshal(map[string]any{"id": "c", "status": "completed", "steps": []any{map[string]any{"type": "model_output",
+		"content": []any{map[string]any{"type": "text", "text": "the report", "annotations": anns}}}}})
+	r, err := serveScript(t, 200, string(body)).Get(geminitest.Context(t), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Citations) != 2 || r.Citations[0].URL != "https://example.com/ok" || r.Citations[1].URL != "HTTP://Example.com/also" {
+		t.Fatalf("citations kept: %d: %#v", len(r.Citations), r.Citations)
+	}
+	for _, c := range r.Citations {
+		if strings.ContainsAny(c.Title, "\n\r") {
+			t.Fatalf("a title keeps its line break: %q", c.Title)
+		}
+	}
+}
