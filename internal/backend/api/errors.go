@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -104,6 +106,25 @@ func apiWords(s string, n int) string {
 		return r
 	}, msg.Clip(s, 4*n))
 	return msg.Clip(strings.TrimSpace(s), n)
+}
+
+// undecodable says whether err is the SDK's failure to decode an answer
+// (JSON that is not, a field of the wrong type, bytes that are not
+// base64), and returns the decoder's own words: the SDK's error quotes the
+// whole answer, up to the cap of one event.
+func undecodable(err error) (string, bool) {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var b64 base64.CorruptInputError
+	switch {
+	case errors.As(err, &syn):
+		return apiWords(syn.Error(), 200), true
+	case errors.As(err, &typ):
+		return apiWords(typ.Error(), 200), true
+	case errors.As(err, &b64):
+		return "inline data that is not base64: " + b64.Error(), true
+	}
+	return "", false
 }
 
 // apiError turns the API's error into the one the tools show.

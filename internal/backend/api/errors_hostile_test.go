@@ -80,3 +80,45 @@ func TestHostileErrorBodies(t *testing.T) {
 		})
 	}
 }
+
+// An event of the answer that the SDK cannot decode (inline data that is
+// not base64, a field of the wrong type) fails the call as an answer that
+// could not be read, quoting the decoder's words, not the event: the SDK's
+// error holds the whole event, up to the cap of one event.
+func TestUndecodableEventBounded(t *testing.T) {
+	t.Parallel()
+	for name, event := range map[string]string{
+		"not base64": `{"candidates":[{"content":{"role":"model","parts":[{"text":"here"},{"inlineData":{"mimeType":"image/png","data":"!!!not base64 ` +
+			strings.Repeat("A", 200000) + `"}}]},"finishReason":"STOP"}]}`,
+		"wrong type": `{"candidates":[{"content":{"role":"model","parts":[{"text":7}]},"finishReason":"STOP","x":"` + strings.Repeat("A", 200000) + `"}]}`,
+		"not JSON":   `{"candidates":[` + strings.Repeat("A", 200000),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprint(w, `{"models":[{"name":"models/gemini-2.5-flash","supportedGenerationMethods":["generateContent"]}]}`)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprintf(w, "data: %s\n\n", event)
+			}))
+			t.Cleanup(srv.Close)
+			f := newFixture(t, Options{Getenv: func(k string) string {
+				switch k {
+				case "GEMINI_API_KEY":
+					return "test-key"
+				case "GOOGLE_GEMINI_BASE_URL":
+					return srv.URL
+				}
+				return ""
+			}})
+			_, err := f.b.Run(geminitest.Context(t), backend.Turn{Prompt: "hi"})
+			be := wantKind(t, err, backend.KindBadOutput, 0, "could not be read")
+			if s := be.Error(); len(s) > maxShownAPIError || strings.Contains(s, strings.Repeat("A", 100)) {
+				t.Fatalf("an error of %d bytes: %.300q", len(s), s)
+			}
+		})
+	}
+}
