@@ -458,9 +458,6 @@ func (b *Backend) classify(parent, ctx context.Context, err error, model string)
 	if e, ok := asAPIError(err); ok {
 		return b.apiError(ctx, e, model)
 	}
-	if why, ok := undecodable(err); ok {
-		return newError(backend.KindBadOutput, err, "the Gemini API's answer could not be read (%s); nothing was recorded; try again", why)
-	}
 	return newError(backend.KindFailed, err, "the Gemini API could not be reached (%s); check the network, "+
 		"and GOOGLE_GEMINI_BASE_URL if set", apiWords(err.Error(), maxAPIMessageBytes))
 }

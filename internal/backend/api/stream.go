@@ -133,6 +133,10 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 	var meta metadata
 	var x extras
 	for chunk, err := range b.client.Models.GenerateContentStream(ctx, model, contents, cfg) {
+		if why, ok := undecodable(err); ok {
+			return nil, received, newError(backend.KindBadOutput, err, "the Gemini API's answer could not be read (%s); "+
+				"nothing was recorded; try again", why)
+		}
 		if err != nil {
 			return nil, received, err
 		}
