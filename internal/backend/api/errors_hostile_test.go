@@ -1,16 +1,21 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session/memstore"
 )
 
 // maxShownAPIError is what a test allows of an error's reason: the API's
@@ -122,3 +127,50 @@ func TestUndecodableEventBounded(t *testing.T) {
 		})
 	}
 }
+
+// A model list that cannot be read lets a turn naming its model go on
+// unchecked, as before, and the log says so in bounded words, not with
+// the list's body (up to 8 MiB) in one line.
+func TestUnreadableModelListLoggedBounded(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"models":[{"name":7,"x":"`+strings.Repeat("A", 1<<20)+`"}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"fine\"}]},\"finishReason\":\"STOP\"}]}\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	var logs syncBuffer
+	b, err := New(Options{Getenv: func(k string) string {
+		switch k {
+		case "GEMINI_API_KEY":
+			return "test-key"
+		case "GOOGLE_GEMINI_BASE_URL":
+			return srv.URL
+		}
+		return ""
+	}}, memstore.New(session.Options{}), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	a, err := b.Run(geminitest.Context(t), backend.Turn{Prompt: "hi", Model: "gemini-2.5-flash"})
+	if err != nil || a.Text != "fine" {
+		t.Fatalf("the turn: %+v %v", a, err)
+	}
+	if s := logs.String(); !strings.Contains(s, "goes unchecked") || len(s) > 3*maxShownAPIError {
+		t.Fatalf("the log, %d bytes: %.500q", len(s), s)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
