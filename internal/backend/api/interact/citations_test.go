@@ -32,3 +32,25 @@ func TestCitationsOnlyWebSources(t *testing.T) {
 		}
 	}
 }
+
+// The errors a Result keeps, of its steps and of the interaction, are
+// bounded in number as in size: an interaction failed with an error on
+// each of its 2,000 steps makes an error message of a few KB.
+func TestErrorsBounded(t *testing.T) {
+	var steps []any
+	for range MaxSteps {
+		steps = append(steps, map[string]any{"type": "model_output", "error": map[string]any{"message": strings.Repeat("e", 1000)}})
+	}
+	var errs []any
+	for range 100 {
+		errs = append(errs, map[string]any{"code": "X", "message": "m"})
+	}
+	body, _ := json.Marshal(map[string]any{"id": "f", "status": "failed", "steps": steps, "errors": errs})
+	r, err := serveScript(t, 200, string(body)).Get(geminitest.Context(t), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Errors) > maxErrors || !strings.Contains(strings.Join(r.Errors, ";"), "X: m") || r.Err() == nil || len(r.Err().Error()) > maxErrors*600 {
+		t.Fatalf("%d errors kept, an error of %d bytes", len(r.Errors), len(r.Err().Error()))
+	}
+}

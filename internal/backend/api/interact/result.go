@@ -24,6 +24,9 @@ const (
 	maxThoughtBytes = 4 << 10
 	// MaxCitations bounds the citations kept.
 	MaxCitations = 256
+	// maxErrors bounds the errors kept, of the steps (at most half of
+	// them) and of the interaction, each at most 500 bytes.
+	maxErrors = 16
 )
 
 // Status is an interaction's status, as the API names it.
@@ -228,7 +231,9 @@ func resultOf(raw []byte) (*Result, error) {
 					r.addText(&text, &st.Content[i])
 				}
 			}
-			if st.Error != nil && st.Error.Message != nil {
+			if st.Error != nil && st.Error.Message != nil && len(r.Errors) < maxErrors/2 {
+				// Half the room: the interaction's own errors, its
+				// cause, come after.
 				r.Errors = append(r.Errors, clip(*st.Error.Message, 500))
 			}
 		case "function_call":
@@ -238,8 +243,8 @@ func resultOf(raw []byte) (*Result, error) {
 		}
 	}
 	r.Text = text.String()
-	for i, e := range in.Errors {
-		if i == 16 {
+	for _, e := range in.Errors {
+		if len(r.Errors) == maxErrors {
 			break
 		}
 		var parts []string
