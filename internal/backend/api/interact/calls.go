@@ -167,7 +167,22 @@ func (c *Client) Get(ctx context.Context, id string) (*Result, error) {
 	if err := c.call(ctx, "get", http.MethodGet, "/interactions/"+id, nil, &in, id); err != nil {
 		return nil, err
 	}
-	return resultOf(in)
+	return resultFor(in, "get", id)
+}
+
+// resultFor reads the answer about interaction id, which must be about
+// it: every caller's interactions are under the server's one key, and an
+// answer about another (a proxy's cache, a misrouted answer) would hand
+// its report to a caller whose job it is not.
+func resultFor(raw []byte, op, id string) (*Result, error) {
+	r, err := resultOf(raw)
+	if err != nil {
+		return nil, err
+	}
+	if r.ID != id {
+		return nil, fmt.Errorf("interactions %s: %w: asked about interaction %s, answered about %s", op, ErrBadAnswer, id, r.ID)
+	}
+	return r, nil
 }
 
 // Cancel cancels a background interaction that has not finished, and
@@ -180,7 +195,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (*Result, error) {
 	if err := c.call(ctx, "cancel", http.MethodPost, "/interactions/"+id+"/cancel", nil, &in, id); err != nil {
 		return nil, err
 	}
-	return resultOf(in)
+	return resultFor(in, "cancel", id)
 }
 
 // Delete deletes the interaction of id from Google's store.

@@ -2,6 +2,7 @@ package interact
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -52,5 +53,24 @@ func TestErrorsBounded(t *testing.T) {
 	}
 	if len(r.Errors) > maxErrors || !strings.Contains(strings.Join(r.Errors, ";"), "X: m") || r.Err() == nil || len(r.Err().Error()) > maxErrors*600 {
 		t.Fatalf("%d errors kept, an error of %d bytes", len(r.Errors), len(r.Err().Error()))
+	}
+}
+
+// An answer about another interaction than the one asked for (a proxy's
+// cache, a misrouted answer: every caller's interactions are under the
+// server's one key) is refused, not taken for the one asked for: its
+// report would reach a caller whose job it is not.
+func TestAnswerOfAnotherInteractionRefused(t *testing.T) {
+	c := serveScript(t, 200, `{"id":"someone-elses","status":"completed","steps":[{"type":"model_output","content":[{"type":"text","text":"their report"}]}]}`)
+	for op, call := range map[string]func() (*Result, error){
+		"get":    func() (*Result, error) { return c.Get(geminitest.Context(t), "mine") },
+		"cancel": func() (*Result, error) { return c.Cancel(geminitest.Context(t), "mine") },
+	} {
+		if r, err := call(); !errors.Is(err, ErrBadAnswer) || r != nil {
+			t.Errorf("%s: %+v %v, want ErrBadAnswer", op, r, err)
+		}
+	}
+	if r, err := c.Get(geminitest.Context(t), "someone-elses"); err != nil || r.Text != "their report" {
+		t.Fatalf("the interaction asked for: %+v %v", r, err)
 	}
 }

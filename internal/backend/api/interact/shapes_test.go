@@ -33,7 +33,7 @@ func TestCostlyShapesBounded(t *testing.T) {
 			t.Fatalf("%s: the answer is %d bytes, over the cap: it tests only the cap", name, len(body))
 		}
 		start := time.Now()
-		r, err := serveScript(t, 200, body).Get(geminitest.Context(t), "x")
+		r, err := serveScript(t, 200, body).Get(geminitest.Context(t), map[string]string{"nested": "n", "unknown steps": "u", "outputs": "o"}[name])
 		took := time.Since(start)
 		switch name {
 		case "nested":
