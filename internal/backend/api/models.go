@@ -78,7 +78,7 @@ func (m *models) refresh(ctx context.Context) error {
 		}
 		mi := modelInfo{
 			name:        shortName(md.Name),
-			displayName: md.DisplayName,
+			displayName: apiWords(md.DisplayName, 200),
 			inputLimit:  int(md.InputTokenLimit),
 			outputLimit: int(md.OutputTokenLimit),
 			thinking:    md.Thinking,

@@ -27,6 +27,8 @@ func TestHostileModelListBounded(t *testing.T) {
 	for _, n := range hostile {
 		list = append(list, fakeapi.Model{Name: "models/" + n, Methods: []string{"generateContent"}})
 	}
+	list = append(list, fakeapi.Model{Name: "models/gemini-hostile-display", DisplayName: "\x1b[2J" + strings.Repeat("d", 1<<20),
+		Methods: []string{"generateContent"}})
 	list = append(list, fakeapi.DefaultModels()...)
 	for i := range 20000 {
 		list = append(list, fakeapi.Model{Name: fmt.Sprintf("models/gemini-x-%05d", i), Methods: []string{"generateContent"}})
@@ -40,6 +42,9 @@ func TestHostileModelListBounded(t *testing.T) {
 		t.Fatalf("%d models kept of a list of %d, want at most %d", len(ms), len(list), maxListedModels)
 	}
 	for _, m := range ms {
+		if len(m.DisplayName) > 300 || strings.ContainsRune(m.DisplayName, 0x1b) {
+			t.Errorf("model %s keeps a display name of %d bytes: %.40q", m.Name, len(m.DisplayName), m.DisplayName)
+		}
 		for _, h := range hostile {
 			if m.Name == h {
 				t.Errorf("the model list kept the name %q", h)
