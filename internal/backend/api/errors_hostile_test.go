@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -178,3 +179,37 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// A finish reason the SDK does not know is the API's word: it reaches the
+// answer's note and _meta clipped, without control characters.
+func TestUnknownFinishReasonBounded(t *testing.T) {
+	t.Parallel()
+	reason := "NEW\x1b[2J" + strings.Repeat("R", 1<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"models":[{"name":"models/gemini-2.5-flash","supportedGenerationMethods":["generateContent"]}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		q, _ := json.Marshal(reason)
+		fmt.Fprintf(w, "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"fine\"}]},\"finishReason\":%s}]}\n\n", q)
+	}))
+	t.Cleanup(srv.Close)
+	f := newFixture(t, Options{Getenv: func(k string) string {
+		switch k {
+		case "GEMINI_API_KEY":
+			return "test-key"
+		case "GOOGLE_GEMINI_BASE_URL":
+			return srv.URL
+		}
+		return ""
+	}})
+	a, err := f.b.Run(geminitest.Context(t), backend.Turn{Prompt: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.FinishReason) > 100 || len(a.Incomplete) > maxShownAPIError || strings.ContainsRune(a.FinishReason+a.Incomplete, 0x1b) {
+		t.Fatalf("finish reason of %d bytes, note of %d: %.100q", len(a.FinishReason), len(a.Incomplete), a.FinishReason)
+	}
+}

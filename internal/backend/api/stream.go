@@ -163,7 +163,9 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		}
 		c := chunk.Candidates[0]
 		if c.FinishReason != "" {
-			finish = c.FinishReason
+			// The API's word, which a reason the SDK does not know
+			// takes into the answer's note and _meta as it came.
+			finish = genai.FinishReason(apiWords(string(c.FinishReason), 64))
 		}
 		meta.add(c)
 		if c.Content != nil {
