@@ -106,7 +106,7 @@ func (m *metadata) add(c *genai.Candidate) {
 			if u == nil || u.RetrievedURL == "" || len(m.urls) == maxURLStatuses {
 				continue
 			}
-			st := backend.URLStatus{URL: msg.Clip(u.RetrievedURL, maxSourceBytes), Status: string(u.URLRetrievalStatus)}
+			st := backend.URLStatus{URL: msg.Clip(u.RetrievedURL, maxSourceBytes), Status: apiWords(string(u.URLRetrievalStatus), 64)}
 			if st.Status == "" {
 				st.Status = string(genai.URLRetrievalStatusUnspecified)
 			}

@@ -181,19 +181,26 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // A finish reason the SDK does not know is the API's word: it reaches the
-// answer's note and _meta clipped, without control characters.
+// answer's note and _meta clipped, without control characters; so do the
+// model version, a URL's retrieval status and a prompt's block reason.
 func TestUnknownFinishReasonBounded(t *testing.T) {
 	t.Parallel()
 	reason := "NEW\x1b[2J" + strings.Repeat("R", 1<<20)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprint(w, `{"models":[{"name":"models/gemini-2.5-flash","supportedGenerationMethods":["generateContent"]}]}`)
+			fmt.Fprint(w, `{"models":[{"name":"models/gemini-2.5-flash","supportedGenerationMethods":["generateContent"]},`+
+				`{"name":"models/gemini-2.5-flash-blocked","supportedGenerationMethods":["generateContent"]}]}`)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		q, _ := json.Marshal(reason)
-		fmt.Fprintf(w, "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"fine\"}]},\"finishReason\":%s}]}\n\n", q)
+		if strings.Contains(r.URL.Path, "blocked") {
+			fmt.Fprintf(w, "data: {\"promptFeedback\":{\"blockReason\":%s}}\n\n", q)
+			return
+		}
+		fmt.Fprintf(w, "data: {\"modelVersion\":%s,\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"fine\"}]},"+
+			"\"urlContextMetadata\":{\"urlMetadata\":[{\"retrievedUrl\":\"https://e.x/\",\"urlRetrievalStatus\":%s}]},\"finishReason\":%s}]}\n\n", q, q, q)
 	}))
 	t.Cleanup(srv.Close)
 	f := newFixture(t, Options{Getenv: func(k string) string {
@@ -211,5 +218,12 @@ func TestUnknownFinishReasonBounded(t *testing.T) {
 	}
 	if len(a.FinishReason) > 100 || len(a.Incomplete) > maxShownAPIError || strings.ContainsRune(a.FinishReason+a.Incomplete, 0x1b) {
 		t.Fatalf("finish reason of %d bytes, note of %d: %.100q", len(a.FinishReason), len(a.Incomplete), a.FinishReason)
+	}
+	if len(a.Model) > 200 || len(a.URLs) != 1 || len(a.URLs[0].Status) > 100 || strings.ContainsRune(a.Model+a.URLs[0].Status, 0x1b) {
+		t.Fatalf("model of %d bytes, URL statuses %d", len(a.Model), len(a.URLs))
+	}
+	_, err = f.b.Run(geminitest.Context(t), backend.Turn{Prompt: "hi", Model: "gemini-2.5-flash-blocked"})
+	if be := wantKind(t, err, backend.KindInput, 0, "blocked the prompt"); len(be.Error()) > maxShownAPIError || strings.ContainsRune(be.Error(), 0x1b) {
+		t.Fatalf("a block reason of %d bytes", len(be.Error()))
 	}
 }

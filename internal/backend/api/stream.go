@@ -150,13 +150,13 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		}
 		if pf := chunk.PromptFeedback; pf != nil && pf.BlockReason != "" {
 			return nil, received, newError(backend.KindInput, nil, "the Gemini API blocked the prompt (%s); "+
-				"rephrase it, or start a new conversation if earlier turns are the cause", pf.BlockReason)
+				"rephrase it, or start a new conversation if earlier turns are the cause", apiWords(string(pf.BlockReason), 64))
 		}
 		if chunk.UsageMetadata != nil {
 			usage = chunk.UsageMetadata
 		}
 		if chunk.ModelVersion != "" {
-			version = chunk.ModelVersion
+			version = apiWords(chunk.ModelVersion, 128)
 		}
 		if len(chunk.Candidates) == 0 || chunk.Candidates[0] == nil {
 			continue
