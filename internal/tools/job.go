@@ -61,7 +61,15 @@ func (d *Deps) job(ctx context.Context, req *mcp.CallToolRequest, in JobInput) (
 	var j jobs.Job
 	var err error
 	if in.Cancel {
-		j, err = jobs.Cancel(ctx, d.Jobs, owner, in.JobID, time.Now())
+		ended := false
+		j, err = jobs.Update(ctx, d.Jobs, owner, in.JobID, func(j *jobs.Job) (bool, error) {
+			changed := j.RequestCancel(time.Now())
+			ended = changed && j.Status == jobs.Cancelled
+			return changed, nil
+		})
+		if err == nil && ended {
+			d.cancelUnrun(j) // no runner will: the job was queued or its server stopped
+		}
 	} else {
 		var ok bool
 		j, ok, err = d.Jobs.GetJob(ctx, owner, in.JobID)
