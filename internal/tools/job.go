@@ -61,15 +61,7 @@ func (d *Deps) job(ctx context.Context, req *mcp.CallToolRequest, in JobInput) (
 	var j jobs.Job
 	var err error
 	if in.Cancel {
-		ended := false
-		j, err = jobs.Update(ctx, d.Jobs, owner, in.JobID, func(j *jobs.Job) (bool, error) {
-			changed := j.RequestCancel(time.Now())
-			ended = changed && j.Status == jobs.Cancelled
-			return changed, nil
-		})
-		if err == nil && ended {
-			d.cancelUnrun(j) // no runner will: the job was queued or its server stopped
-		}
+		j, err = d.cancelJob(ctx, owner, in.JobID)
 	} else {
 		var ok bool
 		j, ok, err = d.Jobs.GetJob(ctx, owner, in.JobID)
@@ -82,6 +74,12 @@ func (d *Deps) job(ctx context.Context, req *mcp.CallToolRequest, in JobInput) (
 	}
 	if j, err = waitJob(ctx, d.Jobs, j, time.Duration(in.Wait*float64(time.Second)), true); err != nil {
 		return nil, nil, jobError(err)
+	}
+	if j.Stale(time.Now()) && j.CancelRequested {
+		// Its cancel was asked before its process stopped: end it so.
+		if j, err = d.cancelJob(ctx, owner, j.ID); err != nil {
+			return nil, nil, jobError(err)
+		}
 	}
 	if j.Stale(time.Now()) {
 		// Its process stopped: no one will end it but this, or resume it.

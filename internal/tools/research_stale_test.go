@@ -14,9 +14,16 @@ import (
 // TestStaleResearchCancelled: the cancel of a research job whose server
 // stopped (its heartbeat stale) ends the job cancelled and cancels its
 // interaction at the API, which would otherwise run on, billed, for
-// nobody.
+// nobody; so does a poll of one whose cancel was asked before its server
+// stopped, rather than resuming it to run to its end.
 func TestStaleResearchCancelled(t *testing.T) {
 	t.Parallel()
+	for _, askedBefore := range []bool{false, true} {
+		staleResearchCancelled(t, askedBefore)
+	}
+}
+
+func staleResearchCancelled(t *testing.T, askedBefore bool) {
 	d, fake := researchDeps(t)
 	rs, err := d.Research()
 	if err != nil {
@@ -39,15 +46,23 @@ func TestStaleResearchCancelled(t *testing.T) {
 		if err := j.Start(past); err != nil {
 			return false, err
 		}
-		return true, j.SetResume(first.ID, past)
+		if err := j.SetResume(first.ID, past); err != nil {
+			return false, err
+		}
+		if askedBefore {
+			j.RequestCancel(past)
+		}
+		return true, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	res, _, err := d.job(as("tok"), request(t, "job", nil), JobInput{JobID: j.ID, Cancel: true})
+	res, _, err := d.job(as("tok"), request(t, "job", nil), JobInput{JobID: j.ID, Cancel: !askedBefore})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("the cancel: %s %v", textOf(res), res.Meta["jobStatus"])
+	if res.Meta["jobStatus"] != "cancelled" {
+		t.Fatalf("asked before %v: the stale research job after its cancel: %s %+v", askedBefore, textOf(res), res.Meta)
+	}
 	res, err = jobEnd(t, d, "tok", j.ID)
 	if err != nil || res.Meta["jobStatus"] != "cancelled" {
 		t.Fatalf("the stale research job after its cancel: %v %s %+v", err, textOf(res), res.Meta)
