@@ -420,15 +420,16 @@ func (j *Job) Cancelled(now time.Time) error {
 	return nil
 }
 
-// RequestCancel is the caller's cancel: a job not yet started is Cancelled
-// at once; a running one is marked CancelRequested for its runner, which
-// stops it. A finished job is left as it is (changed is false), as is one
-// whose cancel was already requested.
+// RequestCancel is the caller's cancel: a job not yet started, or one
+// whose runner has stopped (Stale: no one would see the request), is
+// Cancelled at once; a running one is marked CancelRequested for its
+// runner, which stops it. A finished job is left as it is (changed is
+// false), as is a running one whose cancel was already requested.
 func (j *Job) RequestCancel(now time.Time) (changed bool) {
 	switch {
-	case j.Status.Final() || j.CancelRequested:
+	case j.Status.Final() || j.CancelRequested && !j.Stale(now):
 		return false
-	case j.Status == Queued:
+	case j.Status == Queued || j.Stale(now):
 		j.Status = Cancelled
 	}
 	j.CancelRequested = true

@@ -108,8 +108,8 @@ func Update(ctx context.Context, s Store, owner, id string, change func(*Job) (b
 }
 
 // Cancel is the caller's cancel of owner's job id (Job.RequestCancel):
-// a queued job is cancelled at once, a running one asked to stop; a
-// finished job is returned as it is.
+// a queued job, or one whose runner stopped (Stale), is cancelled at
+// once, a running one asked to stop; a finished job is returned as it is.
 func Cancel(ctx context.Context, s Store, owner, id string, now time.Time) (Job, error) {
 	return Update(ctx, s, owner, id, func(j *Job) (bool, error) { return j.RequestCancel(now), nil })
 }

@@ -61,7 +61,7 @@ func (d *Deps) job(ctx context.Context, req *mcp.CallToolRequest, in JobInput) (
 	var j jobs.Job
 	var err error
 	if in.Cancel {
-		j, err = jobs.Cancel(ctx, d.Jobs, owner, in.JobID, time.Now())
+		j, err = d.cancelJob(ctx, owner, in.JobID)
 	} else {
 		var ok bool
 		j, ok, err = d.Jobs.GetJob(ctx, owner, in.JobID)
@@ -81,6 +81,12 @@ func (d *Deps) job(ctx context.Context, req *mcp.CallToolRequest, in JobInput) (
 	}
 	if j, err = waitJob(ctx, d.Jobs, j, time.Duration(in.Wait*float64(time.Second)), true); err != nil {
 		return nil, nil, jobError(err)
+	}
+	if j.Stale(time.Now()) && j.CancelRequested {
+		// Its cancel was asked before its process stopped: end it so.
+		if j, err = d.cancelJob(ctx, owner, j.ID); err != nil {
+			return nil, nil, jobError(err)
+		}
 	}
 	if j.Stale(time.Now()) {
 		// Its process stopped: no one will end it but this, or resume it.

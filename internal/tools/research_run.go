@@ -296,7 +296,7 @@ func (d *Deps) resumeResearch(ctx context.Context, j jobs.Job) (jobs.Job, error)
 	claimed := false
 	j, err = jobs.Update(ctx, d.Jobs, j.Owner, j.ID, func(j *jobs.Job) (bool, error) {
 		claimed = false
-		if j.Status != jobs.Working || j.Resume == "" || !j.Stale(time.Now()) {
+		if j.Status != jobs.Working || j.Resume == "" || !j.Stale(time.Now()) || j.CancelRequested {
 			return false, nil
 		}
 		claimed = true

@@ -327,10 +327,11 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn) (*backend.Answer, err
 	}
 	mi, found, known, err := b.models.lookup(ctx, model)
 	if err != nil {
-		if be := b.classify(parent, ctx, err, model); be.Kind != backend.KindFailed && be.Kind != backend.KindAPI {
+		be := b.classify(parent, ctx, err, model)
+		if be.Kind != backend.KindFailed && be.Kind != backend.KindAPI {
 			return nil, be
 		}
-		b.log.Warn("gemini api: the model list could not be had; the model name goes unchecked", "err", err)
+		b.log.Warn("gemini api: the model list could not be had; the model name goes unchecked", "err", be.Reason)
 	}
 	if known && !found {
 		return nil, b.unknownModel(model)

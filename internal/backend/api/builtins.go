@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -59,6 +60,14 @@ type metadata struct {
 	dropped   bool // the rendered suggestions were over maxRenderedBytes
 }
 
+// webURL says whether s is an http(s) URL with a host: a web source,
+// which the result links. Another (a script, a local file, a data: URL)
+// is not one a client should be handed to open.
+func webURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Opaque == ""
+}
+
 func (m *metadata) add(c *genai.Candidate) {
 	if gm := c.GroundingMetadata; gm != nil {
 		if m.grounding == nil {
@@ -75,13 +84,14 @@ func (m *metadata) add(c *genai.Candidate) {
 				addFile(g, ch.RetrievedContext)
 				continue
 			}
-			if ch == nil || ch.Web == nil || ch.Web.URI == "" || len(ch.Web.URI) > maxSourceBytes || len(g.Sources) == maxSources {
+			if ch == nil || ch.Web == nil || len(ch.Web.URI) > maxSourceBytes || !webURL(ch.Web.URI) || len(g.Sources) == maxSources {
 				continue
 			}
 			if slices.ContainsFunc(g.Sources, func(s backend.Source) bool { return s.URI == ch.Web.URI }) {
 				continue
 			}
-			g.Sources = append(g.Sources, backend.Source{Title: msg.Clip(ch.Web.Title, maxSourceBytes), URI: ch.Web.URI})
+			title := strings.Join(strings.Fields(msg.Clip(ch.Web.Title, maxSourceBytes)), " ")
+			g.Sources = append(g.Sources, backend.Source{Title: title, URI: ch.Web.URI})
 		}
 		if ep := gm.SearchEntryPoint; ep != nil && ep.RenderedContent != "" {
 			if len(ep.RenderedContent) > maxRenderedBytes {
@@ -96,7 +106,7 @@ func (m *metadata) add(c *genai.Candidate) {
 			if u == nil || u.RetrievedURL == "" || len(m.urls) == maxURLStatuses {
 				continue
 			}
-			st := backend.URLStatus{URL: msg.Clip(u.RetrievedURL, maxSourceBytes), Status: string(u.URLRetrievalStatus)}
+			st := backend.URLStatus{URL: msg.Clip(u.RetrievedURL, maxSourceBytes), Status: apiWords(string(u.URLRetrievalStatus), 64)}
 			if st.Status == "" {
 				st.Status = string(genai.URLRetrievalStatusUnspecified)
 			}

@@ -2,6 +2,8 @@ package api
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	"google.golang.org/genai"
@@ -22,6 +24,15 @@ const (
 	maxMetaCodeBytes = 64 << 10
 	maxThoughtBytes  = 256 << 10
 )
+
+// imageTypes are the types of the inline parts returned as image
+// content: the raster formats Gemini's models and the sandbox's plotting
+// make. Others (SVG, which a client may render with its script; anything
+// else) are left out, said so in the text.
+var imageTypes = []string{"image/png", "image/jpeg", "image/webp", "image/gif", "image/heic", "image/heif"}
+
+// langRE matches the name of a language as a fence's info string holds it.
+var langRE = regexp.MustCompile(`^[a-z0-9_+#.-]{1,32}$`)
 
 // extras gathers what an answer holds besides its prose and function
 // calls: the code the model ran in the API's sandbox and its results
@@ -54,13 +65,17 @@ func (x *extras) code(p *genai.Part, text *strings.Builder) {
 		if lang == "" || lang == "language_unspecified" {
 			lang = "python"
 		}
+		if !langRE.MatchString(lang) {
+			// Not a language's name: it would end the fence's line.
+			lang = "text"
+		}
 		x.runs = append(x.runs, backend.CodeRun{Language: lang, Code: clipMeta(ec.Code)})
 		paragraph(text)
 		writeFenced(text, lang, ec.Code)
 		return
 	}
 	r := p.CodeExecutionResult
-	outcome := string(r.Outcome)
+	outcome := apiWords(string(r.Outcome), 64)
 	if outcome == "" {
 		outcome = string(genai.OutcomeUnspecified)
 	}
@@ -84,20 +99,21 @@ func (x *extras) code(p *genai.Part, text *strings.Builder) {
 // maxImagesPerAnswer) is returned as an image, with a line in the text in
 // its place; anything else is left out, and said so.
 func (x *extras) inline(b *genai.Blob, text *strings.Builder) {
-	if !strings.HasPrefix(b.MIMEType, "image/") {
+	mime := strings.ToLower(strings.TrimSpace(b.MIMEType))
+	if !slices.Contains(imageTypes, mime) {
 		paragraph(text)
-		fmt.Fprintf(text, "[gemini-mcp-server: output of type %q (%d bytes) was left out]\n\n", b.MIMEType, len(b.Data))
+		fmt.Fprintf(text, "[gemini-mcp-server: output of type %q (%d bytes) was left out]\n\n", msg.Clip(b.MIMEType, 100), len(b.Data))
 		return
 	}
 	if len(x.images) == maxImagesPerAnswer {
 		paragraph(text)
 		fmt.Fprintf(text, "[gemini-mcp-server: an image (%s, %d bytes) was left out: over %d images in one answer]\n\n",
-			b.MIMEType, len(b.Data), maxImagesPerAnswer)
+			mime, len(b.Data), maxImagesPerAnswer)
 		return
 	}
-	x.images = append(x.images, backend.Image{MIMEType: b.MIMEType, Data: b.Data})
+	x.images = append(x.images, backend.Image{MIMEType: mime, Data: b.Data})
 	paragraph(text)
-	fmt.Fprintf(text, "[image %d: %s, %d bytes, returned as image content]\n\n", len(x.images), b.MIMEType, len(b.Data))
+	fmt.Fprintf(text, "[image %d: %s, %d bytes, returned as image content]\n\n", len(x.images), mime, len(b.Data))
 }
 
 // outcomeWords says a code execution outcome in words: ok, failed,

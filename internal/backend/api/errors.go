@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/redact"
 )
 
@@ -83,13 +86,55 @@ func (b *Backend) maskKey(s string) string {
 	return strings.ReplaceAll(s, b.creds.Key, redact.Mask)
 }
 
+// maxAPIMessageBytes bounds the API's own words quoted in an error: an
+// error answer's message (or, when it is not Google's JSON, its whole
+// body, up to the 8 MiB every answer may be) goes to the client and the
+// log.
+const maxAPIMessageBytes = 2000
+
+// apiWords is s, the API's words, as an error quotes them: without
+// control characters (a terminal's escapes), trimmed and clipped to n
+// bytes.
+func apiWords(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return ' '
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			return -1
+		}
+		return r
+	}, msg.Clip(s, 4*n))
+	return msg.Clip(strings.TrimSpace(s), n)
+}
+
+// undecodable says whether err is the SDK's failure to decode an answer
+// (JSON that is not, a field of the wrong type, bytes that are not
+// base64), and returns the decoder's own words: the SDK's error quotes the
+// whole answer, up to the cap of one event.
+func undecodable(err error) (string, bool) {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var b64 base64.CorruptInputError
+	switch {
+	case errors.As(err, &syn):
+		return apiWords(syn.Error(), 200), true
+	case errors.As(err, &typ):
+		return apiWords(typ.Error(), 200), true
+	case errors.As(err, &b64):
+		return "inline data that is not base64: " + b64.Error(), true
+	}
+	return "", false
+}
+
 // apiError turns the API's error into the one the tools show.
 func (b *Backend) apiError(ctx context.Context, e genai.APIError, model string) *backend.Error {
-	status := e.Status
+	status := apiWords(e.Status, 64)
 	if status == "" {
 		status = "error"
 	}
-	said := b.maskKey(fmt.Sprintf("%d %s: %s", e.Code, status, strings.TrimSpace(e.Message)))
+	// Masked before it is clipped, so that no clip leaves part of the key.
+	said := b.maskKey(fmt.Sprintf("%d %s: %s", e.Code, status, apiWords(b.maskKey(e.Message), maxAPIMessageBytes)))
 	switch {
 	case e.Code == 403 && strings.Contains(e.Message, "permission to access the File"):
 		// A file of the Files API that is gone, not the credentials.
@@ -188,6 +233,6 @@ func (b *Backend) classify(parent, ctx context.Context, err error, model string)
 	if e, ok := asAPIError(err); ok {
 		return b.apiError(ctx, e, model)
 	}
-	return newError(backend.KindFailed, err, "the Gemini API could not be reached (%v); check the network, "+
-		"and GOOGLE_GEMINI_BASE_URL if set", err)
+	return newError(backend.KindFailed, err, "the Gemini API could not be reached (%s); check the network, "+
+		"and GOOGLE_GEMINI_BASE_URL if set", apiWords(err.Error(), maxAPIMessageBytes))
 }

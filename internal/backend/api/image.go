@@ -83,7 +83,7 @@ func (b *Backend) imageModel(parent, ctx context.Context, name string) (string, 
 				be.Reason + "; name an image model (e.g. gemini-2.5-flash-image)"
 			return "", be
 		}
-		b.log.Warn("gemini api: the model list could not be had; the image model goes unchecked", "model", name, "err", err)
+		b.log.Warn("gemini api: the model list could not be had; the image model goes unchecked", "model", name, "err", be.Reason)
 		return name, nil
 	}
 	if name == "" {

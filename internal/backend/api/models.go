@@ -77,12 +77,12 @@ func (m *models) refresh(ctx context.Context) error {
 	}
 	by := make(map[string]modelInfo, len(list))
 	for _, md := range list {
-		if md == nil || md.Name == "" {
+		if md == nil || !listable(md.Name) {
 			continue
 		}
 		mi := modelInfo{
 			name:        shortName(md.Name),
-			displayName: md.DisplayName,
+			displayName: apiWords(md.DisplayName, 200),
 			inputLimit:  int(md.InputTokenLimit),
 			outputLimit: int(md.OutputTokenLimit),
 			thinking:    md.Thinking,
@@ -197,24 +197,6 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
-}
-
-// listModels reads the whole model list, page by page.
-func (b *Backend) listModels(ctx context.Context) (out []*genai.Model, err error) {
-	defer func() {
-		// The SDK panics on some malformed lists (v1.77.0: "models": null);
-		// a proxy's odd answer must not bring the server down.
-		if v := recover(); v != nil {
-			out, err = nil, fmt.Errorf("the model list could not be read: %v", v)
-		}
-	}()
-	for m, err := range b.client.Models.All(ctx) {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
 }
 
 // Aliases are the short model names a turn or --model may give instead of

@@ -134,6 +134,10 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 	var meta metadata
 	var x extras
 	for chunk, err := range b.client.Models.GenerateContentStream(ctx, model, contents, cfg) {
+		if why, ok := undecodable(err); ok {
+			return nil, received, newError(backend.KindBadOutput, err, "the Gemini API's answer could not be read (%s); "+
+				"nothing was recorded; try again", why)
+		}
 		if err != nil {
 			return nil, received, err
 		}
@@ -147,20 +151,22 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 		}
 		if pf := chunk.PromptFeedback; pf != nil && pf.BlockReason != "" {
 			return nil, received, newError(backend.KindInput, nil, "the Gemini API blocked the prompt (%s); "+
-				"rephrase it, or start a new conversation if earlier turns are the cause", pf.BlockReason)
+				"rephrase it, or start a new conversation if earlier turns are the cause", apiWords(string(pf.BlockReason), 64))
 		}
 		if chunk.UsageMetadata != nil {
 			usage = chunk.UsageMetadata
 		}
 		if chunk.ModelVersion != "" {
-			version = chunk.ModelVersion
+			version = apiWords(chunk.ModelVersion, 128)
 		}
 		if len(chunk.Candidates) == 0 || chunk.Candidates[0] == nil {
 			continue
 		}
 		c := chunk.Candidates[0]
 		if c.FinishReason != "" {
-			finish = c.FinishReason
+			// The API's word, which a reason the SDK does not know
+			// takes into the answer's note and _meta as it came.
+			finish = genai.FinishReason(apiWords(string(c.FinishReason), 64))
 		}
 		meta.add(c)
 		if c.Content != nil {

@@ -69,7 +69,7 @@ func (b *Backend) checkFits(parent, ctx context.Context, model string, limit int
 		if be.Kind == backend.KindCancelled || be.Kind == backend.KindTimeout || be.Kind == backend.KindAuth {
 			return be
 		}
-		b.log.Warn("gemini api: tokens could not be counted; sending unchecked", "err", err)
+		b.log.Warn("gemini api: tokens could not be counted; sending unchecked", "err", be.Reason)
 		return nil
 	}
 	if n > limit {

@@ -196,7 +196,7 @@ func (c *Client) StartAgent(ctx context.Context, r AgentRequest) (*Result, error
 	if r.PreviousID != "" {
 		body.PreviousInteractionID = &r.PreviousID
 	}
-	return c.create(ctx, body, agent, r.PreviousID)
+	return c.create(ctx, body, agent, r.PreviousID, true)
 }
 
 // StartModel runs a model interaction: finished when it returns, unless
@@ -242,7 +242,7 @@ func (c *Client) StartModel(ctx context.Context, r ModelRequest) (*Result, error
 	if r.PreviousID != "" {
 		body.PreviousInteractionID = &r.PreviousID
 	}
-	return c.create(ctx, body, "", r.PreviousID)
+	return c.create(ctx, body, "", r.PreviousID, r.Background)
 }
 
 // historySteps is a conversation resent, then input, as the steps of an
@@ -265,9 +265,15 @@ func historySteps(history []Message, input string) ([]interactions.Step, error) 
 	return append(steps, interactions.NewStep(interactions.UserInputStep{Content: content})), nil
 }
 
-func (c *Client) create(ctx context.Context, body any, agent, prev string) (*Result, error) {
+// create starts an interaction; bounded says the answer comes at once (a
+// background one), so that the call is bounded as every other.
+func (c *Client) create(ctx context.Context, body any, agent, prev string, bounded bool) (*Result, error) {
 	var in json.RawMessage
-	err := c.call(ctx, "create", http.MethodPost, "/interactions", body, &in, agent)
+	call := c.callUnbounded
+	if bounded {
+		call = c.call
+	}
+	err := call(ctx, "create", http.MethodPost, "/interactions", body, &in, agent)
 	var ae *APIError
 	if errors.As(err, &ae) && ae.HTTPStatus == http.StatusNotFound && prev != "" && strings.Contains(ae.Message, prev) {
 		// The interaction continued is gone, not the agent.
@@ -292,7 +298,22 @@ func (c *Client) Get(ctx context.Context, id string) (*Result, error) {
 	if err := c.call(ctx, "get", http.MethodGet, "/interactions/"+id, nil, &in, id); err != nil {
 		return nil, err
 	}
-	return resultOf(in)
+	return resultFor(in, "get", id)
+}
+
+// resultFor reads the answer about interaction id, which must be about
+// it: every caller's interactions are under the server's one key, and an
+// answer about another (a proxy's cache, a misrouted answer) would hand
+// its report to a caller whose job it is not.
+func resultFor(raw []byte, op, id string) (*Result, error) {
+	r, err := resultOf(raw)
+	if err != nil {
+		return nil, err
+	}
+	if r.ID != id {
+		return nil, fmt.Errorf("interactions %s: %w: asked about interaction %s, answered about %s", op, ErrBadAnswer, id, r.ID)
+	}
+	return r, nil
 }
 
 // Cancel cancels a background interaction that has not finished, and
@@ -305,7 +326,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (*Result, error) {
 	if err := c.call(ctx, "cancel", http.MethodPost, "/interactions/"+id+"/cancel", nil, &in, id); err != nil {
 		return nil, err
 	}
-	return resultOf(in)
+	return resultFor(in, "cancel", id)
 }
 
 // Delete deletes the interaction of id from Google's store.

@@ -37,6 +37,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Bounds on what the API, or whatever answers at its address, may send.
@@ -77,7 +78,24 @@ var (
 	ErrRateLimited = errors.New("rate limited")
 	// ErrBadAnswer: the answer was too large or not an interaction.
 	ErrBadAnswer = errors.New("bad answer from the Interactions API")
+	// ErrTimeout: the API did not answer a call whole within
+	// Config.CallTimeout (a passing error: another poll may get past it).
+	ErrTimeout = errors.New("the Interactions API did not answer in time")
 )
+
+// DefaultCallTimeout bounds one call but a foreground model interaction's
+// create (see Config.CallTimeout): the API answers a poll, a cancel or a
+// background create in about a second, with an answer of at most
+// MaxResponseBytes.
+const DefaultCallTimeout = 2 * time.Minute
+
+// slowError is the cause of a call given up at its bound.
+type slowError struct{ d time.Duration }
+
+func (e slowError) Error() string {
+	return fmt.Sprintf("the Gemini API did not answer within %s (this server's bound on one call)", e.d)
+}
+func (e slowError) Is(target error) bool { return target == ErrTimeout }
 
 // APIError is an error answer of the API.
 type APIError struct {
@@ -102,13 +120,21 @@ type Config struct {
 	// HTTPClient makes the requests; when nil, one of its own with a
 	// bound on answer headers.
 	HTTPClient *http.Client
+	// CallTimeout bounds each call, the answer read whole, whatever the
+	// caller's context (a research job's runs for hours): a peer that
+	// never answers, or drips its answer a byte at a time, fails the call
+	// rather than holding it. DefaultCallTimeout when zero. A foreground
+	// model interaction (StartModel without Background), answered only
+	// once the model has finished, is bounded by its context alone.
+	CallTimeout time.Duration
 }
 
 // Client calls the Interactions API.
 type Client struct {
-	base string
-	key  string
-	hc   *http.Client
+	base    string
+	key     string
+	hc      *http.Client
+	timeout time.Duration
 }
 
 // New returns a Client, or an error when the configuration is unusable.
@@ -136,7 +162,11 @@ func New(cfg Config) (*Client, error) {
 	// points, the API key with them: the API never redirects, so a
 	// redirect is answered as it is (an error) and not followed.
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Client{base: base + "/v1beta", key: cfg.APIKey, hc: &hc}, nil
+	timeout := cfg.CallTimeout
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	return &Client{base: base + "/v1beta", key: cfg.APIKey, hc: &hc, timeout: timeout}, nil
 }
 
 var (
@@ -152,9 +182,16 @@ func checkID(id string) error {
 }
 
 // call sends one request and decodes a 200 answer into out (when not
-// nil); subject names what the call is about in its errors (an
-// interaction id, an agent).
+// nil), within the Client's bound on a call; subject names what the call
+// is about in its errors (an interaction id, an agent).
 func (c *Client) call(ctx context.Context, op, method, path string, body any, out any, subject string) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, slowError{c.timeout})
+	defer cancel()
+	return c.callUnbounded(ctx, op, method, path, body, out, subject)
+}
+
+// callUnbounded is call bounded by ctx alone.
+func (c *Client) callUnbounded(ctx context.Context, op, method, path string, body any, out any, subject string) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)

@@ -3,6 +3,7 @@ package interact
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"google.golang.org/genai/interactions/models/interactions"
@@ -23,6 +24,9 @@ const (
 	maxThoughtBytes = 4 << 10
 	// MaxCitations bounds the citations kept.
 	MaxCitations = 256
+	// maxErrors bounds the errors kept, of the steps (at most half of
+	// them) and of the interaction, each at most 500 bytes.
+	maxErrors = 16
 )
 
 // Status is an interaction's status, as the API names it.
@@ -227,7 +231,9 @@ func resultOf(raw []byte) (*Result, error) {
 					r.addText(&text, &st.Content[i])
 				}
 			}
-			if st.Error != nil && st.Error.Message != nil {
+			if st.Error != nil && st.Error.Message != nil && len(r.Errors) < maxErrors/2 {
+				// Half the room: the interaction's own errors, its
+				// cause, come after.
 				r.Errors = append(r.Errors, clip(*st.Error.Message, 500))
 			}
 		case "function_call":
@@ -237,8 +243,8 @@ func resultOf(raw []byte) (*Result, error) {
 		}
 	}
 	r.Text = text.String()
-	for i, e := range in.Errors {
-		if i == 16 {
+	for _, e := range in.Errors {
+		if len(r.Errors) == maxErrors {
 			break
 		}
 		var parts []string
@@ -283,7 +289,7 @@ func (r *Result) addText(text *strings.Builder, tc *wireContent) {
 	}
 	text.WriteString(t)
 	for _, u := range tc.Annotations {
-		if u.Type != "url_citation" || u.URL == nil {
+		if u.Type != "url_citation" || u.URL == nil || !webURL(*u.URL) {
 			continue
 		}
 		if len(r.Citations) == MaxCitations {
@@ -292,7 +298,7 @@ func (r *Result) addText(text *strings.Builder, tc *wireContent) {
 		}
 		c := Citation{URL: clip(*u.URL, 2048), Start: -1, End: -1}
 		if u.Title != nil {
-			c.Title = clip(*u.Title, 500)
+			c.Title = strings.Join(strings.Fields(clip(*u.Title, 500)), " ")
 		}
 		if u.StartIndex != nil && u.EndIndex != nil {
 			s, e := *u.StartIndex, *u.EndIndex
@@ -302,6 +308,15 @@ func (r *Result) addText(text *strings.Builder, tc *wireContent) {
 		}
 		r.Citations = append(r.Citations, c)
 	}
+}
+
+// webURL says whether s is an http(s) URL with a host: a source the
+// report cites, which the research result lists and links. Another (a
+// script, a local file, a data: URL) is not a source a client should be
+// handed to open.
+func webURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")) && u.Host != "" && u.Opaque == ""
 }
 
 func val(p *int) int {
