@@ -185,7 +185,9 @@ func TestBackgroundPrepare(t *testing.T) {
 	}
 
 	// Gather's error fails the call at once: no job.
-	r.Gather = func(context.Context, string) (Material, error) { return Material{}, errors.New("a files entry is empty") }
+	r.Gather = func(context.Context, string) (Material, error) {
+		return Material{}, errors.New("a files entry is empty")
+	}
 	if _, err := d.Do(context.Background(), r); err == nil || err.Error() != "a files entry is empty" {
 		t.Errorf("a background call whose Gather failed: %v", err)
 	}
