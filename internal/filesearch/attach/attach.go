@@ -204,7 +204,7 @@ func (s *Service) failure(ctx context.Context, what string, err error) error {
 	if errors.As(err, &te) {
 		return err
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return &toolerr.Error{Category: toolerr.ToolFailure, Err: err, Msg: fmt.Sprintf("file_search: %s was stopped (%v); "+
 			"what was uploaded is kept, and the next call uploads only the rest", what, err)}
 	}

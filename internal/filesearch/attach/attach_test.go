@@ -190,10 +190,11 @@ func TestRunLimit(t *testing.T) {
 	if err := s.Plan(On, "/r", false).Run(ctx); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "took longer than this call's limit") {
 		t.Fatalf("an index past the call's deadline: %v", err)
 	}
-	// A cancel is not the limit.
-	cctx, ccancel := context.WithCancel(context.Background())
-	ccancel()
-	if err := s.Plan(On, "/r", false).Run(cctx); errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "the next call uploads only the rest") {
+	// A cancel, with a cause of its own (a job's), is not the limit.
+	cctx, ccancel := context.WithCancelCause(context.Background())
+	ccancel(errors.New("the job was cancelled"))
+	if err := s.Plan(On, "/r", false).Run(cctx); errors.Is(err, ErrLimit) ||
+		!strings.Contains(err.Error(), "was stopped (the job was cancelled); what was uploaded is kept, and the next call uploads only the rest") {
 		t.Fatalf("a cancelled index: %v", err)
 	}
 }
