@@ -84,8 +84,8 @@ Tools {arguments}:
     google_search, urls, code_execution, response_schema, background}
     starts a Gemini session
   chat-reply {prompt, sessionId, continuation_id, model, systemPrompt, cwd,
-    files, temperature, thinking_mode, include_thoughts, google_search,
-    urls, code_execution, background} continues one
+    files, file_search, temperature, thinking_mode, include_thoughts,
+    google_search, urls, code_execution, background} continues one
   chat-page {answerId, page} the next page of an answer too long for one result
   sessions {limit, cursor, cwd} lists this client's sessions
   image {prompt, files, model, aspect_ratio, size, save_to} makes or edits
@@ -106,7 +106,8 @@ repository's changes) to Gemini:
     previous_attempts, continuation_id, temperature, thinking_mode,
     google_search, code_execution, file_search, background}
   precommit {path, original_request, review_type, include_staged,
-    include_unstaged, continuation_id, temperature, thinking_mode}
+    include_unstaged, continuation_id, temperature, thinking_mode,
+    file_search}
 --tools serves only some of them (chat, sessions, expert or a tool's name;
 chat-page and job come with chat and the expert tools), saving the client
 model's context that each tool's definition takes.

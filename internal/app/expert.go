@@ -83,9 +83,11 @@ func newServer(version string, cfg *config.Config, deps *Deps, log *slog.Logger)
 			index, deps.fileSearch = fs.index, fs
 		}
 	}
-	search := &attach.Service{Index: index}
+	// One index is bound by the call's own limit, which holds in a job
+	// too: chat's --timeout, the expert tools' --expert-timeout.
+	chatSearch := &attach.Service{Index: index, Limit: cfg.Turns.Timeout}
 	chat := &tools.Deps{Conv: conv, MaxPromptBytes: cfg.Tools.MaxPromptBytes, Files: fc, ProjectRoot: root, Forbidden: forbidden, Jobs: deps.Jobs,
-		Research: research, FileSearch: search}
+		Research: research, FileSearch: chatSearch}
 	// precommit cuts the changes to fit the model's input, which the API
 	// backend knows; the others get the Gemini models' own.
 	var inputLimit func(context.Context) int
@@ -97,7 +99,8 @@ func newServer(version string, cfg *config.Config, deps *Deps, log *slog.Logger)
 		// The expert tools run their turns through the same pipeline as
 		// chat: the same sessions, confirmations and grants, and pages.
 		Expert: &expert.Deps{Turns: conv, ProjectRoot: root, Files: fc,
-			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, InputLimit: inputLimit, FileSearch: search, Log: log},
+			CallTimeout: cfg.Expert.Timeout, MaxArgBytes: cfg.Tools.MaxPromptBytes, InputLimit: inputLimit,
+			FileSearch: &attach.Service{Index: index, Limit: cfg.Expert.Timeout}, Log: log},
 		Serve: cfg.Tools.Served,
 	}, log)
 	if cfg.Tools.RateLimits.Limits != nil {

@@ -125,3 +125,84 @@ func TestBackgroundLimit(t *testing.T) {
 		t.Errorf("a background call without a job store: %v", err)
 	}
 }
+
+// TestBackgroundPrepare: a background turn's slow material
+// (Material.Prepare, a File Search index) is the job's work: the call
+// answers at once while it runs, its progress is the job's, the job's
+// cancel stops it and Gemini never runs; its stores reach the turn; and
+// Gather's errors still fail the call at once, with no job made.
+func TestBackgroundPrepare(t *testing.T) {
+	t.Parallel()
+	mem := memstore.New(session.Options{})
+	t.Cleanup(func() { _ = mem.Close() })
+	life, stop := context.WithCancel(context.Background())
+	defer stop()
+	b := &blocking{ended: make(chan error, 1)}
+	d := New(Options{Backend: b, Store: mem, Jobs: jobs.Of(mem), DefaultCwd: t.TempDir(), Lifetime: life})
+	prepared := make(chan error, 1)
+	r := Request{Turn: backend.Turn{Prompt: "long"}, Render: rendered, Background: true,
+		Call: &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "chat"}},
+		Gather: func(context.Context, string) (Material, error) {
+			return Material{Prompt: "long", Prepare: func(ctx context.Context) ([]string, error) {
+				GatherProgress(ctx, "indexing for File Search: 0 of 9 files")
+				<-ctx.Done()
+				prepared <- context.Cause(ctx)
+				return nil, ctx.Err()
+			}}, nil
+		}}
+	res, err := d.Do(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := res.Meta["jobId"].(string)
+	untilJob(t, mem, id, func(j jobs.Job) bool { return strings.HasPrefix(j.Message, "indexing for File Search: 0 of 9 files") })
+	if _, err := jobs.Cancel(context.Background(), mem, "", id, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-prepared; !errors.Is(err, errJobCancelled) {
+		t.Errorf("the cancelled preparation ended by %v", err)
+	}
+	untilJob(t, mem, id, func(j jobs.Job) bool { return j.Status == jobs.Cancelled })
+	select {
+	case err := <-b.ended:
+		t.Errorf("Gemini ran after the preparation was cancelled (%v)", err)
+	default:
+	}
+
+	// The stores Prepare returns are the turn's.
+	got := make(chan []string, 1)
+	cb := &capturing{got: got}
+	d2 := New(Options{Backend: cb, Store: mem, DefaultCwd: t.TempDir()})
+	if _, err := d2.Do(context.Background(), Request{Turn: backend.Turn{Prompt: "p"}, Render: rendered,
+		Gather: func(context.Context, string) (Material, error) {
+			return Material{Prompt: "p", FileSearchStores: []string{"fileSearchStores/a"},
+				Prepare: func(context.Context) ([]string, error) { return []string{"fileSearchStores/b"}, nil }}, nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; strings.Join(s, ",") != "fileSearchStores/a,fileSearchStores/b" {
+		t.Errorf("the turn's stores: %q", s)
+	}
+
+	// Gather's error fails the call at once: no job.
+	r.Gather = func(context.Context, string) (Material, error) {
+		return Material{}, errors.New("a files entry is empty")
+	}
+	if _, err := d.Do(context.Background(), r); err == nil || err.Error() != "a files entry is empty" {
+		t.Errorf("a background call whose Gather failed: %v", err)
+	}
+	if js, err := jobs.Of(mem).ListJobs(context.Background(), "", 10); err != nil || len(js) != 1 {
+		t.Errorf("jobs after a refused call: %d %v, want the first one only", len(js), err)
+	}
+}
+
+// capturing answers at once, sending the File Search stores of its turn.
+type capturing struct{ got chan []string }
+
+func (c *capturing) Name() string          { return "api" }
+func (c *capturing) Family() config.Family { return config.FamilyCLI }
+func (c *capturing) Close()                {}
+func (c *capturing) Run(_ context.Context, t backend.Turn) (*backend.Answer, error) {
+	c.got <- t.Builtins.FileSearchStores
+	return &backend.Answer{Text: "ok"}, nil
+}

@@ -77,6 +77,15 @@ type Material struct {
 	// FileSearchStores are File Search stores the tool made ready for
 	// the turn (package filesearch), added to its built-in tools.
 	FileSearchStores []string
+	// Prepare, when set, is the slow part of what the tool gathers (the
+	// index of the project root for File Search): Gather checks the
+	// arguments and reads the files at once, so that their errors fail
+	// the call at once, and the turn runs Prepare first, on its own
+	// context, so that a background turn's job, or a call handed over to
+	// one past --job-after, does it: its progress (GatherProgress) is the
+	// job's, and the job's cancel stops it. It returns more File Search
+	// stores for the turn; its error is the turn's.
+	Prepare func(ctx context.Context) (fileSearchStores []string, err error)
 }
 
 // Outcome is an answered turn, for the tool's renderer.
@@ -169,6 +178,13 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 	// whose progress goes to its job and which no request ends.
 	rc := c
 	run := func(ctx context.Context, turn backend.Turn, ask Asker) (*mcp.CallToolResult, error) {
+		if m != nil && m.Prepare != nil {
+			stores, err := s.prepare(ctx, rc, m.Prepare)
+			if err != nil {
+				return nil, err
+			}
+			turn.Builtins.FileSearchStores = append(slices.Clip(turn.Builtins.FileSearchStores), stores...)
+		}
 		start := time.Now()
 		ans, unsaved, err := s.run(ctx, rc, turn, title)
 		if err != nil {
@@ -197,6 +213,14 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 		rc.notify = h.send
 	}
 	return s.confirmed(ctx, r.Call, c, turn, run, h)
+}
+
+// prepare runs the slow part of a turn's material (Material.Prepare) for
+// the call c, its progress reported as Gather's is.
+func (s *Service) prepare(ctx context.Context, c Call, f func(context.Context) ([]string, error)) ([]string, error) {
+	p := s.startProgress(ctx, c)
+	defer p.finish()
+	return f(context.WithValue(ctx, gatherKey{}, p))
 }
 
 // turnOf is the turn Do runs, complete: the tool's (t), where it runs

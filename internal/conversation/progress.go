@@ -168,9 +168,10 @@ func (p *progress) Activity(msg string) { p.set(msg) }
 type gatherKey struct{}
 
 // GatherProgress reports state ("indexing: 10 of 200 files") as the
-// progress of the call whose Gather runs under ctx, to a client that
-// asked for progress; a state of the same kind as the one still waiting
-// replaces it. Outside a Gather it does nothing.
+// progress of the call whose Gather, or Material.Prepare, runs under ctx,
+// to a client that asked for progress, or to the call's job; a state of
+// the same kind as the one still waiting replaces it. Outside them it
+// does nothing.
 func GatherProgress(ctx context.Context, state string) {
 	if p, ok := ctx.Value(gatherKey{}).(*progress); ok {
 		p.set(state)

@@ -118,7 +118,9 @@ func (d *Deps) call(ctx context.Context, req *mcp.CallToolRequest, t *Tool) (res
 		ctx, cancel = context.WithTimeoutCause(ctx, d.CallTimeout, errCallTimeout)
 		defer cancel()
 		defer func() {
-			if err != nil && errors.Is(context.Cause(ctx), errCallTimeout) {
+			// An index of file_search stopped at the limit says so itself:
+			// the next call carries it on.
+			if err != nil && errors.Is(context.Cause(ctx), errCallTimeout) && !errors.Is(err, attach.ErrLimit) {
 				err = &toolerr.Error{Category: toolerr.ToolFailure, Err: err, Msg: fmt.Sprintf("the call took longer than this server's limit of %s per call, and was stopped: "+
 					"ask a narrower question or name fewer files, or ask the server's operator to raise the limit", d.CallTimeout)}
 			}
@@ -196,14 +198,22 @@ func (d *Deps) request(req *mcp.CallToolRequest, t *Tool, in input) conversation
 			return conversation.Material{}, err
 		}
 		if f, ok := in.(retriever); ok {
-			if search, err = d.FileSearch.Prepare(ctx, f.fileSearch(), d.ProjectRoot, m.files); err != nil {
-				return conversation.Material{}, err
-			}
-			if search.Stores() != nil {
-				m.preface += searchNote
+			// What file_search asks is decided here; the index itself is
+			// the turn's (a background call's job does it).
+			search = d.FileSearch.Plan(f.fileSearch(), d.ProjectRoot, attach.Overflowed(m.files) || m.cut != "")
+			if search.Indexes() {
+				m.preface += searchNoteOf(m)
 			}
 		}
-		g := conversation.Material{Media: m.files.Media, FileSearchStores: search.Stores()}
+		g := conversation.Material{Media: m.files.Media}
+		if search != nil {
+			g.Prepare = func(ctx context.Context) ([]string, error) {
+				if err := search.Run(ctx); err != nil {
+					return nil, err
+				}
+				return search.Stores(), nil
+			}
+		}
 		g.Prompt, g.ContextLen = t.userPrompt(in, m)
 		if d.Files != nil && m.record {
 			g.Sent, g.Record = m.files, d.Files.Record
@@ -228,6 +238,20 @@ func (d *Deps) request(req *mcp.CallToolRequest, t *Tool, in input) conversation
 	}
 	return r
 }
+
+// searchNoteOf is the prompt's section that tells Gemini, in a turn with
+// the project root's File Search store, what it holds beside what m sends.
+func searchNoteOf(m *material) string {
+	if m.heading == changesHeading {
+		return changesSearchNote
+	}
+	return searchNote
+}
+
+// changesSearchNote is precommit's searchNote: the changes are sent, the
+// code around them is in the store.
+const changesSearchNote = "## Project search\nThe whole project root, with the changes above, is indexed in your File Search tool: " +
+	"search it for the code the changes touch, call or are called by, and their tests, when the changes alone do not show it, and name the files you draw on.\n\n"
 
 // searchNote tells Gemini, in a turn with the project root's File Search
 // store, that the files sent are not all there is.

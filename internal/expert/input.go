@@ -60,7 +60,7 @@ func (s *Sandbox) sandbox() bool { return s.CodeExecution }
 type coder interface{ sandbox() bool }
 
 // Retrieval is the file_search argument of the tools that read a
-// project (thinkdeep, analyze, codereview, debug), embedded in their
+// project (thinkdeep, analyze, codereview, debug, precommit), embedded in their
 // input structs; its values and default, off, are added to the schema by
 // retrievalSchema.
 type Retrieval struct {

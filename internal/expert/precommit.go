@@ -38,6 +38,7 @@ type PrecommitInput struct {
 	ReviewType      string `json:"review_type,omitempty" jsonschema:"The kind of review: full, security, performance or quick."`
 	OriginalRequest string `json:"original_request,omitempty" jsonschema:"Optional: the user's intent, which the changes should fulfil."`
 	Common
+	Retrieval
 }
 
 func (in *PrecommitInput) headline() string { return in.Path }
@@ -68,12 +69,15 @@ func (in *PrecommitInput) gather(ctx context.Context, d *Deps, _ string) (*mater
 	}
 	return &material{
 		files:   &filectx.Files{Text: cs.Text, Processed: cs.Processed, Skipped: cs.Skipped},
-		heading: "Changes",
+		heading: changesHeading,
 		preface: preface,
 		secrets: cs.Secrets,
 		cut:     cs.Cut,
 	}, nil
 }
+
+// changesHeading heads precommit's changes in the prompt.
+const changesHeading = "Changes"
 
 // DefaultInputLimit is the input of the Gemini models in tokens, for a
 // backend that cannot say its model's.

@@ -53,11 +53,8 @@ func (d *Deps) withFiles(r *conversation.Request, prompt string, entries []strin
 	if fileSearch != "" && fileSearch != attach.Off && len(entries) == 0 {
 		// No files to send: the store alone.
 		r.Gather = func(ctx context.Context, _ string) (conversation.Material, error) {
-			var err error
-			if search, err = d.FileSearch.Prepare(ctx, fileSearch, d.ProjectRoot, nil); err != nil {
-				return conversation.Material{}, err
-			}
-			return conversation.Material{Prompt: prompt, FileSearchStores: search.Stores()}, nil
+			search = d.FileSearch.Plan(fileSearch, d.ProjectRoot, false)
+			return conversation.Material{Prompt: prompt, Prepare: prepare(search)}, nil
 		}
 	}
 	if len(entries) > 0 {
@@ -75,10 +72,8 @@ func (d *Deps) withFiles(r *conversation.Request, prompt string, entries []strin
 				return conversation.Material{}, err
 			}
 			files = f
-			if search, err = d.FileSearch.Prepare(ctx, fileSearch, d.ProjectRoot, f); err != nil {
-				return conversation.Material{}, err
-			}
-			m := conversation.Material{Prompt: prompt, Media: f.Media, Sent: f, Record: d.Files.Record, FileSearchStores: search.Stores()}
+			search = d.FileSearch.Plan(fileSearch, d.ProjectRoot, attach.Overflowed(f))
+			m := conversation.Material{Prompt: prompt, Media: f.Media, Sent: f, Record: d.Files.Record, Prepare: prepare(search)}
 			if f.Text != "" {
 				// The files go first, as a context the API backend may
 				// cache for the conversation's later turns
@@ -111,6 +106,21 @@ func (d *Deps) withFiles(r *conversation.Request, prompt string, entries []strin
 		}
 		search.Render(out, o.Answer)
 		return out, nil
+	}
+}
+
+// prepare is the turn's index of the project root for File Search (or
+// the drop of its store) that u planned: nil for none. The turn runs it,
+// so that a background call's job does it (conversation.Material.Prepare).
+func prepare(u *attach.Use) func(context.Context) ([]string, error) {
+	if u == nil {
+		return nil
+	}
+	return func(ctx context.Context) ([]string, error) {
+		if err := u.Run(ctx); err != nil {
+			return nil, err
+		}
+		return u.Stores(), nil
 	}
 }
 

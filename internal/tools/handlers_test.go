@@ -134,7 +134,7 @@ func TestUnknownArgumentsFromSchema(t *testing.T) {
 		{"chat", map[string]any{"prompt": "x", "session_id": "y"}, `unknown argument "session_id"; this tool takes prompt, model, systemPrompt, cwd, files, file_search, continuation_id, temperature, thinking_mode`},
 		{"chat", map[string]any{"prompt": "x", "sessionId": "y"}, `unknown argument "sessionId"`},
 		{"chat", map[string]any{"prompt": "x", "model": "m", "systemPrompt": "s", "cwd": ""}, ""},
-		{"chat-reply", map[string]any{"prompt": "x", "b": 1, "a": 2}, `unknown argument "a", "b"; this tool takes prompt, sessionId, model, systemPrompt, cwd, files, continuation_id, temperature, thinking_mode`},
+		{"chat-reply", map[string]any{"prompt": "x", "b": 1, "a": 2}, `unknown argument "a", "b"; this tool takes prompt, sessionId, model, systemPrompt, cwd, files, file_search, continuation_id, temperature, thinking_mode`},
 		{"chat-page", map[string]any{"answerId": "x", "page": 2, "pages": 3}, `unknown argument "pages"; this tool takes answerId, page`},
 	}
 	for _, c := range cases {

@@ -53,8 +53,9 @@ type Deps struct {
 	Research      func() (Researcher, error)
 	ResearchPoll  time.Duration
 	ResearchLimit time.Duration
-	// FileSearch is chat's file_search; nil, or one without an Index, on
-	// a backend that has none.
+	// FileSearch is chat's and chat-reply's file_search, its index bound
+	// by --timeout; nil, or one without an Index, on a backend that has
+	// none.
 	FileSearch *attach.Service
 }
 
@@ -151,6 +152,7 @@ type ReplyInput struct {
 	SystemPrompt   string   `json:"systemPrompt,omitempty" jsonschema:"Optional: a system prompt that sets the assistant's behaviour for this call. It replaces the Gemini CLI's built-in system prompt. With the Gemini API backend, omitting it keeps the system prompt the session started with."`
 	Cwd            string   `json:"cwd,omitempty" jsonschema:"Optional: the working directory of the session. A session recorded by this server runs in its own directory when cwd is omitted."`
 	Files          []string `json:"files,omitempty" jsonschema:"Optional: files or directories inside the project root to send with the prompt, with line numbers; files this thread was already sent are not sent again."`
+	FileSearch     string   `json:"file_search,omitempty"`
 	ContinuationID string   `json:"continuation_id,omitempty" jsonschema:"Optional: another name for sessionId, e.g. the continuation_id of an expert tool's result."`
 	Tuning
 	Grounding
@@ -176,6 +178,18 @@ func (d *Deps) chat(ctx context.Context, req *mcp.CallToolRequest, in ChatInput)
 // write into the arguments, as for chat's other options).
 func (ChatInput) extendSchema(s *jsonschema.Schema) {
 	tuneSchema(s)
+	fileSearchSchema(s)
+}
+
+// extendSchema gives chat-reply's schema what chat's has.
+func (ReplyInput) extendSchema(s *jsonschema.Schema) {
+	tuneSchema(s)
+	fileSearchSchema(s)
+}
+
+// fileSearchSchema gives file_search's property of s its values and
+// description.
+func fileSearchSchema(s *jsonschema.Schema) {
 	p := s.Properties[attach.Field]
 	for _, v := range attach.Modes {
 		p.Enum = append(p.Enum, v)
@@ -212,6 +226,9 @@ func (d *Deps) chatReply(ctx context.Context, req *mcp.CallToolRequest, in Reply
 	if err := d.checkCommon(in.Prompt, in.Model, in.SystemPrompt); err != nil {
 		return toolerr.Failure(err), nil, nil
 	}
+	if err := d.FileSearch.Check(in.FileSearch); err != nil {
+		return toolerr.Failure(err), nil, nil
+	}
 	r, err := d.replyRequest(req, in)
 	if err != nil {
 		return toolerr.Failure(err), nil, nil
@@ -232,7 +249,7 @@ func (d *Deps) replyRequest(req *mcp.CallToolRequest, in ReplyInput) (conversati
 	r := conversation.Request{Call: req, Continue: true, Session: id, Cwd: in.Cwd, Turn: backend.Turn{Prompt: in.Prompt, Model: in.Model,
 		SystemPrompt: in.SystemPrompt, Temperature: in.Temperature, ThinkingMode: in.ThinkingMode, IncludeThoughts: in.IncludeThoughts,
 		Builtins: backend.Builtins{GoogleSearch: in.GoogleSearch, URLs: urls, CodeExecution: in.CodeExecution}}}
-	d.withFiles(&r, in.Prompt, in.Files, nil, "")
+	d.withFiles(&r, in.Prompt, in.Files, nil, in.FileSearch)
 	d.inBackground(&r, in.Background)
 	return r, nil
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -77,10 +78,21 @@ type Service struct {
 	// Index is the server's File Search; nil when its backend has none
 	// (the Gemini CLI backends, or a build without the API backend).
 	Index Index
+	// Limit bounds one index (or drop) in all: the call's own limit
+	// (--timeout for chat, --expert-timeout for the expert tools), which
+	// holds in a background job too, where the call's does not. 0 means
+	// no bound beyond the call's and each upload's own.
+	Limit time.Duration
 }
 
-// Use is what file_search did for one call, made in its Gather.
+// ErrLimit is wrapped by the error of an index stopped at Service.Limit
+// or the call's deadline.
+var ErrLimit = errors.New("file_search: the index reached the call's limit")
+
+// Use is what file_search does for one call: planned in its Gather (Plan),
+// done in its turn (Run).
 type Use struct {
+	mode    string
 	root    string
 	store   string
 	report  Report
@@ -121,45 +133,78 @@ func Overflowed(f *filectx.Files) bool {
 	return false
 }
 
-// Prepare does what mode asks for a call whose tool reads root and whose
-// file context was files (nil for none): indexes root for the caller of
-// ctx (Auto: only when files overflowed), or drops its store. It returns
-// nil when the turn gets no store and there is nothing to report.
-// Progress goes to the call's client through the pipeline
-// (conversation.GatherProgress); cancelling ctx stops the index, and the
-// next call resumes it.
+// Plan is what mode asks of a call whose tool reads root, decided at
+// once and without the API: nil when the turn gets no store and there is
+// nothing to report (Off, a server without File Search, Auto when the
+// files sent did not overflow), else the Use whose Run does it.
+func (s *Service) Plan(mode, root string, overflowed bool) *Use {
+	if s == nil || s.Index == nil || mode == "" || mode == Off || (mode == Auto && !overflowed) {
+		return nil
+	}
+	return &Use{mode: mode, root: root, svc: s}
+}
+
+// Prepare plans and runs what mode asks for a call whose file context
+// was files (nil for none), at once: Plan, then Run.
 func (s *Service) Prepare(ctx context.Context, mode, root string, files *filectx.Files) (*Use, error) {
-	if s == nil || s.Index == nil || mode == "" || mode == Off || (mode == Auto && !Overflowed(files)) {
-		return nil, nil
+	u := s.Plan(mode, root, Overflowed(files))
+	if err := u.Run(ctx); err != nil {
+		return nil, err
 	}
-	// The caller is the scope: a store is never shared between callers.
-	scope := identity.Of(ctx)
-	u := &Use{root: root, svc: s}
-	if mode == Drop {
-		if err := s.Index.Drop(ctx, root, scope); err != nil {
-			return nil, failure("deleting your File Search store of the project root", err)
-		}
-		u.dropped = true
-		return u, nil
-	}
-	conversation.GatherProgress(ctx, "indexing the project root for File Search")
-	store, rep, err := s.Index.Index(ctx, root, scope, func(done, total int) {
-		conversation.GatherProgress(ctx, fmt.Sprintf("indexing for File Search: %d of %d files", done, total))
-	})
-	if err != nil {
-		return nil, failure("indexing the project root for File Search", err)
-	}
-	u.store, u.report = store, rep
 	return u, nil
 }
 
-// failure is the tool's error of a File Search call that failed.
-func failure(what string, err error) error {
+// Run does what u planned: indexes its root for the caller of ctx, or
+// drops the caller's store of it, within the Service's Limit. Progress
+// goes to the call's client, or its job, through the pipeline
+// (conversation.GatherProgress); cancelling ctx stops the index, and the
+// next call resumes it. A nil Use does nothing.
+func (u *Use) Run(ctx context.Context) error {
+	if u == nil {
+		return nil
+	}
+	s := u.svc
+	if s.Limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.Limit, ErrLimit)
+		defer cancel()
+	}
+	// The caller is the scope: a store is never shared between callers.
+	scope := identity.Of(ctx)
+	if u.mode == Drop {
+		if err := s.Index.Drop(ctx, u.root, scope); err != nil {
+			return s.failure(ctx, "deleting your File Search store of the project root", err)
+		}
+		u.dropped = true
+		return nil
+	}
+	conversation.GatherProgress(ctx, "indexing the project root for File Search")
+	store, rep, err := s.Index.Index(ctx, u.root, scope, func(done, total int) {
+		conversation.GatherProgress(ctx, fmt.Sprintf("indexing for File Search: %d of %d files", done, total))
+	})
+	if err != nil {
+		return s.failure(ctx, "indexing the project root for File Search", err)
+	}
+	u.store, u.report = store, rep
+	return nil
+}
+
+// failure is the tool's error of a File Search call on ctx that failed
+// with err.
+func (s *Service) failure(ctx context.Context, what string, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		limit := "this call's limit"
+		if s.Limit > 0 {
+			limit = fmt.Sprintf("this server's limit of %s per call", s.Limit)
+		}
+		return &toolerr.Error{Category: toolerr.ToolFailure, Err: fmt.Errorf("%w: %w", ErrLimit, err), Msg: fmt.Sprintf("file_search: %s took longer than %s, and was stopped: "+
+			"what was uploaded is kept, and the next call with file_search carries on from there (or set file_search to off to answer without it)", what, limit)}
+	}
 	var te *toolerr.Error
 	if errors.As(err, &te) {
 		return err
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return &toolerr.Error{Category: toolerr.ToolFailure, Err: err, Msg: fmt.Sprintf("file_search: %s was stopped (%v); "+
 			"what was uploaded is kept, and the next call uploads only the rest", what, err)}
 	}
@@ -167,7 +212,12 @@ func failure(what string, err error) error {
 		"Call again (only what is missing is uploaded), or set file_search to off", what, err)}
 }
 
-// Stores are the stores the turn gets: none for a nil Use.
+// Indexes says whether the turn gets the store once Run has indexed it
+// (the expert tools then tell Gemini so in its prompt).
+func (u *Use) Indexes() bool { return u != nil && u.mode != Drop }
+
+// Stores are the stores the turn gets, once Run has indexed: none for a
+// nil Use.
 func (u *Use) Stores() []string {
 	if u == nil || u.store == "" {
 		return nil

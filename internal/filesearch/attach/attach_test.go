@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -148,5 +149,52 @@ func TestPrepare(t *testing.T) {
 	nu.Render(res, nil)
 	if nu.Stores() != nil {
 		t.Fatal("a nil Use has stores")
+	}
+}
+
+// hangingIndex is an Index whose upload never finishes: it waits for its
+// ctx, as an upload whose API operation never ends does.
+type hangingIndex struct{ stubIndex }
+
+func (h *hangingIndex) Index(ctx context.Context, _, _ string, progress func(done, total int)) (string, Report, error) {
+	progress(0, 3)
+	<-ctx.Done()
+	return "", Report{}, context.Cause(ctx)
+}
+
+// TestRunLimit: Plan decides without the API, Run indexes; an index that
+// does not finish stops at the Service's Limit, with an error that says
+// the next call carries it on, and wraps ErrLimit, as does one stopped by
+// the call's own deadline.
+func TestRunLimit(t *testing.T) {
+	ix := &hangingIndex{}
+	s := &Service{Index: ix, Limit: 50 * time.Millisecond}
+	u := s.Plan(On, "/r", false)
+	if !u.Indexes() || u.Stores() != nil {
+		t.Fatalf("planned: %+v", u)
+	}
+	if s.Plan(Auto, "/r", false) != nil || !s.Plan(Auto, "/r", true).Indexes() || s.Plan(Drop, "/r", true).Indexes() {
+		t.Fatal("Plan of auto or drop")
+	}
+	err := u.Run(context.Background())
+	var te *toolerr.Error
+	if !errors.As(err, &te) || te.Category != toolerr.ToolFailure || !errors.Is(err, ErrLimit) ||
+		!strings.Contains(err.Error(), "file_search: indexing the project root for File Search took longer than this server's limit of 50ms per call") ||
+		!strings.Contains(err.Error(), "the next call with file_search carries on from there") {
+		t.Fatalf("an index past the limit: %v", err)
+	}
+	// The call's deadline, without a Limit of the Service's own.
+	s.Limit = 0
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := s.Plan(On, "/r", false).Run(ctx); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "took longer than this call's limit") {
+		t.Fatalf("an index past the call's deadline: %v", err)
+	}
+	// A cancel, with a cause of its own (a job's), is not the limit.
+	cctx, ccancel := context.WithCancelCause(context.Background())
+	ccancel(errors.New("the job was cancelled"))
+	if err := s.Plan(On, "/r", false).Run(cctx); errors.Is(err, ErrLimit) ||
+		!strings.Contains(err.Error(), "was stopped (the job was cancelled); what was uploaded is kept, and the next call uploads only the rest") {
+		t.Fatalf("a cancelled index: %v", err)
 	}
 }

@@ -299,10 +299,11 @@ func TestFileSearchFailures(t *testing.T) {
 	h.api.RefuseStoreUploads(0)
 
 	// An operation that never finishes: the call stops at its limit,
-	// saying so.
+	// saying that the next call carries the index on.
 	h.api.SetPendingPolls(1 << 30)
 	_, err = callExpert(t, cs, "analyze", fsArgs("on", "x"))
-	if !errors.As(err, &we) || !strings.Contains(we.Message, "longer than this server's limit") {
+	if !errors.As(err, &we) || !strings.Contains(we.Message, "file_search: indexing the project root for File Search took longer than this server's limit of 8s") ||
+		!strings.Contains(we.Message, "the next call with file_search carries on from there") {
 		t.Fatalf("an operation that never finished: %v", err)
 	}
 	h.api.SetPendingPolls(0)
