@@ -90,8 +90,9 @@ Tools {arguments}:
   sessions {limit, cursor, cwd} lists this client's sessions
   image {prompt, files, model, aspect_ratio, size, save_to} makes or edits
     pictures with Gemini's image models (--backend api)
-  research {query, agent, plan, continue_from, thinking_summaries, wait}
-    Deep Research as a background job: a cited report (--backend api)
+  research {query, files, urls, agent, plan, continue_from,
+    thinking_summaries, wait} Deep Research as a background job: a cited
+    report (--backend api)
   job {jobId, wait, cancel} the progress and result of a background call
 Expert tools send files under --project-root (or a git
 repository's changes) to Gemini:
