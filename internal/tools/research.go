@@ -177,7 +177,8 @@ func addFilesMeta(res *mcp.CallToolResult, files *filectx.Files) {
 
 // interactionOf is the interaction of owner's research job named by
 // ref: its id, or the interaction id itself when a job of owner's has
-// it. Another caller's job or interaction is not found.
+// it (the store's index of resume handles: the cost is one job's, however
+// many owner has). Another caller's job or interaction is not found.
 func (d *Deps) interactionOf(ctx context.Context, owner, ref string) (string, error) {
 	if jobs.CheckID(ref) == nil {
 		j, ok, err := d.Jobs.GetJob(ctx, owner, ref)
@@ -188,14 +189,12 @@ func (d *Deps) interactionOf(ctx context.Context, owner, ref string) (string, er
 			return j.Resume, nil
 		}
 	}
-	list, err := d.Jobs.ListJobs(ctx, owner, 1000)
+	j, ok, err := d.Jobs.FindJob(ctx, owner, ref)
 	if err != nil {
 		return "", jobError(err)
 	}
-	for _, j := range list {
-		if j.Tool == "research" && j.Resume != "" && j.Resume == ref {
-			return j.Resume, nil
-		}
+	if ok && j.Tool == "research" {
+		return j.Resume, nil
 	}
 	return "", fmt.Errorf("continue_from: no research job of this caller has the id or interaction id %q (it may have expired)", clipArg(ref))
 }
