@@ -85,12 +85,25 @@ type JobWork func(ctx context.Context, j jobs.Job) (*mcp.CallToolResult, error)
 // the job as created. unstarted, when set, is called instead of work
 // when the job ends before work starts (cancelled while queued).
 func (s *Service) StartJob(ctx context.Context, req *mcp.CallToolRequest, tool string, work JobWork, unstarted func()) (jobs.Job, error) {
-	j, err := s.newJob(ctx, s.CallOf(ctx, req).Who, tool)
+	j, err := s.CreateJob(ctx, req, tool)
 	if err != nil {
 		return jobs.Job{}, err
 	}
-	s.goJob(ctx, j, work, unstarted)
+	s.RunJob(ctx, j, work, unstarted)
 	return j, nil
+}
+
+// CreateJob creates a job of tool for the caller of req, Queued, within
+// the caller's and the server's job limits, and runs nothing: a tool
+// whose work costs before it runs (research starts an interaction)
+// reserves its job first, then runs it with RunJob or fails it.
+func (s *Service) CreateJob(ctx context.Context, req *mcp.CallToolRequest, tool string) (jobs.Job, error) {
+	return s.newJob(ctx, s.CallOf(ctx, req).Who, tool)
+}
+
+// RunJob runs work for job j, made by CreateJob, as StartJob runs it.
+func (s *Service) RunJob(ctx context.Context, j jobs.Job, work JobWork, unstarted func()) {
+	s.goJob(ctx, j, work, unstarted)
 }
 
 // ResumeJob runs work for job j, Working and claimed by this process

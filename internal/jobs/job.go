@@ -88,11 +88,16 @@ func (s Status) TaskStatus() string {
 // part is capped: the record of a job is at most a little over
 // MaxResultBytes+MaxPartialBytes.
 const (
-	// MaxResultBytes caps the JSON of a job's result. A synchronous
-	// call's result is at most one page of an answer (the default
-	// --max-answer-bytes is 60000) with its structured copy and links;
-	// a result over this cap is refused (Complete), not cut.
-	MaxResultBytes = 4 << 20
+	// MaxResultBytes caps the JSON of a job's result: that of the
+	// synchronous call, which is one page of an answer (the default
+	// --max-answer-bytes is 60000) with its structured copy and links,
+	// and the images Gemini's code made, inline, up to all a turn may
+	// stream (--max-output-bytes, 32 MiB by default, their base64 as it
+	// came), with room for the rest. A result over this cap (a turn of a
+	// server whose --max-output-bytes is raised) is refused (Complete),
+	// not cut. SQLite (a value up to 1e9 bytes) and Redis (512 MB) keep
+	// it; it is written once, at the job's end.
+	MaxResultBytes = config.DefaultMaxOutputBytes + 16<<20
 	// MaxPartialBytes caps the partial output kept while a job runs: its
 	// first bytes are kept, PartialDropped counts the rest.
 	MaxPartialBytes = 64 << 10

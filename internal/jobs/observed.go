@@ -51,6 +51,13 @@ func (o *observed) ListJobs(ctx context.Context, owner string, limit int) ([]Job
 	return js, err
 }
 
+func (o *observed) FindJob(ctx context.Context, owner, resume string) (Job, bool, error) {
+	start := time.Now()
+	j, ok, err := o.st.FindJob(ctx, owner, resume)
+	o.done("FindJob", start, err)
+	return j, ok, err
+}
+
 func (o *observed) WaitJob(ctx context.Context, owner, id string, version int64, max time.Duration) (Job, bool, error) {
 	start := time.Now()
 	j, ok, err := o.st.WaitJob(ctx, owner, id, version, max)

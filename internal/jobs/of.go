@@ -60,6 +60,14 @@ func (o of) ListJobs(ctx context.Context, owner string, limit int) ([]Job, error
 	return s.ListJobs(ctx, owner, limit)
 }
 
+func (o of) FindJob(ctx context.Context, owner, resume string) (Job, bool, error) {
+	s, err := o.store(ctx)
+	if err != nil {
+		return Job{}, false, err
+	}
+	return s.FindJob(ctx, owner, resume)
+}
+
 func (o of) WaitJob(ctx context.Context, owner, id string, version int64, max time.Duration) (Job, bool, error) {
 	s, err := o.store(ctx)
 	if err != nil {

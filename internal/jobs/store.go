@@ -38,6 +38,13 @@ type Store interface {
 	// them: the order the stores' indexes keep, exact to the millisecond.
 	ListJobs(ctx context.Context, owner string, limit int) ([]Job, error)
 
+	// FindJob returns owner's job whose Resume is resume (an interaction
+	// id), through an index of the handles, so that its cost does not
+	// grow with owner's jobs; ok is false when none has it (and for an
+	// empty resume). A handle names one job; were it on several, any of
+	// them may be returned.
+	FindJob(ctx context.Context, owner, resume string) (j Job, ok bool, err error)
+
 	// WaitJob returns owner's job id once its version is other than
 	// version, or when max has passed (then unchanged), or when ctx ends
 	// (then ctx's error). A change made through this store value is seen

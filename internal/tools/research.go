@@ -119,18 +119,21 @@ func (d *Deps) research(ctx context.Context, req *mcp.CallToolRequest, in Resear
 	if len(urls) > 0 {
 		ar.Context = append(ar.Context, researchURLsHeading+strings.Join(urls, "\n"))
 	}
-	// Start the interaction in the call, so that a refused agent or key
-	// fails it at once.
-	first, err := rs.StartAgent(ctx, ar)
+	// The job is reserved first, so that a caller at the job limit starts
+	// (and pays for) nothing; then the interaction is started in the
+	// call, so that a refused agent or key fails it (and the job) at once.
+	j, err := d.Conv.CreateJob(ctx, req, "research")
 	if err != nil {
-		return nil, nil, fmt.Errorf("research: %w", err)
-	}
-	r := &researchRun{jobs: d.Jobs, rs: rs, id: first.ID, every: d.ResearchPoll, limit: d.ResearchLimit, files: files}
-	j, err := d.Conv.StartJob(ctx, req, "research", r.run, r.cancel)
-	if err != nil {
-		r.cancel()
 		return nil, nil, err
 	}
+	first, err := rs.StartAgent(ctx, ar)
+	if err != nil {
+		err = fmt.Errorf("research: %w", err)
+		d.failUnstarted(ctx, j, err)
+		return nil, nil, err
+	}
+	r := &researchRun{jobs: d.Jobs, rs: rs, id: first.ID, every: d.ResearchPoll, limit: d.ResearchLimit, files: files}
+	d.Conv.RunJob(ctx, j, r.run, r.cancel)
 	if in.Wait > 0 {
 		if j, err = waitJob(ctx, d.Jobs, j, time.Duration(in.Wait*float64(time.Second)), false); err != nil {
 			return nil, nil, jobError(err)
@@ -143,6 +146,19 @@ func (d *Deps) research(ctx context.Context, req *mcp.CallToolRequest, in Resear
 	res.Meta["interactionId"] = first.ID
 	addFilesMeta(res, files)
 	return res, nil, nil
+}
+
+// failUnstarted fails research job j, whose interaction could not be
+// started, with err: the job was reserved for nothing.
+func (d *Deps) failUnstarted(ctx context.Context, j jobs.Job, err error) {
+	sctx, done := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer done()
+	_, _ = jobs.Update(sctx, d.Jobs, j.Owner, j.ID, func(j *jobs.Job) (bool, error) {
+		if j.Status.Final() {
+			return false, nil
+		}
+		return true, j.Fail(err.Error(), time.Now())
+	})
 }
 
 // addFilesMeta says in res's _meta what of research's files was sent and
@@ -161,7 +177,8 @@ func addFilesMeta(res *mcp.CallToolResult, files *filectx.Files) {
 
 // interactionOf is the interaction of owner's research job named by
 // ref: its id, or the interaction id itself when a job of owner's has
-// it. Another caller's job or interaction is not found.
+// it (the store's index of resume handles: the cost is one job's, however
+// many owner has). Another caller's job or interaction is not found.
 func (d *Deps) interactionOf(ctx context.Context, owner, ref string) (string, error) {
 	if jobs.CheckID(ref) == nil {
 		j, ok, err := d.Jobs.GetJob(ctx, owner, ref)
@@ -172,14 +189,12 @@ func (d *Deps) interactionOf(ctx context.Context, owner, ref string) (string, er
 			return j.Resume, nil
 		}
 	}
-	list, err := d.Jobs.ListJobs(ctx, owner, 1000)
+	j, ok, err := d.Jobs.FindJob(ctx, owner, ref)
 	if err != nil {
 		return "", jobError(err)
 	}
-	for _, j := range list {
-		if j.Tool == "research" && j.Resume != "" && j.Resume == ref {
-			return j.Resume, nil
-		}
+	if ok && j.Tool == "research" {
+		return j.Resume, nil
 	}
 	return "", fmt.Errorf("continue_from: no research job of this caller has the id or interaction id %q (it may have expired)", clipArg(ref))
 }

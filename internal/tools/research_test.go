@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api/interact"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
@@ -323,5 +325,43 @@ func TestResearchPartial(t *testing.T) {
 	}
 	if res, err := jobEnd(t, d, "tok", id); err != nil || res.Meta["jobStatus"] != string(jobs.Cancelled) {
 		t.Fatalf("the cancelled job: %v %v", res, err)
+	}
+}
+
+// TestResearchAtJobLimit: a caller already at its job limit is refused
+// before any interaction is created (the API sees no create); an
+// interaction the API refuses fails the call and the job reserved for it.
+func TestResearchAtJobLimit(t *testing.T) {
+	t.Parallel()
+	d, fake := researchDeps(t)
+	ctx := as("tok")
+	owner := d.Conv.CallOf(ctx, request(t, "research", nil)).Who.Token
+	for range config.DefaultMaxJobsPerOwner {
+		j, err := jobs.New(owner, "chat", 0, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Jobs.CreateJob(ctx, j, jobs.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		if _, _, err := d.research(ctx, request(t, "research", nil), ResearchInput{Query: "q"}); !errors.Is(err, jobs.ErrLimit) {
+			t.Fatalf("research at the job limit: %v, want %v", err, jobs.ErrLimit)
+		}
+	}
+	for _, r := range fake.Requests() {
+		if r.Method == fakeapi.MethodInteractionCreate {
+			t.Fatalf("a call refused at the job limit created interaction %s", r.Interaction)
+		}
+	}
+
+	_, _, err := d.research(as("other"), request(t, "research", nil), ResearchInput{Query: "refused [[status:403]]"})
+	if err == nil {
+		t.Fatal("an interaction the API refused: no error")
+	}
+	list, lerr := d.Jobs.ListJobs(ctx, d.Conv.CallOf(as("other"), request(t, "research", nil)).Who.Token, 10)
+	if lerr != nil || len(list) != 1 || list[0].Status != jobs.Failed || !strings.Contains(list[0].Error, "research:") {
+		t.Fatalf("the job of a refused interaction: %+v %v (the call said %v)", list, lerr, err)
 	}
 }

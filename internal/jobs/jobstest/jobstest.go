@@ -44,6 +44,8 @@ func Run(t *testing.T, open Open) {
 	t.Run("WaitBounds", func(t *testing.T) { waitBounds(t, open) })
 	t.Run("BadInput", func(t *testing.T) { badInput(t, open) })
 	t.Run("List", func(t *testing.T) { list(t, open) })
+	t.Run("Find", func(t *testing.T) { find(t, open) })
+	t.Run("LargeResult", func(t *testing.T) { largeResult(t, open) })
 }
 
 func ctxOf(t *testing.T) context.Context {

@@ -31,6 +31,13 @@ const (
 	jobVersionSQL = `SELECT version FROM jobs WHERE id = ? AND owner = ? AND expires_at > ?`
 	jobGetSQL     = `SELECT version, data FROM jobs WHERE id = ? AND owner = ? AND expires_at > ?`
 	jobListSQL    = `SELECT version, data FROM jobs WHERE owner = ? AND expires_at > ? ORDER BY expires_at DESC, id LIMIT ?`
+	// jobResumeExpr is a row's resume handle, as the index jobs_resume
+	// keeps it (NULL for none, and for a row that is not JSON), and
+	// jobFindSQL finds a row by it through that index: the query must
+	// spell the expression as the index does.
+	jobResumeExpr = `CASE WHEN json_valid(data) THEN json_extract(data, '$.resume') END`
+	jobFindSQL    = `SELECT id, version, data FROM jobs WHERE owner = ? AND ` + jobResumeExpr + ` = ? AND expires_at > ?
+		ORDER BY expires_at DESC LIMIT 1`
 )
 
 func live(j jobs.Job) int {
@@ -174,6 +181,24 @@ func (s *Store) ListJobs(ctx context.Context, owner string, limit int) ([]jobs.J
 		return nil, s.dbErr(ctx, "listing jobs", err)
 	}
 	return out, nil
+}
+
+// FindJob implements jobs.Store, through the index jobs_resume.
+func (s *Store) FindJob(ctx context.Context, owner, resume string) (jobs.Job, bool, error) {
+	if resume == "" {
+		return jobs.Job{}, false, nil
+	}
+	var id, data string
+	var v int64
+	err := s.db.QueryRowContext(ctx, jobFindSQL, owner, resume, ms(time.Now())).Scan(&id, &v, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return jobs.Job{}, false, nil
+	}
+	if err != nil {
+		return jobs.Job{}, false, s.dbErr(ctx, "finding a job", err)
+	}
+	j, err := s.decodeJob(id, v, data)
+	return j, err == nil, err
 }
 
 // WaitJob implements jobs.Store, polling the row's version every

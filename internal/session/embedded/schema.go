@@ -46,6 +46,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_owner ON jobs (owner, expires_at DESC, id);
 CREATE INDEX IF NOT EXISTS jobs_live ON jobs (live, expires_at);
 CREATE INDEX IF NOT EXISTS jobs_expires ON jobs (expires_at);
+CREATE INDEX IF NOT EXISTS jobs_resume ON jobs (owner, ` + jobResumeExpr + `, expires_at); -- FindJob's
 CREATE TABLE IF NOT EXISTS manifests (
 	id INTEGER PRIMARY KEY,
 	key BLOB NOT NULL UNIQUE,  -- manifest.Record.Key (a root, NUL, a scope)

@@ -17,9 +17,12 @@ import (
 // Expired jobs are ignored by every read and forgotten by the next
 // CreateJob.
 type jobTable struct {
-	mu     sync.Mutex
-	byID   map[string]storedJob
-	notify jobs.Notifier
+	mu   sync.Mutex
+	byID map[string]storedJob
+	// byResume indexes the jobs by owner and resume handle (resumeKey)
+	// for FindJob: the id of the job last stored with it.
+	byResume map[string]string
+	notify   jobs.Notifier
 }
 
 type storedJob struct {
@@ -28,7 +31,35 @@ type storedJob struct {
 	version int64
 	live    bool
 	expires time.Time
+	resume  string
 	data    []byte
+}
+
+func resumeKey(owner, resume string) string {
+	return fmt.Sprintf("%d:%s:%s", len(owner), owner, resume)
+}
+
+// put stores sj, keeping byResume; t.mu must be held.
+func (t *jobTable) put(sj storedJob) {
+	if old, ok := t.byID[sj.id]; ok && old.resume != sj.resume {
+		t.unindex(old)
+	}
+	t.byID[sj.id] = sj
+	if sj.resume != "" {
+		if t.byResume == nil {
+			t.byResume = map[string]string{}
+		}
+		t.byResume[resumeKey(sj.owner, sj.resume)] = sj.id
+	}
+}
+
+// unindex drops sj from byResume, unless another job took its entry;
+// t.mu must be held.
+func (t *jobTable) unindex(sj storedJob) {
+	k := resumeKey(sj.owner, sj.resume)
+	if sj.resume != "" && t.byResume[k] == sj.id {
+		delete(t.byResume, k)
+	}
 }
 
 var _ jobs.Store = (*Store)(nil)
@@ -53,7 +84,7 @@ func store(j jobs.Job) (storedJob, error) {
 	if err != nil {
 		return storedJob{}, fmt.Errorf("memory session store: %w", err)
 	}
-	return storedJob{id: j.ID, owner: j.Owner, version: j.Version, live: j.Status.Live(), expires: j.Expires, data: data}, nil
+	return storedJob{id: j.ID, owner: j.Owner, version: j.Version, live: j.Status.Live(), expires: j.Expires, resume: j.Resume, data: data}, nil
 }
 
 func (sj storedJob) job() (jobs.Job, error) {
@@ -84,6 +115,7 @@ func (s *Store) CreateJob(_ context.Context, j jobs.Job, lim jobs.Limits) (jobs.
 	for id, sj := range t.byID {
 		switch {
 		case !now.Before(sj.expires):
+			t.unindex(sj)
 			delete(t.byID, id)
 		case sj.live:
 			total++
@@ -106,7 +138,7 @@ func (s *Store) CreateJob(_ context.Context, j jobs.Job, lim jobs.Limits) (jobs.
 	if err != nil {
 		return jobs.Job{}, err
 	}
-	t.byID[j.ID] = sj
+	t.put(sj)
 	return j, nil
 }
 
@@ -151,7 +183,7 @@ func (s *Store) UpdateJob(_ context.Context, j jobs.Job) (jobs.Job, error) {
 	if err != nil {
 		return jobs.Job{}, err
 	}
-	t.byID[j.ID] = sj
+	t.put(sj)
 	t.notify.Notify(j.ID)
 	return j, nil
 }
@@ -186,6 +218,25 @@ func (s *Store) ListJobs(_ context.Context, owner string, limit int) ([]jobs.Job
 		out = append(out, j)
 	}
 	return out, nil
+}
+
+// FindJob implements jobs.Store, through the index of resume handles.
+func (s *Store) FindJob(_ context.Context, owner, resume string) (jobs.Job, bool, error) {
+	if s.isClosed() {
+		return jobs.Job{}, false, errClosed
+	}
+	if resume == "" {
+		return jobs.Job{}, false, nil
+	}
+	t := &s.jobs
+	t.mu.Lock()
+	sj, ok := t.get(owner, t.byResume[resumeKey(owner, resume)], time.Now())
+	t.mu.Unlock()
+	if !ok || sj.resume != resume {
+		return jobs.Job{}, false, nil
+	}
+	j, err := sj.job()
+	return j, err == nil, err
 }
 
 // WaitJob implements jobs.Store: every change is made here, so waiters

@@ -36,7 +36,7 @@ func TestObservedJobsConformance(t *testing.T) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	for _, op := range []string{"CreateJob", "GetJob", "UpdateJob", "ListJobs", "WaitJob"} {
+	for _, op := range []string{"CreateJob", "GetJob", "UpdateJob", "ListJobs", "FindJob", "WaitJob"} {
 		if ops[op] == 0 {
 			t.Errorf("%s was never reported", op)
 		}

@@ -21,6 +21,8 @@ import (
 //	P {jobs}live        the live jobs' ids, a sorted set scored by expiry
 //	P {jobs}live:O      owner O's live jobs, the same
 //	P {jobs}byowner:O   all of owner O's jobs, the same, for ListJobs
+//	P {jobs}resume:N:O:R  the id of owner O's job with resume handle R
+//	                    (N is O's length), for FindJob; expiring with it
 //
 // All share the hash tag {jobs}, so that on a cluster they are one slot's
 // and one script can count the live jobs and create one, or compare a
@@ -44,13 +46,24 @@ func (s *Store) jobLiveKey() string               { return s.prefix + "{jobs}liv
 func (s *Store) jobOwnerLiveKey(o string) string  { return s.prefix + "{jobs}live:" + o }
 func (s *Store) jobOwnerIndexKey(o string) string { return s.prefix + "{jobs}byowner:" + o }
 
+func (s *Store) jobResumeKey(o, r string) string {
+	return s.prefix + "{jobs}resume:" + strconv.Itoa(len(o)) + ":" + o + ":" + r
+}
+
+// jobKeys are the keys a job's write touches: its hash, the sets and,
+// when it has a resume handle, its entry in the index of handles.
 func (s *Store) jobKeys(j jobs.Job) []string {
-	return []string{s.jobKey(j.ID), s.jobLiveKey(), s.jobOwnerLiveKey(j.Owner), s.jobOwnerIndexKey(j.Owner)}
+	keys := []string{s.jobKey(j.ID), s.jobLiveKey(), s.jobOwnerLiveKey(j.Owner), s.jobOwnerIndexKey(j.Owner)}
+	if j.Resume != "" {
+		keys = append(keys, s.jobResumeKey(j.Owner, j.Resume))
+	}
+	return keys
 }
 
 // jobIndexLua keeps job id expiring at exp in the sets: live (KEYS[2],
 // [3]) when live is "1", and its owner's index (KEYS[4]); each set
-// expires with its latest job, so that nothing outlives the jobs.
+// expires with its latest job, so that nothing outlives the jobs. A job
+// with a resume handle has its entry (KEYS[5]), expiring with it.
 const jobIndexLua = `
 local function index(id, exp, live)
   local sets = {KEYS[4]}
@@ -64,6 +77,10 @@ local function index(id, exp, live)
     redis.call('ZADD', k, exp, id)
     redis.call('PEXPIREAT', k, exp, 'NX')
     redis.call('PEXPIREAT', k, exp, 'GT')
+  end
+  if KEYS[5] then
+    redis.call('SET', KEYS[5], id)
+    redis.call('PEXPIREAT', KEYS[5], exp)
   end
 end
 `
@@ -233,6 +250,29 @@ func (s *Store) ListJobs(ctx context.Context, owner string, limit int) ([]jobs.J
 		}
 	}
 	return out, nil
+}
+
+// FindJob implements jobs.Store: the entry of the handle, then the job
+// (two round trips).
+func (s *Store) FindJob(ctx context.Context, owner, resume string) (jobs.Job, bool, error) {
+	if resume == "" {
+		return jobs.Job{}, false, nil
+	}
+	id, err := s.rdb.Get(ctx, s.jobResumeKey(owner, resume)).Result()
+	if errors.Is(err, redis.Nil) {
+		return jobs.Job{}, false, nil
+	}
+	if err != nil {
+		return jobs.Job{}, false, s.fail(ctx, err)
+	}
+	if jobs.CheckID(id) != nil {
+		return jobs.Job{}, false, fmt.Errorf("session store: the job of a resume handle in Redis at %s is corrupt: %q", s.addr, id)
+	}
+	j, ok, err := s.GetJob(ctx, owner, id)
+	if err != nil || !ok || j.Resume != resume {
+		return jobs.Job{}, false, err
+	}
+	return j, true, nil
 }
 
 // WaitJob implements jobs.Store, asking for the job's version every

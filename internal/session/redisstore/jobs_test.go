@@ -104,7 +104,8 @@ func BenchmarkJobs(b *testing.B) {
 }
 
 // TestJobsLeaveNoKeys: once its jobs have expired, no key of theirs is
-// left in Redis, the sets of live jobs and of the owner's included.
+// left in Redis, the sets of live jobs and of the owner's and the entry
+// of a resume handle included.
 func TestJobsLeaveNoKeys(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, srv, session.Options{})
@@ -117,6 +118,9 @@ func TestJobsLeaveNoKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		if finish {
+			if err := j.SetResume("interaction-1", time.Now()); err != nil {
+				t.Fatal(err)
+			}
 			if err := j.Fail("it broke", time.Now()); err != nil {
 				t.Fatal(err)
 			}
@@ -125,8 +129,8 @@ func TestJobsLeaveNoKeys(t *testing.T) {
 			}
 		}
 	}
-	if keys, err := c.Keys(ctx, "*{jobs}*").Result(); err != nil || len(keys) != 5 {
-		t.Fatalf("keys of two jobs: %q, %v; want the two jobs, the two sets of live jobs and the owner's index", keys, err)
+	if keys, err := c.Keys(ctx, "*{jobs}*").Result(); err != nil || len(keys) != 6 {
+		t.Fatalf("keys of two jobs: %q, %v; want the two jobs, the two sets of live jobs, the owner's index and the resume handle's entry", keys, err)
 	}
 	guard := geminitest.Context(t)
 	err := geminitest.Poll(guard, "the jobs' keys to expire", func() (bool, error) {
@@ -179,6 +183,7 @@ func TestJobsRedisDown(t *testing.T) {
 		"GetJob":    func() error { _, _, err := s.GetJob(ctx, j.Owner, j.ID); return err },
 		"UpdateJob": func() error { _, err := s.UpdateJob(ctx, j); return err },
 		"ListJobs":  func() error { _, err := s.ListJobs(ctx, j.Owner, 10); return err },
+		"FindJob":   func() error { _, _, err := s.FindJob(ctx, j.Owner, "interaction-1"); return err },
 		"WaitJob":   func() error { _, _, err := s.WaitJob(ctx, j.Owner, j.ID, j.Version, time.Minute); return err },
 	}
 	for name, call := range calls {
