@@ -76,39 +76,48 @@ func TestProgressCadence(t *testing.T) {
 	var msgs []string
 	var values []float64
 	var tokens []any
+	// 1.5 s at one report per 100 ms, plus the changes of state: at least
+	// 10, one of them a second in. The client's SDK hands notifications to
+	// the handler apart from the responses, so those the server sent
+	// before its result may reach the handler after the call returned:
+	// the test waits for them rather than count at the return.
+	enough, seen := make(chan struct{}), false
 	h := newHarness(t, options{progressInterval: 100 * time.Millisecond, client: &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
+			defer mu.Unlock()
 			msgs = append(msgs, req.Params.Message)
 			values = append(values, req.Params.Progress)
 			tokens = append(tokens, req.Params.ProgressToken)
-			mu.Unlock()
+			if !seen && len(msgs) >= 10 && strings.Contains(strings.Join(msgs, "\n"), "gemini is running (1s elapsed)") {
+				seen = true
+				close(enough)
+			}
 		},
 	}})
 	params := &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": "[[sleep:1500]] slow"}}
 	params.SetProgressToken("tok-1")
-	res, err := h.client.CallTool(context.Background(), params)
+	ctx := geminitest.Context(t)
+	res, err := h.client.CallTool(ctx, params)
 	if err != nil || res.IsError {
 		t.Fatalf("call: %v %+v", err, res)
 	}
+	select {
+	case <-enough:
+	case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%d progress notifications in 1.5 s, or none a second in: %q", len(msgs), msgs)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	// 1.5 s at one report per 100 ms, plus the changes of state.
-	if len(msgs) < 10 {
-		t.Fatalf("%d progress notifications in 1.5 s: %q", len(msgs), msgs)
-	}
 	for i := 1; i < len(values); i++ {
 		if values[i] <= values[i-1] {
 			t.Fatalf("progress went from %v to %v", values[i-1], values[i])
 		}
 	}
-	if !strings.Contains(strings.Join(msgs, "\n"), "gemini is running (1s elapsed)") {
-		t.Fatalf("messages %q", msgs)
-	}
-	// A call without a token gets no notifications. The client's SDK
-	// hands notifications to the handler apart from the responses, so one
-	// the server sent for the first call before its result may reach the
-	// handler after the call returned: what counts is the token.
+	// A call without a token gets no notifications; a late one of the
+	// first call is told apart by its token.
 	mu.Unlock()
 	h.call("chat", map[string]any{"prompt": "[[sleep:300]] quiet"})
 	mu.Lock()
