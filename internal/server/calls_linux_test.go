@@ -128,8 +128,15 @@ func TestProgressCadence(t *testing.T) {
 	}
 }
 
+// killBound is how long a stopped CLI may take to be gone: the fake would
+// live its 30 s self-timeout, and its SIGTERM-proof kind until SIGKILL 1.5 s
+// after the interrupt, so a bound well under 30 s still fails when the kill
+// never comes, and leaves a busy machine room.
+const killBound = 10 * time.Second
+
 // TestClientCancelKillsCLI cancels a call from the client side
-// (notifications/cancelled): the CLI and its child must be gone within 2 s.
+// (notifications/cancelled): the CLI and its child must be gone, killed
+// rather than left to their own end.
 func TestClientCancelKillsCLI(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -144,14 +151,14 @@ func TestClientCancelKillsCLI(t *testing.T) {
 	start := time.Now()
 	cancel()
 	<-done
-	for time.Since(start) < 2*time.Second && (geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid)) {
+	for time.Since(start) < killBound && (geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid)) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid) {
-		t.Fatalf("CLI (%v) or child (%v) alive 2 s after the client cancelled", geminitest.Alive(inv.Pid), geminitest.Alive(inv.ChildPid))
+		t.Fatalf("CLI (%v) or child (%v) alive %v after the client cancelled", geminitest.Alive(inv.Pid), geminitest.Alive(inv.ChildPid), killBound)
 	}
 	// The server stays usable, with nothing left over.
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(killBound); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if m, _ := filepath.Glob(filepath.Join(tmp, "gemini-mcp-*")); len(m) == 0 {
 			break
 		}
@@ -271,8 +278,8 @@ func TestHTTPCancelStopsCLI(t *testing.T) {
 			start := time.Now()
 			cancel()
 			<-done
-			if !goneWithin(pid, start, 2*time.Second) {
-				t.Fatalf("CLI alive 2 s after the cancel over %s", transport)
+			if !goneWithin(pid, start, killBound) {
+				t.Fatalf("CLI alive %v after the cancel over %s", killBound, transport)
 			}
 		})
 	}
@@ -313,8 +320,8 @@ func TestHTTPDroppedRequestStopsCLI(t *testing.T) {
 			start := time.Now()
 			cancel()
 			<-done
-			if !goneWithin(pid, start, 2*time.Second) {
-				t.Fatal("the CLI still runs 2 s after its request was dropped")
+			if !goneWithin(pid, start, killBound) {
+				t.Fatalf("the CLI still runs %v after its request was dropped", killBound)
 			}
 			if sessionID != "" {
 				del, _ := http.NewRequest("DELETE", h.url+PathMCP, nil)
