@@ -185,11 +185,14 @@ func TestTimeoutMessage(t *testing.T) {
 // TestConcurrencyLimit runs 16 calls of 400 ms with at most 4 processes:
 // never more than 4 alive, and four waves' worth of time.
 func TestConcurrencyLimit(t *testing.T) {
-	var queued atomic.Int32
+	// A queued call says so; the client's SDK may hand that notification
+	// to the handler after the call returned, so the test waits for it.
+	queued := make(chan struct{})
+	var once sync.Once
 	h := newHarness(t, options{maxConcurrent: 4, progressInterval: time.Second, client: &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			if strings.HasPrefix(req.Params.Message, "queued: ") {
-				queued.Add(1)
+				once.Do(func() { close(queued) })
 			}
 		},
 	}})
@@ -220,7 +223,9 @@ func TestConcurrencyLimit(t *testing.T) {
 	if elapsed < 4*400*time.Millisecond {
 		t.Fatalf("16 calls of 400 ms took %v with 4 slots: fewer than four waves", elapsed)
 	}
-	if queued.Load() == 0 {
+	select {
+	case <-queued:
+	case <-geminitest.Context(t).Done():
 		t.Fatal("no call reported that it was queued")
 	}
 	t.Logf("16 × 400 ms, limit 4: %v, peak %d processes", elapsed.Round(time.Millisecond), peak)
