@@ -237,30 +237,44 @@ func TestSessionOrdering(t *testing.T) {
 	h := newHarness(t, options{maxConcurrent: 8})
 	_, a, _ := h.call("chat", map[string]any{"prompt": "a"})
 	_, b, _ := h.call("chat", map[string]any{"prompt": "b"})
-	run := func(ids ...string) int {
-		sampler := samplePeak()
-		var wg sync.WaitGroup
-		for _, id := range ids {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res, err := h.client.CallTool(context.Background(), &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": "[[sleep:500]] turn", "sessionId": id}})
-				if err != nil || res.IsError {
-					t.Errorf("reply on %s: %v %+v", id, err, res)
-				}
-			}()
-		}
-		wg.Wait()
-		return sampler.finish()
+	sampler := samplePeak()
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := h.client.CallTool(context.Background(), &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": "[[sleep:500]] turn", "sessionId": a}})
+			if err != nil || res.IsError {
+				t.Errorf("reply on %s: %v %+v", a, err, res)
+			}
+		}()
 	}
-	if peak := run(a, a, a); peak != 1 {
+	wg.Wait()
+	if peak := sampler.finish(); peak != 1 {
 		t.Fatalf("same session: %d turns ran at once", peak)
 	}
-	if peak := run(a, b); peak != 2 {
-		t.Fatalf("different sessions: peak %d, want 2", peak)
+	// Different sessions: two turns that never end by themselves are both
+	// running (waited for, not timed), then cancelled.
+	ctx, cancel := context.WithCancel(geminitest.Context(t))
+	for _, id := range []string{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.client.CallTool(ctx, &mcp.CallToolParams{Name: "chat-reply", Arguments: map[string]any{"prompt": "[[hang]] turn", "sessionId": id}})
+		}()
 	}
-	// Every turn landed in the session: 1 + 3 + 1.
-	if text, _, _ := h.call("chat-reply", map[string]any{"prompt": "count", "sessionId": a}); !strings.HasPrefix(text, "fake-gemini turn=6 ") {
+	err := geminitest.Poll(geminitest.Context(t), "turns of two sessions running at once", func() (bool, error) { return liveFakes() == 2, nil })
+	cancel()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := geminitest.Poll(geminitest.Context(t), "the cancelled turns' CLIs to end", func() (bool, error) { return liveFakes() == 0, nil }); err != nil {
+		t.Fatal(err)
+	}
+	// Every turn that ended landed in the session: 1 + 3 before the count
+	// (the cancelled one is not kept).
+	if text, _, _ := h.call("chat-reply", map[string]any{"prompt": "count", "sessionId": a}); !strings.HasPrefix(text, "fake-gemini turn=5 ") {
 		t.Fatalf("turns lost: %q", text)
 	}
 }
