@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -45,9 +44,12 @@ func (s *stubSweeper) count() int {
 // runs an interval later; the loop ends with its context.
 func TestFileSearchSweepRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var logged bytes.Buffer
+		// The sweep logs from its own goroutine; the bubble's fake clock
+		// orders that write after the test's read, but not for the race
+		// detector: the buffer has its lock.
+		logged := &geminitest.LockedBuffer{}
 		sw := &stubSweeper{}
-		fs := &fileSearch{sweeper: sw, ttl: 2 * time.Hour, log: slog.New(slog.NewTextHandler(&logged, nil))}
+		fs := &fileSearch{sweeper: sw, ttl: 2 * time.Hour, log: slog.New(slog.NewTextHandler(logged, nil))}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {

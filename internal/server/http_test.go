@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -88,10 +89,16 @@ func TestHTTPTransports(t *testing.T) {
 			if _, err := h.connect(t, transport, "wrong-token-0123456789", nil); err == nil {
 				t.Fatal("connected with a wrong token")
 			}
-			var progress sync.Map
+			// The client's SDK hands notifications to the handler apart
+			// from the responses: the test waits for one that says the
+			// CLI runs rather than look when the calls have returned.
+			running := make(chan struct{})
+			var once sync.Once
 			cs, err := h.connect(t, transport, testToken, &mcp.ClientOptions{
 				ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-					progress.Store(req.Params.Message, true)
+					if strings.HasPrefix(req.Params.Message, "gemini is running (") {
+						once.Do(func() { close(running) })
+					}
 				},
 			})
 			if err != nil {
@@ -115,12 +122,9 @@ func TestHTTPTransports(t *testing.T) {
 			if err != nil || !res.IsError || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "Error executing gemini: authentication failed") {
 				t.Fatalf("failing chat: %v %+v", err, res)
 			}
-			running := false
-			progress.Range(func(k, _ any) bool {
-				running = strings.HasPrefix(k.(string), "gemini is running (")
-				return !running
-			})
-			if !running {
+			select {
+			case <-running:
+			case <-geminitest.Context(t).Done():
 				t.Error("no progress over " + transport)
 			}
 		})

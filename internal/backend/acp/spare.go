@@ -245,7 +245,6 @@ func (pl *pool) fill(p *acpProc, key string, s *spare) {
 	s.id, s.made, s.err = id, made, err
 	if err == nil {
 		s.file = sessionFile(p.cliDir, id)
-		pl.log.Debug("made a spare session", "pid", p.pid(), "session", id, "elapsed", pl.clock.Now().Sub(made))
 	}
 	if err != nil {
 		// Gone from the spares before anyone is told it failed, so that
@@ -262,6 +261,8 @@ func (pl *pool) fill(p *acpProc, key string, s *spare) {
 		return
 	}
 	close(s.ready)
+	// Logged once ready: whoever reads the line finds the spare ready.
+	pl.log.Debug("made a spare session", "pid", p.pid(), "session", id, "elapsed", pl.clock.Now().Sub(made))
 	// A spare kept for a client's first chat asks for no more.
 	if !s.kept {
 		pl.topUp(p.key, s.dir)

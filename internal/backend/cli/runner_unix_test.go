@@ -31,9 +31,14 @@ func waitForChild(t *testing.T, log string) geminitest.Invocation {
 	return geminitest.Invocation{}
 }
 
+// killBound is how long stopped processes may take to be gone.
+const killBound = 10 * time.Second
+
 // TestCancelKillsProcessGroup cancels a call whose CLI has started a child
 // (as the real CLI re-spawns itself) and one that ignores SIGINT and
-// SIGTERM: every process must be gone within 2 s of the cancel.
+// SIGTERM: every process must be gone, killed rather than left to its own
+// end (the fake's 30 s self-timeout; killBound is a guard under it, not the
+// 1.5 s grace, so that a busy machine does not fail the test).
 func TestCancelKillsProcessGroup(t *testing.T) {
 	for _, prompt := range []string{"[[child]]", "[[ignoreterm]] [[child]]"} {
 		t.Run(prompt, func(t *testing.T) {
@@ -53,18 +58,18 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 			var err error
 			select {
 			case err = <-done:
-			case <-time.After(5 * time.Second):
+			case <-time.After(killBound):
 				t.Fatal("Run did not return after cancel")
 			}
 			var e *backend.Error
 			if !errors.As(err, &e) || e.Kind != backend.KindCancelled || !errors.Is(err, context.Canceled) || e.Exited {
 				t.Fatalf("got %v", err)
 			}
-			for time.Since(start) < 2*time.Second && (geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid)) {
+			for time.Since(start) < killBound && (geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid)) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			if geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid) {
-				t.Fatalf("still running 2 s after cancel: cli %v child %v", geminitest.Alive(inv.Pid), geminitest.Alive(inv.ChildPid))
+				t.Fatalf("still running %v after cancel: cli %v child %v", killBound, geminitest.Alive(inv.Pid), geminitest.Alive(inv.ChildPid))
 			}
 		})
 	}
@@ -78,7 +83,7 @@ func TestTimeoutStopsTheCall(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	inv := waitForChild(t, log)
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(killBound)
 	for time.Now().Before(deadline) && (geminitest.Alive(inv.Pid) || geminitest.Alive(inv.ChildPid)) {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -118,12 +118,20 @@ func storeOf(t *testing.T, api *fakeapi.Server) string {
 func TestFileSearchAutoIndexesAndCites(t *testing.T) {
 	h := newHostEnv(t, map[string]any{})
 	root := fsRoot(t)
+	// The client's SDK hands notifications to the handler apart from the
+	// responses: the test waits for one of the index rather than look
+	// when the call has returned.
 	var mu sync.Mutex
 	var progress []string
+	indexing := make(chan struct{})
+	var once sync.Once
 	cs := fsServer(t, h, root, func(r *mcp.ProgressNotificationClientRequest) {
 		mu.Lock()
 		progress = append(progress, r.Params.Message)
 		mu.Unlock()
+		if strings.HasPrefix(r.Params.Message, "indexing for File Search: ") {
+			once.Do(func() { close(indexing) })
+		}
 	})
 
 	// Files that fit: auto leaves File Search alone.
@@ -171,20 +179,12 @@ func TestFileSearchAutoIndexesAndCites(t *testing.T) {
 	if len(links) != 1 || links[0].URI != want || len(m.Citations) != 1 || m.Citations[0].Path != "pkg/file17.go" || m.Citations[0].StartLine != 3 {
 		t.Errorf("links %+v, citations %+v; want one, %s from line 3", links, m.Citations, want)
 	}
-	mu.Lock()
-	indexing := 0
-	for _, p := range progress {
-		if strings.HasPrefix(p, "indexing for File Search: ") {
-			indexing++
-		}
-	}
-	last := ""
-	if len(progress) > 0 {
-		last = progress[len(progress)-1]
-	}
-	mu.Unlock()
-	if indexing == 0 {
-		t.Errorf("no progress of the index: %q (last %q)", progress, last)
+	select {
+	case <-indexing:
+	case <-guardCtx(t).Done():
+		mu.Lock()
+		t.Errorf("no progress of the index: %q", progress)
+		mu.Unlock()
 	}
 
 	// Two files changed: two uploaded, the rest unchanged, same store.

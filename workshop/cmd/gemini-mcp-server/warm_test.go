@@ -53,6 +53,10 @@ func TestStdioWarmOnConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.wait(t, 1, "a warm gemini process is ready for the first chat")
+	// The process is up before its spare session is: a chat sent while
+	// the spare is being made finds none ready and starts another process
+	// for the chats that follow, so the test waits for the spare.
+	w.wait(t, 1, "made a spare session")
 	inv, _ := geminitest.ReadLog(e.log)
 	if len(inv) != 1 || inv[0].Argv[0] != "--acp" {
 		t.Fatalf("before any call: want one gemini --acp process, got %+v", inv)
