@@ -1,0 +1,77 @@
+//go:build unix
+
+package filesearch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A repository that changes while it is indexed: after the scan, files
+// are swapped for a symlink out of the root and for a FIFO. The index
+// must neither upload what lies outside the root nor block on the FIFO.
+func TestIndexOfFilesSwappedDuringTheIndex(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "id_ed25519.txt")
+	if err := os.WriteFile(outside, []byte("OUTSIDE-THE-ROOT\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, "a.go", "package a\n")
+	write(t, root, "link.go", "package link\n")
+	write(t, root, "pipe.go", "package pipe\n")
+	var once sync.Once
+	swap := &hook{Remote: f.api, before: func(string) {
+		once.Do(func() {
+			for _, p := range []string{"link.go", "pipe.go"} {
+				if err := os.Remove(filepath.Join(root, p)); err != nil {
+					t.Error(err)
+				}
+			}
+			if err := os.Symlink(outside, filepath.Join(root, "link.go")); err != nil {
+				t.Error(err)
+			}
+			if err := syscall.Mkfifo(filepath.Join(root, "pipe.go"), 0o600); err != nil {
+				t.Error(err)
+			}
+		})
+	}}
+	ix := f.indexer(swap, Options{Concurrency: 1})
+	type result struct {
+		rep *Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := ix.Index(context.Background(), root, "alice")
+		done <- result{rep, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		// Unblock the reader so that the goroutine can end.
+		if w, err := os.OpenFile(filepath.Join(root, "pipe.go"), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		<-done
+		t.Fatal("the index blocked on a file swapped for a FIFO")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	for name, text := range f.docs(r.rep.Store) {
+		if strings.Contains(text, "OUTSIDE-THE-ROOT") {
+			t.Errorf("document %s holds the file outside the root a symlink swapped in points to", name)
+		}
+	}
+	if r.rep.Skipped < 2 {
+		t.Errorf("report %+v: want the two swapped files skipped", r.rep)
+	}
+}
