@@ -75,3 +75,24 @@ func TestIndexOfFilesSwappedDuringTheIndex(t *testing.T) {
 		t.Errorf("report %+v: want the two swapped files skipped", r.rep)
 	}
 }
+
+// A repository whose file names are not UTF-8 (Linux allows any bytes
+// but NUL and '/'): the rest of the root is indexed, and a second index
+// uploads nothing again.
+func TestIndexOfFileNamesNotUTF8(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	write(t, root, "a.go", "package a\n")
+	write(t, root, "b\xff\xfe.go", "package b\n")
+	write(t, root, "new\nline.go", "package c\n")
+	ix := f.indexer(nil, Options{})
+	rep := f.index(ix, root, "alice")
+	docs := f.docs(rep.Store)
+	if rep.Files != 2 || len(docs) != 2 || docs["a.go"] != "package a\n" || docs["new\nline.go"] != "package c\n" || rep.SkippedBy[SkipName] != 1 {
+		t.Fatalf("first index %+v, documents %q", rep, docs)
+	}
+	again := f.index(ix, root, "alice")
+	if again.Uploaded != 0 || again.Deleted != 0 || again.Files != rep.Files || len(f.docs(rep.Store)) != rep.Files {
+		t.Fatalf("second index %+v after %+v; want nothing uploaded or deleted again", again, rep)
+	}
+}

@@ -33,9 +33,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/secrets"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/manifest"
 )
 
 // Defaults of Options.
@@ -51,6 +53,10 @@ const (
 const (
 	SkipFileLimit  filectx.Reason = "file-limit"  // past Options.MaxFiles
 	SkipTotalBytes filectx.Reason = "total-bytes" // past Options.MaxTotalBytes
+	// SkipName is a file whose path is not UTF-8 (or past the manifest's
+	// bound): the API would keep another name for it, and no manifest
+	// could.
+	SkipName filectx.Reason = "name"
 )
 
 // Options bound an Indexer. The zero value of a field means its default.
@@ -227,6 +233,8 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 	var total int64
 	for _, c := range scan.Candidates {
 		switch {
+		case !utf8.ValidString(c.Rel) || len(c.Rel) > manifest.MaxPathBytes:
+			rep.SkippedBy[SkipName]++
 		case len(todo) >= ix.opts.MaxFiles:
 			rep.SkippedBy[SkipFileLimit]++
 		case total+c.Size > ix.opts.MaxTotalBytes:
