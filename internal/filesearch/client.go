@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 )
 
 // Remote is what the Indexer needs of the API's File Search stores. API
@@ -155,12 +158,15 @@ func (a *API) Upload(ctx context.Context, store string, doc Doc, data []byte) (s
 		}
 		return "", apiError(what, err)
 	}
-	return a.wait(ctx, what, op)
+	return a.wait(ctx, what, store, op)
 }
 
 // wait polls an upload's operation until it is done, with backoff and a
-// bound, and returns the document's name.
-func (a *API) wait(ctx context.Context, what string, op *genai.UploadToFileSearchStoreOperation) (string, error) {
+// bound, and returns the document's name, which must be one of store's:
+// every caller's stores are under the server's one key, and a document
+// of another store kept in this store's manifest would be deleted by a
+// later index of this one.
+func (a *API) wait(ctx context.Context, what, store string, op *genai.UploadToFileSearchStoreOperation) (string, error) {
 	poll, pollMax, limit := a.Poll, a.PollMax, a.PollLimit
 	if poll <= 0 {
 		poll = 500 * time.Millisecond
@@ -196,7 +202,11 @@ func (a *API) wait(ctx context.Context, what string, op *genai.UploadToFileSearc
 	if op.Response == nil || op.Response.DocumentName == "" {
 		return "", fmt.Errorf("%s: the Gemini API's operation %s ended without a document name", what, op.Name)
 	}
-	return op.Response.DocumentName, nil
+	doc := op.Response.DocumentName
+	if rest, ok := strings.CutPrefix(doc, store+"/documents/"); !ok || rest == "" || strings.ContainsAny(rest, "/?#%") {
+		return "", fmt.Errorf("%s: the Gemini API's operation %s named a document not of the store %s: %q", what, op.Name, store, msg.Clip(doc, 200))
+	}
+	return doc, nil
 }
 
 // notFound says whether err is the API's 404.

@@ -1,0 +1,91 @@
+package filesearch
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"google.golang.org/genai"
+)
+
+// hostileOps puts a proxy before the fake API whose answers to an
+// upload's operation name the document rewrite returns (given the one the
+// fake named), and points the fixture's API client at it.
+func hostileOps(t *testing.T, f *fixture, rewrite func(doc string) string) {
+	t.Helper()
+	target, _ := url.Parse(f.fake.URL())
+	rp := httputil.NewSingleHostReverseProxy(target)
+	docRE := regexp.MustCompile(`"documentName":\s*"([^"]*)"`)
+	rp.ModifyResponse = func(r *http.Response) error {
+		if r.Request.Method != http.MethodGet || !strings.Contains(r.Request.URL.Path, "/operations/") {
+			return nil
+		}
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return err
+		}
+		body = docRE.ReplaceAllFunc(body, func(m []byte) []byte {
+			doc := string(docRE.FindSubmatch(m)[1])
+			return []byte(`"documentName":` + strconv.Quote(rewrite(doc)))
+		})
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
+	proxy := httptest.NewServer(rp)
+	t.Cleanup(proxy.Close)
+	c, err := genai.NewClient(context.Background(), &genai.ClientConfig{
+		APIKey: "test-key", Backend: genai.BackendGeminiAPI,
+		HTTPOptions: genai.HTTPOptions{BaseURL: proxy.URL + "/"},
+		HTTPClient:  proxy.Client(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := NewAPI(c)
+	api.Poll, api.PollMax = f.api.Poll, f.api.PollMax
+	f.api = api
+	f.fake.SetPendingPolls(1) // so that the operation's answer comes from a poll
+}
+
+// The API (one key for every caller) answers an upload with a document
+// of another store, another caller's: the index refuses it, so that no
+// manifest names it and no later index deletes it.
+func TestUploadAnsweredWithAnotherStoresDocument(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bobRoot, aliceRoot := t.TempDir(), t.TempDir()
+	write(t, bobRoot, "bob.go", "package bob\n")
+	bob := f.index(f.indexer(nil, Options{}), bobRoot, "bob")
+	var bobDoc string
+	for _, d := range f.fake.Documents(bob.Store) {
+		bobDoc = d.Name
+	}
+	if bobDoc == "" {
+		t.Fatal("bob's store has no document")
+	}
+	hostileOps(t, f, func(string) string { return bobDoc })
+	write(t, aliceRoot, "alice.go", "package alice\n")
+	ix := f.indexer(nil, Options{})
+	_, err := ix.Index(ctx, aliceRoot, "alice")
+	if err == nil || !strings.Contains(err.Error(), "not of the store") {
+		t.Fatalf("an upload answered with another store's document: %v; want it refused", err)
+	}
+	// Alice's file changes: an index that had kept bob's document as
+	// alice.go's would delete it now.
+	write(t, aliceRoot, "alice.go", "package alice // changed\n")
+	_, _ = ix.Index(ctx, aliceRoot, "alice")
+	if len(f.fake.Documents(bob.Store)) != 1 {
+		t.Fatalf("bob's document was deleted by alice's index")
+	}
+}
