@@ -203,10 +203,16 @@ func (a *API) wait(ctx context.Context, what, store string, op *genai.UploadToFi
 		return "", fmt.Errorf("%s: the Gemini API's operation %s ended without a document name", what, op.Name)
 	}
 	doc := op.Response.DocumentName
-	if rest, ok := strings.CutPrefix(doc, store+"/documents/"); !ok || rest == "" || strings.ContainsAny(rest, "/?#%") {
+	if !ofStore(store, doc) {
 		return "", fmt.Errorf("%s: the Gemini API's operation %s named a document not of the store %s: %q", what, op.Name, store, msg.Clip(doc, 200))
 	}
 	return doc, nil
+}
+
+// ofStore says whether doc names a document of store.
+func ofStore(store, doc string) bool {
+	rest, ok := strings.CutPrefix(doc, store+"/documents/")
+	return ok && rest != "" && !strings.ContainsAny(rest, "/?#%")
 }
 
 // notFound says whether err is the API's 404.

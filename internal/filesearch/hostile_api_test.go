@@ -89,3 +89,40 @@ func TestUploadAnsweredWithAnotherStoresDocument(t *testing.T) {
 		t.Fatalf("bob's document was deleted by alice's index")
 	}
 }
+
+// foreignList lists, with the store's own documents, those of another
+// store, as a misrouted answer of the API would.
+type foreignList struct {
+	Remote
+	other string
+}
+
+func (l *foreignList) Documents(ctx context.Context, store string) ([]DocInfo, error) {
+	own, err := l.Remote.Documents(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	theirs, err := l.Remote.Documents(ctx, l.other)
+	return append(own, theirs...), err
+}
+
+// The list of a store's documents, when the index deletes those its
+// manifest does not name, holds another store's: they are not deleted.
+func TestStrayDocumentsOfAnotherStoreAreNotDeleted(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bobRoot, aliceRoot := t.TempDir(), t.TempDir()
+	write(t, bobRoot, "bob.go", "package bob\n")
+	bob := f.index(f.indexer(nil, Options{}), bobRoot, "bob")
+	tree(t, aliceRoot, 3)
+	alice := f.index(f.indexer(nil, Options{}), aliceRoot, "alice")
+	// A document the manifest does not name, so that the next index
+	// lists the store's documents.
+	if _, err := f.api.Upload(ctx, alice.Store, Doc{Path: "stray.go", Hash: "00"}, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	rep := f.index(f.indexer(&foreignList{Remote: f.api, other: bob.Store}, Options{}), aliceRoot, "alice")
+	if rep.Strays != 1 || len(f.fake.Documents(bob.Store)) != 1 {
+		t.Fatalf("index %+v; bob's store has %d documents, want its one kept and alice's stray deleted", rep, len(f.fake.Documents(bob.Store)))
+	}
+}

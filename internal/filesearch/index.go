@@ -284,7 +284,8 @@ func (ix *Indexer) reconcile(ctx context.Context, rec Record, rep *Report) error
 		known[e.Document] = true
 	}
 	for _, d := range docs {
-		if known[d.Name] {
+		if known[d.Name] || !ofStore(rec.Store, d.Name) {
+			// Another store's (another caller's) is never deleted here.
 			continue
 		}
 		if err := ix.remote.DeleteDocument(ctx, d.Name); err != nil {
