@@ -135,13 +135,13 @@ func (a *API) DeleteDocument(ctx context.Context, name string) error {
 }
 
 // Upload implements Remote: the file goes as text/plain (its secrets
-// already withheld), named by its path, with its path and hash as custom
-// metadata.
+// already withheld), named by its path (its end, past 512 characters),
+// with its path and hash as custom metadata.
 func (a *API) Upload(ctx context.Context, store string, doc Doc, data []byte) (string, error) {
 	what := "uploading " + doc.Path + " to the File Search store"
 	op, err := a.client.FileSearchStores.UploadToFileSearchStore(ctx, bytes.NewReader(data), store, &genai.UploadToFileSearchStoreConfig{
 		MIMEType:    "text/plain",
-		DisplayName: doc.Path,
+		DisplayName: displayPath(doc.Path),
 		CustomMetadata: []*genai.CustomMetadata{
 			{Key: "path", StringValue: doc.Path},
 			{Key: "sha256", StringValue: doc.Hash},
@@ -159,6 +159,21 @@ func (a *API) Upload(ctx context.Context, store string, doc Doc, data []byte) (s
 		return "", apiError(what, err)
 	}
 	return a.wait(ctx, what, store, op)
+}
+
+// maxDisplayName is the most characters of a document's display name
+// the API takes.
+const maxDisplayName = 512
+
+// displayPath is a document's display name for path: the path, or for a
+// path longer than the API takes, "…" and its end (the "path" custom
+// metadata keeps it whole, and citations use that).
+func displayPath(path string) string {
+	r := []rune(path)
+	if len(r) <= maxDisplayName {
+		return path
+	}
+	return "…" + string(r[len(r)-maxDisplayName+1:])
 }
 
 // wait polls an upload's operation until it is done, with backoff and a

@@ -96,3 +96,29 @@ func TestIndexOfFileNamesNotUTF8(t *testing.T) {
 		t.Fatalf("second index %+v after %+v; want nothing uploaded or deleted again", again, rep)
 	}
 }
+
+// A file deeper than a document's display name may be long (512
+// characters; Linux allows paths of 4096 bytes): it is indexed, and
+// cited by its whole path.
+func TestIndexOfAPathLongerThanADisplayName(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	deep := strings.Repeat("d123456789/", 60) + "ü.go" // 664 characters
+	write(t, root, deep, "package deep\n\nfunc Deep() {}\n")
+	write(t, root, "a.go", "package a\n")
+	rep := f.index(f.indexer(nil, Options{}), root, "alice")
+	if rep.Files != 2 || rep.Uploaded != 2 {
+		t.Fatalf("index %+v", rep)
+	}
+	var path string
+	for _, d := range f.fake.Documents(rep.Store) {
+		for _, m := range d.CustomMetadata {
+			if v, _ := m["stringValue"].(string); m["key"] == "path" && v != "a.go" {
+				path = v
+			}
+		}
+	}
+	if path != deep {
+		t.Fatalf("the deep file's path in its metadata: %q", path)
+	}
+}
