@@ -122,3 +122,32 @@ func TestIndexOfAPathLongerThanADisplayName(t *testing.T) {
 		t.Fatalf("the deep file's path in its metadata: %q", path)
 	}
 }
+
+// A repository of a 10 GB sparse file, a symlink loop, a symlink to a
+// device and a FIFO, found by the scan: the index skips them and
+// uploads the rest, without reading the sparse file or blocking.
+func TestIndexOfSpecialFiles(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	write(t, root, "a.go", "package a\n")
+	big, err := os.Create(filepath.Join(root, "big.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := big.Truncate(10 << 30); err != nil {
+		t.Fatal(err)
+	}
+	big.Close()
+	for _, l := range [][2]string{{"loop1.go", "loop2.go"}, {"loop2.go", "loop1.go"}, {"/dev/zero", "zero.go"}} {
+		if err := os.Symlink(l[0], filepath.Join(root, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo.go"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := f.index(f.indexer(nil, Options{}), root, "alice")
+	if docs := f.docs(rep.Store); rep.Files != 1 || len(docs) != 1 || docs["a.go"] != "package a\n" || rep.Skipped != 5 {
+		t.Fatalf("index %+v, documents %q; want a.go alone, the 5 others skipped", rep, docs)
+	}
+}
