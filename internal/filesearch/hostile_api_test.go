@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/genai"
@@ -124,5 +125,32 @@ func TestStrayDocumentsOfAnotherStoreAreNotDeleted(t *testing.T) {
 	rep := f.index(f.indexer(&foreignList{Remote: f.api, other: bob.Store}, Options{}), aliceRoot, "alice")
 	if rep.Strays != 1 || len(f.fake.Documents(bob.Store)) != 1 {
 		t.Fatalf("index %+v; bob's store has %d documents, want its one kept and alice's stray deleted", rep, len(f.fake.Documents(bob.Store)))
+	}
+}
+
+// Two calls of one caller index one root at once, and a third of
+// another caller: one store per caller, each file uploaded once to it.
+func TestConcurrentIndexesOfOneRoot(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	tree(t, root, 20)
+	ix := f.indexer(nil, Options{})
+	var wg sync.WaitGroup
+	reps := make([]*Report, 3)
+	errs := make([]error, 3)
+	for i, scope := range []string{"alice", "alice", "bob"} {
+		wg.Go(func() { reps[i], errs[i] = ix.Index(context.Background(), root, scope) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reps[0].Store != reps[1].Store || reps[0].Store == reps[2].Store || len(f.fake.Stores()) != 2 {
+		t.Fatalf("stores %s %s %s, %d in all; want alice's one and bob's", reps[0].Store, reps[1].Store, reps[2].Store, len(f.fake.Stores()))
+	}
+	if up := reps[0].Uploaded + reps[1].Uploaded; up != 20 || len(f.docs(reps[0].Store)) != 20 || len(f.docs(reps[2].Store)) != 20 {
+		t.Fatalf("alice's two indexes uploaded %d; want each file once", up)
 	}
 }
