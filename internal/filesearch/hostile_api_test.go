@@ -3,6 +3,7 @@ package filesearch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/genai"
 )
@@ -152,5 +154,49 @@ func TestConcurrentIndexesOfOneRoot(t *testing.T) {
 	}
 	if up := reps[0].Uploaded + reps[1].Uploaded; up != 20 || len(f.docs(reps[0].Store)) != 20 || len(f.docs(reps[2].Store)) != 20 {
 		t.Fatalf("alice's two indexes uploaded %d; want each file once", up)
+	}
+}
+
+// stuckStore is a Remote on which deleting one store, the first it is
+// asked to delete, always fails (a store of another key after the
+// server's key changed, say).
+type stuckStore struct {
+	Remote
+	stuck string
+}
+
+func (s *stuckStore) DeleteStore(ctx context.Context, name string) error {
+	if s.stuck == "" {
+		s.stuck = name
+	}
+	if name == s.stuck {
+		return errors.New("deleting the File Search store " + name + ": the Gemini API answered HTTP 403 PERMISSION_DENIED")
+	}
+	return s.Remote.DeleteStore(ctx, name)
+}
+
+// A store the sweep cannot delete, every time, does not keep it from
+// deleting the others unused for the TTL.
+func TestSweepGoesPastAStoreItCannotDelete(t *testing.T) {
+	f := newFixture(t)
+	var roots []string
+	for range 3 {
+		root := t.TempDir()
+		tree(t, root, 1)
+		roots = append(roots, root)
+	}
+	ix := f.indexer(nil, Options{TTL: time.Hour})
+	for _, root := range roots {
+		f.index(ix, root, "alice")
+		f.advance(time.Minute)
+	}
+	f.advance(2 * time.Hour)
+	stuck := &stuckStore{Remote: f.api}
+	n, err := f.indexer(stuck, Options{TTL: time.Hour}).Sweep(context.Background())
+	if n != 2 || err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("Sweep: %d, %v; want the two others deleted and the one it could not named", n, err)
+	}
+	if st := f.fake.Stores(); len(st) != 1 || st[0].Name != stuck.stuck {
+		t.Fatalf("stores after the sweep: %+v; want %s alone", st, stuck.stuck)
 	}
 }

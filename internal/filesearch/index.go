@@ -454,26 +454,37 @@ func (ix *Indexer) drop(ctx context.Context, key string, cut time.Time) (bool, e
 	return true, ix.manifests.Remove(ctx, key)
 }
 
-// Sweep deletes the stores unused for the TTL and returns how many. The
-// caller schedules it.
+// Sweep deletes the stores unused for the TTL and returns how many. A
+// store it cannot delete does not stop it: the others are deleted, and
+// the error names it (and how many more failed). The caller schedules it.
 func (ix *Indexer) Sweep(ctx context.Context) (int, error) {
 	recs, err := ix.manifests.List(ctx)
 	if err != nil {
 		return 0, err
 	}
 	cut := ix.opts.Now().Add(-ix.opts.TTL)
-	n := 0
+	n, failed := 0, 0
+	var first error
 	for _, r := range recs {
+		if ctx.Err() != nil {
+			return n, context.Cause(ctx)
+		}
 		if !r.Used.Before(cut) {
 			continue
 		}
 		done, err := ix.drop(ctx, r.Key, cut)
 		if err != nil {
-			return n, fmt.Errorf("file search: sweeping the store %s: %w", r.Store, err)
+			if failed++; first == nil {
+				first = fmt.Errorf("file search: sweeping the store %s: %w", r.Store, err)
+			}
+			continue
 		}
 		if done {
 			n++
 		}
 	}
-	return n, nil
+	if failed > 1 {
+		return n, fmt.Errorf("%w (and %d more stores not deleted)", first, failed-1)
+	}
+	return n, first
 }
