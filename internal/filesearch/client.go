@@ -195,7 +195,7 @@ func (a *API) wait(ctx context.Context, what, store string, op *genai.UploadToFi
 	deadline := time.Now().Add(limit)
 	for !op.Done {
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("%s: the Gemini API had not indexed it after %v (operation %s)", what, limit, op.Name)
+			return "", fmt.Errorf("%s: the Gemini API had not indexed it after %v (operation %s)", what, limit, apiText(op.Name))
 		}
 		t := time.NewTimer(poll)
 		select {
@@ -212,14 +212,14 @@ func (a *API) wait(ctx context.Context, what, store string, op *genai.UploadToFi
 		op = next
 	}
 	if op.Error != nil {
-		return "", fmt.Errorf("%s: the Gemini API could not index it: %v", what, op.Error["message"])
+		return "", fmt.Errorf("%s: the Gemini API could not index it: %s", what, apiText(fmt.Sprint(op.Error["message"])))
 	}
 	if op.Response == nil || op.Response.DocumentName == "" {
-		return "", fmt.Errorf("%s: the Gemini API's operation %s ended without a document name", what, op.Name)
+		return "", fmt.Errorf("%s: the Gemini API's operation %s ended without a document name", what, apiText(op.Name))
 	}
 	doc := op.Response.DocumentName
 	if !ofStore(store, doc) {
-		return "", fmt.Errorf("%s: the Gemini API's operation %s named a document not of the store %s: %q", what, op.Name, store, msg.Clip(doc, 200))
+		return "", fmt.Errorf("%s: the Gemini API's operation %s named a document not of the store %s: %q", what, apiText(op.Name), store, msg.Clip(doc, 200))
 	}
 	return doc, nil
 }
@@ -228,6 +228,24 @@ func (a *API) wait(ctx context.Context, what, store string, op *genai.UploadToFi
 func ofStore(store, doc string) bool {
 	rest, ok := strings.CutPrefix(doc, store+"/documents/")
 	return ok && rest != "" && !strings.ContainsAny(rest, "/?#%")
+}
+
+// maxAPIText bounds the API's words quoted in an error.
+const maxAPIText = 1024
+
+// apiText is the API's words as an error may quote them: one line of
+// printable text, at most maxAPIText bytes.
+func apiText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return ' '
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			return -1
+		}
+		return r
+	}, msg.Clip(s, 4*maxAPIText))
+	return msg.Clip(strings.TrimSpace(s), maxAPIText)
 }
 
 // notFound says whether err is the API's 404.
@@ -248,7 +266,21 @@ func apiError(what string, err error) error {
 	}
 	var ae genai.APIError
 	if errors.As(err, &ae) {
-		return fmt.Errorf("%s: the Gemini API answered HTTP %d %s: %s", what, ae.Code, ae.Status, ae.Message)
+		return fmt.Errorf("%s: the Gemini API answered HTTP %d %s: %s", what, ae.Code, apiText(ae.Status), apiText(ae.Message))
+	}
+	if t := err.Error(); t != apiText(t) {
+		// The SDK's own words quote the API's (an upload's start).
+		return &clipped{text: what + ": " + apiText(t), err: err}
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+// clipped is an error whose text is clipped and made one line, which
+// still wraps the error it clips.
+type clipped struct {
+	text string
+	err  error
+}
+
+func (c *clipped) Error() string { return c.text }
+func (c *clipped) Unwrap() error { return c.err }

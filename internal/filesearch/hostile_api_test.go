@@ -3,6 +3,7 @@ package filesearch
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -19,14 +20,28 @@ import (
 	"google.golang.org/genai"
 )
 
+var docRE = regexp.MustCompile(`"documentName":\s*"([^"]*)"`)
+
 // hostileOps puts a proxy before the fake API whose answers to an
 // upload's operation name the document rewrite returns (given the one the
 // fake named), and points the fixture's API client at it.
 func hostileOps(t *testing.T, f *fixture, rewrite func(doc string) string) {
 	t.Helper()
+	hostileOpsBody(t, f, func(body []byte) []byte {
+		return docRE.ReplaceAllFunc(body, func(m []byte) []byte {
+			doc := string(docRE.FindSubmatch(m)[1])
+			return []byte(`"documentName":` + strconv.Quote(rewrite(doc)))
+		})
+	})
+}
+
+// hostileOpsBody puts a proxy before the fake API whose answers to an
+// upload's operation polls are rewrite's of the fake's, and points the
+// fixture's API client at it.
+func hostileOpsBody(t *testing.T, f *fixture, rewrite func(body []byte) []byte) {
+	t.Helper()
 	target, _ := url.Parse(f.fake.URL())
 	rp := httputil.NewSingleHostReverseProxy(target)
-	docRE := regexp.MustCompile(`"documentName":\s*"([^"]*)"`)
 	rp.ModifyResponse = func(r *http.Response) error {
 		if r.Request.Method != http.MethodGet || !strings.Contains(r.Request.URL.Path, "/operations/") {
 			return nil
@@ -36,10 +51,7 @@ func hostileOps(t *testing.T, f *fixture, rewrite func(doc string) string) {
 		if err != nil {
 			return err
 		}
-		body = docRE.ReplaceAllFunc(body, func(m []byte) []byte {
-			doc := string(docRE.FindSubmatch(m)[1])
-			return []byte(`"documentName":` + strconv.Quote(rewrite(doc)))
-		})
+		body = rewrite(body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
@@ -198,5 +210,63 @@ func TestSweepGoesPastAStoreItCannotDelete(t *testing.T) {
 	}
 	if st := f.fake.Stores(); len(st) != 1 || st[0].Name != stuck.stuck {
 		t.Fatalf("stores after the sweep: %+v; want %s alone", st, stuck.stuck)
+	}
+}
+
+// An upload's operation ends with an error of a megabyte and terminal
+// escapes: the error says so in a bounded line of plain text.
+func TestUploadOperationErrorIsBounded(t *testing.T) {
+	f := newFixture(t)
+	huge := strings.Repeat("x", 1<<20) + "\x1b[2J\n"
+	hostileOpsBody(t, f, func(body []byte) []byte {
+		if !bytes.Contains(body, []byte(`"done"`)) {
+			return body
+		}
+		b, _ := json.Marshal(map[string]any{"name": "fileSearchStores/x/upload/operations/y", "done": true,
+			"error": map[string]any{"code": 13, "message": huge}})
+		return b
+	})
+	name, err := f.api.CreateStore(context.Background(), "p")
+	must(t, err)
+	_, err = f.api.Upload(context.Background(), name, Doc{Path: "a.go"}, []byte("x"))
+	if err == nil || len(err.Error()) > 4096 || strings.ContainsAny(err.Error(), "\x1b\n") || !strings.Contains(err.Error(), "could not index it: xxx") {
+		t.Fatalf("Upload whose operation failed with a megabyte: %d bytes of error: %.200q", len(err.Error()), err)
+	}
+}
+
+// The API refuses an upload's start with a megabyte of message (which
+// the SDK flattens into its error's text): the error is bounded.
+func TestUploadStartErrorIsBounded(t *testing.T) {
+	f := newFixture(t)
+	target, _ := url.Parse(f.fake.URL())
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(r *http.Response) error {
+		if !strings.Contains(r.Request.URL.Path, ":uploadToFileSearchStore") {
+			return nil
+		}
+		r.Body.Close()
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": 400, "status": "INVALID_ARGUMENT",
+			"message": strings.Repeat("y", 1<<20) + "\x1b[2J"}})
+		r.StatusCode, r.Status = http.StatusBadRequest, "400 Bad Request"
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
+		r.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	proxy := httptest.NewServer(rp)
+	t.Cleanup(proxy.Close)
+	c, err := genai.NewClient(context.Background(), &genai.ClientConfig{
+		APIKey: "test-key", Backend: genai.BackendGeminiAPI,
+		HTTPOptions: genai.HTTPOptions{BaseURL: proxy.URL + "/"}, HTTPClient: proxy.Client(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := NewAPI(c)
+	name, err := api.CreateStore(context.Background(), "p")
+	must(t, err)
+	_, err = api.Upload(context.Background(), name, Doc{Path: "a.go"}, []byte("x"))
+	if err == nil || len(err.Error()) > 4096 || strings.Contains(err.Error(), "\x1b") || !strings.Contains(err.Error(), "yyy") {
+		t.Fatalf("Upload refused with a megabyte: %d bytes of error: %.300q", len(err.Error()), err)
 	}
 }
