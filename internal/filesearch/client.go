@@ -72,8 +72,8 @@ func (a *API) CreateStore(ctx context.Context, displayName string) (string, erro
 	if err != nil {
 		return "", apiError("creating a File Search store", err)
 	}
-	if st.Name == "" {
-		return "", errors.New("creating a File Search store: the Gemini API answered a store without a name")
+	if id, ok := strings.CutPrefix(st.Name, "fileSearchStores/"); !ok || !isID(id) {
+		return "", fmt.Errorf("creating a File Search store: the Gemini API answered a store named %q, not fileSearchStores/<id>", msg.Clip(st.Name, 200))
 	}
 	return st.Name, nil
 }
@@ -227,7 +227,22 @@ func (a *API) wait(ctx context.Context, what, store string, op *genai.UploadToFi
 // ofStore says whether doc names a document of store.
 func ofStore(store, doc string) bool {
 	rest, ok := strings.CutPrefix(doc, store+"/documents/")
-	return ok && rest != "" && !strings.ContainsAny(rest, "/?#%")
+	return ok && isID(rest)
+}
+
+// isID says whether s is a resource's id as the API makes them (its
+// reference: lowercase letters, digits and dashes), tolerant of case
+// and '_': nothing that would change a URL's path, as ".." or "/" would.
+func isID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // maxAPIText bounds the API's words quoted in an error.

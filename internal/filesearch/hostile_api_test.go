@@ -40,10 +40,20 @@ func hostileOps(t *testing.T, f *fixture, rewrite func(doc string) string) {
 // fixture's API client at it.
 func hostileOpsBody(t *testing.T, f *fixture, rewrite func(body []byte) []byte) {
 	t.Helper()
+	f.api = rewriteAPI(t, f, func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/operations/")
+	}, rewrite)
+	f.fake.SetPendingPolls(1) // so that the operation's answer comes from a poll
+}
+
+// rewriteAPI returns an API client through a proxy before the fake API
+// whose answers to the requests match takes are rewrite's of the fake's.
+func rewriteAPI(t *testing.T, f *fixture, match func(*http.Request) bool, rewrite func(body []byte) []byte) *API {
+	t.Helper()
 	target, _ := url.Parse(f.fake.URL())
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ModifyResponse = func(r *http.Response) error {
-		if r.Request.Method != http.MethodGet || !strings.Contains(r.Request.URL.Path, "/operations/") {
+		if !match(r.Request) {
 			return nil
 		}
 		body, err := io.ReadAll(r.Body)
@@ -69,8 +79,26 @@ func hostileOpsBody(t *testing.T, f *fixture, rewrite func(body []byte) []byte) 
 	}
 	api := NewAPI(c)
 	api.Poll, api.PollMax = f.api.Poll, f.api.PollMax
-	f.api = api
-	f.fake.SetPendingPolls(1) // so that the operation's answer comes from a poll
+	return api
+}
+
+// Names from the API that would change the path of a later request (a
+// store named "fileSearchStores/..", a document ".." of the store) are
+// refused, not used.
+func TestNamesThatWouldChangeAPath(t *testing.T) {
+	f := newFixture(t)
+	created := rewriteAPI(t, f, func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/fileSearchStores")
+	}, func([]byte) []byte { return []byte(`{"name":"fileSearchStores/../models/x"}`) })
+	if _, err := created.CreateStore(context.Background(), "p"); err == nil || !strings.Contains(err.Error(), "not fileSearchStores/<id>") {
+		t.Fatalf("CreateStore answered a name with ..: %v", err)
+	}
+	hostileOps(t, f, func(doc string) string { return doc[:strings.LastIndex(doc, "/")+1] + ".." })
+	name, err := f.api.CreateStore(context.Background(), "p")
+	must(t, err)
+	if _, err := f.api.Upload(context.Background(), name, Doc{Path: "a.go"}, []byte("x")); err == nil || !strings.Contains(err.Error(), "not of the store") {
+		t.Fatalf("Upload answered a document ..: %v", err)
+	}
 }
 
 // The API (one key for every caller) answers an upload with a document
