@@ -298,3 +298,36 @@ func TestUploadStartErrorIsBounded(t *testing.T) {
 		t.Fatalf("Upload refused with a megabyte: %d bytes of error: %.300q", len(err.Error()), err)
 	}
 }
+
+// slowCreate runs during before its CreateStore answers: another
+// replica's index of the same root and caller.
+type slowCreate struct {
+	Remote
+	during func()
+}
+
+func (s *slowCreate) CreateStore(ctx context.Context, name string) (string, error) {
+	st, err := s.Remote.CreateStore(ctx, name)
+	s.during()
+	return st, err
+}
+
+// Two replicas (an Indexer each, so no lock in common) sharing the
+// manifests index one root of one caller at once, the second making its
+// store while the first makes its own: one store is kept, the other
+// deleted rather than left at Google with no manifest naming it, which
+// no sweep would ever delete.
+func TestTwoReplicasMakeOneStore(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	tree(t, root, 4)
+	other := f.indexer(nil, Options{})
+	ix := f.indexer(&slowCreate{Remote: f.api, during: func() { f.index(other, root, "alice") }}, Options{})
+	rep := f.index(ix, root, "alice")
+	if st := f.fake.Stores(); len(st) != 1 || st[0].Name != rep.Store || len(f.docs(rep.Store)) != 4 {
+		t.Fatalf("stores %+v after the two indexes (%+v); want one, with the 4 files", st, rep)
+	}
+	if again := f.index(f.indexer(nil, Options{}), root, "alice"); again.Store != rep.Store || again.Uploaded != 0 {
+		t.Fatalf("an index after: %+v", again)
+	}
+}

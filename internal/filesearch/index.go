@@ -27,7 +27,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -204,6 +203,7 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 	if err != nil {
 		return nil, err
 	}
+	var gone string // the store the manifest named, gone
 	if rec.Store != "" {
 		ok, docs, err := ix.remote.StoreExists(ctx, rec.Store)
 		if err != nil {
@@ -211,7 +211,7 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 		}
 		if !ok {
 			ix.opts.Log.Warn("file search store gone; making it again", "store", rec.Store, "root", root)
-			rec.Store, rec.Files, rep.Recreated = "", map[string]Entry{}, true
+			gone, rec.Store, rec.Files, rep.Recreated = rec.Store, "", map[string]Entry{}, true
 		} else if docs != int64(len(rec.Files)) {
 			if err := ix.reconcile(ctx, rec, rep); err != nil {
 				return nil, err
@@ -219,11 +219,9 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 		}
 	}
 	if rec.Store == "" {
-		name, err := ix.remote.CreateStore(ctx, displayName(root))
-		if err != nil {
+		if rec, err = ix.create(ctx, key, root, gone); err != nil {
 			return nil, err
 		}
-		rec.Store = name
 	}
 	rep.Store = rec.Store
 	if err := ix.manifests.SetStore(ctx, key, rec.Store, ix.opts.Now()); err != nil {
@@ -268,6 +266,23 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 		rep.SkippedBy = nil
 	}
 	return rep, ix.manifests.SetStore(ctx, key, rec.Store, ix.opts.Now())
+}
+
+// create makes key's store, unless another replica (sharing the
+// manifests, not the lock) made one meanwhile, other than gone: then
+// the new store is deleted and the other's record returned, so that no
+// store is left at Google that no manifest names and no sweep deletes.
+func (ix *Indexer) create(ctx context.Context, key, root, gone string) (Record, error) {
+	name, err := ix.remote.CreateStore(ctx, displayName(root))
+	if err != nil {
+		return Record{}, err
+	}
+	rec, err := ix.manifests.Get(ctx, key)
+	if err != nil || rec.Store != "" && rec.Store != gone {
+		ix.opts.Log.Info("file search: this root's store was made meanwhile; using it", "store", rec.Store, "root", root, "err", err)
+		return rec, errors.Join(err, ix.remote.DeleteStore(context.WithoutCancel(ctx), name))
+	}
+	return Record{Key: key, Store: name, Files: map[string]Entry{}}, nil
 }
 
 // reconcile deletes the documents of the store the manifest does not
@@ -404,87 +419,4 @@ func displayName(root string) string {
 		name = name[:120]
 	}
 	return strings.ToValidUTF8(name, "")
-}
-
-// Store returns the store of root and scope, marking it used; "" when
-// there is none (never indexed, swept or dropped).
-func (ix *Indexer) Store(ctx context.Context, root, scope string) (string, error) {
-	sb, err := filectx.NewSandbox(root, ix.opts.Forbidden)
-	if err != nil {
-		return "", err
-	}
-	key := Key(sb.Root(), scope)
-	rec, err := ix.manifests.Get(ctx, key)
-	if err != nil || rec.Store == "" {
-		return "", err
-	}
-	return rec.Store, ix.manifests.SetStore(ctx, key, rec.Store, ix.opts.Now())
-}
-
-// Drop deletes the store of root and scope and forgets its manifest.
-func (ix *Indexer) Drop(ctx context.Context, root, scope string) error {
-	sb, err := filectx.NewSandbox(root, ix.opts.Forbidden)
-	if err != nil {
-		return err
-	}
-	_, err = ix.drop(ctx, Key(sb.Root(), scope), time.Time{})
-	return err
-}
-
-// drop deletes key's store and record, when not used since cut (any
-// time, for a zero cut), and says whether it did.
-func (ix *Indexer) drop(ctx context.Context, key string, cut time.Time) (bool, error) {
-	unlock, err := ix.lock(ctx, key)
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	rec, err := ix.manifests.Get(ctx, key)
-	if err != nil {
-		return false, err
-	}
-	if !cut.IsZero() && !rec.Used.Before(cut) {
-		return false, nil // used since the sweep listed it
-	}
-	if rec.Store != "" {
-		if err := ix.remote.DeleteStore(ctx, rec.Store); err != nil {
-			return false, err
-		}
-	}
-	return true, ix.manifests.Remove(ctx, key)
-}
-
-// Sweep deletes the stores unused for the TTL and returns how many. A
-// store it cannot delete does not stop it: the others are deleted, and
-// the error names it (and how many more failed). The caller schedules it.
-func (ix *Indexer) Sweep(ctx context.Context) (int, error) {
-	recs, err := ix.manifests.List(ctx)
-	if err != nil {
-		return 0, err
-	}
-	cut := ix.opts.Now().Add(-ix.opts.TTL)
-	n, failed := 0, 0
-	var first error
-	for _, r := range recs {
-		if ctx.Err() != nil {
-			return n, context.Cause(ctx)
-		}
-		if !r.Used.Before(cut) {
-			continue
-		}
-		done, err := ix.drop(ctx, r.Key, cut)
-		if err != nil {
-			if failed++; first == nil {
-				first = fmt.Errorf("file search: sweeping the store %s: %w", r.Store, err)
-			}
-			continue
-		}
-		if done {
-			n++
-		}
-	}
-	if failed > 1 {
-		return n, fmt.Errorf("%w (and %d more stores not deleted)", first, failed-1)
-	}
-	return n, first
 }
