@@ -165,7 +165,7 @@ func namedMedia(entry string, r Resolved, _ Options) (string, error) {
 // readMedia reads a media candidate whole (at most max bytes), checking
 // that it is still media of the same type.
 func readMedia(c MediaCandidate, max int64) ([]byte, Reason, string) {
-	data, reason, why := readCapped(c.Path, max)
+	data, reason, why := readCapped(c.Candidate, max)
 	if reason != "" {
 		if reason == SkipTooLarge {
 			why = fmt.Sprintf("the media files come to more than %d bytes (--max-media-bytes)", max)

@@ -166,7 +166,7 @@ func (r *Result) skip(s Skipped, max int) {
 // readCandidate reads a file, or says why it is skipped. The size is
 // checked again on reading, since the file may have grown since the scan.
 func readCandidate(c Candidate, max int64) ([]byte, Reason, string) {
-	data, reason, why := readCapped(c.Path, max)
+	data, reason, why := readCapped(c, max)
 	if reason != "" {
 		if reason == SkipTooLarge {
 			why = fmt.Sprintf("more than %d bytes", max)
@@ -179,15 +179,26 @@ func readCandidate(c Candidate, max int64) ([]byte, Reason, string) {
 	return data, "", ""
 }
 
-// readCapped reads the file at path whole, or says why not: SkipError
-// with the error, or SkipTooLarge when it holds more than max bytes (of
-// which it reads max+1 at the most).
-func readCapped(path string, max int64) ([]byte, Reason, string) {
-	f, err := os.Open(path)
+// readCapped reads the file of c whole, or says why not: SkipError with
+// the error, or SkipTooLarge when it holds more than max bytes (of which
+// it reads max+1 at the most). It reads only the regular file the scan
+// found: a file swapped since for a symbolic link (out of the root, say),
+// a FIFO or a device is skipped, and opening it never blocks.
+func readCapped(c Candidate, max int64) ([]byte, Reason, string) {
+	f, err := openFile(c.Path)
 	if err != nil {
 		return nil, SkipError, err.Error()
 	}
 	defer f.Close()
+	info, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, SkipError, err.Error()
+	case !info.Mode().IsRegular():
+		return nil, SkipSpecial, modeName(info.Mode()) + ", changed since the scan"
+	case c.info != nil && !os.SameFile(c.info, info):
+		return nil, SkipError, "replaced by another file since the scan"
+	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, SkipError, err.Error()

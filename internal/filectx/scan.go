@@ -111,6 +111,9 @@ type Candidate struct {
 	Size  int64
 	Class Class
 	entry int // index of the entry that brought it
+	// info is the file as the scan found it, so that a read opens that
+	// file and no other swapped in since (nil: any regular file).
+	info fs.FileInfo
 }
 
 // Scan is the outcome of walking the entries: the candidates in priority
@@ -190,7 +193,7 @@ func (s *Sandbox) ScanEntries(ctx context.Context, entries []string, opts Option
 		if mime, ok := media[i]; ok {
 			if !w.seen[r.Path] {
 				w.seen[r.Path] = true
-				sc.Media = append(sc.Media, MediaCandidate{Candidate: Candidate{Path: r.Path, Rel: r.Rel, Size: r.Info.Size(), Class: ClassOther, entry: i}, MIMEType: mime})
+				sc.Media = append(sc.Media, MediaCandidate{Candidate: Candidate{Path: r.Path, Rel: r.Rel, Size: r.Info.Size(), Class: ClassOther, entry: i, info: r.Info}, MIMEType: mime})
 			}
 			continue
 		}
@@ -266,7 +269,7 @@ func (w *walker) addFile(abs, rel string, info fs.FileInfo, entry int) {
 	case info.Size() > w.opts.MaxFileBytes:
 		w.skip(rel, SkipTooLarge, fmt.Sprintf("%d bytes, the limit is %d", info.Size(), w.opts.MaxFileBytes))
 	default:
-		w.scan.Candidates = append(w.scan.Candidates, Candidate{Path: abs, Rel: rel, Size: info.Size(), Class: Classify(rel), entry: entry})
+		w.scan.Candidates = append(w.scan.Candidates, Candidate{Path: abs, Rel: rel, Size: info.Size(), Class: Classify(rel), entry: entry, info: info})
 	}
 }
 

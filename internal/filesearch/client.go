@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 )
 
 // Remote is what the Indexer needs of the API's File Search stores. API
@@ -69,8 +72,8 @@ func (a *API) CreateStore(ctx context.Context, displayName string) (string, erro
 	if err != nil {
 		return "", apiError("creating a File Search store", err)
 	}
-	if st.Name == "" {
-		return "", errors.New("creating a File Search store: the Gemini API answered a store without a name")
+	if id, ok := strings.CutPrefix(st.Name, "fileSearchStores/"); !ok || !isID(id) {
+		return "", fmt.Errorf("creating a File Search store: the Gemini API answered a store named %q, not fileSearchStores/<id>", msg.Clip(st.Name, 200))
 	}
 	return st.Name, nil
 }
@@ -132,13 +135,13 @@ func (a *API) DeleteDocument(ctx context.Context, name string) error {
 }
 
 // Upload implements Remote: the file goes as text/plain (its secrets
-// already withheld), named by its path, with its path and hash as custom
-// metadata.
+// already withheld), named by its path (its end, past 512 characters),
+// with its path and hash as custom metadata.
 func (a *API) Upload(ctx context.Context, store string, doc Doc, data []byte) (string, error) {
 	what := "uploading " + doc.Path + " to the File Search store"
 	op, err := a.client.FileSearchStores.UploadToFileSearchStore(ctx, bytes.NewReader(data), store, &genai.UploadToFileSearchStoreConfig{
 		MIMEType:    "text/plain",
-		DisplayName: doc.Path,
+		DisplayName: displayPath(doc.Path),
 		CustomMetadata: []*genai.CustomMetadata{
 			{Key: "path", StringValue: doc.Path},
 			{Key: "sha256", StringValue: doc.Hash},
@@ -155,12 +158,30 @@ func (a *API) Upload(ctx context.Context, store string, doc Doc, data []byte) (s
 		}
 		return "", apiError(what, err)
 	}
-	return a.wait(ctx, what, op)
+	return a.wait(ctx, what, store, op)
+}
+
+// maxDisplayName is the most characters of a document's display name
+// the API takes.
+const maxDisplayName = 512
+
+// displayPath is a document's display name for path: the path, or for a
+// path longer than the API takes, "…" and its end (the "path" custom
+// metadata keeps it whole, and citations use that).
+func displayPath(path string) string {
+	r := []rune(path)
+	if len(r) <= maxDisplayName {
+		return path
+	}
+	return "…" + string(r[len(r)-maxDisplayName+1:])
 }
 
 // wait polls an upload's operation until it is done, with backoff and a
-// bound, and returns the document's name.
-func (a *API) wait(ctx context.Context, what string, op *genai.UploadToFileSearchStoreOperation) (string, error) {
+// bound, and returns the document's name, which must be one of store's:
+// every caller's stores are under the server's one key, and a document
+// of another store kept in this store's manifest would be deleted by a
+// later index of this one.
+func (a *API) wait(ctx context.Context, what, store string, op *genai.UploadToFileSearchStoreOperation) (string, error) {
 	poll, pollMax, limit := a.Poll, a.PollMax, a.PollLimit
 	if poll <= 0 {
 		poll = 500 * time.Millisecond
@@ -174,7 +195,7 @@ func (a *API) wait(ctx context.Context, what string, op *genai.UploadToFileSearc
 	deadline := time.Now().Add(limit)
 	for !op.Done {
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("%s: the Gemini API had not indexed it after %v (operation %s)", what, limit, op.Name)
+			return "", fmt.Errorf("%s: the Gemini API had not indexed it after %v (operation %s)", what, limit, apiText(op.Name))
 		}
 		t := time.NewTimer(poll)
 		select {
@@ -191,12 +212,55 @@ func (a *API) wait(ctx context.Context, what string, op *genai.UploadToFileSearc
 		op = next
 	}
 	if op.Error != nil {
-		return "", fmt.Errorf("%s: the Gemini API could not index it: %v", what, op.Error["message"])
+		return "", fmt.Errorf("%s: the Gemini API could not index it: %s", what, apiText(fmt.Sprint(op.Error["message"])))
 	}
 	if op.Response == nil || op.Response.DocumentName == "" {
-		return "", fmt.Errorf("%s: the Gemini API's operation %s ended without a document name", what, op.Name)
+		return "", fmt.Errorf("%s: the Gemini API's operation %s ended without a document name", what, apiText(op.Name))
 	}
-	return op.Response.DocumentName, nil
+	doc := op.Response.DocumentName
+	if !ofStore(store, doc) {
+		return "", fmt.Errorf("%s: the Gemini API's operation %s named a document not of the store %s: %q", what, apiText(op.Name), store, msg.Clip(doc, 200))
+	}
+	return doc, nil
+}
+
+// ofStore says whether doc names a document of store.
+func ofStore(store, doc string) bool {
+	rest, ok := strings.CutPrefix(doc, store+"/documents/")
+	return ok && isID(rest)
+}
+
+// isID says whether s is a resource's id as the API makes them (its
+// reference: lowercase letters, digits and dashes), tolerant of case
+// and '_': nothing that would change a URL's path, as ".." or "/" would.
+func isID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// maxAPIText bounds the API's words quoted in an error.
+const maxAPIText = 1024
+
+// apiText is the API's words as an error may quote them: one line of
+// printable text, at most maxAPIText bytes.
+func apiText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return ' '
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			return -1
+		}
+		return r
+	}, msg.Clip(s, 4*maxAPIText))
+	return msg.Clip(strings.TrimSpace(s), maxAPIText)
 }
 
 // notFound says whether err is the API's 404.
@@ -217,7 +281,21 @@ func apiError(what string, err error) error {
 	}
 	var ae genai.APIError
 	if errors.As(err, &ae) {
-		return fmt.Errorf("%s: the Gemini API answered HTTP %d %s: %s", what, ae.Code, ae.Status, ae.Message)
+		return fmt.Errorf("%s: the Gemini API answered HTTP %d %s: %s", what, ae.Code, apiText(ae.Status), apiText(ae.Message))
+	}
+	if t := err.Error(); t != apiText(t) {
+		// The SDK's own words quote the API's (an upload's start).
+		return &clipped{text: what + ": " + apiText(t), err: err}
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+// clipped is an error whose text is clipped and made one line, which
+// still wraps the error it clips.
+type clipped struct {
+	text string
+	err  error
+}
+
+func (c *clipped) Error() string { return c.text }
+func (c *clipped) Unwrap() error { return c.err }

@@ -27,15 +27,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx/secrets"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filesearch/manifest"
 )
 
 // Defaults of Options.
@@ -51,6 +52,10 @@ const (
 const (
 	SkipFileLimit  filectx.Reason = "file-limit"  // past Options.MaxFiles
 	SkipTotalBytes filectx.Reason = "total-bytes" // past Options.MaxTotalBytes
+	// SkipName is a file whose path is not UTF-8 (or past the manifest's
+	// bound): the API would keep another name for it, and no manifest
+	// could.
+	SkipName filectx.Reason = "name"
 )
 
 // Options bound an Indexer. The zero value of a field means its default.
@@ -198,6 +203,7 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 	if err != nil {
 		return nil, err
 	}
+	var gone string // the store the manifest named, gone
 	if rec.Store != "" {
 		ok, docs, err := ix.remote.StoreExists(ctx, rec.Store)
 		if err != nil {
@@ -205,7 +211,7 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 		}
 		if !ok {
 			ix.opts.Log.Warn("file search store gone; making it again", "store", rec.Store, "root", root)
-			rec.Store, rec.Files, rep.Recreated = "", map[string]Entry{}, true
+			gone, rec.Store, rec.Files, rep.Recreated = rec.Store, "", map[string]Entry{}, true
 		} else if docs != int64(len(rec.Files)) {
 			if err := ix.reconcile(ctx, rec, rep); err != nil {
 				return nil, err
@@ -213,11 +219,9 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 		}
 	}
 	if rec.Store == "" {
-		name, err := ix.remote.CreateStore(ctx, displayName(root))
-		if err != nil {
+		if rec, err = ix.create(ctx, key, root, gone); err != nil {
 			return nil, err
 		}
-		rec.Store = name
 	}
 	rep.Store = rec.Store
 	if err := ix.manifests.SetStore(ctx, key, rec.Store, ix.opts.Now()); err != nil {
@@ -227,6 +231,8 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 	var total int64
 	for _, c := range scan.Candidates {
 		switch {
+		case !utf8.ValidString(c.Rel) || len(c.Rel) > manifest.MaxPathBytes:
+			rep.SkippedBy[SkipName]++
 		case len(todo) >= ix.opts.MaxFiles:
 			rep.SkippedBy[SkipFileLimit]++
 		case total+c.Size > ix.opts.MaxTotalBytes:
@@ -262,6 +268,23 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 	return rep, ix.manifests.SetStore(ctx, key, rec.Store, ix.opts.Now())
 }
 
+// create makes key's store, unless another replica (sharing the
+// manifests, not the lock) made one meanwhile, other than gone: then
+// the new store is deleted and the other's record returned, so that no
+// store is left at Google that no manifest names and no sweep deletes.
+func (ix *Indexer) create(ctx context.Context, key, root, gone string) (Record, error) {
+	name, err := ix.remote.CreateStore(ctx, displayName(root))
+	if err != nil {
+		return Record{}, err
+	}
+	rec, err := ix.manifests.Get(ctx, key)
+	if err != nil || rec.Store != "" && rec.Store != gone {
+		ix.opts.Log.Info("file search: this root's store was made meanwhile; using it", "store", rec.Store, "root", root, "err", err)
+		return rec, errors.Join(err, ix.remote.DeleteStore(context.WithoutCancel(ctx), name))
+	}
+	return Record{Key: key, Store: name, Files: map[string]Entry{}}, nil
+}
+
 // reconcile deletes the documents of the store the manifest does not
 // name: those of uploads that finished on the API's side after their
 // index was cut, before the manifest was written. It runs when the
@@ -276,7 +299,8 @@ func (ix *Indexer) reconcile(ctx context.Context, rec Record, rep *Report) error
 		known[e.Document] = true
 	}
 	for _, d := range docs {
-		if known[d.Name] {
+		if known[d.Name] || !ofStore(rec.Store, d.Name) {
+			// Another store's (another caller's) is never deleted here.
 			continue
 		}
 		if err := ix.remote.DeleteDocument(ctx, d.Name); err != nil {
@@ -395,76 +419,4 @@ func displayName(root string) string {
 		name = name[:120]
 	}
 	return strings.ToValidUTF8(name, "")
-}
-
-// Store returns the store of root and scope, marking it used; "" when
-// there is none (never indexed, swept or dropped).
-func (ix *Indexer) Store(ctx context.Context, root, scope string) (string, error) {
-	sb, err := filectx.NewSandbox(root, ix.opts.Forbidden)
-	if err != nil {
-		return "", err
-	}
-	key := Key(sb.Root(), scope)
-	rec, err := ix.manifests.Get(ctx, key)
-	if err != nil || rec.Store == "" {
-		return "", err
-	}
-	return rec.Store, ix.manifests.SetStore(ctx, key, rec.Store, ix.opts.Now())
-}
-
-// Drop deletes the store of root and scope and forgets its manifest.
-func (ix *Indexer) Drop(ctx context.Context, root, scope string) error {
-	sb, err := filectx.NewSandbox(root, ix.opts.Forbidden)
-	if err != nil {
-		return err
-	}
-	_, err = ix.drop(ctx, Key(sb.Root(), scope), time.Time{})
-	return err
-}
-
-// drop deletes key's store and record, when not used since cut (any
-// time, for a zero cut), and says whether it did.
-func (ix *Indexer) drop(ctx context.Context, key string, cut time.Time) (bool, error) {
-	unlock, err := ix.lock(ctx, key)
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	rec, err := ix.manifests.Get(ctx, key)
-	if err != nil {
-		return false, err
-	}
-	if !cut.IsZero() && !rec.Used.Before(cut) {
-		return false, nil // used since the sweep listed it
-	}
-	if rec.Store != "" {
-		if err := ix.remote.DeleteStore(ctx, rec.Store); err != nil {
-			return false, err
-		}
-	}
-	return true, ix.manifests.Remove(ctx, key)
-}
-
-// Sweep deletes the stores unused for the TTL and returns how many. The
-// caller schedules it.
-func (ix *Indexer) Sweep(ctx context.Context) (int, error) {
-	recs, err := ix.manifests.List(ctx)
-	if err != nil {
-		return 0, err
-	}
-	cut := ix.opts.Now().Add(-ix.opts.TTL)
-	n := 0
-	for _, r := range recs {
-		if !r.Used.Before(cut) {
-			continue
-		}
-		done, err := ix.drop(ctx, r.Key, cut)
-		if err != nil {
-			return n, fmt.Errorf("file search: sweeping the store %s: %w", r.Store, err)
-		}
-		if done {
-			n++
-		}
-	}
-	return n, nil
 }

@@ -58,6 +58,10 @@ type metadata struct {
 	grounding *backend.Grounding
 	urls      []backend.URLStatus
 	dropped   bool // the rendered suggestions were over maxRenderedBytes
+	// stores are the File Search stores the turn offered: a chunk the
+	// API says comes from another (another caller's, under the server's
+	// one key) is dropped, its path and text kept from the answer.
+	stores []string
 }
 
 // webURL says whether s is an http(s) URL with a host: a web source,
@@ -81,7 +85,9 @@ func (m *metadata) add(c *genai.Candidate) {
 		}
 		for _, ch := range gm.GroundingChunks {
 			if ch != nil && ch.RetrievedContext != nil {
-				addFile(g, ch.RetrievedContext)
+				if st := ch.RetrievedContext.FileSearchStore; st == "" || slices.Contains(m.stores, st) {
+					addFile(g, ch.RetrievedContext)
+				}
 				continue
 			}
 			if ch == nil || ch.Web == nil || len(ch.Web.URI) > maxSourceBytes || !webURL(ch.Web.URI) || len(g.Sources) == maxSources {

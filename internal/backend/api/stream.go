@@ -132,6 +132,13 @@ func (b *Backend) stream(ctx context.Context, model string, contents []*genai.Co
 	var lastReport time.Time
 	reported := 0 // the length of the text last told obs
 	var meta metadata
+	if cfg != nil {
+		for _, t := range cfg.Tools {
+			if t != nil && t.FileSearch != nil {
+				meta.stores = append(meta.stores, t.FileSearch.FileSearchStoreNames...)
+			}
+		}
+	}
 	var x extras
 	for chunk, err := range b.client.Models.GenerateContentStream(ctx, model, contents, cfg) {
 		if why, ok := undecodable(err); ok {

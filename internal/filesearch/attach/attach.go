@@ -239,7 +239,14 @@ func (u *Use) Render(res *mcp.CallToolResult, a *backend.Answer) {
 		meta["index"] = u.report
 		var files []backend.FileSource
 		if a != nil && a.Grounding != nil {
-			files = a.Grounding.Files
+			// Only the call's store's chunks (or those naming none): the
+			// API answers every caller on one key, and a chunk of another
+			// store would name a file of another caller's project.
+			for _, f := range a.Grounding.Files {
+				if f.Store == "" || f.Store == u.store {
+					files = append(files, f)
+				}
+			}
 		}
 		text, links, cites := u.svc.Index.Cite(u.root, files)
 		if text != "" {

@@ -198,3 +198,31 @@ func TestRunLimit(t *testing.T) {
 		t.Fatalf("a cancelled index: %v", err)
 	}
 }
+
+// The API answers on the server's one key for every caller: a chunk it
+// says comes from a store other than the call's (another caller's, of a
+// misrouted answer) is not cited, so that no path of another caller's
+// project reaches this one's text or _meta.
+func TestRenderCitesOnlyTheCallsStore(t *testing.T) {
+	s := &Service{Index: &stubIndex{}}
+	ctx := identity.With(context.Background(), "token:alice")
+	u, err := s.Prepare(ctx, On, "/r", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answer"}}}
+	u.Render(res, &backend.Answer{Grounding: &backend.Grounding{Files: []backend.FileSource{
+		{Store: "fileSearchStores/s-token:bob", Path: "bob/secret-plan.go", Text: "x"},
+		{Store: "fileSearchStores/s-token:alice", Path: "a.go", Text: "y"},
+	}}})
+	meta, _ := res.Meta["fileSearch"].(map[string]any)
+	if len(res.Content) != 3 || res.Content[1].(*mcp.TextContent).Text != "Files:\n[1] a.go" {
+		t.Fatalf("rendered %+v, _meta %+v; want a.go alone cited", res.Content, meta)
+	}
+	// A chunk that names no store (the field is optional) is the call's.
+	res = &mcp.CallToolResult{}
+	u.Render(res, &backend.Answer{Grounding: &backend.Grounding{Files: []backend.FileSource{{Path: "b.go", Text: "z"}}}})
+	if len(res.Content) != 2 || res.Content[0].(*mcp.TextContent).Text != "Files:\n[1] b.go" {
+		t.Fatalf("a chunk naming no store: %+v", res.Content)
+	}
+}

@@ -26,7 +26,8 @@ import (
 //     otherwise); a store the Server does not hold is 404 NOT_FOUND.
 //   - POST /upload/v1beta/fileSearchStores/<id>:uploadToFileSearchStore
 //     with X-Goog-Upload-Protocol: resumable and X-Goog-Upload-Command:
-//     start (the body {"displayName","mimeType","customMetadata"}) starts
+//     start (the body {"displayName","mimeType","customMetadata"}; a
+//     display name over 512 characters is 400 INVALID_ARGUMENT) starts
 //     an upload, whose X-Goog-Upload-Url header is where its bytes go, as
 //     for the Files API (files.go); the last chunk's answer (with
 //     X-Goog-Upload-Status: final) is a long-running operation, named

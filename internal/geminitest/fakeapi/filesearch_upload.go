@@ -6,7 +6,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
+
+// MaxDocumentDisplayName is the most characters of a document's display
+// name the API takes.
+const MaxDocumentDisplayName = 512
 
 // serveStoreUpload answers uploadToFileSearchStore (its start and its
 // chunks) and importFile (see filesearch.go).
@@ -59,6 +64,12 @@ func (s *Server) serveStoreUpload(w http.ResponseWriter, r *http.Request, rec Re
 			CustomMetadata []map[string]any `json:"customMetadata"`
 		}
 		if !s.readJSON(w, r, &rec, &body) {
+			return
+		}
+		if n := utf8.RuneCountInString(body.DisplayName); n > MaxDocumentDisplayName {
+			// The API reference: "The display name must be no more than
+			// 512 characters in length".
+			s.fail(w, rec, http.StatusBadRequest, fmt.Sprintf("fakeapi: a document's display name of %d characters is over %d", n, MaxDocumentDisplayName))
 			return
 		}
 		mime := body.MIMEType

@@ -125,3 +125,33 @@ func TestAPIServerHistory(t *testing.T) {
 		t.Fatalf("the reply after the stored interaction vanished: %s %v", resultText(res), res.Meta)
 	}
 }
+
+// TestAPIServerHistoryOfAnotherToken: two tokens on one server (and so
+// one API key) with --api-server-history: token two, given token one's
+// session id, cannot continue it, and no interaction is created that
+// continues token one's stored interaction but token one's own reply.
+func TestAPIServerHistoryOfAnotherToken(t *testing.T) {
+	t.Parallel()
+	e, fake := apiEnv(t)
+	e.vars = append(e.vars, "GEMINI_MCP_TOKENS="+tokenOne+","+tokenTwo)
+	addr, _ := startHTTP(t, e, "--backend", "api", "--api-server-history")
+	one, two := httpClient(t, addr, tokenOne), httpClient(t, addr, tokenTwo)
+	res := callOK(t, one, "chat", map[string]any{"prompt": "my plan"})
+	sid, kept := res.Meta["sessionId"], res.Meta["interactionId"]
+	if sid == nil || kept == nil {
+		t.Fatalf("token one's chat: %s %v", resultText(res), res.Meta)
+	}
+	if res, err := callTool(two, "chat-reply", map[string]any{"sessionId": sid, "prompt": "what was the plan?"}); err != nil || !res.IsError {
+		t.Fatalf("token two continued token one's session: %v %s", err, resultText(res))
+	}
+	callOK(t, one, "chat-reply", map[string]any{"sessionId": sid, "prompt": "go on"})
+	var continued []map[string]any
+	for _, c := range interactionCreates(t, fake) {
+		if c["previous_interaction_id"] == kept {
+			continued = append(continued, c)
+		}
+	}
+	if len(continued) != 1 || continued[0]["input"] != "go on" {
+		t.Fatalf("the creates continuing token one's interaction: %v; want its own reply alone", continued)
+	}
+}
