@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ import (
 // docs/*.md, its words in capitals standing for the ids) are the keys the
 // store writes, each of them: a session's with its answer page and lease,
 // a rate limit's bucket as the rate limiter names it, an OAuth sign-in,
-// a live job and a file search manifest with a file.
+// a live job of a research interaction and a file search manifest with a
+// file.
 func TestKeysAsDocumented(t *testing.T) {
 	const prefix = "p:"
 	srv := redistest.Start(t)
@@ -35,8 +37,12 @@ func TestKeysAsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := job.SetResume("interactions-abc", time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	manifestKey := "/work/a\x00token:a"
 	words := map[string]string{
+		"N": strconv.Itoa(len(job.Owner)), "INTERACTION": job.Resume,
 		"ID": id, "ANSWER": answer, "TOKEN": job.Owner, "CLIENT": "token:a", "DIR": "/work/a",
 		"TOOL": "analyze", "URL": "https://mcp.example/mcp", "JOB": job.ID, "H": manifestHash(manifestKey),
 	}
