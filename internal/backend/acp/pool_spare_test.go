@@ -301,6 +301,7 @@ func TestWarmSpareExpires(t *testing.T) {
 	// The sweep discards an old spare unasked, and makes another one
 	// since the process served a call after the old one was made.
 	s2 := readySpare(t, p, dir)
+	poolOf(r).fills.Wait()
 	if _, err := r.Run(geminitest.Context(t), backend.Turn{Prompt: "reply", Dir: dir, Session: res.SessionID}); err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +311,10 @@ func TestWarmSpareExpires(t *testing.T) {
 		t.Fatalf("the swept spare's file is left: %v", files)
 	}
 	s3 := readySpare(t, p, dir)
+	// The spare's maker asks for the next after the spare is ready (none,
+	// at one spare): wait for it to end, or the sweep may discard s3
+	// first and that ask make another.
+	poolOf(r).fills.Wait()
 	// Idle since: the next sweep makes none.
 	advance(time.Hour)
 	poolOf(r).expireSpares(p)
