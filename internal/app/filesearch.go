@@ -28,7 +28,7 @@ func init() {
 			return nil, nil
 		}
 		ix := filesearch.New(filesearch.NewAPI(b.GenAI()), manifest.Of(store), filesearch.Options{TTL: cfg.API.FileSearchTTL, Forbidden: forbidden, Log: log})
-		return &fileSearch{index: &searchIndex{ix: ix, forbidden: forbidden}, sweeper: ix, ttl: cfg.API.FileSearchTTL, log: log}, nil
+		return &fileSearch{index: &searchIndex{ix: ix, forbidden: forbidden, log: log}, sweeper: ix, ttl: cfg.API.FileSearchTTL, log: log}, nil
 	}
 }
 
@@ -36,6 +36,7 @@ func init() {
 type searchIndex struct {
 	ix        *filesearch.Indexer
 	forbidden []string
+	log       *slog.Logger
 }
 
 func (s *searchIndex) Index(ctx context.Context, root, scope string, progress func(done, total int)) (string, attach.Report, error) {
@@ -51,8 +52,12 @@ func (s *searchIndex) Drop(ctx context.Context, root, scope string) error {
 	return s.ix.Drop(ctx, root, scope)
 }
 
-func (s *searchIndex) Cite(root string, files []backend.FileSource) (string, []*mcp.ResourceLink, any) {
-	cs := filesearch.Cite(root, s.forbidden, files, 0)
+func (s *searchIndex) Cite(ctx context.Context, root, scope string, files []backend.FileSource) (string, []*mcp.ResourceLink, any) {
+	held, err := s.ix.Held(ctx, root, scope)
+	if err != nil && s.log != nil {
+		s.log.Warn("file search: reading the manifest to cite files", "err", err)
+	}
+	cs := filesearch.Cite(root, s.forbidden, held, files, 0)
 	text, links := filesearch.Render(cs)
 	if cs == nil {
 		cs = []filesearch.Citation{}

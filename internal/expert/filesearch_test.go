@@ -21,7 +21,7 @@ func (s *storeIndex) Index(_ context.Context, _, _ string, progress func(done, t
 	return "fileSearchStores/root", attach.Report{Files: 1, Uploaded: 1}, nil
 }
 func (s *storeIndex) Drop(context.Context, string, string) error { return nil }
-func (s *storeIndex) Cite(string, []backend.FileSource) (string, []*mcp.ResourceLink, any) {
+func (s *storeIndex) Cite(context.Context, string, string, []backend.FileSource) (string, []*mcp.ResourceLink, any) {
 	return "", nil, []string{}
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,8 +30,13 @@ type Citation struct {
 // files under root, in their order, one per file and lines. The Gemini
 // API gives a chunk's text but no line numbers: the text is looked up in
 // the file as it is now (read through the sandbox, at most maxFileBytes
-// of it), whole, else by its first line.
-func Cite(root string, forbidden []string, files []backend.FileSource, maxFileBytes int64) []Citation {
+// of it), whole, else by its first line. Only a path in held (the
+// caller's manifest: files the index sent) gets line numbers and a URI: a
+// path the API names that the index never sent (a secret file, one
+// forbidden or added since) is not read, so that citations tell nothing
+// of the files it holds. A file that is not a regular one (a FIFO swapped
+// in) is not read either, and opening it does not block.
+func Cite(root string, forbidden []string, held map[string]bool, files []backend.FileSource, maxFileBytes int64) []Citation {
 	if maxFileBytes <= 0 {
 		maxFileBytes = DefaultMaxFileBytes
 	}
@@ -42,7 +46,7 @@ func Cite(root string, forbidden []string, files []backend.FileSource, maxFileBy
 	for _, f := range files {
 		c := Citation{Path: f.Path}
 		if err == nil {
-			if r, rerr := sb.Resolve(f.Path); rerr == nil && r.Info.Mode().IsRegular() {
+			if r, rerr := sb.Resolve(f.Path); rerr == nil && r.Info.Mode().IsRegular() && held[r.Rel] {
 				c.Path = r.Rel
 				c.URI = (&url.URL{Scheme: "file", Path: r.Path}).String()
 				c.StartLine, c.EndLine = lines(r.Path, f.Text, maxFileBytes)
@@ -63,7 +67,7 @@ func lines(path, chunk string, max int64) (int, int) {
 	if strings.TrimSpace(chunk) == "" {
 		return 0, 0
 	}
-	f, err := os.Open(path)
+	f, err := filectx.OpenRegular(path)
 	if err != nil {
 		return 0, 0
 	}

@@ -48,7 +48,11 @@ func TestIndexQueryAndCite(t *testing.T) {
 	if a.Grounding == nil || len(a.Grounding.Files) != 2 {
 		t.Fatalf("grounding %+v, want the two files that mention Login", a.Grounding)
 	}
-	cs := Cite(root, nil, a.Grounding.Files, 0)
+	held, err := ix.Held(context.Background(), root, "alice")
+	if err != nil || !held["auth/login.go"] || !held["auth/keys.go"] {
+		t.Fatalf("Held: %v, %v; want the files indexed", held, err)
+	}
+	cs := Cite(root, nil, held, a.Grounding.Files, 0)
 	text, links := Render(cs)
 	want := "Files:\n[1] auth/keys.go:5\n[2] auth/login.go:3-5"
 	if text != want {
@@ -62,7 +66,7 @@ func TestIndexQueryAndCite(t *testing.T) {
 func TestCiteKeepsToTheRoot(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, "a.go", "package a\n\nfunc A() {}\n")
-	cs := Cite(root, nil, []backend.FileSource{
+	cs := Cite(root, nil, map[string]bool{"a.go": true}, []backend.FileSource{
 		{Path: "../../etc/passwd", Text: "root:x:0:0"},
 		{Path: "a.go", Text: "changed since the index"},
 		{Path: "a.go", Text: "func A() {}\n"},

@@ -106,6 +106,15 @@ func (m *FileManifests) Get(_ context.Context, key string) (Record, error) {
 
 // SetStore implements Manifests: the log is rewritten from its record.
 func (m *FileManifests) SetStore(_ context.Context, key, store string, used time.Time) error {
+	return m.set(key, store, used, false, "")
+}
+
+// ReplaceStore implements Manifests.
+func (m *FileManifests) ReplaceStore(_ context.Context, key, old, store string, used time.Time) error {
+	return m.set(key, store, used, true, old)
+}
+
+func (m *FileManifests) set(key, store string, used time.Time, cas bool, old string) error {
 	if err := manifest.CheckStore(key, store); err != nil {
 		return err
 	}
@@ -116,6 +125,9 @@ func (m *FileManifests) SetStore(_ context.Context, key, store string, used time
 	rec, err := read(m.path(key), key)
 	if err != nil {
 		return err
+	}
+	if cas && rec.Store != old {
+		return manifest.TakenError(key, old, rec.Store)
 	}
 	if rec.Store != store {
 		rec.Files = map[string]Entry{}

@@ -14,10 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 )
 
 var docRE = regexp.MustCompile(`"documentName":\s*"([^"]*)"`)
@@ -330,4 +333,71 @@ func TestTwoReplicasMakeOneStore(t *testing.T) {
 	if again := f.index(f.indexer(nil, Options{}), root, "alice"); again.Store != rep.Store || again.Uploaded != 0 {
 		t.Fatalf("an index after: %+v", again)
 	}
+}
+
+// meetManifests holds the first two writes of a store until both have
+// come: two replicas that each made a store and read the manifest
+// before either wrote it.
+type meetManifests struct {
+	Manifests
+	n    atomic.Int32
+	both chan struct{}
+}
+
+func (m *meetManifests) meet(ctx context.Context) {
+	switch m.n.Add(1) {
+	case 1:
+	case 2:
+		close(m.both)
+	default:
+		return
+	}
+	select {
+	case <-m.both:
+	case <-ctx.Done():
+	}
+}
+
+func (m *meetManifests) SetStore(ctx context.Context, key, store string, used time.Time) error {
+	m.meet(ctx)
+	return m.Manifests.SetStore(ctx, key, store, used)
+}
+
+func (m *meetManifests) ReplaceStore(ctx context.Context, key, old, store string, used time.Time) error {
+	m.meet(ctx)
+	return m.Manifests.ReplaceStore(ctx, key, old, store, used)
+}
+
+// Two replicas (an Indexer each) make a store for one root and caller
+// at once, and both have read the manifest empty before either writes
+// it: one store is recorded and used by both, the other deleted, rather
+// than both written and one left at Google with no manifest naming it.
+func TestTwoReplicasRacingMakeOneStore(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	tree(t, root, 4)
+	m := &meetManifests{Manifests: f.man, both: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a failure guard
+	defer cancel()
+	reps := make([]*Report, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() { reps[i], errs[i] = New(f.api, m, Options{Now: f.clock}).Index(ctx, root, "alice") })
+	}
+	wg.Wait()
+	must(t, errors.Join(errs...))
+	rec, err := f.man.Get(ctx, Key(mustRoot(t, root), "alice"))
+	must(t, err)
+	if st := f.fake.Stores(); len(st) != 1 || st[0].Name != rec.Store || reps[0].Store != rec.Store || reps[1].Store != rec.Store {
+		t.Fatalf("stores %+v; reports' stores %s and %s; the manifest names %s: want one store, the recorded one, used by both",
+			st, reps[0].Store, reps[1].Store, rec.Store)
+	}
+}
+
+func mustRoot(t *testing.T, root string) string {
+	t.Helper()
+	sb, err := filectx.NewSandbox(root, nil)
+	must(t, err)
+	return sb.Root()
 }

@@ -27,6 +27,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -268,21 +269,30 @@ func (ix *Indexer) index(ctx context.Context, root, key string, scan *filectx.Sc
 	return rep, ix.manifests.SetStore(ctx, key, rec.Store, ix.opts.Now())
 }
 
-// create makes key's store, unless another replica (sharing the
-// manifests, not the lock) made one meanwhile, other than gone: then
-// the new store is deleted and the other's record returned, so that no
-// store is left at Google that no manifest names and no sweep deletes.
+// create makes key's store and records it in place of gone ("" for
+// none), unless another replica (sharing the manifests, not the lock)
+// recorded one meanwhile: then the new store is deleted and the other's
+// record returned, so that no store is left at Google that no manifest
+// names and no sweep deletes. The manifest's ReplaceStore decides which
+// of two at once wins.
 func (ix *Indexer) create(ctx context.Context, key, root, gone string) (Record, error) {
 	name, err := ix.remote.CreateStore(ctx, displayName(root))
 	if err != nil {
 		return Record{}, err
 	}
-	rec, err := ix.manifests.Get(ctx, key)
-	if err != nil || rec.Store != "" && rec.Store != gone {
-		ix.opts.Log.Info("file search: this root's store was made meanwhile; using it", "store", rec.Store, "root", root, "err", err)
-		return rec, errors.Join(err, ix.remote.DeleteStore(context.WithoutCancel(ctx), name))
+	err = ix.manifests.ReplaceStore(ctx, key, gone, name, ix.opts.Now())
+	if err == nil {
+		return Record{Key: key, Store: name, Files: map[string]Entry{}}, nil
 	}
-	return Record{Key: key, Store: name, Files: map[string]Entry{}}, nil
+	var rec Record
+	if errors.Is(err, manifest.ErrStoreTaken) {
+		rec, err = ix.manifests.Get(ctx, key)
+		if err == nil && rec.Store == "" {
+			err = fmt.Errorf("file search: this root's store was made and forgotten meanwhile; call again")
+		}
+		ix.opts.Log.Info("file search: this root's store was made meanwhile; using it", "store", rec.Store, "root", root, "err", err)
+	}
+	return rec, errors.Join(err, ix.remote.DeleteStore(context.WithoutCancel(ctx), name))
 }
 
 // reconcile deletes the documents of the store the manifest does not

@@ -93,3 +93,21 @@ func (ix *Indexer) Sweep(ctx context.Context) (int, error) {
 	}
 	return n, first
 }
+
+// Held returns the paths of root that the caller scope's index holds (its
+// manifest's files): the only ones Cite reads.
+func (ix *Indexer) Held(ctx context.Context, root, scope string) (map[string]bool, error) {
+	sb, err := filectx.NewSandbox(root, ix.opts.Forbidden)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := ix.manifests.Get(ctx, Key(sb.Root(), scope))
+	if err != nil {
+		return nil, err
+	}
+	held := make(map[string]bool, len(rec.Files))
+	for p := range rec.Files {
+		held[p] = true
+	}
+	return held, nil
+}

@@ -60,6 +60,10 @@ type Report struct {
 	Recreated bool `json:"recreated,omitempty"`
 }
 
+// citeLimit bounds the manifest read of a Use's Render, which has no
+// call's context.
+const citeLimit = 30 * time.Second
+
 // Index is a server's File Search over the Gemini API.
 type Index interface {
 	// Index brings the store of root and scope up to date, calling
@@ -69,8 +73,9 @@ type Index interface {
 	// Drop deletes the store of root and scope, if there is one.
 	Drop(ctx context.Context, root, scope string) error
 	// Cite turns the File Search chunks of an answer into the files of
-	// root they come from: as text, resource links and _meta's list.
-	Cite(root string, files []backend.FileSource) (text string, links []*mcp.ResourceLink, meta any)
+	// root they come from: as text, resource links and _meta's list. Only
+	// files the store of root and scope holds are read for their lines.
+	Cite(ctx context.Context, root, scope string, files []backend.FileSource) (text string, links []*mcp.ResourceLink, meta any)
 }
 
 // Service is the file_search option of a server's tools.
@@ -95,6 +100,7 @@ type Use struct {
 	mode    string
 	root    string
 	store   string
+	scope   string
 	report  Report
 	dropped bool
 	svc     *Service
@@ -185,7 +191,7 @@ func (u *Use) Run(ctx context.Context) error {
 	if err != nil {
 		return s.failure(ctx, "indexing the project root for File Search", err)
 	}
-	u.store, u.report = store, rep
+	u.store, u.scope, u.report = store, scope, rep
 	return nil
 }
 
@@ -248,7 +254,9 @@ func (u *Use) Render(res *mcp.CallToolResult, a *backend.Answer) {
 				}
 			}
 		}
-		text, links, cites := u.svc.Index.Cite(u.root, files)
+		ctx, cancel := context.WithTimeout(context.Background(), citeLimit)
+		text, links, cites := u.svc.Index.Cite(ctx, u.root, u.scope, files)
+		cancel()
 		if text != "" {
 			res.Content = append(res.Content, &mcp.TextContent{Text: text})
 		}

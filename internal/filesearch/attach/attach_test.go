@@ -36,7 +36,7 @@ func (s *stubIndex) Drop(_ context.Context, root, scope string) error {
 	return s.err
 }
 
-func (s *stubIndex) Cite(_ string, files []backend.FileSource) (string, []*mcp.ResourceLink, any) {
+func (s *stubIndex) Cite(_ context.Context, _, _ string, files []backend.FileSource) (string, []*mcp.ResourceLink, any) {
 	if len(files) == 0 {
 		return "", nil, []string{}
 	}

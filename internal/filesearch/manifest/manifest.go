@@ -13,6 +13,7 @@ package manifest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -47,6 +48,11 @@ type Manifests interface {
 	// SetStore sets key's store and use time, dropping its files when
 	// the store changes.
 	SetStore(ctx context.Context, key, store string, used time.Time) error
+	// ReplaceStore is SetStore when key's record names the store old
+	// ("" for none); else it changes nothing and returns an error
+	// wrapping ErrStoreTaken, so that of two processes making a store for
+	// one key, one records its own and the other learns of it.
+	ReplaceStore(ctx context.Context, key, old, store string, used time.Time) error
 	// PutFile and DeleteFile change one file's entry of key; both do
 	// nothing to a key without a store. A PutFile of a new path beyond
 	// MaxFiles is refused.
@@ -124,6 +130,21 @@ func checkName(what, name string) error {
 	return nil
 }
 
+// ErrStoreTaken is the error of a ReplaceStore refused because the record
+// names another store than the one expected.
+var ErrStoreTaken = errors.New("file search manifest: the record names another store than expected")
+
+// TakenError is ReplaceStore's error for key, whose record names cur.
+func TakenError(key, old, cur string) error {
+	if old == "" {
+		old = "none"
+	}
+	if cur == "" {
+		cur = "none"
+	}
+	return fmt.Errorf("%w: %q names %s, not %s", ErrStoreTaken, clip(key), clip(cur), clip(old))
+}
+
 // FilesError is the error of a PutFile refused because key's manifest
 // has MaxFiles files already.
 func FilesError() error {
@@ -197,6 +218,14 @@ func (o of) SetStore(ctx context.Context, key, store string, used time.Time) err
 		return err
 	}
 	return m.SetStore(ctx, key, store, used)
+}
+
+func (o of) ReplaceStore(ctx context.Context, key, old, store string, used time.Time) error {
+	m, err := o.store(ctx)
+	if err != nil {
+		return err
+	}
+	return m.ReplaceStore(ctx, key, old, store, used)
 }
 
 func (o of) PutFile(ctx context.Context, key, path string, e Entry) error {

@@ -33,7 +33,16 @@ func (m *Memory) Get(_ context.Context, key string) (Record, error) {
 }
 
 // SetStore implements Manifests.
-func (m *Memory) SetStore(_ context.Context, key, store string, used time.Time) error {
+func (m *Memory) SetStore(ctx context.Context, key, store string, used time.Time) error {
+	return m.set(key, store, used, false, "")
+}
+
+// ReplaceStore implements Manifests.
+func (m *Memory) ReplaceStore(_ context.Context, key, old, store string, used time.Time) error {
+	return m.set(key, store, used, true, old)
+}
+
+func (m *Memory) set(key, store string, used time.Time, cas bool, old string) error {
 	if err := CheckStore(key, store); err != nil {
 		return err
 	}
@@ -43,6 +52,14 @@ func (m *Memory) SetStore(_ context.Context, key, store string, used time.Time) 
 		m.recs = map[string]*Record{}
 	}
 	r := m.recs[key]
+	if cur := ""; cas {
+		if r != nil {
+			cur = r.Store
+		}
+		if cur != old {
+			return TakenError(key, old, cur)
+		}
+	}
 	if r == nil || r.Store != store {
 		r = &Record{Key: key, Store: store, Files: map[string]Entry{}}
 		m.recs[key] = r

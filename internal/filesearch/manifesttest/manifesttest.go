@@ -8,6 +8,7 @@ package manifesttest
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,6 +36,54 @@ func Run(t *testing.T, open Open) {
 	t.Run("Concurrent", func(t *testing.T) { concurrent(t, open) })
 	t.Run("BadInput", func(t *testing.T) { badInput(t, open) })
 	t.Run("MaxFiles", func(t *testing.T) { maxFiles(t, open) })
+	t.Run("ReplaceStore", func(t *testing.T) { replaceStore(t, open) })
+}
+
+// replaceStore: two clients racing ReplaceStore from none, each with its
+// own store: exactly one wins, the other is refused with ErrStoreTaken
+// and changes nothing; a replace of the winner's store by the name it
+// has succeeds, one by a stale name is refused.
+func replaceStore(t *testing.T, open Open) {
+	a, b := open(t)
+	ctx, k := ctxOf(t), key("/work/repo", "token:alice")
+	for round := range 20 {
+		k := fmt.Sprintf("%s-%d", k, round)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, m := range []manifest.Manifests{a, b} {
+			wg.Go(func() { errs[i] = m.ReplaceStore(ctx, k, "", fmt.Sprintf("fileSearchStores/c%d", i), t0) })
+		}
+		wg.Wait()
+		won := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && won < 0:
+				won = i
+			case err == nil:
+				t.Fatalf("round %d: both ReplaceStore from none succeeded", round)
+			case !errors.Is(err, manifest.ErrStoreTaken):
+				t.Fatalf("round %d: ReplaceStore: %v, want ErrStoreTaken", round, err)
+			}
+		}
+		if won < 0 {
+			t.Fatalf("round %d: neither ReplaceStore from none succeeded: %v", round, errs)
+		}
+		if r := get(t, b, k); r.Store != fmt.Sprintf("fileSearchStores/c%d", won) {
+			t.Fatalf("round %d: the record names %q, want the winner's c%d", round, r.Store, won)
+		}
+	}
+	must(t, a.ReplaceStore(ctx, k, "", "fileSearchStores/s1", t0))
+	must(t, a.PutFile(ctx, k, "a.go", entry("a")))
+	if err := b.ReplaceStore(ctx, k, "fileSearchStores/gone", "fileSearchStores/s2", t0); !errors.Is(err, manifest.ErrStoreTaken) {
+		t.Fatalf("ReplaceStore from a stale store: %v, want ErrStoreTaken", err)
+	}
+	if r := get(t, a, k); r.Store != "fileSearchStores/s1" || len(r.Files) != 1 {
+		t.Fatalf("a refused ReplaceStore changed the record: %+v", r)
+	}
+	must(t, b.ReplaceStore(ctx, k, "fileSearchStores/s1", "fileSearchStores/s2", t0.Add(time.Second)))
+	if r := get(t, a, k); r.Store != "fileSearchStores/s2" || len(r.Files) != 0 || !r.Used.Equal(t0.Add(time.Second)) {
+		t.Fatalf("after a ReplaceStore: %+v; want s2 without files", r)
+	}
 }
 
 func ctxOf(t *testing.T) context.Context {

@@ -101,6 +101,16 @@ func find(ctx context.Context, tx *sql.Tx, st *sql.Stmt, key string) (id int64, 
 
 // SetStore implements manifest.Manifests: one write transaction.
 func (m manifests) SetStore(ctx context.Context, key, store string, used time.Time) error {
+	return m.set(ctx, key, store, used, false, "")
+}
+
+// ReplaceStore implements manifest.Manifests: SetStore's transaction,
+// which checks the store it reads.
+func (m manifests) ReplaceStore(ctx context.Context, key, old, store string, used time.Time) error {
+	return m.set(ctx, key, store, used, true, old)
+}
+
+func (m manifests) set(ctx context.Context, key, store string, used time.Time, cas bool, old string) error {
 	if err := manifest.CheckStore(key, store); err != nil {
 		return err
 	}
@@ -109,6 +119,8 @@ func (m manifests) SetStore(ctx context.Context, key, store string, used time.Ti
 		switch {
 		case err != nil:
 			return err
+		case cas && cur != old:
+			return manifest.TakenError(key, old, cur)
 		case !ok:
 			_, err = tx.ExecContext(ctx, mfNewSQL, []byte(key), store, ms(used))
 		case cur == store:

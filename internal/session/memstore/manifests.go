@@ -36,6 +36,14 @@ func (m manifests) SetStore(ctx context.Context, key, store string, used time.Ti
 	return m.s.manifests.SetStore(ctx, key, store, used)
 }
 
+// ReplaceStore implements manifest.Manifests.
+func (m manifests) ReplaceStore(ctx context.Context, key, old, store string, used time.Time) error {
+	if m.s.isClosed() {
+		return errClosed
+	}
+	return m.s.manifests.ReplaceStore(ctx, key, old, store, used)
+}
+
 // PutFile implements manifest.Manifests.
 func (m manifests) PutFile(ctx context.Context, key, path string, e manifest.Entry) error {
 	if m.s.isClosed() {

@@ -58,11 +58,14 @@ func (s *Store) manifestKeys(h string) []string {
 func (s *Store) manifestIndexKey() string { return s.prefix + "manifests" }
 
 // setManifestScript sets a manifest's store and use time (KEYS as
-// manifestKeys; ARGV: key, store, used), dropping its files when the
-// store changes: -1 when the record is another key's (a hash collision).
+// manifestKeys; ARGV: key, store, used, and "1" and the store expected
+// for a ReplaceStore), dropping its files when the store changes: -1
+// when the record is another key's (a hash collision), -2 when a
+// ReplaceStore finds another store than expected.
 var setManifestScript = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'key', 'store')
 if cur[1] and cur[1] ~= ARGV[1] then return -1 end
+if ARGV[4] == '1' and (cur[2] or '') ~= ARGV[5] then return -2 end
 if cur[2] ~= ARGV[2] then redis.call('DEL', KEYS[2]) end
 redis.call('HSET', KEYS[1], 'key', ARGV[1], 'store', ARGV[2], 'used', ARGV[3])
 return 1`)
@@ -156,12 +159,28 @@ func (m manifests) Get(ctx context.Context, key string) (manifest.Record, error)
 	return rec, nil
 }
 
+// taken is ReplaceStore's refusal, naming the store the record has now.
+func (m manifests) taken(ctx context.Context, key, old string) error {
+	cur, _ := m.s.rdb.HGet(ctx, m.s.manifestKeys(manifestHash(key))[0], "store").Result()
+	return manifest.TakenError(key, old, cur)
+}
+
 func (m manifests) corrupt(key string, err error) error {
 	return fmt.Errorf("session store: the file search manifest %q in Redis at %s is corrupt: %w", key, m.s.addr, err)
 }
 
 // SetStore implements manifest.Manifests: the index, then the record.
 func (m manifests) SetStore(ctx context.Context, key, store string, used time.Time) error {
+	return m.set(ctx, key, store, used, false, "")
+}
+
+// ReplaceStore implements manifest.Manifests: SetStore's script, which
+// checks the store it reads.
+func (m manifests) ReplaceStore(ctx context.Context, key, old, store string, used time.Time) error {
+	return m.set(ctx, key, store, used, true, old)
+}
+
+func (m manifests) set(ctx context.Context, key, store string, used time.Time, cas bool, old string) error {
 	if err := manifest.CheckStore(key, store); err != nil {
 		return err
 	}
@@ -169,9 +188,16 @@ func (m manifests) SetStore(ctx context.Context, key, store string, used time.Ti
 	if err := m.s.rdb.ZAdd(ctx, m.s.manifestIndexKey(), redis.Z{Score: float64(used.UnixMilli()), Member: h}).Err(); err != nil {
 		return m.s.fail(ctx, err)
 	}
-	n, err := setManifestScript.Run(ctx, m.s.rdb, m.s.manifestKeys(h), key, store, used.UnixMilli()).Int64()
+	flag := "0"
+	if cas {
+		flag = "1"
+	}
+	n, err := setManifestScript.Run(ctx, m.s.rdb, m.s.manifestKeys(h), key, store, used.UnixMilli(), flag, old).Int64()
 	if err != nil {
 		return m.s.fail(ctx, err)
+	}
+	if n == -2 {
+		return m.taken(ctx, key, old)
 	}
 	if n < 0 {
 		return collision(key)
