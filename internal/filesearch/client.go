@@ -250,18 +250,7 @@ const maxAPIText = 1024
 
 // apiText is the API's words as an error may quote them: one line of
 // printable text, at most maxAPIText bytes.
-func apiText(s string) string {
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t':
-			return ' '
-		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
-			return -1
-		}
-		return r
-	}, msg.Clip(s, 4*maxAPIText))
-	return msg.Clip(strings.TrimSpace(s), maxAPIText)
-}
+func apiText(s string) string { return msg.Words(s, maxAPIText) }
 
 // notFound says whether err is the API's 404.
 func notFound(err error) bool {

@@ -21,6 +21,22 @@ func Clip(s string, n int) string {
 	return s[:cut] + "…"
 }
 
+// Words is s, another program's words, as an error or a log line quotes
+// them: on one line (line breaks and tabs as spaces), without control
+// characters (a terminal's escapes), trimmed and clipped to n bytes.
+func Words(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return ' '
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			return -1
+		}
+		return r
+	}, Clip(s, 4*n))
+	return Clip(strings.TrimSpace(s), n)
+}
+
 // QuoteName returns a file name as it may stand in a prompt or a result's
 // text: as it is when it is made of printable characters other than '"'
 // and '\' and holds no "---" (the marker of the file headers), else

@@ -1,6 +1,9 @@
 package msg
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestClip(t *testing.T) {
 	for _, c := range []struct {
@@ -36,6 +39,23 @@ func TestQuoteName(t *testing.T) {
 	} {
 		if got := QuoteName(in); got != want {
 			t.Errorf("QuoteName(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestWords(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"  quota\nexceeded\tfor today ", 100, "quota exceeded for today"},
+		{"red \x1b[31mtext\x1b[0m\x7f\u0085", 100, "red [31mtext[0m"},
+		{"ééééé", 4, "éé…"},
+		{strings.Repeat("a", 10), 5, "aaaaa…"},
+	} {
+		if got := Words(c.in, c.n); got != c.want {
+			t.Errorf("Words(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
 		}
 	}
 }

@@ -95,18 +95,7 @@ const maxAPIMessageBytes = 2000
 // apiWords is s, the API's words, as an error quotes them: without
 // control characters (a terminal's escapes), trimmed and clipped to n
 // bytes.
-func apiWords(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t':
-			return ' '
-		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
-			return -1
-		}
-		return r
-	}, msg.Clip(s, 4*n))
-	return msg.Clip(strings.TrimSpace(s), n)
-}
+func apiWords(s string, n int) string { return msg.Words(s, n) }
 
 // undecodable says whether err is the SDK's failure to decode an answer
 // (JSON that is not, a field of the wrong type, bytes that are not
