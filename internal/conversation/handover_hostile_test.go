@@ -3,6 +3,7 @@ package conversation
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,23 +15,35 @@ import (
 )
 
 // downJobs is a job store that is down: it makes no job, or (when
-// created is set) makes one and then fails every change of it.
+// created is set) makes one and then fails every change of it. tried is
+// closed at the first call it fails: the hand-over was tried.
 type downJobs struct {
 	jobs.Store
 	created bool
+	tried   chan struct{}
+	once    *sync.Once
+}
+
+func newDownJobs(st jobs.Store, created bool) downJobs {
+	return downJobs{Store: st, created: created, tried: make(chan struct{}), once: &sync.Once{}}
 }
 
 var errDown = errors.New("the job store is down")
 
+func (d downJobs) fail() error {
+	d.once.Do(func() { close(d.tried) })
+	return errDown
+}
+
 func (d downJobs) CreateJob(ctx context.Context, j jobs.Job, lim jobs.Limits) (jobs.Job, error) {
 	if !d.created {
-		return jobs.Job{}, errDown
+		return jobs.Job{}, d.fail()
 	}
 	return d.Store.CreateJob(ctx, j, lim)
 }
 
 func (d downJobs) UpdateJob(context.Context, jobs.Job) (jobs.Job, error) {
-	return jobs.Job{}, errDown
+	return jobs.Job{}, d.fail()
 }
 
 // TestHandOverWithTheJobStoreDown: a call past JobAfter whose job cannot
@@ -42,11 +55,12 @@ func TestHandOverWithTheJobStoreDown(t *testing.T) {
 		mem := memstore.New(session.Options{})
 		t.Cleanup(func() { _ = mem.Close() })
 		b := newHeld()
-		d := New(Options{Backend: b, Store: mem, Jobs: downJobs{Store: jobs.Of(mem), created: created}, DefaultCwd: t.TempDir(), JobAfter: time.Millisecond})
+		down := newDownJobs(jobs.Of(mem), created)
+		d := New(Options{Backend: b, Store: mem, Jobs: down, DefaultCwd: t.TempDir(), JobAfter: time.Millisecond})
 		go func() {
 			<-b.started
-			// Past the limit (time passing, not a wait for an event).
-			<-time.After(50 * time.Millisecond)
+			// The turn ends once the hand-over was tried and failed.
+			<-down.tried
 			close(b.release)
 		}()
 		res, err := d.Do(context.Background(), handoverRequest("q"))
