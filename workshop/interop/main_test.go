@@ -208,8 +208,8 @@ func run(t *testing.T, timeout time.Duration, env []string, dir, name string, ar
 	start := time.Now()
 	err := cmd.Run()
 	res := runResult{stdout: so.String(), stderr: se.String(), elapsed: time.Since(start)}
-	if reapGroup(cmd, 3*time.Second) {
-		t.Errorf("%s left processes running 3 s after it exited; killed them", filepath.Base(name))
+	if left := reapGroup(cmd, leftoverBound); left != "" {
+		t.Errorf("%s left processes running %v after it exited; killed them:%s", filepath.Base(name), leftoverBound, left)
 	}
 	var exitErr *exec.ExitError
 	switch {

@@ -89,8 +89,8 @@ func startProvider(t *testing.T, n npmTools, env ...string) *oidcProvider {
 			cmd.Process.Kill()
 			<-exited
 		}
-		if reapGroup(cmd, 3*time.Second) {
-			t.Errorf("the OpenID provider left processes running")
+		if left := reapGroup(cmd, leftoverBound); left != "" {
+			t.Errorf("the OpenID provider left processes running %v after it exited:%s", leftoverBound, left)
 		}
 	})
 	var line string

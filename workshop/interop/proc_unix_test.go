@@ -4,8 +4,12 @@ package interop
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -16,28 +20,102 @@ func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
+// leftoverBound is how long a process group may take to empty after its
+// leader exited. The wait ends as soon as nothing in the group runs, so
+// the bound costs a passing run nothing.
+const leftoverBound = 10 * time.Second
+
 // reapGroup waits up to grace for the process group of cmd (which has
-// exited) to empty, then kills what is left. It reports whether anything
-// was left.
-func reapGroup(cmd *exec.Cmd, grace time.Duration) (leftovers bool) {
+// exited) to stop running, then kills what is left. It names what was
+// left (pid and command line), or returns "" if nothing ran on.
+//
+// A member that has exited but was orphaned stays a zombie until pid 1
+// reaps it, which some machines' init does only every few seconds (the
+// one-shot child an MCP client leaves to exit on its own after it quits
+// ends so): a zombie runs nothing and does not count.
+func reapGroup(cmd *exec.Cmd, grace time.Duration) (leftovers string) {
 	if cmd.Process == nil {
-		return false
+		return ""
 	}
 	pgid := cmd.Process.Pid
 	deadline := time.Now().Add(grace)
-	for groupAlive(pgid) {
+	for groupRunning(pgid) {
 		if time.Now().After(deadline) {
+			leftovers = describe(groupMembers(pgid))
 			syscall.Kill(-pgid, syscall.SIGKILL)
-			return true
+			if leftovers == "" {
+				leftovers = " (members not readable)"
+			}
+			return leftovers
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return false
+	return ""
 }
 
-func groupAlive(pgid int) bool {
-	err := syscall.Kill(-pgid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+// member is one process of a group, as /proc tells it.
+type member struct {
+	pid, parent int
+	state       string // "R", "S", "Z" (zombie), …
+	cmdline     string
+}
+
+// groupMembers lists the processes of group pgid from /proc; ok is false
+// where there is no /proc to read.
+func groupMembers(pgid int) (ms []member, ok bool) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, false
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // it has gone
+		}
+		// The fields after the command's closing parenthesis: state, ppid, pgrp.
+		i := strings.LastIndex(string(stat), ") ")
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+2:]))
+		if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		parent, _ := strconv.Atoi(f[1])
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		ms = append(ms, member{pid: pid, parent: parent, state: f[0],
+			cmdline: strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " ")})
+	}
+	return ms, true
+}
+
+// describe names each member on a line of its own.
+func describe(ms []member, _ bool) string {
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "\n  pid %d (state %s, parent %d): %s", m.pid, m.state, m.parent, m.cmdline)
+	}
+	return b.String()
+}
+
+// groupRunning reports whether a process of group pgid still runs: a
+// zombie does not. Without /proc, any member counts.
+func groupRunning(pgid int) bool {
+	ms, ok := groupMembers(pgid)
+	if !ok {
+		err := syscall.Kill(-pgid, 0)
+		return err == nil || errors.Is(err, syscall.EPERM)
+	}
+	for _, m := range ms {
+		if m.state != "Z" && m.state != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 // alive reports whether a process with this pid exists (a zombie counts:
