@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -21,16 +22,27 @@ func newError(kind backend.Kind, cause error, format string, args ...any) *backe
 }
 
 // asAPIError finds the API's error in err; the SDK returns it by value.
+//
+// The SDK makes an APIError of an answer whose HTTP status is not 2xx, and
+// takes its code from the answer's body when the body is Google's error
+// JSON: a body may claim any code, 200 among them, or none. A code that
+// is not an error status (400–599) is not believed: the error is taken as
+// a bad gateway's (502), which is retried as a failing API is, and its
+// message says what code the body claimed.
 func asAPIError(err error) (genai.APIError, bool) {
 	var v genai.APIError
-	if errors.As(err, &v) {
-		return v, true
+	if !errors.As(err, &v) {
+		var p *genai.APIError
+		if !errors.As(err, &p) || p == nil {
+			return genai.APIError{}, false
+		}
+		v = *p
 	}
-	var p *genai.APIError
-	if errors.As(err, &p) && p != nil {
-		return *p, true
+	if v.Code < 400 || v.Code > 599 {
+		v.Message = fmt.Sprintf("an error whose body claims code %d (%s): %s", v.Code, apiWords(v.Status, 64), v.Message)
+		v.Code, v.Status = http.StatusBadGateway, "BAD_GATEWAY"
 	}
-	return genai.APIError{}, false
+	return v, true
 }
 
 // retryable says whether a status is worth another try: the API is busy,

@@ -227,3 +227,69 @@ func TestUnknownFinishReasonBounded(t *testing.T) {
 		t.Fatalf("a block reason of %d bytes", len(be.Error()))
 	}
 }
+
+// An error answer whose body claims a code that is not an error status
+// (200, or none) is not shown as a refusal "200 OK": the SDK takes the
+// code from the body, so the status it claims is not believed. It is
+// retried as a failing API is, and the error says what the body claimed.
+func TestErrorBodyClaimsNoErrorCode(t *testing.T) {
+	t.Parallel()
+	for name, body := range map[string]string{
+		"code 200": `{"error":{"code":200,"message":"fine","status":"OK"}}`,
+		"no code":  `{"error":{"message":"fine"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			streams := 0
+			failFirst := 1 // the first request fails, later ones as the subtest says
+			fail := func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				streams++
+				return streams <= failFirst
+			}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if r.Method == http.MethodGet {
+					fmt.Fprint(w, `{"models":[{"name":"models/gemini-2.5-flash","supportedGenerationMethods":["generateContent"]}]}`)
+					return
+				}
+				if fail() {
+					w.WriteHeader(http.StatusInternalServerError)
+					fmt.Fprint(w, body)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"recovered\"}]},\"finishReason\":\"STOP\"}]}\n\n")
+			}))
+			t.Cleanup(srv.Close)
+			f := newFixture(t, Options{Getenv: func(k string) string {
+				switch k {
+				case "GEMINI_API_KEY":
+					return "test-key"
+				case "GOOGLE_GEMINI_BASE_URL":
+					return srv.URL
+				}
+				return ""
+			}})
+			a, err := f.b.Run(geminitest.Context(t), backend.Turn{Prompt: "hi"})
+			if err != nil || a.Text != "recovered" {
+				t.Fatalf("a failure once was not retried: %+v %v", a, err)
+			}
+			mu.Lock()
+			streams, failFirst = 0, 1<<30
+			mu.Unlock()
+			_, err = f.b.Run(geminitest.Context(t), backend.Turn{Prompt: "hi"})
+			be := wantKind(t, err, backend.KindAPI, http.StatusBadGateway, "kept failing on retry", "body claims code")
+			if strings.Contains(be.Error(), "refused") {
+				t.Fatalf("shown as a refusal: %v", be)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if streams < 2 {
+				t.Fatalf("%d requests: not retried", streams)
+			}
+		})
+	}
+}
