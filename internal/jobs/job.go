@@ -21,6 +21,7 @@
 package jobs
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -116,6 +117,9 @@ const (
 	MaxOwnerBytes = 1 << 10
 	// MaxRPCErrorBytes caps the JSON of a failed job's JSON-RPC error.
 	MaxRPCErrorBytes = 32 << 10
+	// MaxResultMetaBytes caps ResultMeta: research's notes on the files
+	// it was started with (at most a few hundred paths).
+	MaxResultMetaBytes = 256 << 10
 )
 
 // Job is the record of one background job.
@@ -182,6 +186,11 @@ type Job struct {
 	// Runner is the process running the job, set when it starts (see
 	// runner.go): a restarted server knows its previous run's jobs by it.
 	Runner *Runner `json:"runner,omitempty"`
+	// ResultMeta is a JSON object of _meta entries for the job's result
+	// that the process which finishes it may not know: what the call
+	// that started it knew (research's files sent and left out), kept
+	// for a run resumed by another process.
+	ResultMeta json.RawMessage `json:"resultMeta,omitempty"`
 }
 
 // Errors of the lifecycle and the stores. The stores' own failures (Redis
@@ -232,6 +241,7 @@ func (j Job) Check() error {
 		return bad("its times are not those of its lifecycle (created %v, updated %v, expires %v, TTL %v)", j.Created, j.Updated, j.Expires, j.TTL)
 	case len(j.Message) > MaxMessageBytes, len(j.Partial) > MaxPartialBytes, len(j.Error) > MaxErrorBytes,
 		len(j.Resume) > MaxResumeBytes, len(j.Result) > MaxResultBytes, len(j.RPCError) > MaxRPCErrorBytes,
+		len(j.ResultMeta) > MaxResultMetaBytes,
 		j.Runner != nil && (len(j.Runner.Node) > MaxOwnerBytes || len(j.Runner.Run) > MaxOwnerBytes):
 		return bad("a part is over its cap")
 	case (j.Status == Completed) != (len(j.Result) > 0):
@@ -240,6 +250,8 @@ func (j Job) Check() error {
 		return bad("an error belongs to a failed job, and a failed job has one")
 	case len(j.RPCError) > 0 && (j.Status != Failed || !json.Valid(j.RPCError)):
 		return bad("a JSON-RPC error belongs to a failed job, as JSON")
+	case len(j.ResultMeta) > 0 && !jsonObject(j.ResultMeta):
+		return bad("the result's _meta entries are not a JSON object")
 	case j.Progress < 0 || j.Total < 0:
 		return bad("negative counters")
 	}
@@ -338,6 +350,31 @@ func (j *Job) SetResume(handle string, now time.Time) error {
 	j.Resume = handle
 	j.touch(now)
 	return nil
+}
+
+// SetResultMeta keeps meta, entries of the result's _meta, for whichever
+// process finishes the job (ResultMeta). Entries that do not fit
+// MaxResultMetaBytes as JSON are refused, and nothing is changed.
+func (j *Job) SetResultMeta(meta map[string]any, now time.Time) error {
+	if err := j.from("keep the result's _meta", Queued, Working, InputRequired); err != nil {
+		return err
+	}
+	data, err := json.Marshal(meta)
+	if err != nil {
+		return fmt.Errorf("job %s: the result's _meta: %w", j.ID, err)
+	}
+	if len(data) > MaxResultMetaBytes {
+		return fmt.Errorf("job %s: the result's _meta of %d bytes is over %d", j.ID, len(data), MaxResultMetaBytes)
+	}
+	j.ResultMeta = data
+	j.touch(now)
+	return nil
+}
+
+// jsonObject says whether data is one JSON object.
+func jsonObject(data []byte) bool {
+	data = bytes.TrimSpace(data)
+	return len(data) > 0 && data[0] == '{' && json.Valid(data)
 }
 
 // AskInput marks a working job InputRequired, asking question.

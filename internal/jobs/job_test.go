@@ -140,6 +140,13 @@ func TestCaps(t *testing.T) {
 	if err := j.Complete(big, t0); err == nil || j.Status != Working || j.Result != nil {
 		t.Fatalf("an oversized result: %v, status %s", err, j.Status)
 	}
+	if j.SetResultMeta(map[string]any{"filesProcessed": strings.Repeat("f", MaxResultMetaBytes)}, t0) == nil || j.ResultMeta != nil {
+		t.Fatal("an oversized result _meta was kept")
+	}
+	if err := j.SetResultMeta(map[string]any{"filesProcessed": []string{"a.txt"}}, t0); err != nil ||
+		string(j.ResultMeta) != `{"filesProcessed":["a.txt"]}` || j.Check() != nil {
+		t.Fatalf("the result's _meta: %s, %v, %v", j.ResultMeta, err, j.Check())
+	}
 	if err := j.Fail(strings.Repeat("e", 2*MaxErrorBytes), t0); err != nil || len(j.Error) != MaxErrorBytes {
 		t.Fatalf("error of %d bytes, %v", len(j.Error), err)
 	}
@@ -159,6 +166,9 @@ func TestCheck(t *testing.T) {
 		"error":     func(j *Job) { j.Error = "x" },
 		"owner":     func(j *Job) { j.Owner = strings.Repeat("o", MaxOwnerBytes+1) },
 		"partial":   func(j *Job) { j.Partial = strings.Repeat("p", MaxPartialBytes+1) },
+		"meta list": func(j *Job) { j.ResultMeta = []byte(`["x"]`) },
+		"meta JSON": func(j *Job) { j.ResultMeta = []byte(`{"x":`) },
+		"meta long": func(j *Job) { j.ResultMeta = []byte(`{"x":"` + strings.Repeat("m", MaxResultMetaBytes) + `"}`) },
 	} {
 		j := newJob(t)
 		spoil(&j)

@@ -2,8 +2,10 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -165,14 +167,39 @@ func (d *Deps) failUnstarted(ctx context.Context, j jobs.Job, err error) {
 // left out, when it named files: in the answer that starts the job and
 // in the report, whether a wait returns it or the job tool does.
 func addFilesMeta(res *mcp.CallToolResult, files *filectx.Files) {
-	if files == nil {
+	meta := filesMeta(files)
+	if meta == nil {
 		return
 	}
 	if res.Meta == nil {
 		res.Meta = mcp.Meta{}
 	}
-	res.Meta["filesProcessed"] = notes(files.Processed)
-	res.Meta["filesSkipped"] = notes(files.Skipped)
+	maps.Copy(res.Meta, meta)
+}
+
+// filesMeta is what addFilesMeta adds, nil without files.
+func filesMeta(files *filectx.Files) map[string]any {
+	if files == nil {
+		return nil
+	}
+	return map[string]any{"filesProcessed": notes(files.Processed), "filesSkipped": notes(files.Skipped)}
+}
+
+// addStoredMeta adds to res's _meta the entries a job's record kept for
+// its result (jobs.Job.ResultMeta), those the result does not have.
+func addStoredMeta(res *mcp.CallToolResult, stored json.RawMessage) {
+	var meta map[string]json.RawMessage
+	if len(stored) == 0 || json.Unmarshal(stored, &meta) != nil || len(meta) == 0 {
+		return
+	}
+	if res.Meta == nil {
+		res.Meta = mcp.Meta{}
+	}
+	for k, v := range meta {
+		if _, ok := res.Meta[k]; !ok {
+			res.Meta[k] = v
+		}
+	}
 }
 
 // interactionOf is the interaction of owner's research job named by

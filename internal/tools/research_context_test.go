@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 )
 
@@ -130,6 +131,20 @@ func TestResearchFilesMeta(t *testing.T) {
 	want := files("the start", started)
 	if got := files("the job's report", res); got != want {
 		t.Errorf("the job's report says %s, the start %s", got, want)
+	}
+	// The job's record keeps them, for a run resumed by another process
+	// (TestResearchResumed).
+	j, _, err := d.Jobs.GetJob(geminitest.Context(t), "tok", started.Meta["jobId"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept map[string]json.RawMessage
+	if err := json.Unmarshal(j.ResultMeta, &kept); err != nil {
+		t.Fatalf("the job's record keeps %q: %v", j.ResultMeta, err)
+	}
+	if got := files("the job's record", &mcp.CallToolResult{Meta: mcp.Meta{"filesProcessed": kept["filesProcessed"],
+		"filesSkipped": kept["filesSkipped"]}}); got != want {
+		t.Errorf("the job's record says %s, the start %s", got, want)
 	}
 
 	in.Wait = MaxJobWait

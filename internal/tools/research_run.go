@@ -40,7 +40,7 @@ type researchRun struct {
 	every, limit time.Duration
 	// files are the files the research was started with, said in the
 	// report's _meta; nil for none, and in a run resumed after a restart,
-	// which the job's record does not tell them.
+	// whose report takes them from the job's record (ResultMeta).
 	files *filectx.Files
 
 	mu   sync.Mutex
@@ -58,7 +58,16 @@ type researchRun struct {
 // server that stops leaves it running.
 func (r *researchRun) run(ctx context.Context, j jobs.Job) (*mcp.CallToolResult, error) {
 	if _, err := jobs.Update(ctx, r.jobs, j.Owner, j.ID, func(j *jobs.Job) (bool, error) {
-		return true, j.SetResume(r.id, time.Now())
+		if err := j.SetResume(r.id, time.Now()); err != nil {
+			return false, err
+		}
+		// The files are kept for a run resumed elsewhere, which cannot
+		// know them; notes too long to keep are only in the answer that
+		// started the job.
+		if meta := filesMeta(r.files); meta != nil {
+			_ = j.SetResultMeta(meta, time.Now())
+		}
+		return true, nil
 	}); err != nil {
 		return nil, err
 	}
@@ -92,7 +101,11 @@ func (r *researchRun) run(ctx context.Context, j jobs.Job) (*mcp.CallToolResult,
 		return nil, fmt.Errorf("research: %w", err)
 	}
 	out := researchResult(res)
-	addFilesMeta(out, r.files)
+	if r.files != nil {
+		addFilesMeta(out, r.files)
+	} else {
+		addStoredMeta(out, j.ResultMeta)
+	}
 	return out, nil
 }
 

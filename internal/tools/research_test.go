@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend/api/interact"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/config"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest/fakeapi"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/jobs"
@@ -281,7 +283,12 @@ func TestResearchResumed(t *testing.T) {
 		if err := j.Start(past); err != nil {
 			return false, err
 		}
-		return true, j.SetResume(first.ID, past)
+		if err := j.SetResume(first.ID, past); err != nil {
+			return false, err
+		}
+		// What the first run kept of the files it was started with.
+		return true, j.SetResultMeta(map[string]any{"filesProcessed": []filectx.FileNote{{Path: "notes.txt"}},
+			"filesSkipped": []filectx.FileNote{{Path: ".env", Reason: "a credential file"}}}, past)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -297,6 +304,10 @@ func TestResearchResumed(t *testing.T) {
 	}
 	if n := counting.waits.Load(); n != 1 {
 		t.Errorf("the interaction was polled by %d runners, want 1", n)
+	}
+	meta, _ := json.Marshal(map[string]any{"processed": res.Meta["filesProcessed"], "skipped": res.Meta["filesSkipped"]})
+	if want := `{"processed":[{"path":"notes.txt"}],"skipped":[{"path":".env","reason":"a credential file"}]}`; string(meta) != want {
+		t.Errorf("the resumed job's report says of its files %s, want %s", meta, want)
 	}
 }
 
