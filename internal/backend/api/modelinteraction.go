@@ -27,7 +27,8 @@ import (
 //     API answers, not from names compiled in;
 //   - with Options.ServerHistory (--api-server-history), a plain text
 //     turn (no media, no built-in tools, no thinking_mode or temperature,
-//     no MCP tools)
+//     no MCP tools: an interactions-only model takes thinking_mode as a
+//     thinking_level, but a model that generates keeps its own mapping)
 //     runs there too, continuing the conversation's last turn by its
 //     stored interaction (previous_interaction_id) and sending only the
 //     new turn, when that turn was itself an interaction on the same
@@ -95,6 +96,25 @@ func notSentToInteractions(t backend.Turn) string {
 	return strings.Join(what, ", ")
 }
 
+// interactionThinking maps a thinking mode onto the Interactions API's
+// thinking_level (minimal, low, medium, high): the modes of the same
+// names are sent as they are, "max" as high and "off" as minimal, the
+// least the API names (it has no level that stops thinking); note says
+// what was changed. Which levels each model takes the API does not list:
+// a level the model refuses is the API's 400, quoted to the caller.
+func interactionThinking(mode, model string) (level, note string) {
+	switch mode {
+	case "":
+		return "", ""
+	case "max":
+		return "high", "thinking_mode: max sent as high, the most the Interactions API, where " + model + " runs, names"
+	case "off":
+		return "minimal", "thinking_mode: off sent as minimal, the least the Interactions API, where " + model +
+			" runs, names: it cannot turn thinking off"
+	}
+	return mode, ""
+}
+
 // interactionCall is a turn that runs as a model interaction.
 type interactionCall struct {
 	id         string // the session
@@ -137,8 +157,9 @@ func (b *Backend) runInteraction(parent, ctx context.Context, c interactionCall)
 	if t.Temperature != nil {
 		notes = append(notes, "temperature: not sent to the Interactions API, where "+c.model+" runs (the API is retiring it)")
 	}
-	if t.ThinkingMode != "" {
-		notes = append(notes, "thinking_mode: not sent to the Interactions API, where "+c.model+" runs; it thinks as it does by default")
+	level, note := interactionThinking(t.ThinkingMode, c.model)
+	if note != "" {
+		notes = append(notes, note)
 	}
 	if b.tools != nil && len(b.tools.Tools()) > 0 {
 		notes = append(notes, "MCP tools: not offered to "+c.model+", which runs on the Interactions API")
@@ -148,7 +169,7 @@ func (b *Backend) runInteraction(parent, ctx context.Context, c interactionCall)
 		input.WriteString(p.Text)
 	}
 	req := interact.ModelRequest{Model: c.model, Input: input.String(), SystemInstruction: t.SystemPrompt,
-		Background: c.background, ThinkingSummaries: t.IncludeThoughts}
+		Background: c.background, ThinkingSummaries: t.IncludeThoughts, ThinkingLevel: level}
 	if b.serverHistory && c.prev != "" && c.prevModel == c.model {
 		req.PreviousID = c.prev
 	} else {

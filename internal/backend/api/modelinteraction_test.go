@@ -286,3 +286,35 @@ func TestInteractionCancelledWhileCreated(t *testing.T) {
 		t.Errorf("created %q, cancelled %q", created, cancelled)
 	}
 }
+
+// thinking_mode reaches a model on the Interactions API as its
+// thinking_level: the levels of the same names as they are, max as high
+// and off as minimal, each change said in the notes.
+func TestInteractionThinkingLevel(t *testing.T) {
+	t.Parallel()
+	for mode, want := range map[string]struct{ level, note string }{
+		"minimal": {"minimal", ""},
+		"medium":  {"medium", ""},
+		"high":    {"high", ""},
+		"max":     {"high", "thinking_mode: max sent as high"},
+		"off":     {"minimal", "thinking_mode: off sent as minimal"},
+	} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			f := interactionFixture(t, Options{})
+			a := f.mustRun(backend.Turn{Prompt: "think [[steps:0]]", Model: fakeapi.InteractionsOnlyModel, ThinkingMode: mode})
+			c := f.creates()
+			if len(c) != 1 {
+				t.Fatalf("%d creates", len(c))
+			}
+			if gc, _ := c[0]["generation_config"].(map[string]any); gc["thinking_level"] != want.level {
+				t.Errorf("generation_config %+v, want thinking_level %s", gc, want.level)
+			}
+			noted := slices.ContainsFunc(a.NotApplied, func(n string) bool { return strings.HasPrefix(n, "thinking_mode") })
+			if want.note == "" && noted || want.note != "" &&
+				!slices.ContainsFunc(a.NotApplied, func(n string) bool { return strings.HasPrefix(n, want.note) }) {
+				t.Errorf("notes %v, want %q", a.NotApplied, want.note)
+			}
+		})
+	}
+}

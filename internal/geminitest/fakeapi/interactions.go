@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -389,7 +390,14 @@ type interactionBody struct {
 	Background  bool            `json:"background"`
 	Store       *bool           `json:"store"`
 	Previous    string          `json:"previous_interaction_id"`
+	Generation  struct {
+		ThinkingLevel *string `json:"thinking_level"`
+	} `json:"generation_config"`
 }
+
+// ThinkingLevels are the values of generation_config.thinking_level the
+// Server takes: those of the SDK's interactions.ThinkingLevel.
+var ThinkingLevels = []string{"minimal", "low", "medium", "high"}
 
 // create makes an interaction of the body; a non-zero code is the error to
 // answer with instead (fi, when not nil, is still the parsed request).
@@ -416,6 +424,10 @@ func (is *interactionStore) create(raw []byte, key string) (*fakeInteraction, in
 	if m := statusRE.FindStringSubmatch(fi.input); m != nil {
 		code, _ := strconv.Atoi(m[1])
 		return fi, code, ErrorMessage(code)
+	}
+	if l := b.Generation.ThinkingLevel; l != nil && !slices.Contains(ThinkingLevels, *l) {
+		return fi, http.StatusBadRequest, fmt.Sprintf("fakeapi: generation_config.thinking_level %q is not one of %s",
+			*l, strings.Join(ThinkingLevels, ", "))
 	}
 	store := b.Store == nil || *b.Store
 	if b.Background && !store {

@@ -314,3 +314,34 @@ func TestInteractionsSDKModelConversationResent(t *testing.T) {
 		t.Fatalf("the answer: %+v", in)
 	}
 }
+
+// TestInteractionsSDKThinkingLevels: the fake takes exactly the thinking
+// levels the SDK names, sent by the SDK's own client, and refuses another.
+func TestInteractionsSDKThinkingLevels(t *testing.T) {
+	s := New()
+	t.Cleanup(s.Close)
+	c := sdkInteractions(s)
+	sdk := []interactions.ThinkingLevel{interactions.ThinkingLevelMinimal, interactions.ThinkingLevelLow,
+		interactions.ThinkingLevelMedium, interactions.ThinkingLevelHigh}
+	if len(sdk) != len(ThinkingLevels) {
+		t.Fatalf("the fake takes %v, the SDK names %v", ThinkingLevels, sdk)
+	}
+	create := func(level interactions.ThinkingLevel) error {
+		body := interactions.CreateModelInteraction{Model: interactions.Model("gemini-3-flash"),
+			Input: gi.Pointer(interactions.NewInteractionsInput("think")), GenerationConfig: &interactions.GenerationConfig{ThinkingLevel: &level}}
+		_, err := c.Interactions.Create(testCtx(t), operations.CreateInteractionRequest{Body: operations.NewCreateInteractionRequestBody(body)})
+		return err
+	}
+	for i, level := range sdk {
+		if string(level) != ThinkingLevels[i] {
+			t.Errorf("level %d: the fake takes %q, the SDK names %q", i, ThinkingLevels[i], level)
+		}
+		if err := create(level); err != nil {
+			t.Errorf("level %s: %v", level, err)
+		}
+	}
+	var ce *apierrors.CreateInteractionClientError
+	if err := create("max"); !errors.As(err, &ce) || ce.HTTPMeta.Response.StatusCode != 400 {
+		t.Errorf("level max: %v, want 400", err)
+	}
+}

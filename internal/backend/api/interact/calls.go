@@ -133,7 +133,14 @@ type ModelRequest struct {
 	// ThinkingSummaries asks for the model's thought summaries
 	// ([Result.Thoughts]).
 	ThinkingSummaries bool
+	// ThinkingLevel is how much the model thinks, one of
+	// [ThinkingLevels] ("" for the model's default).
+	ThinkingLevel string
 }
+
+// ThinkingLevels are the levels generation_config.thinking_level takes
+// (the SDK's interactions.ThinkingLevel), least first.
+var ThinkingLevels = []string{"minimal", "low", "medium", "high"}
 
 // Message is one turn of a conversation resent: the user's (Model
 // false) or the model's text.
@@ -225,10 +232,19 @@ func (c *Client) StartModel(ctx context.Context, r ModelRequest) (*Result, error
 		}
 		body.Input = ptr(interactions.NewInteractionsInput(steps))
 	}
+	if r.ThinkingLevel != "" && !slices.Contains(ThinkingLevels, r.ThinkingLevel) {
+		return nil, fmt.Errorf("interactions: thinking level %q is not one of %s", clip(r.ThinkingLevel, 40), strings.Join(ThinkingLevels, ", "))
+	}
+	// The SDK marks generation_config's temperature and top_p
+	// deprecated: they are not sent.
+	if r.ThinkingSummaries || r.ThinkingLevel != "" {
+		body.GenerationConfig = &interactions.GenerationConfig{}
+	}
 	if r.ThinkingSummaries {
-		// The SDK marks generation_config's temperature and top_p
-		// deprecated: they are not sent.
-		body.GenerationConfig = &interactions.GenerationConfig{ThinkingSummaries: ptr(interactions.ThinkingSummariesAuto)}
+		body.GenerationConfig.ThinkingSummaries = ptr(interactions.ThinkingSummariesAuto)
+	}
+	if r.ThinkingLevel != "" {
+		body.GenerationConfig.ThinkingLevel = ptr(interactions.ThinkingLevel(r.ThinkingLevel))
 	}
 	if r.Background {
 		body.Background = ptr(true)
