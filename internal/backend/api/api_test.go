@@ -28,13 +28,17 @@ func TestMain(m *testing.M) {
 
 // env is the environment a Backend under test reads: a key, and the
 // fake's address.
-func env(s *fakeapi.Server) func(string) string {
+func env(s *fakeapi.Server) func(string) string { return envAt(s.URL()) }
+
+// envAt is the environment of a Backend under test whose API answers at
+// url (a hostile server of a test's own).
+func envAt(url string) func(string) string {
 	return func(k string) string {
 		switch k {
 		case "GEMINI_API_KEY":
 			return "test-key"
 		case "GOOGLE_GEMINI_BASE_URL":
-			return s.URL()
+			return url
 		}
 		return ""
 	}

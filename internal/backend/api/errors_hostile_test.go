@@ -61,15 +61,7 @@ func TestHostileErrorBodies(t *testing.T) {
 				fmt.Fprint(w, c.body)
 			}))
 			t.Cleanup(srv.Close)
-			f := newFixture(t, Options{Model: "gemini-2.5-pro", FallbackModel: "gemini-2.5-flash", Getenv: func(k string) string {
-				switch k {
-				case "GEMINI_API_KEY":
-					return "test-key"
-				case "GOOGLE_GEMINI_BASE_URL":
-					return srv.URL
-				}
-				return ""
-			}})
+			f := newFixture(t, Options{Model: "gemini-2.5-pro", FallbackModel: "gemini-2.5-flash", Getenv: envAt(srv.URL)})
 			ctx, cancel := context.WithTimeout(geminitest.Context(t), 20*time.Second)
 			defer cancel()
 			_, err := f.b.Run(ctx, backend.Turn{Prompt: "hi"})
@@ -111,15 +103,7 @@ func TestUndecodableEventBounded(t *testing.T) {
 				fmt.Fprintf(w, "data: %s\n\n", event)
 			}))
 			t.Cleanup(srv.Close)
-			f := newFixture(t, Options{Getenv: func(k string) string {
-				switch k {
-				case "GEMINI_API_KEY":
-					return "test-key"
-				case "GOOGLE_GEMINI_BASE_URL":
-					return srv.URL
-				}
-				return ""
-			}})
+			f := newFixture(t, Options{Getenv: envAt(srv.URL)})
 			_, err := f.b.Run(geminitest.Context(t), backend.Turn{Prompt: "hi"})
 			be := wantKind(t, err, backend.KindBadOutput, 0, "could not be read")
 			if s := be.Error(); len(s) > maxShownAPIError || strings.Contains(s, strings.Repeat("A", 100)) {
@@ -145,15 +129,7 @@ func TestUnreadableModelListLoggedBounded(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	var logs syncBuffer
-	b, err := New(Options{Getenv: func(k string) string {
-		switch k {
-		case "GEMINI_API_KEY":
-			return "test-key"
-		case "GOOGLE_GEMINI_BASE_URL":
-			return srv.URL
-		}
-		return ""
-	}}, memstore.New(session.Options{}), slog.New(slog.NewTextHandler(&logs, nil)))
+	b, err := New(Options{Getenv: envAt(srv.URL)}, memstore.New(session.Options{}), slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,15 +179,7 @@ func TestUnknownFinishReasonBounded(t *testing.T) {
 			"\"urlContextMetadata\":{\"urlMetadata\":[{\"retrievedUrl\":\"https://e.x/\",\"urlRetrievalStatus\":%s}]},\"finishReason\":%s}]}\n\n", q, q, q)
 	}))
 	t.Cleanup(srv.Close)
-	f := newFixture(t, Options{Getenv: func(k string) string {
-		switch k {
-		case "GEMINI_API_KEY":
-			return "test-key"
-		case "GOOGLE_GEMINI_BASE_URL":
-			return srv.URL
-		}
-		return ""
-	}})
+	f := newFixture(t, Options{Getenv: envAt(srv.URL)})
 	a, err := f.b.Run(geminitest.Context(t), backend.Turn{Prompt: "hi"})
 	if err != nil {
 		t.Fatal(err)
@@ -264,15 +232,7 @@ func TestErrorBodyClaimsNoErrorCode(t *testing.T) {
 				fmt.Fprint(w, "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"recovered\"}]},\"finishReason\":\"STOP\"}]}\n\n")
 			}))
 			t.Cleanup(srv.Close)
-			f := newFixture(t, Options{Getenv: func(k string) string {
-				switch k {
-				case "GEMINI_API_KEY":
-					return "test-key"
-				case "GOOGLE_GEMINI_BASE_URL":
-					return srv.URL
-				}
-				return ""
-			}})
+			f := newFixture(t, Options{Getenv: envAt(srv.URL)})
 			a, err := f.b.Run(geminitest.Context(t), backend.Turn{Prompt: "hi"})
 			if err != nil || a.Text != "recovered" {
 				t.Fatalf("a failure once was not retried: %+v %v", a, err)

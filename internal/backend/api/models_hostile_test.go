@@ -79,15 +79,7 @@ func TestEndlessModelListBounded(t *testing.T) {
 		fmt.Fprintf(w, `{"nextPageToken":"p%d"}`, n)
 	}))
 	t.Cleanup(srv.Close)
-	f := newFixture(t, Options{Getenv: func(k string) string {
-		switch k {
-		case "GEMINI_API_KEY":
-			return "test-key"
-		case "GOOGLE_GEMINI_BASE_URL":
-			return srv.URL
-		}
-		return ""
-	}})
+	f := newFixture(t, Options{Getenv: envAt(srv.URL)})
 	done := make(chan error, 1)
 	go func() { _, err := f.b.Models(context.Background()); done <- err }()
 	if err := <-done; err != nil {
