@@ -243,10 +243,20 @@ func (j *Job) SetPartial(text string, now time.Time) error {
 // finished with the last MaxPartialTailBytes of text: the live output of
 // a job still running, whose end is what a caller polling it wants.
 func (j *Job) SetPartialTail(text string, now time.Time) error {
+	return j.SetPartialTailAfter(text, 0, now)
+}
+
+// SetPartialTailAfter is SetPartialTail of an output so far whose first
+// before bytes are not given, only what follows them (tail): a writer
+// that knows its output's length need not build all of it to keep its
+// end.
+func (j *Job) SetPartialTailAfter(tail string, before int, now time.Time) error {
 	if err := j.from("keep partial output", Queued, Working, InputRequired); err != nil {
 		return err
 	}
-	j.Partial, j.PartialDropped = CutTail(text, MaxPartialTailBytes)
+	var dropped int
+	j.Partial, dropped = CutTail(tail, MaxPartialTailBytes)
+	j.PartialDropped = max(before, 0) + dropped
 	j.PartialTail = j.Partial != ""
 	j.touch(now)
 	return nil

@@ -249,6 +249,10 @@ func TestPartialTail(t *testing.T) {
 	if err := j.SetPartialTail("short", t0); err != nil || j.Partial != "short" || j.PartialDropped != 0 {
 		t.Errorf("a short tail: %q, %d dropped, %v", j.Partial, j.PartialDropped, err)
 	}
+	if err := j.SetPartialTailAfter("é"+strings.Repeat("t", MaxPartialTailBytes-1), 100, t0); err != nil ||
+		j.Partial != strings.Repeat("t", MaxPartialTailBytes-1) || j.PartialDropped != 102 {
+		t.Errorf("a tail after 100 bytes not given: %d bytes kept, %d dropped, %v", len(j.Partial), j.PartialDropped, err)
+	}
 	if err := j.SetPartial("the start", t0); err != nil || j.PartialTail {
 		t.Errorf("the output's start is marked a tail (%v)", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -185,12 +186,12 @@ const endFlushTimeout = 5 * time.Second
 // write writes p's latest thought summary and output so far into the
 // job.
 func (r *researchRun) write(ctx context.Context, j jobs.Job, p *interact.Result) {
-	soFar := researchSoFar(p)
+	tail, before := researchSoFar(p, jobs.MaxPartialTailBytes)
 	_, _ = jobs.Update(ctx, r.jobs, j.Owner, j.ID, func(j *jobs.Job) (bool, error) {
 		if j.Status != jobs.Working {
 			return false, nil
 		}
-		if err := j.SetPartialTail(soFar, time.Now()); err != nil {
+		if err := j.SetPartialTailAfter(tail, before, time.Now()); err != nil {
 			return false, err
 		}
 		if len(p.Thoughts) == 0 {
@@ -203,22 +204,49 @@ func (r *researchRun) write(ctx context.Context, j jobs.Job, p *interact.Result)
 // researchSoFar is a running research's output so far, as the job tool
 // shows it: the agent's thought summaries as the interaction reports them
 // (the latest interact.MaxThoughts), oldest first, then the text of the
-// report (or plan) as far as it has been written. The job keeps its end.
-func researchSoFar(p *interact.Result) string {
-	var b strings.Builder
+// report (or plan) as far as it has been written. The job keeps its end:
+// only the last max bytes or so are built (tail, from a rune's start),
+// before counts those before them.
+func researchSoFar(p *interact.Result, max int) (tail string, before int) {
+	var pieces []string
 	if len(p.Thoughts) > 0 {
-		b.WriteString("Thought summaries:")
+		pieces = append(pieces, "Thought summaries:")
 		for _, t := range p.Thoughts {
-			b.WriteString("\n\n" + t)
+			pieces = append(pieces, "\n\n", t)
 		}
 	}
 	if p.Text != "" {
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
+		if len(pieces) > 0 {
+			pieces = append(pieces, "\n\n")
 		}
-		b.WriteString("The report so far:\n\n" + p.Text)
+		pieces = append(pieces, "The report so far:\n\n", p.Text)
 	}
-	return b.String()
+	// Only the pieces that hold the last max bytes are written, the
+	// first of them from the byte that leaves max to go.
+	first, from, total, cut := 0, 0, 0, false
+	for i := len(pieces) - 1; i >= 0; i-- {
+		if !cut && total+len(pieces[i]) > max {
+			first, from, cut = i, len(pieces[i])-(max-total), true
+		}
+		total += len(pieces[i])
+	}
+	var b strings.Builder
+	b.Grow(min(total, max))
+	for i := first; i < len(pieces); i++ {
+		if i == first {
+			b.WriteString(pieces[i][from:])
+			continue
+		}
+		b.WriteString(pieces[i])
+	}
+	tail = b.String()
+	// From a rune's start: jobs.CutTail cuts no further when it fits.
+	for n := 0; n < len(tail) && n < utf8.UTFMax; n++ {
+		if utf8.RuneStart(tail[n]) {
+			return tail[n:], total - len(tail) + n
+		}
+	}
+	return tail, total - len(tail)
 }
 
 // partial keeps what the interaction produced before it stopped as the

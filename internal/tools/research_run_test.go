@@ -63,3 +63,39 @@ func TestResearchKeepsThoughtsHeldBack(t *testing.T) {
 		t.Fatalf("the failed job's output so far %q, its progress %q; want %q and the latest thought", j.Partial, j.Message, want)
 	}
 }
+
+// TestResearchSoFarTail: the output so far built from its end alone is
+// the end of the whole output, cut where jobs.CutTail cuts it (at a
+// rune's start), with the bytes before it counted, whatever the sizes.
+func TestResearchSoFarTail(t *testing.T) {
+	t.Parallel()
+	whole := func(p *interact.Result) string {
+		var parts []string
+		if len(p.Thoughts) > 0 {
+			parts = append(parts, "Thought summaries:\n\n"+strings.Join(p.Thoughts, "\n\n"))
+		}
+		if p.Text != "" {
+			parts = append(parts, "The report so far:\n\n"+p.Text)
+		}
+		return strings.Join(parts, "\n\n")
+	}
+	results := []*interact.Result{
+		{Thoughts: []string{"one"}},
+		{Text: "only the report"},
+		{Thoughts: []string{"é thought", strings.Repeat("éa", 3000)}, Text: strings.Repeat("ü", 5000) + "end"},
+		{Thoughts: []string{strings.Repeat("x", 9000)}},
+	}
+	for ri, p := range results {
+		full := whole(p)
+		for _, max := range []int{1, 2, 3, 7, 100, 4097, jobs.MaxPartialTailBytes, len(full) - 1, len(full), len(full) + 10} {
+			if max < 1 {
+				continue
+			}
+			want, dropped := jobs.CutTail(full, max)
+			tail, before := researchSoFar(p, max)
+			if tail != want || before != dropped {
+				t.Errorf("result %d, max %d: %d bytes after %d, want %d after %d", ri, max, len(tail), before, len(want), dropped)
+			}
+		}
+	}
+}
