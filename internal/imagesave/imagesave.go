@@ -88,43 +88,43 @@ var extensions = map[string][]string{
 // root or into the server's state; CategorySystem when the file system
 // fails. Nothing is left behind by a failed save.
 func Save(ctx context.Context, r Request, confirm Confirm) (*Saved, error) {
-	t, err := check(r)
+	saved, errs := SaveAll(ctx, []Request{r}, confirm)
+	return saved[0], errs[0]
+}
+
+// place checks r and looks at what its path holds: replace is true when
+// it is a regular file, which only a second yes replaces.
+func place(r Request) (t target, replace bool, err error) {
+	if t, err = check(r); err != nil {
+		return t, false, err
+	}
+	root, err := os.OpenRoot(t.root)
 	if err != nil {
-		return nil, err
+		return t, false, sysErr(r.Path, err, "the project root %s cannot be opened: %v", t.root, err)
+	}
+	defer root.Close()
+	switch info, err := root.Lstat(t.rel); {
+	case err == nil && info.Mode().IsRegular():
+		return t, true, nil
+	case err == nil:
+		return t, false, secErr(r.Path, "%s already exists and is not a regular file (%s): name another path", t.shown, info.Mode().Type())
+	case !errors.Is(err, fs.ErrNotExist):
+		return t, false, sysErr(r.Path, err, "%s cannot be checked: %v", t.shown, err)
+	}
+	return t, false, nil
+}
+
+// save writes r's image to t, which the user agreed to (and to replace,
+// when replace).
+func save(ctx context.Context, r Request, t target, replace bool) (*Saved, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, declined(r.Path, "the image was not saved: the call ended before the write (%v)", err)
 	}
 	root, err := os.OpenRoot(t.root)
 	if err != nil {
 		return nil, sysErr(r.Path, err, "the project root %s cannot be opened: %v", t.root, err)
 	}
 	defer root.Close()
-
-	replace := false
-	switch info, err := root.Lstat(t.rel); {
-	case err == nil && info.Mode().IsRegular():
-		replace = true
-	case err == nil:
-		return nil, secErr(r.Path, "%s already exists and is not a regular file (%s): name another path", t.shown, info.Mode().Type())
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, sysErr(r.Path, err, "%s cannot be checked: %v", t.shown, err)
-	}
-
-	if confirm == nil {
-		return nil, declined(r.Path, "the image was not saved: the client cannot ask the user to confirm a save, "+
-			"and nothing is written without it")
-	}
-	q := fmt.Sprintf("Save the image Gemini made (%s, %d bytes) as %s in the project root %s?", r.MIMEType, len(r.Data), t.slash, t.root)
-	if err := ask(ctx, confirm, q, r.Path); err != nil {
-		return nil, err
-	}
-	if replace {
-		q := fmt.Sprintf("%s already exists in the project root %s. Replace it with the new image? The old file is lost.", t.slash, t.root)
-		if err := ask(ctx, confirm, q, r.Path); err != nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, declined(r.Path, "the image was not saved: the call ended before the write (%v)", err)
-	}
 	if err := write(root, t, r.Data, replace); err != nil {
 		return nil, err
 	}
