@@ -5,6 +5,7 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -54,13 +55,27 @@ func Text(name, s string, max int) error {
 	return nil
 }
 
+// maxShownDir is how much of a cwd argument its errors quote.
+const maxShownDir = 200
+
+// clipPath is err with the path of a *fs.PathError clipped to
+// maxShownDir, so that a path of a megabyte (too long for the system) is
+// not quoted whole.
+func clipPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && len(pe.Path) > maxShownDir {
+		return &fs.PathError{Op: pe.Op, Path: msg.Clip(pe.Path, maxShownDir), Err: pe.Err}
+	}
+	return err
+}
+
 // ResolveDir turns a cwd argument into the absolute, symlink-free path of an
 // existing directory. The CLI keys its sessions by the working directory as
 // the operating system reports it (symlinks resolved), so the same form must
 // be recorded here. A leading "~/" means the user's home directory; a
 // relative path is taken against base.
 func ResolveDir(dir, base string) (string, error) {
-	orig := dir
+	orig := msg.Clip(dir, maxShownDir)
 	if dir == "~" || strings.HasPrefix(dir, "~/") || strings.HasPrefix(dir, `~\`) {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -79,11 +94,11 @@ func ResolveDir(dir, base string) (string, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("cwd %q does not exist", orig)
 		}
-		return "", fmt.Errorf("cwd %q: %w", orig, err)
+		return "", fmt.Errorf("cwd %q: %w", orig, clipPath(err))
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", fmt.Errorf("cwd %q: %w", orig, err)
+		return "", fmt.Errorf("cwd %q: %w", orig, clipPath(err))
 	}
 	if !fi.IsDir() {
 		return "", fmt.Errorf("cwd %q is not a directory", orig)
