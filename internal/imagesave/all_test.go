@@ -71,3 +71,26 @@ func TestSaveAllTwoQuestions(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckLongPath: a path or file name longer than a file system takes
+// is refused before anything is asked, quoted clipped; one at the limit
+// is not.
+func TestCheckLongPath(t *testing.T) {
+	r := root(t)
+	for _, c := range []struct {
+		path string
+		ok   bool
+	}{
+		{strings.Repeat("a", 251) + ".png", true},
+		{strings.Repeat("a", 251), true},
+		{strings.Repeat("a", 252), false},
+		{strings.Repeat("a", 252) + ".png", false},
+		{strings.Repeat("d/", 2100) + "x.png", false},
+		{strings.Repeat("x", 200000), false},
+	} {
+		err := Check(Request{Root: r, Path: c.path, MIMEType: "image/png", Data: png})
+		if c.ok != (err == nil) || err != nil && (category(t, err) != "validation" || len(err.Error()) > 1000) {
+			t.Errorf("a path of %d bytes: %.300v", len(c.path), err)
+		}
+	}
+}

@@ -31,6 +31,15 @@ import (
 // MaxBytes is the largest image that is saved.
 const MaxBytes = 32 << 20
 
+// The longest path and file name saved to: Linux's PATH_MAX and
+// NAME_MAX, which most file systems share. A longer one is refused
+// before anything runs, rather than failing the save after the turn with
+// the system's error quoting it whole.
+const (
+	maxPathBytes = 4096
+	maxNameBytes = 255
+)
+
 // Field is the tool argument a refused path is reported against.
 const Field = "save_to"
 
@@ -176,6 +185,11 @@ func check(r Request) (target, error) {
 		return t, valErr(r.Path, "%s names no file: give a file name inside the project root, such as images/out%s", shown, exts[0])
 	case strings.IndexByte(r.Path, 0) >= 0:
 		return t, valErr(r.Path, "%s holds a NUL byte: give a file name inside the project root", shown)
+	case len(r.Path) > maxPathBytes:
+		return t, valErr(r.Path, "%s is %d bytes long, more than the %d of a path a file system takes: give a shorter one", shown, len(r.Path), maxPathBytes)
+	case nameBytes(r.Path, exts[0]) > maxNameBytes:
+		return t, valErr(r.Path, "%s has a file name of %d bytes, more than the %d a file system takes (with its extension): give a shorter one",
+			shown, len(filepath.Base(r.Path)), maxNameBytes)
 	}
 	sb, err := filectx.NewSandbox(r.Root, r.Forbidden)
 	if err != nil {
@@ -269,6 +283,16 @@ func write(root *os.Root, t target, data []byte, replace bool) (err error) {
 		return sysErr(t.entry, err, "the image could not be put in place as %s: %v", t.shown, err)
 	}
 	return nil
+}
+
+// nameBytes is the length of p's file name once saved: with ext when it
+// has no extension.
+func nameBytes(p, ext string) int {
+	base := filepath.Base(p)
+	if filepath.Ext(base) == "" {
+		return len(base) + len(ext)
+	}
+	return len(base)
 }
 
 func has(list []string, s string) bool {

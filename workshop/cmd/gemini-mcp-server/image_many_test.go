@@ -61,3 +61,24 @@ func TestImageManySaved(t *testing.T) {
 		})
 	}
 }
+
+// TestImageLongSaveToRefused: a save_to whose file name or path is longer
+// than a file system takes is refused before Gemini runs, quoted
+// clipped, rather than the pictures made and paid for, then not saved
+// with the system's error quoting the whole path.
+func TestImageLongSaveToRefused(t *testing.T) {
+	t.Parallel()
+	h := imageEnv(t)
+	cs := h.stdio(t, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"save": true}}, nil
+	}}, "")
+	for _, p := range []string{strings.Repeat("n", 300) + ".png", strings.Repeat("d/", 3000) + "x.png", strings.Repeat("x", 200000)} {
+		res, err := callTool(cs, "image", map[string]any{"prompt": "a fox [[images:2]]", "save_to": p})
+		if err != nil || !res.IsError || !strings.Contains(resultText(res), "a file system takes") || len(resultText(res)) > 1000 {
+			t.Errorf("save_to of %d bytes: %v %.300s", len(p), err, resultText(res))
+		}
+	}
+	if n := len(h.api.Requests()); n != 0 {
+		t.Errorf("Gemini was asked %d times", n)
+	}
+}
