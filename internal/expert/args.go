@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -86,7 +87,7 @@ func set(f reflect.Value, name string, p *jsonschema.Schema, required bool, v js
 			for i, e := range p.Enum {
 				enum[i] = fmt.Sprint(e)
 			}
-			return fmt.Sprintf("must be one of %s, not %q", strings.Join(enum, ", "), s)
+			return fmt.Sprintf("must be one of %s, not %q", strings.Join(enum, ", "), msg.Clip(s, 100))
 		}
 		if required && strings.TrimSpace(s) == "" {
 			return "is empty: " + p.Description

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -306,14 +307,14 @@ func checkTuning(args map[string]json.RawMessage) error {
 			if err := json.Unmarshal(v, &t); err != nil || string(v) == "null" ||
 				math.IsNaN(t) || t < backend.MinTemperature || t > backend.MaxTemperature {
 				return fmt.Errorf("temperature must be a number from %g to %g, not %s; omit it for the model's default",
-					backend.MinTemperature, backend.MaxTemperature, v)
+					backend.MinTemperature, backend.MaxTemperature, msg.Clip(string(v), 100))
 			}
 			continue
 		}
 		var m string
 		if err := json.Unmarshal(v, &m); err != nil || !slices.Contains(backend.ThinkingModes, m) {
 			return fmt.Errorf("thinking_mode must be one of %s, not %s; omit it for the model's default",
-				strings.Join(backend.ThinkingModes, ", "), v)
+				strings.Join(backend.ThinkingModes, ", "), msg.Clip(string(v), 100))
 		}
 	}
 	return nil

@@ -5,7 +5,6 @@ package validate
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -58,17 +57,6 @@ func Text(name, s string, max int) error {
 // maxShownDir is how much of a cwd argument its errors quote.
 const maxShownDir = 200
 
-// clipPath is err with the path of a *fs.PathError clipped to
-// maxShownDir, so that a path of a megabyte (too long for the system) is
-// not quoted whole.
-func clipPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && len(pe.Path) > maxShownDir {
-		return &fs.PathError{Op: pe.Op, Path: msg.Clip(pe.Path, maxShownDir), Err: pe.Err}
-	}
-	return err
-}
-
 // ResolveDir turns a cwd argument into the absolute, symlink-free path of an
 // existing directory. The CLI keys its sessions by the working directory as
 // the operating system reports it (symlinks resolved), so the same form must
@@ -94,11 +82,11 @@ func ResolveDir(dir, base string) (string, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("cwd %q does not exist", orig)
 		}
-		return "", fmt.Errorf("cwd %q: %w", orig, clipPath(err))
+		return "", fmt.Errorf("cwd %q: %w", orig, msg.ClipPath(err, maxShownDir))
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", fmt.Errorf("cwd %q: %w", orig, clipPath(err))
+		return "", fmt.Errorf("cwd %q: %w", orig, msg.ClipPath(err, maxShownDir))
 	}
 	if !fi.IsDir() {
 		return "", fmt.Errorf("cwd %q is not a directory", orig)

@@ -78,3 +78,46 @@ func TestHostileArgumentsStdio(t *testing.T) {
 		t.Errorf("the job after the attacks: %.400s", m.raw)
 	}
 }
+
+// TestHostileArgumentsNotEchoed: a 200 KB value in each text, choice and
+// list argument of every tool that takes one is answered in at most
+// 4 KiB, whether refused or not: a choice (thinking_mode, file_search, an
+// expert tool's review_type), a temperature as a string and a files entry
+// too long for the system were quoted whole, some twice (the message and
+// the expert tools' error data): up to 400 KB of error for one argument.
+func TestHostileArgumentsNotEchoed(t *testing.T) {
+	t.Parallel()
+	e, _ := apiEnv(t)
+	if err := os.WriteFile(filepath.Join(e.work, "a.go"), []byte("package a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startRawStdio(t, e, "--backend", "api")
+	big := `"` + strings.Repeat("x", 200000) + `"`
+	base := map[string]string{"chat": `"prompt":"p"`, "chat-reply": `"prompt":"p"`, "thinkdeep": `"current_analysis":"p"`,
+		"analyze": `"question":"q","files":["a.go"]`, "codereview": `"files":["a.go"],"context":"c"`, "debug": `"error_description":"e"`,
+		"precommit": `"path":"."`, "research": `"query":"q"`, "image": `"prompt":"p"`}
+	n := 0
+	for tool, names := range map[string][]string{
+		"chat":       {"continuation_id", "file_search", "temperature", "thinking_mode", "files[]", "urls[]", "model", "cwd"},
+		"chat-reply": {"sessionId", "file_search", "thinking_mode", "temperature"},
+		"thinkdeep":  {"continuation_id", "file_search", "focus_areas[]", "thinking_mode", "temperature", "files[]"},
+		"analyze":    {"analysis_type", "continuation_id", "files[]"},
+		"codereview": {"review_type", "severity_filter", "files[]"},
+		"debug":      {"file_search", "thinking_mode"},
+		"precommit":  {"path", "review_type"},
+		"research":   {"files[]", "urls[]", "agent", "continue_from"},
+		"image":      {"files[]", "model", "size", "aspect_ratio", "save_to"},
+	} {
+		for _, name := range names {
+			v := big
+			if list, ok := strings.CutSuffix(name, "[]"); ok {
+				name, v = list, "["+big+"]"
+			}
+			n++
+			r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{%s,%q:%s}}}`, n, tool, base[tool], name, v))
+			if m := r.next(); len(m.raw) > 4<<10 {
+				t.Errorf("%s with a %d-byte %s: %d bytes: %.300s", tool, len(big), name, len(m.raw), m.raw)
+			}
+		}
+	}
+}
