@@ -16,6 +16,12 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
 
+// How many unknown arguments an error names, and how much of each name.
+const (
+	maxUnknownShown = 5
+	maxArgNameShown = 64
+)
+
 // decodeArgs decodes raw, a call's arguments, once (validate.Arguments),
 // into in, a new input struct of the tool, each argument checked against
 // the tool's schema and its value decoded straight into its field, the
@@ -39,8 +45,13 @@ func (t *Tool) decodeArgs(raw json.RawMessage, in input, maxBytes int) error {
 		}
 	}
 	sort.Strings(unknown)
-	for _, k := range unknown {
-		errs = append(errs, toolerr.FieldError{Field: k, Error: fmt.Sprintf("unknown argument; %s takes %s", t.name, argList(sc))})
+	// A client may send thousands, or one named by a megabyte: the first
+	// few are named, clipped, and the rest counted.
+	for _, k := range unknown[:min(len(unknown), maxUnknownShown)] {
+		errs = append(errs, toolerr.FieldError{Field: msg.Clip(k, maxArgNameShown), Error: fmt.Sprintf("unknown argument; %s takes %s", t.name, argList(sc))})
+	}
+	if more := len(unknown) - maxUnknownShown; more > 0 {
+		errs = append(errs, toolerr.FieldError{Field: "arguments", Error: fmt.Sprintf("%d more unknown arguments", more)})
 	}
 	fields := reflect.ValueOf(in).Elem()
 	for _, name := range sc.PropertyOrder {

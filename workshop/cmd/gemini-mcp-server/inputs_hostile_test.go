@@ -93,7 +93,7 @@ func TestHostileArgumentsNotEchoed(t *testing.T) {
 	}
 	r := startRawStdio(t, e, "--backend", "api")
 	big := `"` + strings.Repeat("x", 200000) + `"`
-	base := map[string]string{"chat": `"prompt":"p"`, "chat-reply": `"prompt":"p"`, "thinkdeep": `"current_analysis":"p"`,
+	base := map[string]string{"chat": `"prompt":"p"`, "chat-reply": `"prompt":"p"`, "job": `"jobId":"x"`, "thinkdeep": `"current_analysis":"p"`,
 		"analyze": `"question":"q","files":["a.go"]`, "codereview": `"files":["a.go"],"context":"c"`, "debug": `"error_description":"e"`,
 		"precommit": `"path":"."`, "research": `"query":"q"`, "image": `"prompt":"p"`}
 	n := 0
@@ -117,6 +117,23 @@ func TestHostileArgumentsNotEchoed(t *testing.T) {
 			r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{%s,%q:%s}}}`, n, tool, base[tool], name, v))
 			if m := r.next(); len(m.raw) > 4<<10 {
 				t.Errorf("%s with a %d-byte %s: %d bytes: %.300s", tool, len(big), name, len(m.raw), m.raw)
+			}
+		}
+	}
+	// Unknown arguments: 10,000 of them, or one named by 200 KB, were
+	// each named in the error, the expert tools' with the list of the
+	// arguments they take after each (4 MB of error for 110 KB sent).
+	var keys strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&keys, `,"k%05d":1`, i)
+	}
+	for _, tool := range []string{"chat", "job", "thinkdeep", "codereview"} {
+		for _, extra := range []string{keys.String(), `,` + big + `:1`} {
+			n++
+			r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{%s%s}}}`, n, tool, base[tool], extra))
+			m := r.next()
+			if raw := string(m.raw); len(raw) > 4<<10 || !strings.Contains(raw, "unknown argument") {
+				t.Errorf("%s with %d bytes of unknown arguments: %d bytes: %.300s", tool, len(extra), len(raw), raw)
 			}
 		}
 	}
