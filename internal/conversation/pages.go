@@ -148,6 +148,13 @@ func (d *Service) Page(ctx context.Context, who identity.Who, answerID string, n
 	return d.pageResult(id, a, n), nil
 }
 
+// PageText pages text, an answer no turn of a session made (research's
+// report), as Outcome.Paged pages a turn's: its pages are owner's, and
+// live the store's session TTL.
+func (d *Service) PageText(ctx context.Context, owner, text string) (first string, meta mcp.Meta, ok bool) {
+	return d.paged(ctx, owner, "", text, true)
+}
+
 // paged pages text (Outcome.Paged): when text is longer than one result may
 // be, it keeps its pages for chat-page as chat's answers are kept, and
 // returns the first page with the note that says how to get the next,
