@@ -31,7 +31,7 @@ func TestToolsetSizes(t *testing.T) {
 		{"expert,sessions", append([]string{"chat-page", "sessions", "job"}, experts...), experts},
 		{"analyze", []string{"chat-page", "job", "analyze"}, []string{"analyze"}},
 		{"image", []string{"image"}, nil},
-		{"research", []string{"research", "job"}, nil},
+		{"research", []string{"research", "job", "chat-page"}, nil},
 	} {
 		tools, prompts, _ := listedWith(t, "--tools", c.value)
 		var toolNames, promptNames []string

@@ -13,7 +13,7 @@ const DefaultToolset = "all"
 const toolsUsage = "the tools to serve, as each tool's definition costs the client's model context: a comma-separated list of " +
 	"all (every tool), chat (chat, chat-reply, chat-page and job), sessions, expert (thinkdeep, analyze, codereview, debug and precommit) " +
 	"and single tool names (e.g. expert,sessions or analyze). chat-page and job are served with chat, chat-reply and every expert tool, " +
-	"as their long answers and background jobs are read with them, and job with research; an expert tool's MCP prompt comes with its tool. --rate-limits may name only tools served"
+	"as their long answers and background jobs are read with them, and with research, whose reports are read with them too; an expert tool's MCP prompt comes with its tool. --rate-limits may name only tools served"
 
 // checkToolset reads --tools with rules.Toolset and checks that
 // --rate-limits names only tools it serves; the recommended table's

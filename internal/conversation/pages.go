@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/render"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
@@ -20,9 +21,9 @@ import (
 // them), or until the store drops the oldest answers to stay within its
 // budget. When the store cannot keep them, the first page still comes
 // back, with a note saying how to get the rest.
-func (d *Service) pageAnswer(ctx context.Context, sessionID, text string, saved bool) *mcp.CallToolResult {
+func (d *Service) pageAnswer(ctx context.Context, owner, sessionID, text string, saved bool) *mcp.CallToolResult {
 	pages := splitPages(text, d.o.MaxAnswerBytes)
-	a := session.PagedAnswer{ID: session.NewUUID(), SessionID: sessionID, Pages: pages, Created: d.o.Now()}
+	a := session.PagedAnswer{ID: session.NewUUID(), SessionID: sessionID, Owner: owner, Pages: pages, Created: d.o.Now()}
 	kept, n := 0, 0
 	for kept < len(pages) && (kept == 0 || n+len(pages[kept]) <= d.o.MaxPagedBytes) {
 		n += len(pages[kept])
@@ -118,8 +119,13 @@ func firstOnly(n int, note string) string {
 	return ""
 }
 
-// Page is page n (1-based) of the paged answer answerID, for chat-page.
-func (d *Service) Page(ctx context.Context, answerID string, n int) (*mcp.CallToolResult, error) {
+// Page is page n (1-based) of the paged answer answerID, for chat-page,
+// read by who: the answer of another token's session is as unknown to
+// it as one never kept.
+func (d *Service) Page(ctx context.Context, who identity.Who, answerID string, n int) (*mcp.CallToolResult, error) {
+	if err := d.acc.Identified(who); err != nil {
+		return nil, err
+	}
 	id := strings.ToLower(strings.TrimSpace(answerID))
 	if !session.IsUUID(id) {
 		return nil, fmt.Errorf("answerId %q is not an answer id: pass the answerId from the note at the end of the previous page", msg.Clip(answerID, 80))
@@ -127,6 +133,10 @@ func (d *Service) Page(ctx context.Context, answerID string, n int) (*mcp.CallTo
 	a, ok, err := d.o.Store.GetAnswer(ctx, id)
 	if err != nil {
 		return nil, toolerr.StoreError(err)
+	}
+	if ok && !d.acc.MayRead(a.Owner, who) {
+		d.o.Log.Info("refused the pages of another client's answer", "answer", id)
+		ok = false
 	}
 	if !ok {
 		return nil, fmt.Errorf("unknown or expired answerId %q: this server keeps the pages of long answers as long as their session (--session-ttl), "+
@@ -138,17 +148,24 @@ func (d *Service) Page(ctx context.Context, answerID string, n int) (*mcp.CallTo
 	return d.pageResult(id, a, n), nil
 }
 
+// PageText pages text, an answer no turn of a session made (research's
+// report), as Outcome.Paged pages a turn's: its pages are owner's, and
+// live the store's session TTL.
+func (d *Service) PageText(ctx context.Context, owner, text string) (first string, meta mcp.Meta, ok bool) {
+	return d.paged(ctx, owner, "", text, true)
+}
+
 // paged pages text (Outcome.Paged): when text is longer than one result may
 // be, it keeps its pages for chat-page as chat's answers are kept, and
 // returns the first page with the note that says how to get the next,
 // and the paging's facts for _meta (answerId, page, pages, and
 // droppedBytes when the store keeps less). ok is false when text fits in
 // one result. saved says whether the turn was recorded.
-func (d *Service) paged(ctx context.Context, sessionID, text string, saved bool) (first string, meta mcp.Meta, ok bool) {
+func (d *Service) paged(ctx context.Context, owner, sessionID, text string, saved bool) (first string, meta mcp.Meta, ok bool) {
 	if len(text) <= d.o.MaxAnswerBytes {
 		return "", nil, false
 	}
-	out := d.pageAnswer(context.WithoutCancel(ctx), sessionID, text, saved)
+	out := d.pageAnswer(context.WithoutCancel(ctx), owner, sessionID, text, saved)
 	meta = mcp.Meta{}
 	for _, k := range []string{"answerId", "page", "pages", "droppedBytes"} {
 		if v, ok := out.Meta[k]; ok {

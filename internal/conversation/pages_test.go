@@ -74,7 +74,7 @@ func TestPagesBoundedPerAnswer(t *testing.T) {
 	t.Cleanup(func() { store.Close() })
 	d := New(Options{Store: store, MaxAnswerBytes: 30, MaxPagedBytes: 100})
 	page := strings.Repeat("x", 30)
-	first := d.pageAnswer(context.Background(), "", strings.Repeat(page, 10), true)
+	first := d.pageAnswer(context.Background(), "", "", strings.Repeat(page, 10), true)
 	id := first.Meta["answerId"].(string)
 	got, ok, err := store.GetAnswer(context.Background(), id)
 	if err != nil || !ok || len(got.Pages) != 3 || got.Dropped != 210 {

@@ -105,6 +105,8 @@ type Outcome struct {
 	// no form elicitation, or the turn runs as a job.
 	Ask Asker
 	s   *Service
+	// owner owns the turn's session, and so the pages of its answer.
+	owner string
 }
 
 // Paged keeps an answer too long for one result as pages for
@@ -113,7 +115,7 @@ type Outcome struct {
 // and droppedBytes when the store keeps less). ok is false when the
 // answer fits in one result.
 func (o Outcome) Paged(ctx context.Context) (first string, meta mcp.Meta, ok bool) {
-	return o.s.paged(ctx, o.Answer.SessionID, o.Answer.Text, o.Unsaved == "")
+	return o.s.paged(ctx, o.owner, o.Answer.SessionID, o.Answer.Text, o.Unsaved == "")
 }
 
 // TargetError is Do's failure to choose the session or the directory of
@@ -190,7 +192,7 @@ func (s *Service) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error
 		if err != nil {
 			return nil, err
 		}
-		res, err := r.Render(ctx, Outcome{Answer: ans, Unsaved: unsaved, Elapsed: time.Since(start), Ask: ask, s: s})
+		res, err := r.Render(ctx, Outcome{Answer: ans, Unsaved: unsaved, Elapsed: time.Since(start), Ask: ask, s: s, owner: c.Who.Token})
 		if err != nil || res.IsError {
 			return res, err
 		}

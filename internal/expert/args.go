@@ -11,8 +11,15 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
+)
+
+// How many unknown arguments an error names, and how much of each name.
+const (
+	maxUnknownShown = 5
+	maxArgNameShown = 64
 )
 
 // decodeArgs decodes raw, a call's arguments, once (validate.Arguments),
@@ -38,8 +45,13 @@ func (t *Tool) decodeArgs(raw json.RawMessage, in input, maxBytes int) error {
 		}
 	}
 	sort.Strings(unknown)
-	for _, k := range unknown {
-		errs = append(errs, toolerr.FieldError{Field: k, Error: fmt.Sprintf("unknown argument; %s takes %s", t.name, argList(sc))})
+	// A client may send thousands, or one named by a megabyte: the first
+	// few are named, clipped, and the rest counted.
+	for _, k := range unknown[:min(len(unknown), maxUnknownShown)] {
+		errs = append(errs, toolerr.FieldError{Field: msg.Clip(k, maxArgNameShown), Error: fmt.Sprintf("unknown argument; %s takes %s", t.name, argList(sc))})
+	}
+	if more := len(unknown) - maxUnknownShown; more > 0 {
+		errs = append(errs, toolerr.FieldError{Field: "arguments", Error: fmt.Sprintf("%d more unknown arguments", more)})
 	}
 	fields := reflect.ValueOf(in).Elem()
 	for _, name := range sc.PropertyOrder {
@@ -86,7 +98,7 @@ func set(f reflect.Value, name string, p *jsonschema.Schema, required bool, v js
 			for i, e := range p.Enum {
 				enum[i] = fmt.Sprint(e)
 			}
-			return fmt.Sprintf("must be one of %s, not %q", strings.Join(enum, ", "), s)
+			return fmt.Sprintf("must be one of %s, not %q", strings.Join(enum, ", "), msg.Clip(s, 100))
 		}
 		if required && strings.TrimSpace(s) == "" {
 			return "is empty: " + p.Description

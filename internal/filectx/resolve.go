@@ -110,7 +110,7 @@ func (s *Sandbox) Resolve(entry string) (Resolved, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return Resolved{}, validationError(entry, "the files entry %q does not exist under the project root %s: check the path (relative paths are taken against the root)", shown, s.root)
 		}
-		return Resolved{}, systemError(entry, err, "the files entry %q cannot be resolved: %v", shown, err)
+		return Resolved{}, systemError(entry, err, "the files entry %q cannot be resolved: %v", shown, msg.ClipPath(err, 200))
 	}
 	if !pathx.Within(s.root, real) {
 		return Resolved{}, securityError(entry, "the files entry %q leads through a symbolic link to %s, outside the project root %s: name files inside the root", shown, real, s.root)
@@ -120,7 +120,7 @@ func (s *Sandbox) Resolve(entry string) (Resolved, error) {
 	}
 	info, err := os.Lstat(real)
 	if err != nil {
-		return Resolved{}, systemError(entry, err, "the files entry %q cannot be read: %v", shown, err)
+		return Resolved{}, systemError(entry, err, "the files entry %q cannot be read: %v", shown, msg.ClipPath(err, 200))
 	}
 	if !info.Mode().IsRegular() && !info.IsDir() {
 		return Resolved{}, securityError(entry, "the files entry %q is a %s, not a regular file or directory: only files and directories are sent", shown, modeName(info.Mode()))

@@ -31,6 +31,15 @@ import (
 // MaxBytes is the largest image that is saved.
 const MaxBytes = 32 << 20
 
+// The longest path and file name saved to: Linux's PATH_MAX and
+// NAME_MAX, which most file systems share. A longer one is refused
+// before anything runs, rather than failing the save after the turn with
+// the system's error quoting it whole.
+const (
+	maxPathBytes = 4096
+	maxNameBytes = 255
+)
+
 // Field is the tool argument a refused path is reported against.
 const Field = "save_to"
 
@@ -88,43 +97,43 @@ var extensions = map[string][]string{
 // root or into the server's state; CategorySystem when the file system
 // fails. Nothing is left behind by a failed save.
 func Save(ctx context.Context, r Request, confirm Confirm) (*Saved, error) {
-	t, err := check(r)
+	saved, errs := SaveAll(ctx, []Request{r}, confirm)
+	return saved[0], errs[0]
+}
+
+// place checks r and looks at what its path holds: replace is true when
+// it is a regular file, which only a second yes replaces.
+func place(r Request) (t target, replace bool, err error) {
+	if t, err = check(r); err != nil {
+		return t, false, err
+	}
+	root, err := os.OpenRoot(t.root)
 	if err != nil {
-		return nil, err
+		return t, false, sysErr(r.Path, err, "the project root %s cannot be opened: %v", t.root, err)
+	}
+	defer root.Close()
+	switch info, err := root.Lstat(t.rel); {
+	case err == nil && info.Mode().IsRegular():
+		return t, true, nil
+	case err == nil:
+		return t, false, secErr(r.Path, "%s already exists and is not a regular file (%s): name another path", t.shown, info.Mode().Type())
+	case !errors.Is(err, fs.ErrNotExist):
+		return t, false, sysErr(r.Path, err, "%s cannot be checked: %v", t.shown, err)
+	}
+	return t, false, nil
+}
+
+// save writes r's image to t, which the user agreed to (and to replace,
+// when replace).
+func save(ctx context.Context, r Request, t target, replace bool) (*Saved, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, declined(r.Path, "the image was not saved: the call ended before the write (%v)", err)
 	}
 	root, err := os.OpenRoot(t.root)
 	if err != nil {
 		return nil, sysErr(r.Path, err, "the project root %s cannot be opened: %v", t.root, err)
 	}
 	defer root.Close()
-
-	replace := false
-	switch info, err := root.Lstat(t.rel); {
-	case err == nil && info.Mode().IsRegular():
-		replace = true
-	case err == nil:
-		return nil, secErr(r.Path, "%s already exists and is not a regular file (%s): name another path", t.shown, info.Mode().Type())
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, sysErr(r.Path, err, "%s cannot be checked: %v", t.shown, err)
-	}
-
-	if confirm == nil {
-		return nil, declined(r.Path, "the image was not saved: the client cannot ask the user to confirm a save, "+
-			"and nothing is written without it")
-	}
-	q := fmt.Sprintf("Save the image Gemini made (%s, %d bytes) as %s in the project root %s?", r.MIMEType, len(r.Data), t.slash, t.root)
-	if err := ask(ctx, confirm, q, r.Path); err != nil {
-		return nil, err
-	}
-	if replace {
-		q := fmt.Sprintf("%s already exists in the project root %s. Replace it with the new image? The old file is lost.", t.slash, t.root)
-		if err := ask(ctx, confirm, q, r.Path); err != nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, declined(r.Path, "the image was not saved: the call ended before the write (%v)", err)
-	}
 	if err := write(root, t, r.Data, replace); err != nil {
 		return nil, err
 	}
@@ -176,6 +185,11 @@ func check(r Request) (target, error) {
 		return t, valErr(r.Path, "%s names no file: give a file name inside the project root, such as images/out%s", shown, exts[0])
 	case strings.IndexByte(r.Path, 0) >= 0:
 		return t, valErr(r.Path, "%s holds a NUL byte: give a file name inside the project root", shown)
+	case len(r.Path) > maxPathBytes:
+		return t, valErr(r.Path, "%s is %d bytes long, more than the %d of a path a file system takes: give a shorter one", shown, len(r.Path), maxPathBytes)
+	case nameBytes(r.Path, exts[0]) > maxNameBytes:
+		return t, valErr(r.Path, "%s has a file name of %d bytes, more than the %d a file system takes (with its extension): give a shorter one",
+			shown, len(filepath.Base(r.Path)), maxNameBytes)
 	}
 	sb, err := filectx.NewSandbox(r.Root, r.Forbidden)
 	if err != nil {
@@ -269,6 +283,16 @@ func write(root *os.Root, t target, data []byte, replace bool) (err error) {
 		return sysErr(t.entry, err, "the image could not be put in place as %s: %v", t.shown, err)
 	}
 	return nil
+}
+
+// nameBytes is the length of p's file name once saved: with ext when it
+// has no extension.
+func nameBytes(p, ext string) int {
+	base := filepath.Base(p)
+	if filepath.Ext(base) == "" {
+		return len(base) + len(ext)
+	}
+	return len(base)
 }
 
 func has(list []string, s string) bool {

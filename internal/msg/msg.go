@@ -3,6 +3,8 @@
 package msg
 
 import (
+	"errors"
+	"io/fs"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -52,4 +54,15 @@ func QuoteName(name string) string {
 		}
 	}
 	return name
+}
+
+// ClipPath is err with the path of a *fs.PathError in it clipped to n
+// bytes, so that a message quoting err does not quote a path of a
+// megabyte (one too long for the system) whole.
+func ClipPath(err error, n int) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && len(pe.Path) > n {
+		return &fs.PathError{Op: pe.Op, Path: Clip(pe.Path, n), Err: pe.Err}
+	}
+	return err
 }

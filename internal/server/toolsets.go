@@ -78,8 +78,9 @@ func ParseToolset(s string) ([]string, error) {
 			want[pager], want[jobber] = true, true
 		}
 		if want[t.Name] && t.Name == "research" {
-			// A research job's report is read with job.
-			want[jobber] = true
+			// A research job's report is read with job, and a long one's
+			// pages with chat-page.
+			want[pager], want[jobber] = true, true
 		}
 	}
 	return namesOf(func(t Tool) bool { return want[t.Name] }), nil

@@ -23,8 +23,9 @@ func TestParseToolset(t *testing.T) {
 		{"chat-reply", []string{"chat-reply", "chat-page", "job"}},
 		{"chat-page", []string{"chat-page"}},
 		{"job", []string{"job"}},
-		// research's reports are read with job.
-		{"research", []string{"job", "research"}},
+		// research's reports are read with job, a long one's pages with
+		// chat-page.
+		{"research", []string{"chat-page", "job", "research"}},
 		// Duplicates, whitespace and empty entries; the registry's order.
 		{" precommit , chat ,, precommit,analyze ", []string{"chat", "chat-reply", "chat-page", "job", "analyze", "precommit"}},
 		{"chat,all", ToolNames()},

@@ -90,9 +90,13 @@ type Store interface {
 
 // PagedAnswer is an answer cut into pages for chat-page.
 type PagedAnswer struct {
-	ID        string   `json:"id"`        // a lower-case UUID
-	SessionID string   `json:"sessionId"` // "" when the answer has no session
-	Pages     []string `json:"pages"`
+	ID        string `json:"id"`        // a lower-case UUID
+	SessionID string `json:"sessionId"` // "" when the answer has no session
+	// Owner is the Owner of the answer's session (see Record.Owner): the
+	// only caller who may read its pages when sessions are owned; ""
+	// (answers kept by older versions too) is open to all.
+	Owner string   `json:"owner,omitempty"`
+	Pages []string `json:"pages"`
 	// Dropped is how many bytes at the end of an answer larger than the
 	// whole budget for pages were not kept.
 	Dropped int       `json:"dropped,omitempty"`

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
+	clip "github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/session"
 )
 
@@ -196,7 +197,9 @@ func WireError(err error) *jsonrpc.Error {
 			data[k] = val
 		}
 	case errors.As(err, &fe) && fe.Entry != "":
-		data["entry"] = fe.Entry
+		// Clipped as the message quotes it: an entry of a megabyte names
+		// no file.
+		data["entry"] = clip.Clip(fe.Entry, 200)
 	}
 	msg := err.Error()
 	var ge *backend.Error

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/backend"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/validate"
 )
@@ -178,9 +179,31 @@ func decodeArgs[In any](raw json.RawMessage, in *In) *mcp.CallToolResult {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return toolerr.Failure(fmt.Errorf("unknown argument %s; this tool takes %s", quoteAll(unknown), strings.Join(it.sc.PropertyOrder, ", ")))
+		return toolerr.Failure(fmt.Errorf("unknown argument %s; this tool takes %s", quoteUnknown(unknown), strings.Join(it.sc.PropertyOrder, ", ")))
 	}
 	return nil
+}
+
+// maxUnknownShown is how many unknown arguments an error names, each
+// clipped to maxArgNameShown bytes: a client may send thousands, or one
+// named by a megabyte.
+const (
+	maxUnknownShown = 5
+	maxArgNameShown = 64
+)
+
+// quoteUnknown quotes the unknown argument names, sorted: the first
+// maxUnknownShown of them, clipped, and how many more there are.
+func quoteUnknown(names []string) string {
+	shown := make([]string, 0, maxUnknownShown)
+	for _, n := range names[:min(len(names), maxUnknownShown)] {
+		shown = append(shown, msg.Clip(n, maxArgNameShown))
+	}
+	q := quoteAll(shown)
+	if more := len(names) - len(shown); more > 0 {
+		q += fmt.Sprintf(" and %d more", more)
+	}
+	return q
 }
 
 // schemaError is the result of arguments the schema refuses, as the
@@ -306,14 +329,14 @@ func checkTuning(args map[string]json.RawMessage) error {
 			if err := json.Unmarshal(v, &t); err != nil || string(v) == "null" ||
 				math.IsNaN(t) || t < backend.MinTemperature || t > backend.MaxTemperature {
 				return fmt.Errorf("temperature must be a number from %g to %g, not %s; omit it for the model's default",
-					backend.MinTemperature, backend.MaxTemperature, v)
+					backend.MinTemperature, backend.MaxTemperature, msg.Clip(string(v), 100))
 			}
 			continue
 		}
 		var m string
 		if err := json.Unmarshal(v, &m); err != nil || !slices.Contains(backend.ThinkingModes, m) {
 			return fmt.Errorf("thinking_mode must be one of %s, not %s; omit it for the model's default",
-				strings.Join(backend.ThinkingModes, ", "), v)
+				strings.Join(backend.ThinkingModes, ", "), msg.Clip(string(v), 100))
 		}
 	}
 	return nil

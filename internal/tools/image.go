@@ -181,18 +181,23 @@ func (d *Deps) saveImages(ctx context.Context, ask conversation.Asker, saveTo st
 		return saved, []string{"the images were not saved to " + fmt.Sprintf("%q", clipArg(saveTo)) + ": " + why +
 			", and nothing is saved without the user's yes; save them from this result"}
 	}
+	reqs := make([]imagesave.Request, len(images))
 	for i, im := range images {
 		p := saveTo
 		if len(images) > 1 {
 			p = numbered(saveTo, i+1)
 		}
-		s, err := imagesave.Save(ctx, imagesave.Request{Root: d.ProjectRoot, Forbidden: d.Forbidden, Path: p,
-			MIMEType: im.MIMEType, Data: im.Data}, confirm)
+		reqs[i] = imagesave.Request{Root: d.ProjectRoot, Forbidden: d.Forbidden, Path: p, MIMEType: im.MIMEType, Data: im.Data}
+	}
+	// One question for them all (and one more to replace files), not two
+	// an image: a client answers only so many in one call.
+	done, errs := imagesave.SaveAll(ctx, reqs, confirm)
+	for i, err := range errs {
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("image %d: %v", i+1, err))
 			continue
 		}
-		saved = append(saved, s.Rel)
+		saved = append(saved, done[i].Rel)
 	}
 	return saved, notes
 }

@@ -183,8 +183,8 @@ func (r *refusingRunner) Run(ctx context.Context, c backend.Turn) (*backend.Answ
 	return r.stubRunner.Run(ctx, c)
 }
 
-// TestImageSave: with save_to, each image is saved after the user's yes
-// (numbered when there are several); a no, a client that cannot ask, and
+// TestImageSave: with save_to, the images are saved after the user's
+// yes, one question for them all (numbered when there are several); a no, a client that cannot ask, and
 // an existing file without the second yes save nothing, and the images
 // still come back.
 func TestImageSave(t *testing.T) {
@@ -204,7 +204,7 @@ func TestImageSave(t *testing.T) {
 		if saved, _ := res.Meta["saved"].([]any); len(saved) != 2 || saved[0] != "fox-1.png" || saved[1] != "fox-2.png" {
 			t.Errorf("_meta.saved %v", res.Meta["saved"])
 		}
-		if q := asked(); len(q) != 2 || !strings.Contains(q[0], "fox-1.png") {
+		if q := asked(); len(q) != 1 || !strings.Contains(q[0], "fox-1.png, fox-2.png") {
 			t.Errorf("asked %q", q)
 		}
 		if len(imagesOf(res)) != 2 {
@@ -240,7 +240,7 @@ func TestImageSave(t *testing.T) {
 	t.Run("client of protocol 2026-07-28", func(t *testing.T) {
 		// It is asked through input requests of the result (the go-sdk
 		// client answers them by itself, from its elicitation handler):
-		// a yes for each image, and a second one to replace a file.
+		// a yes for both images, and a second one to replace a file.
 		t.Parallel()
 		cs, root, asked := imageServerOf(t, imageStub(pngA, pngB), yes, "2026-07-28")
 		if err := os.WriteFile(filepath.Join(root, "fox-2.png"), []byte("old"), 0o644); err != nil {
@@ -255,9 +255,8 @@ func TestImageSave(t *testing.T) {
 				t.Errorf("%s: %q %v", name, got, err)
 			}
 		}
-		if q := asked(); len(q) != 3 || !strings.Contains(q[0], "fox-1.png") || !strings.Contains(q[1], "fox-2.png") ||
-			!strings.Contains(q[2], "already exists") {
-			t.Errorf("asked %q, want the two saves and the replacement", q)
+		if q := asked(); len(q) != 2 || !strings.Contains(q[0], "fox-1.png, fox-2.png") || !strings.Contains(q[1], "fox-2.png already exists") {
+			t.Errorf("asked %q, want the saves and the replacement", q)
 		}
 
 		no := func(string) *mcp.ElicitResult { return &mcp.ElicitResult{Action: "decline"} }

@@ -29,7 +29,7 @@ type PageInput struct {
 }
 
 func (d *Deps) chatPage(ctx context.Context, req *mcp.CallToolRequest, in PageInput) (*mcp.CallToolResult, any, error) {
-	out, err := d.Conv.Page(ctx, in.AnswerID, in.Page)
+	out, err := d.Conv.Page(ctx, d.Conv.CallOf(ctx, req).Who, in.AnswerID, in.Page)
 	if err != nil {
 		return toolerr.Failure(err), nil, nil
 	}

@@ -134,7 +134,7 @@ func (d *Deps) research(ctx context.Context, req *mcp.CallToolRequest, in Resear
 		d.failUnstarted(ctx, j, err)
 		return nil, nil, err
 	}
-	r := &researchRun{jobs: d.Jobs, rs: rs, id: first.ID, every: d.ResearchPoll, limit: d.ResearchLimit, files: files}
+	r := &researchRun{jobs: d.Jobs, rs: rs, id: first.ID, every: d.ResearchPoll, limit: d.ResearchLimit, files: files, page: d.Conv.PageText}
 	d.Conv.RunJob(ctx, j, r.run, r.cancel)
 	if in.Wait > 0 {
 		if j, err = waitJob(ctx, d.Jobs, j, time.Duration(in.Wait*float64(time.Second)), false); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,9 @@ type researchRun struct {
 	// report's _meta; nil for none, and in a run resumed after a restart,
 	// whose report takes them from the job's record (ResultMeta).
 	files *filectx.Files
+	// page pages a report too long for one result for chat-page, its
+	// pages owner's (conversation.Service.PageText); nil pages nothing.
+	page func(ctx context.Context, owner, text string) (string, mcp.Meta, bool)
 
 	mu   sync.Mutex
 	last time.Time
@@ -102,6 +106,13 @@ func (r *researchRun) run(ctx context.Context, j jobs.Job) (*mcp.CallToolResult,
 		return nil, fmt.Errorf("research: %w", err)
 	}
 	out := researchResult(res)
+	if r.page != nil {
+		// A report longer than one result is paged as chat's answers are.
+		if first, meta, ok := r.page(ctx, j.Owner, out.Content[0].(*mcp.TextContent).Text); ok {
+			out.Content[0] = &mcp.TextContent{Text: first}
+			maps.Copy(out.Meta, meta)
+		}
+	}
 	if r.files != nil {
 		addFilesMeta(out, r.files)
 	} else {
@@ -346,7 +357,7 @@ func (d *Deps) resumeResearch(ctx context.Context, j jobs.Job) (jobs.Job, error)
 	if err != nil || !claimed {
 		return j, err
 	}
-	r := &researchRun{jobs: d.Jobs, rs: rs, id: j.Resume, every: d.ResearchPoll, limit: d.ResearchLimit}
+	r := &researchRun{jobs: d.Jobs, rs: rs, id: j.Resume, every: d.ResearchPoll, limit: d.ResearchLimit, page: d.Conv.PageText}
 	d.Conv.ResumeJob(ctx, j, r.run)
 	return j, nil
 }

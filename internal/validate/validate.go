@@ -54,13 +54,16 @@ func Text(name, s string, max int) error {
 	return nil
 }
 
+// maxShownDir is how much of a cwd argument its errors quote.
+const maxShownDir = 200
+
 // ResolveDir turns a cwd argument into the absolute, symlink-free path of an
 // existing directory. The CLI keys its sessions by the working directory as
 // the operating system reports it (symlinks resolved), so the same form must
 // be recorded here. A leading "~/" means the user's home directory; a
 // relative path is taken against base.
 func ResolveDir(dir, base string) (string, error) {
-	orig := dir
+	orig := msg.Clip(dir, maxShownDir)
 	if dir == "~" || strings.HasPrefix(dir, "~/") || strings.HasPrefix(dir, `~\`) {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -79,11 +82,11 @@ func ResolveDir(dir, base string) (string, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("cwd %q does not exist", orig)
 		}
-		return "", fmt.Errorf("cwd %q: %w", orig, err)
+		return "", fmt.Errorf("cwd %q: %w", orig, msg.ClipPath(err, maxShownDir))
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", fmt.Errorf("cwd %q: %w", orig, err)
+		return "", fmt.Errorf("cwd %q: %w", orig, msg.ClipPath(err, maxShownDir))
 	}
 	if !fi.IsDir() {
 		return "", fmt.Errorf("cwd %q is not a directory", orig)

@@ -21,6 +21,7 @@ import (
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/conversation"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/filectx"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/identity"
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/toolerr"
 )
 
@@ -120,7 +121,7 @@ func (s *Service) Check(mode string) error {
 		}
 		return nil
 	}
-	return toolerr.ValidationError(Field, fmt.Sprintf("file_search must be one of %s, not %q", strings.Join(Modes, ", "), mode))
+	return toolerr.ValidationError(Field, fmt.Sprintf("file_search must be one of %s, not %q", strings.Join(Modes, ", "), msg.Clip(mode, 100)))
 }
 
 // Overflowed says whether file context left files out because they did

@@ -18,6 +18,13 @@ func (r *Rules) mayUse(rec session.Record, c identity.Who) bool {
 	return r.usable(session.Filter{}, c).Match(rec)
 }
 
+// MayRead reports whether c may read what a session of owner keeps
+// beside its record (the pages of its long answers): whoever may
+// continue such a session.
+func (r *Rules) MayRead(owner string, c identity.Who) bool {
+	return r.mayUse(session.Record{Owner: owner}, c)
+}
+
 // usable is f narrowed to the sessions mayUse lets c continue.
 func (r *Rules) usable(f session.Filter, c identity.Who) session.Filter {
 	if r.Remote && !r.ShareSessions {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/msg"
 	"github.com/gemini-mcp-server/gemini-mcp-server/internal/pathx"
 )
 
@@ -44,7 +45,7 @@ func (r *Rules) checkRoot(orig, dir string) error {
 			return nil
 		}
 	}
-	shown := fmt.Sprintf("%q", orig)
+	shown := fmt.Sprintf("%q", msg.Clip(orig, 200))
 	if orig != dir {
 		shown += " (" + dir + ")"
 	}

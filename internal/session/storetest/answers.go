@@ -15,7 +15,7 @@ func (c *conformance) answers(t *testing.T) {
 		t.Fatalf("GetAnswer of an unknown answer: ok %v, err %v", ok, err)
 	}
 	created := time.Date(2026, 11, 22, 12, 0, 0, 5, time.UTC)
-	a := session.PagedAnswer{ID: idC, SessionID: idA, Pages: []string{"page one\n", "page two, é", ""}, Created: created}
+	a := session.PagedAnswer{ID: idC, SessionID: idA, Owner: "token-id", Pages: []string{"page one\n", "page two, é", ""}, Created: created}
 	if err := s.PutAnswer(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func (c *conformance) answers(t *testing.T) {
 
 func checkAnswer(t *testing.T, got, want session.PagedAnswer) {
 	t.Helper()
-	if got.ID != want.ID || got.SessionID != want.SessionID || got.Dropped != want.Dropped ||
+	if got.ID != want.ID || got.SessionID != want.SessionID || got.Owner != want.Owner || got.Dropped != want.Dropped ||
 		!got.Created.Equal(want.Created) || fmt.Sprintf("%q", got.Pages) != fmt.Sprintf("%q", want.Pages) {
 		t.Errorf("answer:\n got %+v\nwant %+v", got, want)
 	}
