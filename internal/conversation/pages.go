@@ -150,9 +150,16 @@ func (d *Service) Page(ctx context.Context, who identity.Who, answerID string, n
 
 // PageText pages text, an answer no turn of a session made (research's
 // report), as Outcome.Paged pages a turn's: its pages are owner's, and
-// live the store's session TTL.
+// live the store's session TTL. When the store cannot keep them, ok is
+// false and the caller keeps text whole: no session can ask for the rest.
 func (d *Service) PageText(ctx context.Context, owner, text string) (first string, meta mcp.Meta, ok bool) {
-	return d.paged(ctx, owner, "", text, true)
+	first, meta, ok = d.paged(ctx, owner, "", text, true)
+	if ok && meta["answerId"] == nil {
+		// The store could not keep the pages, and no session can ask
+		// for the rest: the text stays whole.
+		return "", nil, false
+	}
+	return first, meta, ok
 }
 
 // paged pages text (Outcome.Paged): when text is longer than one result may

@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -88,5 +89,35 @@ func TestPagesBoundedPerAnswer(t *testing.T) {
 	}
 	if strings.Contains(last, "end of the answer") {
 		t.Errorf("the last kept page claims to end the answer: %q", last)
+	}
+}
+
+// noPages is a store that cannot keep an answer's pages.
+type noPages struct{ session.Store }
+
+func (noPages) PutAnswer(context.Context, session.PagedAnswer) error {
+	return errors.New("the store is full")
+}
+
+// TestPageTextKeptWholeWhenPagesCannotBe: a text no session made (a
+// research report) whose pages the store cannot keep stays whole, since
+// nothing could ask for the rest; a kept one is paged, its pages owner's.
+func TestPageTextKeptWholeWhenPagesCannotBe(t *testing.T) {
+	t.Parallel()
+	store := memstore.New(session.Options{})
+	t.Cleanup(func() { store.Close() })
+	text := strings.Repeat("x", 100)
+	full := New(Options{Store: noPages{store}, MaxAnswerBytes: 30})
+	if first, meta, ok := full.PageText(context.Background(), "tok", text); ok {
+		t.Fatalf("paged with no pages kept: %q %v", first, meta)
+	}
+	d := New(Options{Store: store, MaxAnswerBytes: 30})
+	first, meta, ok := d.PageText(context.Background(), "tok", text)
+	if !ok || !strings.HasPrefix(first, strings.Repeat("x", 30)+"\n\n") || meta["pages"] != 4 {
+		t.Fatalf("paged: %v %q %v", ok, first, meta)
+	}
+	a, found, err := store.GetAnswer(context.Background(), meta["answerId"].(string))
+	if err != nil || !found || a.Owner != "tok" {
+		t.Fatalf("the pages kept: %+v %v %v", a, found, err)
 	}
 }
