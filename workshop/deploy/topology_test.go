@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -172,8 +173,8 @@ func (p *proc) waitLog(t *testing.T, s string) {
 	}
 }
 
-// replica is one gemini-mcp-server process on a fixed port, restarted on
-// the same port, with a fake Gemini API of its own: the requests a fake
+// replica is one gemini-mcp-server process on a port of the kernel's
+// choosing, restarted on the same port, with a fake Gemini API of its own: the requests a fake
 // receives are the turns its replica ran.
 type replica struct {
 	root *testing.T // the test the replica's runs last as long as
@@ -204,7 +205,20 @@ func (r *replica) start(t *testing.T) {
 	p := startProc(r.root, fmt.Sprintf("replica %d (run %d)", r.n, len(r.runs)+1), cmd)
 	r.runs = append(r.runs, p)
 	p.waitLog(t, `msg="serving MCP over HTTP"`)
+	if r.port == 0 {
+		// The first run binds a port of the kernel's choosing and logs
+		// it, and the restarts take that port again: a port found free
+		// and bound later could be taken meanwhile by another process.
+		m := servingPort.FindStringSubmatch(p.log.String())
+		if m == nil {
+			t.Fatalf("replica %d logged no port it serves on:\n%s", r.n, p.log.String())
+		}
+		r.port, _ = strconv.Atoi(m[1])
+	}
 }
+
+// servingPort finds the port in the line a replica logs once it serves.
+var servingPort = regexp.MustCompile(`msg="serving MCP over HTTP" addr=127\.0\.0\.1:(\d+) `)
 
 // stop sends sig and waits for the replica to exit.
 func (r *replica) stop(t *testing.T, sig syscall.Signal) {
@@ -242,7 +256,7 @@ func newReplicas(t *testing.T, mode string) *topology {
 		if mode != "sessions" {
 			args = append(args, "--stateless")
 		}
-		r := &replica{root: t, n: n, port: freePort(t), fake: fake, args: args,
+		r := &replica{root: t, n: n, fake: fake, args: args,
 			env: append(os.Environ(), "GEMINI_API_KEY=k", "GOOGLE_GEMINI_BASE_URL="+fake.URL(),
 				"GEMINI_MCP_STATE_DIR="+filepath.Join(dir, "state"), "HOME="+dir),
 		}

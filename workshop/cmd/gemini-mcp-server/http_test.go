@@ -265,9 +265,9 @@ func TestHTTPLargestPromptFitsTheBody(t *testing.T) {
 	}
 	defer cs.Close()
 	prompt := strings.Repeat("\x01", maxPrompt)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": prompt, "systemPrompt": prompt}})
+	// The package's guard against a hang: a megabyte of prompts, escaped
+	// six times over, takes a -race server on a busy machine over 30 s.
+	res, err := cs.CallTool(guardCtx(t), &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"prompt": prompt, "systemPrompt": prompt}})
 	if err != nil || res.IsError {
 		t.Fatalf("a call at --max-prompt-bytes: %v %+v", err, res)
 	}
