@@ -39,7 +39,11 @@ func asAPIError(err error) (genai.APIError, bool) {
 		v = *p
 	}
 	if v.Code < 400 || v.Code > 599 {
-		v.Message = fmt.Sprintf("an error whose body claims code %d (%s): %s", v.Code, apiWords(v.Status, 64), v.Message)
+		claimed := fmt.Sprint(v.Code)
+		if st := apiWords(v.Status, 64); st != "" {
+			claimed += " " + st
+		}
+		v.Message = fmt.Sprintf("an error whose body claims code %s: %s", claimed, v.Message)
 		v.Code, v.Status = http.StatusBadGateway, "BAD_GATEWAY"
 	}
 	return v, true

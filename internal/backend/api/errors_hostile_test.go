@@ -202,9 +202,9 @@ func TestUnknownFinishReasonBounded(t *testing.T) {
 // retried as a failing API is, and the error says what the body claimed.
 func TestErrorBodyClaimsNoErrorCode(t *testing.T) {
 	t.Parallel()
-	for name, body := range map[string]string{
-		"code 200": `{"error":{"code":200,"message":"fine","status":"OK"}}`,
-		"no code":  `{"error":{"message":"fine"}}`,
+	for name, c := range map[string]struct{ body, says string }{
+		"code 200": {`{"error":{"code":200,"message":"fine","status":"OK"}}`, "body claims code 200 OK: fine"},
+		"no code":  {`{"error":{"message":"fine"}}`, "body claims code 0: fine"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -225,7 +225,7 @@ func TestErrorBodyClaimsNoErrorCode(t *testing.T) {
 				}
 				if fail() {
 					w.WriteHeader(http.StatusInternalServerError)
-					fmt.Fprint(w, body)
+					fmt.Fprint(w, c.body)
 					return
 				}
 				w.Header().Set("Content-Type", "text/event-stream")
@@ -241,7 +241,7 @@ func TestErrorBodyClaimsNoErrorCode(t *testing.T) {
 			streams, failFirst = 0, 1<<30
 			mu.Unlock()
 			_, err = f.b.Run(geminitest.Context(t), backend.Turn{Prompt: "hi"})
-			be := wantKind(t, err, backend.KindAPI, http.StatusBadGateway, "kept failing on retry", "body claims code")
+			be := wantKind(t, err, backend.KindAPI, http.StatusBadGateway, "kept failing on retry", c.says)
 			if strings.Contains(be.Error(), "refused") {
 				t.Fatalf("shown as a refusal: %v", be)
 			}
