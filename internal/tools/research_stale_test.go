@@ -34,28 +34,12 @@ func staleResearchCancelled(t *testing.T, askedBefore bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	past := time.Now().Add(-jobs.StaleAfter - time.Second)
-	j, err := jobs.New("tok", "research", 0, past)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j, err = d.Jobs.CreateJob(ctx, j, jobs.Limits{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err = jobs.Update(ctx, d.Jobs, "tok", j.ID, func(j *jobs.Job) (bool, error) {
-		if err := j.Start(past); err != nil {
-			return false, err
-		}
-		if err := j.SetResume(first.ID, past); err != nil {
-			return false, err
-		}
+	j := staleResearchJob(t, d, first.ID, func(j *jobs.Job, past time.Time) error {
 		if askedBefore {
 			j.RequestCancel(past)
 		}
-		return true, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+		return nil
+	})
 	res, _, err := d.job(as("tok"), request(t, "job", nil), JobInput{JobID: j.ID, Cancel: !askedBefore})
 	if err != nil {
 		t.Fatal(err)
@@ -73,4 +57,32 @@ func staleResearchCancelled(t *testing.T, askedBefore bool) {
 	if err != nil {
 		t.Fatalf("the interaction was not cancelled: %v", err)
 	}
+}
+
+// staleResearchJob stores a research job of "tok" following interaction,
+// started and last changed long enough ago to be stale (its process gone),
+// with whatever also sets on it then.
+func staleResearchJob(t *testing.T, d *Deps, interaction string, also func(j *jobs.Job, past time.Time) error) jobs.Job {
+	t.Helper()
+	ctx := geminitest.Context(t)
+	past := time.Now().Add(-jobs.StaleAfter - time.Second)
+	j, err := jobs.New("tok", "research", 0, past)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err = d.Jobs.CreateJob(ctx, j, jobs.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if j, err = jobs.Update(ctx, d.Jobs, "tok", j.ID, func(j *jobs.Job) (bool, error) {
+		if err := j.Start(past); err != nil {
+			return false, err
+		}
+		if err := j.SetResume(interaction, past); err != nil {
+			return false, err
+		}
+		return true, also(j, past)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return j
 }

@@ -271,27 +271,11 @@ func TestResearchResumed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	past := time.Now().Add(-jobs.StaleAfter - time.Second)
-	j, err := jobs.New("tok", "research", 0, past)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j, err = d.Jobs.CreateJob(ctx, j, jobs.Limits{}); err != nil {
-		t.Fatal(err)
-	}
-	if j, err = jobs.Update(ctx, d.Jobs, "tok", j.ID, func(j *jobs.Job) (bool, error) {
-		if err := j.Start(past); err != nil {
-			return false, err
-		}
-		if err := j.SetResume(first.ID, past); err != nil {
-			return false, err
-		}
+	j := staleResearchJob(t, d, first.ID, func(j *jobs.Job, past time.Time) error {
 		// What the first run kept of the files it was started with.
-		return true, j.SetResultMeta(map[string]any{"filesProcessed": []filectx.FileNote{{Path: "notes.txt"}},
+		return j.SetResultMeta(map[string]any{"filesProcessed": []filectx.FileNote{{Path: "notes.txt"}},
 			"filesSkipped": []filectx.FileNote{{Path: ".env", Reason: "a credential file"}}}, past)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	// Two replicas see it stale at once: one resumes it.
 	for range 2 {
 		if _, err := d.resumeResearch(ctx, j); err != nil {
