@@ -32,8 +32,7 @@ func homeProcesses(home string, except int) (procs map[int]string, ok bool) {
 		if err != nil || !bytes.Contains(append([]byte{0}, env...), needle) {
 			continue
 		}
-		stat, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		if !geminitest.Alive(pid) {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))

@@ -32,7 +32,7 @@ func TestReapGroupNamesLeftovers(t *testing.T) {
 	}
 	for deadline := time.Now().Add(leftoverBound); ; time.Sleep(10 * time.Millisecond) {
 		ms, _ := groupMembers(zombie.Process.Pid)
-		if slices.ContainsFunc(ms, func(m member) bool { return m.state == "Z" }) {
+		if slices.ContainsFunc(ms, func(m member) bool { return !m.st.Running() }) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
 // setProcessGroup starts cmd in a process group of its own, so that
@@ -55,9 +57,9 @@ func reapGroup(cmd *exec.Cmd, grace time.Duration) (leftovers string) {
 
 // member is one process of a group, as /proc tells it.
 type member struct {
-	pid, parent int
-	state       string // "R", "S", "Z" (zombie), …
-	cmdline     string
+	pid     int
+	st      geminitest.ProcStat
+	cmdline string
 }
 
 // groupMembers lists the processes of group pgid from /proc; ok is false
@@ -72,22 +74,12 @@ func groupMembers(pgid int) (ms []member, ok bool) {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // it has gone
+		st, ok := geminitest.Stat(pid)
+		if !ok || st.Group != pgid {
+			continue // gone, or another group's
 		}
-		// The fields after the command's closing parenthesis: state, ppid, pgrp.
-		i := strings.LastIndex(string(stat), ") ")
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+2:]))
-		if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
-			continue
-		}
-		parent, _ := strconv.Atoi(f[1])
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		ms = append(ms, member{pid: pid, parent: parent, state: f[0],
+		ms = append(ms, member{pid: pid, st: st,
 			cmdline: strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " ")})
 	}
 	return ms, true
@@ -97,7 +89,7 @@ func groupMembers(pgid int) (ms []member, ok bool) {
 func describe(ms []member, _ bool) string {
 	var b strings.Builder
 	for _, m := range ms {
-		fmt.Fprintf(&b, "\n  pid %d (state %s, parent %d): %s", m.pid, m.state, m.parent, m.cmdline)
+		fmt.Fprintf(&b, "\n  pid %d (state %s, parent %d): %s", m.pid, m.st.State, m.st.Parent, m.cmdline)
 	}
 	return b.String()
 }
@@ -111,7 +103,7 @@ func groupRunning(pgid int) bool {
 		return err == nil || errors.Is(err, syscall.EPERM)
 	}
 	for _, m := range ms {
-		if m.state != "Z" && m.state != "X" {
+		if m.st.Running() {
 			return true
 		}
 	}
