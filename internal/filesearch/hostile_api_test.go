@@ -53,6 +53,13 @@ func hostileOpsBody(t *testing.T, f *fixture, rewrite func(body []byte) []byte) 
 // whose answers to the requests match takes are rewrite's of the fake's.
 func rewriteAPI(t *testing.T, f *fixture, match func(*http.Request) bool, rewrite func(body []byte) []byte) *API {
 	t.Helper()
+	return rewriteAnswers(t, f, match, func(_ *http.Response, body []byte) []byte { return rewrite(body) })
+}
+
+// rewriteAnswers is rewriteAPI whose rewrite may change the answer's
+// status and headers too.
+func rewriteAnswers(t *testing.T, f *fixture, match func(*http.Request) bool, rewrite func(r *http.Response, body []byte) []byte) *API {
+	t.Helper()
 	target, _ := url.Parse(f.fake.URL())
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ModifyResponse = func(r *http.Response) error {
@@ -64,7 +71,7 @@ func rewriteAPI(t *testing.T, f *fixture, match func(*http.Request) bool, rewrit
 		if err != nil {
 			return err
 		}
-		body = rewrite(body)
+		body = rewrite(r, body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
@@ -269,31 +276,14 @@ func TestUploadOperationErrorIsBounded(t *testing.T) {
 // the SDK flattens into its error's text): the error is bounded.
 func TestUploadStartErrorIsBounded(t *testing.T) {
 	f := newFixture(t)
-	target, _ := url.Parse(f.fake.URL())
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.ModifyResponse = func(r *http.Response) error {
-		if !strings.Contains(r.Request.URL.Path, ":uploadToFileSearchStore") {
-			return nil
-		}
-		r.Body.Close()
+	api := rewriteAnswers(t, f, func(r *http.Request) bool {
+		return strings.Contains(r.URL.Path, ":uploadToFileSearchStore")
+	}, func(r *http.Response, _ []byte) []byte {
 		b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": 400, "status": "INVALID_ARGUMENT",
 			"message": strings.Repeat("y", 1<<20) + "\x1b[2J"}})
 		r.StatusCode, r.Status = http.StatusBadRequest, "400 Bad Request"
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		r.ContentLength = int64(len(b))
-		r.Header.Set("Content-Length", strconv.Itoa(len(b)))
-		return nil
-	}
-	proxy := httptest.NewServer(rp)
-	t.Cleanup(proxy.Close)
-	c, err := genai.NewClient(context.Background(), &genai.ClientConfig{
-		APIKey: "test-key", Backend: genai.BackendGeminiAPI,
-		HTTPOptions: genai.HTTPOptions{BaseURL: proxy.URL + "/"}, HTTPClient: proxy.Client(),
+		return b
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := NewAPI(c)
 	name, err := api.CreateStore(context.Background(), "p")
 	must(t, err)
 	_, err = api.Upload(context.Background(), name, Doc{Path: "a.go"}, []byte("x"))
