@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gemini-mcp-server/gemini-mcp-server/internal/geminitest"
 )
 
 // sink is a loopback server that records the requests it gets and
@@ -56,24 +57,6 @@ func (s *sink) requests() ([]http.Header, []string) {
 	return append([]http.Header(nil), s.headers...), append([]string(nil), s.bodies...)
 }
 
-// syncBuffer is a bytes.Buffer safe for the exporter's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestExportRedirects: a receiver's redirect to another origin (another
 // port of 127.0.0.1, another loopback host, https instead of http) is not
 // followed: the OTEL_EXPORTER_OTLP_HEADERS secret reaches nothing but the
@@ -86,7 +69,7 @@ func TestExportRedirects(t *testing.T) {
 	otherPort := startSink(t, "127.0.0.1:0")
 	otherHost := startSink(t, "127.0.0.2:0")
 	export := func(t *testing.T, url string) (Stats, string) {
-		var log syncBuffer
+		var log geminitest.LockedBuffer
 		tr := New(NewExporter(ExporterOptions{URL: url, Headers: map[string]string{"X-Api-Key": secret}, Interval: time.Hour,
 			Log: slog.New(slog.NewTextHandler(&log, nil))}), Sampler{Ratio: 1})
 		_, s := tr.StartServer(context.Background(), "redirected", SpanContext{})

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -128,7 +127,7 @@ func TestUnreadableModelListLoggedBounded(t *testing.T) {
 		fmt.Fprint(w, "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"fine\"}]},\"finishReason\":\"STOP\"}]}\n\n")
 	}))
 	t.Cleanup(srv.Close)
-	var logs syncBuffer
+	var logs geminitest.LockedBuffer
 	b, err := New(Options{Getenv: envAt(srv.URL)}, memstore.New(session.Options{}), slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -142,19 +141,6 @@ func TestUnreadableModelListLoggedBounded(t *testing.T) {
 		t.Fatalf("the log, %d bytes: %.500q", len(s), s)
 	}
 }
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // A finish reason the SDK does not know is the API's word: it reaches the
 // answer's note and _meta clipped, without control characters; so do the
